@@ -1,0 +1,4 @@
+"""`python -m ckpt` runs the command-line interface."""
+from ckpt.cli import main
+
+main()
