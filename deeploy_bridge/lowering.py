@@ -1,0 +1,135 @@
+"""``lower``: the graph Deeploy will actually schedule, with aliases and name maps, cached on disk."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional, Union
+
+import onnx
+
+from . import cache as _cache
+from .aliases import collect_aliases
+from .errors import BridgeError
+from .export import bound_types, export_lowered, strip_mangling
+from .input_types import infer_input_types
+from .naming import io_mapping, node_diff
+from .pipeline import DeployOptions, front_end, mid_end, start
+from .records import LoweredGraph, StageTimings
+from .scheduler import make_scheduler
+from .sources import LOWERED_META_KEY, ModelLike, load_source
+from .targets import TARGETS
+from .versions import deeploy_version
+
+
+def _import_gs(model: onnx.ModelProto):
+    import onnx_graphsurgeon as gs
+
+    return gs.import_onnx(model)
+
+
+def prepare_graph(source, relower: bool):
+    """gs graph to hand to a deployer; already-lowered graphs get their '_tensor' suffixes undone."""
+    model = source.model if relower else strip_mangling(source.model)
+    return _import_gs(model)
+
+
+def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredGraph:
+    meta = {}
+    for prop in model.metadata_props:
+        if prop.key == LOWERED_META_KEY:
+            meta = json.loads(prop.value)
+    return LoweredGraph(model=model,
+                        target=target,
+                        deeploy_version=meta.get("deeploy_version", deeploy_version()),
+                        aliases=meta.get("aliases", {}),
+                        alias_ops=meta.get("alias_ops", {}),
+                        io_names=meta.get("io_names", {}),
+                        node_names=meta.get("node_names", {}),
+                        added_nodes=meta.get("added_nodes", []),
+                        removed_nodes=meta.get("removed_nodes", []),
+                        input_types=meta.get("input_types", {}),
+                        tensor_types=meta.get("tensor_types", {}),
+                        timings=StageTimings(**meta.get("timings", {})),
+                        **extra)
+
+
+def _lower_none(source) -> LoweredGraph:
+    """target 'none': the ONNX as is; names map to themselves."""
+    graph = source.model.graph
+    names = {n.name: n.name for n in graph.node}
+    io = {v.name: v.name for v in list(graph.input) + list(graph.output)}
+    return LoweredGraph(model=source.model, target="none", deeploy_version=deeploy_version(), io_names=io,
+                        node_names=names)
+
+
+def lower(model_dir_or_onnx_path: ModelLike,
+          target: str = "siracusa",
+          *,
+          cache_dir: Optional[Union[str, Path]] = None,
+          n_cores: int = 8,
+          use_cache: bool = True,
+          inputs=None) -> LoweredGraph:
+    """Run Deeploy's front end (+ bind, for alias info) and return the lowered graph.
+
+    ``target``: 'siracusa' (PULPOpen), 'gap9' (only if the installed Deeploy has it) or 'none'.
+    Results are cached under ``cache_dir`` (default $CKPT_CACHE_DIR or ~/.cache/ckpt/lowered).
+    """
+    if target not in TARGETS:
+        raise BridgeError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    source = load_source(model_dir_or_onnx_path, inputs)
+    if target == "none":
+        return _lower_none(source)
+
+    prior = source.lowered_meta
+    input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
+    opts = DeployOptions(target=target, n_cores=n_cores, relower=not source.looks_lowered)
+    key = _cache.cache_key(source.sha256, target, {**opts.key(), "input_types": input_types}, deeploy_version())
+    directory = Path(cache_dir) if cache_dir is not None else _cache.default_cache_dir()
+    if use_cache:
+        t0 = time.perf_counter()
+        hit = _cache.load(directory, key)
+        if hit is not None:
+            record = _record_from_model(hit, target, from_cache=True, cache_path=_cache.entry_path(directory, key))
+            record.timings.cache_load = time.perf_counter() - t0
+            return record
+
+    graph = prepare_graph(source, opts.relower)
+    run = start(graph, input_types, make_scheduler(None), opts)
+    try:
+        front_end(run)
+        mid_end(run)
+        deployer = run.deployer
+        aliases, alias_ops = collect_aliases(deployer.ctxt, deployer.graph)
+        types = bound_types(deployer.ctxt)
+        lowered_graph = deployer.graph
+        # Names relative to the original graph (or carried over when the input was already lowered).
+        meta = {
+            "deeploy_version": deeploy_version(),
+            "target": target,
+            "n_cores": n_cores,
+            "aliases": aliases,
+            "alias_ops": alias_ops,
+            "input_types": input_types,
+            "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},
+        }
+        model = export_lowered(lowered_graph, types, meta, opset_model=source.model)
+        if opts.relower:
+            kept, added, removed = node_diff(source.model.graph, model.graph)
+            io = io_mapping(source.model.graph)
+        else:
+            kept = (prior or {}).get("node_names", {})
+            io = (prior or {}).get("io_names", {})
+            present = {n.name for n in model.graph.node}
+            added = [n for n in present if n not in set(kept.values())]
+            removed = [o for o, n in kept.items() if n not in present]
+        meta.update(io_names=io, node_names=kept, added_nodes=added, removed_nodes=removed,
+                    tensor_types={k: v for k, v in types.items()
+                                  if k in {vi.name for vi in list(model.graph.value_info) +
+                                           list(model.graph.input) + list(model.graph.output)}})
+        model.metadata_props[0].value = json.dumps(meta, sort_keys=True)
+    finally:
+        run.close()
+    path = _cache.store(directory, key, model) if use_cache else None
+    record = _record_from_model(model, target, from_cache=False, cache_path=path)
+    return record

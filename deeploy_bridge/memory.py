@@ -1,0 +1,200 @@
+"""Deeploy's memory figures for a given schedule, and its generated C code, from one Deeploy run.
+
+What the numbers mean (Deeploy 0.2.1):
+
+* ``dynamic_peak`` is ``NetworkContext._maxDynamicSize``, filled during ``backEnd`` by
+  ``MemoryManagementGeneration`` / ``MemoryPassthroughGeneration``
+  (``CommonExtensions/CodeTransformationPasses/MemoryAllocation.py``) walking layers in schedule order;
+  non-tiled, this *is* ``deployer.worstCaseBufferSize`` (key "None": buffers without memory level).
+* Tiled, ``deployer.worstCaseBufferSize`` is the tiler's arena size per level
+  (``Tiler._convertCtxtToStaticSchedule``: max end address of the static memory map), which we also
+  report as ``arena``; ``static`` is ``outerMemoryScheduler.getConstantTensorOffset`` per level.
+* Non-tiled ``static`` is the byte sum of global buffers (constants, graph I/O) Deeploy's own memory
+  summary adds on top of the dynamic peak.
+
+Non-tiled lifetime rule (verified to the byte on CCT2_FT2: 1,114,368). Per layer, in schedule order:
+counted buffers are *local* ones only (not graph inputs/outputs, not constants), size
+prod(shape)*typeWidth/8, no alignment. (1) every output of the layer (+ its TransientBuffers) is
+added; (2) the peak is taken; (3) transients and the inputs whose last reader is this layer are
+subtracted. Reshape-like layers (Reshape/Squeeze/Unsqueeze/Flatten, ``MemoryPassthroughGeneration``)
+count their output as a new buffer and always subtract their dying input. Any other layer skips the
+subtraction of a dying input if a buffer alias-linked to it (``VariableBuffer.has_live_aliases``) is
+still live; that size is then never subtracted (16x32 KiB + 256 B on CCT2_FT2).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from .errors import BridgeError
+from .input_types import infer_input_types
+from .lowering import prepare_graph
+from .pipeline import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
+from .records import MemoryFigures
+from .scheduler import Order, make_scheduler
+from .sources import ModelLike, load_source
+from .versions import deeploy_version
+
+
+def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
+    from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer
+
+    deployer, ctxt = run.deployer, run.deployer.ctxt
+    if run.options.tiled:
+        scheduler = deployer.tiler.outerMemoryScheduler
+        return {lvl: int(scheduler.getConstantTensorOffset(ctxt, lvl)) for lvl in levels}
+    total = 0
+    for buf in ctxt.globalObjects.values():
+        if isinstance(buf, StructBuffer) or not isinstance(buf, VariableBuffer) or not hasattr(buf, "_type"):
+            continue
+        if isinstance(buf, ConstantBuffer) or buf._deploy:
+            total += int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+    return {"None": total}
+
+
+def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
+    """Assemble Network.h / Network.c from the deployer's generators, plus L3 constant hex files."""
+    from Deeploy.DeeployTypes import ConstantBuffer, _NoVerbosity
+
+    d = run.deployer
+    out_dir.mkdir(parents=True, exist_ok=True)
+    header = "\n".join([
+        "#ifndef __DEEPLOY_HEADER__",
+        "#define __DEEPLOY_HEADER__",
+        "#include <stdint.h>",
+        "#include <stdio.h>",
+        "#include <stdlib.h>",
+        d.generateIncludeString(),
+        "void RunNetwork(uint32_t core_id, uint32_t numThreads);",
+        "void InitNetwork(uint32_t core_id, uint32_t numThreads);",
+        d.generateIOBufferInitializationCode(),
+        "#endif",
+        "",
+    ])
+    body = d.generateFunction(_NoVerbosity)  # generates layer code; memory accounting already done
+    source = "\n".join([
+        "#include <math.h>",
+        "#include <stdio.h>",
+        "#include <stdlib.h>",
+        d.generateIncludeString(),
+        '#include "Network.h"',
+        d.generateBufferInitializationCode(),
+        d.generateGlobalDefinitionCode(),
+        "void RunNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
+        d.generateInferenceInitializationCode(),
+        body,
+        "}",
+        "void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
+        d.generateEngineInitializationCode(),
+        d.generateBufferAllocationCode(),  # also assigns extName to L3-resident globals
+        "}",
+        "",
+    ])
+    files = {"Network.h": header, "Network.c": source}
+    for name, text in files.items():
+        (out_dir / name).write_text(text)
+    written = list(files)
+    hex_dir = out_dir / "hex"
+    for buf in d.ctxt.globalObjects.values():
+        if isinstance(buf, ConstantBuffer) and hasattr(buf, "extName"):
+            hex_dir.mkdir(exist_ok=True)
+            values = np.asarray(buf.values).reshape(-1)
+            ref = buf._type.referencedType
+            dtype = np.float32 if ref.typeName.startswith("float") else np.dtype(
+                f"{'i' if ref.typeMin < 0 else 'u'}{max(1, ref.typeWidth // 8)}")
+            pad = (-values.size) % max(1, 32 // ref.typeWidth)
+            np.pad(values, (0, pad)).astype(dtype).tofile(hex_dir / f"{buf.extName}.hex")
+            written.append(f"hex/{buf.extName}.hex")
+    return written
+
+
+def deploy(model: ModelLike,
+           order: Order = None,
+           target: str = "siracusa",
+           *,
+           tiled: bool = True,
+           l1: int = 128_000,
+           l2: int = 1_024_000,
+           default_mem_level: str = "L3",
+           n_cores: int = 8,
+           allocator: str = "TetrisRandom",
+           code_dir: Optional[Union[str, Path]] = None,
+           inputs=None,
+           already_lowered: Optional[bool] = None) -> MemoryFigures:
+    """One full Deeploy run for ``order``: memory figures, and code written to ``code_dir`` if given.
+
+    ``model``: model folder / .onnx path / ModelProto. A graph produced by ``lower`` (or a rewired copy
+    that kept its metadata_props, or whose I/O is still named input_i/output_i) is recognised as already
+    lowered: its lowering passes are skipped so node names stay those of ``order`` (new tensors should
+    end in ``_tensor`` to keep their names). Force either way with ``already_lowered``.
+    """
+    if target == "none":
+        raise BridgeError("target 'none' has no Deeploy memory figures; use siracusa")
+    source = load_source(model, inputs)
+    prior = source.lowered_meta
+    lowered = source.looks_lowered if already_lowered is None else already_lowered
+    input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
+    opts = DeployOptions(target=target, n_cores=n_cores, tiled=tiled, l1=l1, l2=l2,
+                         default_mem_level=default_mem_level, allocator=allocator, relower=not lowered)
+    run = start(prepare_graph(source, opts.relower), input_types, make_scheduler(order), opts)
+    try:
+        front_end(run)
+        mid_end(run)
+        back_end(run)
+        d = run.deployer
+        dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
+        worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
+        figures = MemoryFigures(target=target,
+                                deeploy_version=deeploy_version(),
+                                tiled=tiled,
+                                order=list(d.layerBinding.keys()),
+                                worst_case=worst,
+                                dynamic_peak=dynamic,
+                                arena=dict(worst) if tiled else {},
+                                static=_static_bytes(run, worst.keys() if tiled else ()),
+                                allocator=allocator if tiled else None,
+                                l1=l1 if tiled else None,
+                                l2=l2 if tiled else None,
+                                default_mem_level=default_mem_level if tiled else None,
+                                n_cores=n_cores,
+                                timings=run.timings)
+        if code_dir is not None:
+            t0 = time.perf_counter()
+            with quiet_deeploy():
+                figures.code_files = _write_code(run, Path(code_dir))
+            figures.code_dir = Path(code_dir)
+            run.timings.codegen = time.perf_counter() - t0
+    finally:
+        run.close()
+    return figures
+
+
+def deeploy_memory(model_dir_or_path: ModelLike,
+                   order_or_scheduler: Order = None,
+                   target: str = "siracusa",
+                   *,
+                   tiled: bool = True,
+                   l1: int = 128_000,
+                   l2: int = 1_024_000,
+                   default_mem_level: str = "L3",
+                   n_cores: int = 8,
+                   allocator: str = "TetrisRandom",
+                   inputs=None,
+                   already_lowered: Optional[bool] = None) -> MemoryFigures:
+    """Deeploy's memory figures for one schedule (no code written). See ``deploy``."""
+    return deploy(model_dir_or_path, order_or_scheduler, target, tiled=tiled, l1=l1, l2=l2,
+                  default_mem_level=default_mem_level, n_cores=n_cores, allocator=allocator,
+                  inputs=inputs, already_lowered=already_lowered)
+
+
+def generate_code(model: ModelLike, order: Order, out_dir: Union[str, Path], target: str = "siracusa",
+                  **kwargs) -> MemoryFigures:
+    """Run Deeploy's back end for ``order`` and write Network.c / Network.h (+ hex/) into ``out_dir``.
+
+    Returns the same figures as ``deeploy_memory`` from the same run (Deeploy runs once).
+    """
+    return deploy(model, order, target, code_dir=out_dir, **kwargs)

@@ -1,0 +1,55 @@
+"""Relate original node/tensor names to the lowered graph's names.
+
+Deeploy's front end (``NetworkDeployer.frontEnd``) removes Identity nodes, suffixes every tensor with
+``_tensor``, suffixes duplicated node names with ``_<i>``, renames graph I/O to ``input_i``/``output_i``
+by position, strips characters outside [A-Za-z0-9_] from node and tensor names, then lowering adds or
+splits nodes. We mirror the renaming rules (own code) to tell renamed nodes from added/removed ones.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import onnx
+
+_ILLEGAL = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def sanitize(name: str) -> str:
+    return _ILLEGAL.sub("", name)
+
+
+def expected_node_names(original: onnx.GraphProto) -> dict[str, str]:
+    """Original node name -> the name Deeploy's preprocessing gives it (before lowering)."""
+    nodes = [n for n in original.node if n.op_type != "Identity"]
+    counts = Counter(n.name for n in nodes)
+    seen: Counter = Counter()
+    mapping = {}
+    for node in nodes:
+        name = node.name
+        if counts[name] > 1:
+            name = f"{name}_{seen[node.name]}"
+            seen[node.name] += 1
+        mapping[node.name] = sanitize(name)
+    return mapping
+
+
+def io_mapping(original: onnx.GraphProto) -> dict[str, str]:
+    """Original graph input/output name -> input_i / output_i (initializers are not inputs)."""
+    inits = {t.name for t in original.initializer}
+    inputs = [i.name for i in original.input if i.name not in inits]
+    mapping = {name: f"input_{i}" for i, name in enumerate(inputs)}
+    mapping.update({o.name: f"output_{i}" for i, o in enumerate(original.output)})
+    return mapping
+
+
+def node_diff(original: onnx.GraphProto, lowered: onnx.GraphProto) -> tuple[dict[str, str], list[str], list[str]]:
+    """(kept original -> lowered name, added lowered names, removed original names)."""
+    expected = expected_node_names(original)
+    lowered_names = [n.name for n in lowered.node]
+    present = set(lowered_names)
+    kept = {orig: new for orig, new in expected.items() if new in present}
+    removed = [n.name for n in original.node if n.name not in kept]
+    claimed = set(kept.values())
+    added = [name for name in lowered_names if name not in claimed]
+    return kept, added, removed

@@ -1,0 +1,89 @@
+"""Plain records the bridge hands back; they hold no Deeploy objects so they pickle and cache cleanly."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import onnx
+
+
+@dataclass
+class StageTimings:
+    """Wall time in seconds of each Deeploy stage, so benchmarks can say where the time goes."""
+
+    front_end: float = 0.0  # preprocess + lower + parse
+    mid_end: float = 0.0  # bind (+ tiling and static allocation when tiled)
+    back_end: float = 0.0  # code transformations (this is where Deeploy counts live bytes)
+    codegen: float = 0.0  # assembling and writing Network.c / Network.h
+    cache_load: float = 0.0  # reading a cached result instead of running Deeploy
+
+    @property
+    def total(self) -> float:
+        return self.front_end + self.mid_end + self.back_end + self.codegen + self.cache_load
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "frontEnd": self.front_end,
+            "midEnd": self.mid_end,
+            "backEnd": self.back_end,
+            "codegen": self.codegen,
+            "cacheLoad": self.cache_load,
+            "total": self.total,
+        }
+
+
+@dataclass
+class LoweredGraph:
+    """The graph Deeploy actually schedules, plus what ckpt needs to map names and buffers back."""
+
+    model: onnx.ModelProto  # lowered graph; value_info covers every non-constant tensor
+    target: str
+    deeploy_version: str
+    aliases: dict[str, str] = field(default_factory=dict)  # output tensor -> input tensor whose buffer it reuses
+    alias_ops: dict[str, str] = field(default_factory=dict)  # aliased output tensor -> op type of its producer
+    io_names: dict[str, str] = field(default_factory=dict)  # original graph I/O name -> lowered name
+    node_names: dict[str, str] = field(default_factory=dict)  # original node name -> lowered name (kept nodes)
+    added_nodes: list[str] = field(default_factory=list)  # lowered node names with no original counterpart
+    removed_nodes: list[str] = field(default_factory=list)  # original node names that lowering dropped
+    input_types: dict[str, str] = field(default_factory=dict)  # lowered input name -> Deeploy type name
+    tensor_types: dict[str, str] = field(default_factory=dict)  # tensor -> Deeploy type name (bound)
+    timings: StageTimings = field(default_factory=StageTimings)
+    from_cache: bool = False
+    cache_path: Optional[Path] = None
+
+    @property
+    def renamed_nodes(self) -> dict[str, str]:
+        """Kept nodes whose name changed (sanitising or de-duplication)."""
+        return {k: v for k, v in self.node_names.items() if k != v}
+
+    @property
+    def node_order(self) -> list[str]:
+        """Deeploy's default schedule: the lowered graph's node order."""
+        return [n.name for n in self.model.graph.node]
+
+
+@dataclass
+class MemoryFigures:
+    """Deeploy's own memory numbers for one schedule, per memory level (bytes)."""
+
+    target: str
+    deeploy_version: str
+    tiled: bool
+    order: list[str]  # node names in the order Deeploy executed them
+    # Non-tiled: Deeploy's dynamic peak (deployer.worstCaseBufferSize). Tiled: the tiler's arena sizes.
+    worst_case: dict[str, int] = field(default_factory=dict)
+    # Peak of the per-layer malloc/free accounting done in the back end (ctxt._maxDynamicSize), both flows.
+    dynamic_peak: dict[str, int] = field(default_factory=dict)
+    # Tiled only: arena size per level (same as worst_case there; empty when non-tiled).
+    arena: dict[str, int] = field(default_factory=dict)
+    # Static bytes per level: constants in the arenas' static part when tiled; all global buffers otherwise.
+    static: dict[str, int] = field(default_factory=dict)
+    allocator: Optional[str] = None
+    l1: Optional[int] = None
+    l2: Optional[int] = None
+    default_mem_level: Optional[str] = None
+    n_cores: int = 8
+    timings: StageTimings = field(default_factory=StageTimings)
+    code_dir: Optional[Path] = None  # where Network.c / Network.h were written, if asked
+    code_files: list[str] = field(default_factory=list)

@@ -1,0 +1,81 @@
+"""Resolve what the caller passed (model folder, .onnx file or ModelProto) into bytes, graph and input values.
+
+Keeping this separate lets the cache key and the Deeploy run see exactly the same model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import onnx
+
+from .errors import BridgeError
+
+ModelLike = Union[str, Path, onnx.ModelProto]
+
+#: metadata_props key under which the bridge stores its JSON metadata in a lowered model.
+LOWERED_META_KEY = "ckpt.deeploy_bridge.lowered"
+
+
+@dataclass
+class ModelSource:
+    """A model ready to hand to Deeploy, with a content hash for caching."""
+
+    model: onnx.ModelProto
+    sha256: str
+    inputs: Optional[dict[str, np.ndarray]]  # values from inputs.npz, keyed by npz name, file order
+    label: str  # for messages
+
+    @property
+    def lowered_meta(self) -> Optional[dict]:
+        """Bridge metadata if this model is a graph the bridge lowered earlier, else None."""
+        for prop in self.model.metadata_props:
+            if prop.key == LOWERED_META_KEY:
+                return json.loads(prop.value)
+        return None
+
+    @property
+    def looks_lowered(self) -> bool:
+        """Bridge metadata present, or I/O already named input_i/output_i as only Deeploy names them."""
+        if self.lowered_meta is not None:
+            return True
+        g = self.model.graph
+        inits = {t.name for t in g.initializer}
+        ins = [i.name for i in g.input if i.name not in inits]
+        return bool(ins) and ins == [f"input_{i}" for i in range(len(ins))] and \
+            [o.name for o in g.output] == [f"output_{i}" for i in range(len(g.output))]
+
+
+def load_source(model: ModelLike, inputs: Optional[Union[str, Path, dict]] = None) -> ModelSource:
+    """Load a model folder (network.onnx [+ inputs.npz]), an .onnx path, or take a ModelProto as is."""
+    npz_path: Optional[Path] = None
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+        data = proto.SerializeToString()
+        label = proto.graph.name or "<ModelProto>"
+    else:
+        path = Path(model)
+        if path.is_dir():
+            onnx_path = path / "network.onnx"
+            npz_path = path / "inputs.npz"
+        else:
+            onnx_path = path
+            npz_path = path.with_name("inputs.npz")
+        if not onnx_path.is_file():
+            raise BridgeError(f"no ONNX model at {onnx_path}")
+        data = onnx_path.read_bytes()
+        proto = onnx.load_from_string(data)
+        label = str(onnx_path)
+    values: Optional[dict[str, np.ndarray]] = None
+    if isinstance(inputs, dict):
+        values = {k: np.asarray(v) for k, v in inputs.items()}
+    elif inputs is not None:
+        npz_path = Path(inputs)
+    if values is None and npz_path is not None and npz_path.is_file():
+        with np.load(npz_path) as npz:
+            values = {k: npz[k] for k in npz.files}
+    return ModelSource(model=proto, sha256=hashlib.sha256(data).hexdigest(), inputs=values, label=label)

@@ -1,0 +1,75 @@
+"""Build a fresh Deeploy platform + deployer for a target name.
+
+Everything Deeploy keeps in module-level defaults is copied here, because PULPDeployer appends its
+lowering passes to the shared ``PULPOptimizer`` list and ``PULPPlatform()`` shares one default
+``PULPClusterEngine`` (and its Mapping dict) between all instances; reusing them would make a second
+run in the same process differ from the first.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from .errors import BridgeError
+from .versions import deeploy_version, has_target_package
+
+TARGETS = ("siracusa", "gap9", "none")
+
+
+@dataclass
+class TargetParts:
+    """Constructors Deeploy needs for one target."""
+
+    platform: object  # DeploymentPlatform instance (fresh)
+    deployer_cls: type
+    optimizer: object  # TopologyOptimizer instance (fresh pass list)
+    cluster_engine_cls: type
+
+
+def _fresh_optimizer(shared):
+    from Deeploy.DeeployTypes import TopologyOptimizer
+
+    return TopologyOptimizer(list(shared.passes), name=getattr(shared, "name", "TopologyOptimizer"))
+
+
+def _siracusa(n_cores: int) -> TargetParts:
+    from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
+    from Deeploy.Targets.PULPOpen.Platform import PULPClusterEngine, PULPMapping, PULPOptimizer, PULPPlatform
+
+    engine = PULPClusterEngine("PULPCluster", Mapping=dict(PULPMapping), n_cores=n_cores)
+    return TargetParts(PULPPlatform(engines=[engine]), PULPDeployer, _fresh_optimizer(PULPOptimizer),
+                       PULPClusterEngine)
+
+
+def _gap9(n_cores: int) -> TargetParts:
+    """GAP9 exists only in newer (devel) Deeploy; its class names follow the PULPOpen pattern."""
+    if not has_target_package("GAP9"):
+        raise BridgeError(f"Deeploy {deeploy_version()} has no GAP9 target (no Deeploy.Targets.GAP9); "
+                          "install a Deeploy with GAP9 and training-op mappings")
+    import importlib
+
+    platform_mod = importlib.import_module("Deeploy.Targets.GAP9.Platform")
+    deployer_mod = importlib.import_module("Deeploy.Targets.GAP9.Deployer")
+    try:
+        platform_cls = getattr(platform_mod, "GAP9Platform")
+        optimizer = getattr(platform_mod, "GAP9Optimizer", None) or importlib.import_module(
+            "Deeploy.Targets.PULPOpen.Platform").PULPOptimizer
+        deployer_cls = getattr(deployer_mod, "GAP9Deployer")
+    except AttributeError as exc:
+        raise BridgeError(f"Deeploy {deeploy_version()} GAP9 target lacks an expected class: {exc}") from None
+    platform = platform_cls()
+    platform = copy.copy(platform)
+    engine_cls = type(platform.engines[0])
+    for engine in platform.engines:
+        if hasattr(engine, "n_cores"):
+            engine.n_cores = n_cores
+    return TargetParts(platform, deployer_cls, _fresh_optimizer(optimizer), engine_cls)
+
+
+def target_parts(target: str, n_cores: int = 8) -> TargetParts:
+    """Fresh platform/deployer/optimizer for ``target`` ('siracusa' or 'gap9')."""
+    if target == "siracusa":
+        return _siracusa(n_cores)
+    if target == "gap9":
+        return _gap9(n_cores)
+    raise BridgeError(f"unknown Deeploy target {target!r}; expected one of {', '.join(TARGETS)}")

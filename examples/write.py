@@ -1,0 +1,111 @@
+"""Writes a generated example in the shared/models folder layout.
+
+network.onnx + inputs.npz (+ outputs.npz, golden updated weights, when the host executor is
+available). npz files are written with fixed zip timestamps so that the same arguments give
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import onnx
+
+from .cct import cct
+from .mlp import mlp
+from .resnet import resnet
+
+_FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _generators() -> dict[str, Callable[..., onnx.ModelProto]]:
+    return {"mlp": mlp, "cct": cct, "resnet": resnet}
+
+
+KINDS = tuple(sorted(_generators()))
+
+
+@dataclass(frozen=True)
+class WrittenExample:
+    """Paths of what write_example produced; ``outputs`` is None without the host executor."""
+
+    directory: Path
+    network: Path
+    inputs: Path
+    outputs: Path | None
+
+
+def build(kind: str, **opts: object) -> onnx.ModelProto:
+    """The model of generator ``kind`` (``mlp``, ``cct``, ``resnet``) with its keyword options."""
+    gens = _generators()
+    if kind not in gens:
+        raise ValueError(f"unknown example kind {kind!r}; choose from {sorted(gens)}")
+    return gens[kind](**opts)
+
+
+def example_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic feeds for a generated model: normal floats, labels in [0, classes)."""
+    rng = np.random.default_rng([seed, 1])
+    classes = _num_classes(model)
+    feeds: dict[str, np.ndarray] = {}
+    for vi in model.graph.input:
+        tt = vi.type.tensor_type
+        shape = tuple(d.dim_value for d in tt.shape.dim)
+        if tt.elem_type == onnx.TensorProto.INT64:
+            feeds[vi.name] = rng.integers(0, classes, size=shape, dtype=np.int64)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def _num_classes(model: onnx.ModelProto) -> int:
+    shapes = {v.name: v.type.tensor_type.shape for v in model.graph.value_info}
+    for node in model.graph.node:
+        if node.op_type == "SoftmaxCrossEntropyLoss":
+            return int(shapes[node.input[0]].dim[-1].dim_value)
+    raise ValueError("model has no SoftmaxCrossEntropyLoss node")
+
+
+def save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """np.savez-compatible file with fixed timestamps (np.savez stamps the current time)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asanyarray(arr), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_FIXED_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue())
+
+
+def golden_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """Graph outputs computed by ckpt.replay.host_exec, or None when it is not available yet."""
+    try:
+        from ckpt.replay.host_exec import run_graph
+    except ImportError:
+        return None
+    values = run_graph(model, dict(feeds))
+    return {o.name: np.asarray(values[o.name]) for o in model.graph.output}
+
+
+def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, **opts: object) -> WrittenExample:
+    """Generates example ``kind`` and writes network.onnx, inputs.npz and outputs.npz to out_dir."""
+    model = build(kind, **opts)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    network = out / "network.onnx"
+    network.write_bytes(model.SerializeToString())
+    feeds = example_inputs(model, int(opts.get("seed", 0)))  # type: ignore[arg-type]
+    inputs = out / "inputs.npz"
+    save_npz(inputs, feeds)
+    outputs = None
+    if golden:
+        values = golden_outputs(model, feeds)
+        if values is not None:
+            outputs = out / "outputs.npz"
+            save_npz(outputs, values)
+    return WrittenExample(out, network, inputs, outputs)

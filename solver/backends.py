@@ -1,0 +1,92 @@
+"""Run a PuLP model on HiGHS (through highspy) or CBC, and say honestly how it ended."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pulp
+
+from ckpt.errors import CkptError
+
+SOLVERS = ("highs", "cbc")
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    name: str = "highs"
+    time_limit: float | None = 600.0
+    gap: float = 1e-4
+    threads: int | None = None
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """status: optimal | feasible (stopped with a solution) | infeasible | no_solution (stopped without one)."""
+
+    status: str
+    gap: float | None
+    seconds: float
+
+
+class _HiGHSWithStart(pulp.HiGHS):
+    """PuLP's highspy interface, plus handing HiGHS a known feasible solution before it starts."""
+
+    def __init__(self, start: dict[str, float] | None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.start = start
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:
+        if self.start:
+            import highspy
+
+            solution = highspy.HighsSolution()
+            solution.col_value = [self.start.get(v.name, 0.0) for v in lp.variables()]
+            solution.value_valid = True
+            lp.solverModel.setSolution(solution)
+        lp.solverModel.run()
+
+
+def make_solver(options: SolverOptions, start: dict[str, float] | None = None) -> pulp.LpSolver:
+    common = dict(msg=options.verbose, timeLimit=options.time_limit, gapRel=options.gap, threads=options.threads)
+    if options.name == "highs":
+        if not pulp.HiGHS().available():
+            raise CkptError("HiGHS is not available (highspy is not installed)", "pip install highspy, or use --solver cbc")
+        return _HiGHSWithStart(start, **common, random_seed=0)
+    if options.name == "cbc":
+        return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
+    raise CkptError(f"unknown solver '{options.name}'", f"choose one of {', '.join(SOLVERS)}")
+
+
+def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None) -> Outcome:
+    """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent."""
+    if start:
+        for var in lp.variables():
+            var.setInitialValue(start.get(var.name, 0.0), check=False)
+    solver = make_solver(options, start)
+    start = time.perf_counter()
+    lp.solve(solver)
+    seconds = time.perf_counter() - start
+    status = _status(lp)
+    return Outcome(status=status, gap=_gap(lp, options, status), seconds=seconds)
+
+
+def _status(lp: pulp.LpProblem) -> str:
+    if lp.status == pulp.LpStatusInfeasible or lp.sol_status == pulp.LpSolutionInfeasible:
+        return "infeasible"
+    if lp.sol_status == pulp.LpSolutionOptimal:
+        return "optimal"
+    if lp.sol_status == pulp.LpSolutionIntegerFeasible:
+        return "feasible"
+    return "no_solution"
+
+
+def _gap(lp: pulp.LpProblem, options: SolverOptions, status: str) -> float | None:
+    """Relative gap between the incumbent and the best bound; None where the solver does not tell."""
+    model = getattr(lp, "solverModel", None)
+    if options.name == "highs" and model is not None:
+        try:
+            return max(0.0, float(model.getInfo().mip_gap))
+        except Exception:
+            pass
+    return 0.0 if status == "optimal" else None

@@ -1,0 +1,89 @@
+"""Orders without recompute, and the floor no schedule can go below."""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.simulate import plain_sequence, replay
+
+
+@dataclass(frozen=True)
+class Baselines:
+    graph_order_peak: int
+    min_memory_order: tuple[str, ...]
+    min_memory_peak: int
+    lower_bound: int
+    lower_bound_op: str
+
+
+def graph_order(graph: TrainGraph) -> list[str]:
+    return [op.name for op in graph.ops]
+
+
+def single_op_lower_bound(graph: TrainGraph) -> tuple[int, str]:
+    """Largest working set of one op (its input buffers plus its new output buffers): every schedule runs it."""
+    best, best_op = 0, ""
+    for op in graph.ops:
+        roots = {graph.root(t) for t in op.inputs if graph.is_activation(graph.root(t))}
+        need = sum(graph.buffer_bytes(t) for t in roots) + sum(graph.buffer_bytes(t) for t in op.outputs)
+        if need > best:
+            best, best_op = need, op.name
+    return best, best_op
+
+
+def min_memory_order(graph: TrainGraph) -> list[str]:
+    """Greedy list schedule: of the ready ops, run the one that grows memory least (ties: graph order).
+
+    Growth = bytes it allocates minus bytes of buffers it is the last reader of. Running weight updates right
+    after their gradients, for example, frees those gradients early.
+    """
+    n = len(graph.ops)
+    pending = {}  # buffer root -> ops still to read it (directly or through an alias)
+    for t, readers in graph.readers.items():
+        root = graph.root(t)
+        if graph.buffer_bytes(root):
+            pending.setdefault(root, set()).update(readers)
+    deps = [{graph.producer[t] for t in op.inputs if t in graph.producer} for op in graph.ops]
+    waiting = [len(d) for d in deps]
+    dependants = [[] for _ in range(n)]
+    for i, d in enumerate(deps):
+        for j in d:
+            dependants[j].append(i)
+    ready = {i for i in range(n) if waiting[i] == 0}
+    order = []
+    while ready:
+        i = min(ready, key=lambda j: (_growth(graph, j, pending), j))
+        ready.remove(i)
+        order.append(i)
+        for root in {graph.root(t) for t in graph.ops[i].inputs}:
+            pending.get(root, set()).discard(i)
+        for j in dependants[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.add(j)
+    return [graph.ops[i].name for i in order]
+
+
+def _growth(graph: TrainGraph, i: int, pending: dict[str, set[int]]) -> int:
+    op = graph.ops[i]
+    grows = sum(graph.buffer_bytes(t) for t in op.outputs)
+    roots = {graph.root(t) for t in op.inputs}
+    frees = sum(graph.buffer_bytes(r) for r in roots if pending.get(r) == {i})
+    return grows - frees
+
+
+def baselines(graph: TrainGraph) -> Baselines:
+    order = min_memory_order(graph)
+    bound, bound_op = single_op_lower_bound(graph)
+    return Baselines(
+        graph_order_peak=replay(graph, plain_sequence(graph)).peak_bytes,
+        min_memory_order=tuple(order),
+        min_memory_peak=replay(graph, plain_sequence(graph, order)).peak_bytes,
+        lower_bound=bound, lower_bound_op=bound_op)
+
+
+def reorder(graph: TrainGraph, order: list[str]) -> TrainGraph:
+    """The same graph with its ops in another topological order (the MILP's stage order)."""
+    from dataclasses import replace
+    return replace(graph, ops=tuple(graph.ops[graph.index[name]] for name in order))

@@ -1,0 +1,67 @@
+"""Recompute price of each op: estimated cycles from MACs (Conv, Gemm, MatMul) or output elements (the rest).
+
+The coefficients are rough per-op costs for a PULP cluster; what matters for the schedule is their ratio,
+and users with measured kernels override them from a JSON file: {"OpType": {"per_mac": x, "per_elem": y}}.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ckpt.errors import CkptError
+from ckpt.solver.graph import Op
+
+MAC_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+DEFAULT_PER_ELEM = {"Softmax": 8.0, "Gelu": 12.0, "LayerNormalization": 10.0, "MaxPool": 4.0,
+                    "AveragePool": 4.0, "Transpose": 2.0, "SoftmaxCrossEntropyLoss": 8.0}
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Cycles = per_mac * MACs + per_elem * output elements, with per-op-type coefficients."""
+
+    per_mac: dict[str, float] = field(default_factory=dict)
+    per_elem: dict[str, float] = field(default_factory=dict)
+
+    def coefficients(self, op_type: str) -> tuple[float, float]:
+        mac = self.per_mac.get(op_type, 1.0 if op_type in MAC_OPS else 0.0)
+        elem = self.per_elem.get(op_type, DEFAULT_PER_ELEM.get(op_type, 0.0 if op_type in MAC_OPS else 1.0))
+        return mac, elem
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "CostModel":
+        try:
+            raw = json.loads(Path(path).read_text())
+            per_mac = {k: float(v["per_mac"]) for k, v in raw.items() if "per_mac" in v}
+            per_elem = {k: float(v["per_elem"]) for k, v in raw.items() if "per_elem" in v}
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise CkptError(f"cost file '{path}' is unreadable ({exc})",
+                            'write {"OpType": {"per_mac": 1.0, "per_elem": 2.0}}') from None
+        return cls(per_mac=per_mac, per_elem=per_elem)
+
+
+def macs(op: Op, shapes: dict[str, tuple[int, ...]]) -> int:
+    """Multiply-accumulates of one execution; 0 for ops that are not matrix products or convolutions."""
+    out = math.prod(shapes[op.outputs[0]]) if op.outputs else 0
+    if op.op_type in ("Conv", "ConvTranspose") and len(op.inputs) > 1:
+        return out * math.prod(shapes[op.inputs[1]][1:])
+    if op.op_type == "MatMul" and len(op.inputs) > 1:
+        return out * (shapes[op.inputs[0]] or (1,))[-1]
+    if op.op_type == "Gemm" and len(op.inputs) > 1 and out:
+        a, b = math.prod(shapes[op.inputs[0]]), math.prod(shapes[op.inputs[1]])
+        return out * round(math.sqrt(a * b / out))
+    return 0
+
+
+def estimate_costs(ops: list[Op], shapes: dict[str, tuple[int, ...]], model: CostModel | None = None
+                   ) -> dict[str, int]:
+    """Op name -> estimated cycles (at least 1, so every recompute has a price)."""
+    model = model or CostModel()
+    costs = {}
+    for op in ops:
+        per_mac, per_elem = model.coefficients(op.op_type)
+        elems = sum(math.prod(shapes[t]) for t in op.outputs)
+        costs[op.name] = max(1, round(per_mac * macs(op, shapes) + per_elem * elems))
+    return costs

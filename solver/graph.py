@@ -1,0 +1,149 @@
+"""ckpt's own graph record: what the solver needs to know about a training graph, and nothing else.
+
+A `TrainGraph` is framework-free: ops in a fixed topological order, byte sizes of the tensors they exchange,
+which tensors are persistent (weights, graph I/O: never counted against the budget) and which outputs share
+an input's buffer (aliases). Everything the MILP and the replay simulator read comes from here.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ckpt.errors import CkptError
+
+# Ops whose re-execution would not reproduce the same values, or that update state.
+NEVER_RECOMPUTE_OPS = frozenset({
+    "Dropout", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
+    "Bernoulli", "SGD", "Adam", "Momentum", "InPlaceAccumulatorV2", "InPlaceAccumulator",
+})
+
+
+@dataclass(frozen=True)
+class Op:
+    """One node: its name, type and the tensors it reads and writes (empty optional slots dropped)."""
+
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrainGraph:
+    """A training graph as the solver sees it.
+
+    ops: topologically ordered; this order is the stage order of the MILP and the "graph order" baseline.
+    tensor_bytes: every tensor's size in bytes.
+    persistent: tensors held for the whole step (initializers, graph inputs and outputs, optimizer state).
+    aliases: output tensor -> the input tensor whose buffer it reuses (Reshape-like views, in-place updates).
+    op_cost: estimated cycles of one execution of each op (the recompute price).
+    """
+
+    ops: tuple[Op, ...]
+    tensor_bytes: dict[str, int]
+    persistent: frozenset[str]
+    aliases: dict[str, str] = field(default_factory=dict)
+    op_cost: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_topological(self.ops, self.persistent)
+
+    # --- lookups --------------------------------------------------------------------------------
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {op.name: i for i, op in enumerate(self.ops)}
+
+    @cached_property
+    def producer(self) -> dict[str, int]:
+        """Tensor -> index of the op that writes it."""
+        return {t: i for i, op in enumerate(self.ops) for t in op.outputs}
+
+    @cached_property
+    def readers(self) -> dict[str, tuple[int, ...]]:
+        """Tensor -> indices of the ops that read it (each op once, in order)."""
+        found: dict[str, list[int]] = {}
+        for i, op in enumerate(self.ops):
+            for t in dict.fromkeys(op.inputs):
+                found.setdefault(t, []).append(i)
+        return {t: tuple(v) for t, v in found.items()}
+
+    def is_activation(self, tensor: str) -> bool:
+        """Produced by an op and not persistent: the memory the budget is about."""
+        return tensor in self.producer and tensor not in self.persistent
+
+    def root(self, tensor: str) -> str:
+        """The tensor that owns the buffer `tensor` lives in (itself unless it is an alias)."""
+        seen = set()
+        while tensor in self.aliases and tensor not in seen:
+            seen.add(tensor)
+            tensor = self.aliases[tensor]
+        return tensor
+
+    def buffer_bytes(self, tensor: str) -> int:
+        """Bytes a new version of `tensor` allocates: 0 for aliases and persistent tensors."""
+        if not self.is_activation(tensor) or tensor in self.aliases:
+            return 0
+        return self.tensor_bytes[tensor]
+
+    def is_aliasing_op(self, i: int) -> bool:
+        return any(t in self.aliases for t in self.ops[i].outputs)
+
+    def recomputable(self, i: int) -> bool:
+        """An op may run again only if it is pure, creates its own activation buffers and writes nothing persistent."""
+        op = self.ops[i]
+        if op.op_type in NEVER_RECOMPUTE_OPS or self.is_aliasing_op(i):
+            return False
+        return bool(op.outputs) and all(self.is_activation(t) for t in op.outputs)
+
+    @cached_property
+    def persistent_bytes(self) -> int:
+        """Bytes of persistent tensors that own a buffer (in-place results reuse their input's)."""
+        return sum(self.tensor_bytes.get(t, 0) for t in self.persistent if t not in self.aliases)
+
+    def fingerprint(self) -> str:
+        """sha256 over node names in order: what a schedule is keyed on."""
+        return hashlib.sha256("\n".join(op.name for op in self.ops).encode()).hexdigest()
+
+
+def check_topological(ops: tuple[Op, ...], persistent: frozenset[str]) -> None:
+    """Every op reads only tensors that are persistent or written by an earlier op."""
+    written = {t for op in ops for t in op.outputs}
+    seen: set[str] = set()
+    for op in ops:
+        for t in op.inputs:
+            if t in written and t not in seen:
+                raise CkptError(f"op '{op.name}' reads '{t}' before it is written",
+                                "the graph must be in topological order (toposort it)")
+        seen.update(op.outputs)
+
+
+def toposort(ops: list[Op]) -> list[Op]:
+    """Stable topological order: whenever several ops are ready, the one listed first goes first.
+
+    Raises a CkptError naming an op on a cycle.
+    """
+    import heapq
+
+    writer = {t: i for i, op in enumerate(ops) for t in op.outputs}
+    deps = [{writer[t] for t in op.inputs if t in writer and writer[t] != i} for i, op in enumerate(ops)]
+    waiting = [len(d) for d in deps]
+    dependants: list[list[int]] = [[] for _ in ops]
+    for i, d in enumerate(deps):
+        for j in d:
+            dependants[j].append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in dependants[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) != len(ops):
+        stuck = min(set(range(len(ops))) - set(order))
+        raise CkptError(f"the graph has a cycle through op '{ops[stuck].name}'",
+                        "a training graph must be acyclic; re-export it")
+    return [ops[i] for i in order]

@@ -1,0 +1,105 @@
+"""ONNX training graph -> TrainGraph: names, sizes from value_info, persistent set, aliases, costs."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_graphsurgeon as gs
+
+from ckpt.errors import CkptError
+from ckpt.solver.aliases import aliases_by_op_type
+from ckpt.solver.costs import CostModel, estimate_costs
+from ckpt.solver.graph import Op, TrainGraph, toposort
+
+
+def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    """Parse an ONNX file, with a one-line error for anything that is not one."""
+    if isinstance(source, onnx.ModelProto):
+        return source
+    path = Path(source)
+    if path.is_dir():
+        path = path / "network.onnx"
+    if not path.is_file():
+        raise CkptError(f"no model at '{path}'", "pass an .onnx file or a folder holding network.onnx")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises several unrelated types for garbage input
+        raise CkptError(f"'{path}' is not an ONNX model ({type(exc).__name__})",
+                        "pass an .onnx file exported from a training framework") from None
+    if not model.graph.node:
+        raise CkptError(f"'{path}' is not an ONNX model with any nodes", "pass a training graph")
+    return model
+
+
+def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] | None = None,
+               cost_model: CostModel | None = None) -> TrainGraph:
+    """Build the solver's graph record. `aliases` overrides the op-type default (the bridge passes Deeploy's)."""
+    model = read_model(source)
+    graph = gs.import_onnx(model)
+    ops = toposort([_op(node, i) for i, node in enumerate(graph.nodes)])
+    tensors = graph.tensors()
+    if _missing_sizes(ops, tensors):
+        tensors = _tensors_after_inference(model)
+    used = _used_tensors(ops)
+    sizes = {name: _bytes(tensors[name]) for name in used}
+    unknown = sorted(name for name, size in sizes.items() if size is None)
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise CkptError(f"size of tensor '{unknown[0]}'{more} is unknown",
+                        "add its shape and type to the model's value_info (or export with static shapes)")
+    persistent = _persistent(graph, ops)
+    alias_map = aliases_by_op_type(ops) if aliases is None else dict(aliases)
+    return TrainGraph(ops=tuple(ops), tensor_bytes=sizes, persistent=persistent, aliases=alias_map,
+                      op_cost=estimate_costs(ops, {n: _shape(tensors[n]) for n in used}, cost_model))
+
+
+def _op(node: gs.Node, index: int) -> Op:
+    name = node.name or f"{node.op}_{index}"
+    return Op(name=name, op_type=node.op,
+              inputs=tuple(t.name for t in node.inputs if t.name),
+              outputs=tuple(t.name for t in node.outputs if t.name))
+
+
+def _used_tensors(ops: list[Op]) -> list[str]:
+    return list(dict.fromkeys(t for op in ops for t in op.inputs + op.outputs))
+
+
+def _missing_sizes(ops: list[Op], tensors: dict[str, gs.Tensor]) -> bool:
+    return any(_bytes(tensors[t]) is None for t in _used_tensors(ops))
+
+
+def _tensors_after_inference(model: onnx.ModelProto) -> dict[str, gs.Tensor]:
+    """Shape inference only where shapes are missing: it fails on some training graphs, so failures are soft."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:
+        inferred = model
+    return gs.import_onnx(inferred).tensors()
+
+
+def _bytes(tensor: gs.Tensor) -> int | None:
+    if isinstance(tensor, gs.Constant):
+        return int(tensor.values.nbytes)
+    shape, dtype = tensor.shape, tensor.dtype
+    if shape is None or dtype is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+        return None
+    try:
+        itemsize = np.dtype(dtype).itemsize
+    except TypeError:
+        itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(dtype)).itemsize
+    return itemsize * math.prod(int(d) for d in shape)
+
+
+def _shape(tensor: gs.Tensor) -> tuple[int, ...]:
+    shape = tensor.values.shape if isinstance(tensor, gs.Constant) else tensor.shape
+    return tuple(int(d) for d in shape)
+
+
+def _persistent(graph: gs.Graph, ops: list[Op]) -> frozenset[str]:
+    """Initializers, constants, graph inputs and outputs: alive for the whole step whatever the schedule."""
+    held = {t.name for t in graph.inputs} | {t.name for t in graph.outputs}
+    held |= {name for name, t in graph.tensors().items() if isinstance(t, gs.Constant)}
+    held |= {t for op in ops if op.op_type == "Constant" for t in op.outputs}
+    return frozenset(held)

@@ -1,0 +1,54 @@
+"""A solution in the MILP's decision space, its materialised sequence, and the retentions it really needs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.simulate import Sequence, stages_of
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """recomputes: (stage t, op i) pairs with i < t. Stage t runs them in op order, then op t."""
+
+    recomputes: frozenset[tuple[int, int]]
+
+    def sequence(self, graph: TrainGraph) -> Sequence:
+        by_stage: dict[int, list[int]] = {}
+        for t, i in self.recomputes:
+            by_stage.setdefault(t, []).append(i)
+        seq: Sequence = []
+        for t, op in enumerate(graph.ops):
+            seq.extend((graph.ops[i].name, 1) for i in sorted(by_stage.get(t, ())))
+            seq.append((op.name, 0))
+        return seq
+
+
+def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
+    """(stage t, tensor) for every buffer or pin version that is read in stage t or later after entering t.
+
+    This is S with every retention that no later reader needs dropped.
+    """
+    stage = stages_of(seq)
+    written: dict[str, int] = {}      # tensor -> stage of its newest version
+    last_read: dict[tuple[str, int], int] = {}
+    for k, (name, _) in enumerate(seq):
+        op = graph.ops[graph.index[name]]
+        for t in op.inputs:
+            for x in _chain(graph, t):
+                if x in written:
+                    key = (x, written[x])
+                    last_read[key] = max(last_read.get(key, -1), stage[k])
+        for t in op.outputs:
+            written[t] = stage[k]
+    return {(t, x) for (x, made), last in last_read.items() for t in range(made + 1, last + 1)
+            if graph.is_activation(x) and (graph.buffer_bytes(x) or x in graph.aliases)}
+
+
+def _chain(graph: TrainGraph, tensor: str) -> list[str]:
+    """The tensor and every tensor up its alias chain: reading a view reads the buffer behind it."""
+    chain = [tensor]
+    while tensor in graph.aliases:
+        tensor = graph.aliases[tensor]
+        chain.append(tensor)
+    return chain

@@ -1,0 +1,134 @@
+"""The replay semantics: what memory a sequence of executions really uses. The one definition ckpt trusts.
+
+Rules (the MILP's accounting is built to equal these, and tests hold it to that):
+- Run order is the materialised sequence `[(op name, is_recompute), ...]`.
+- Every execution writes a new version of each output. A reader uses the newest version of each input at the
+  time it runs (so consumers scheduled after a recompute read the clone).
+- A version owns a buffer of the tensor's bytes, except an alias (a view or in-place result), which lives in
+  the buffer of the version it was made from, and persistent tensors (weights, graph I/O), which are not
+  counted at all.
+- A buffer dies right after the last execution that reads it directly or through any alias of it; a buffer
+  nobody reads dies right after the execution that wrote it.
+- Memory is measured after an execution's outputs are allocated and before its dead buffers are freed; the
+  peak is the largest such level.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt.errors import CkptError
+from ckpt.solver.graph import TrainGraph
+
+Sequence = list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    tensor: str
+    nbytes: int
+    written_at: int
+    last_read: int
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Memory level after each execution's allocations, and the buffers behind it."""
+
+    levels: tuple[int, ...]
+    buffers: tuple[Buffer, ...]
+    stage_of: tuple[int, ...]
+
+    @property
+    def peak_bytes(self) -> int:
+        return max(self.levels, default=0)
+
+    @property
+    def peak_index(self) -> int:
+        return self.levels.index(self.peak_bytes) if self.levels else -1
+
+    def live_at(self, k: int) -> list[Buffer]:
+        """Buffers counted in the level after execution k, largest first."""
+        live = [b for b in self.buffers if b.written_at <= k <= b.last_read and b.nbytes]
+        return sorted(live, key=lambda b: (-b.nbytes, b.tensor))
+
+    def stage_peaks(self) -> dict[int, int]:
+        """Stage -> peak level within it. A stage ends at each first (non-recompute) execution."""
+        peaks: dict[int, int] = {}
+        for level, stage in zip(self.levels, self.stage_of):
+            peaks[stage] = max(peaks.get(stage, 0), level)
+        return peaks
+
+
+def stages_of(seq: Sequence) -> list[int]:
+    """Stage index of each execution: a stage is a run of recomputes closed by one first execution."""
+    stages, current = [], 0
+    for _, is_recompute in seq:
+        stages.append(current)
+        if not is_recompute:
+            current += 1
+    return stages
+
+
+def replay(graph: TrainGraph, seq: Sequence) -> Replay:
+    """Run the memory side of `seq` on `graph`. Raises CkptError if an op reads a tensor not yet written."""
+    newest: dict[str, int] = {}            # tensor -> buffer id of its newest version (-1: no buffer)
+    owners: list[list] = []                # buffer id -> [tensor, bytes, written_at, last_read]
+    allocated: list[list[int]] = []        # execution -> buffer ids it allocates
+    for k, (name, _) in enumerate(seq):
+        op = graph.ops[_op_index(graph, name)]
+        for t in dict.fromkeys(op.inputs):
+            buf = _read(graph, newest, t, op.name)
+            if buf >= 0:
+                owners[buf][3] = k
+        allocated.append([])
+        for t in op.outputs:
+            newest[t] = _write(graph, newest, owners, allocated[k], t, k)
+    levels = _levels(len(seq), owners, allocated)
+    buffers = tuple(Buffer(t, n, w, r) for t, n, w, r in owners)
+    return Replay(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)))
+
+
+def _op_index(graph: TrainGraph, name: str) -> int:
+    try:
+        return graph.index[name]
+    except KeyError:
+        raise CkptError(f"schedule names op '{name}', which the graph does not have",
+                        "solve the schedule on this graph") from None
+
+
+def _read(graph: TrainGraph, newest: dict[str, int], tensor: str, reader: str) -> int:
+    if tensor in newest:
+        return newest[tensor]
+    if graph.is_activation(tensor):
+        raise CkptError(f"op '{reader}' reads '{tensor}' before any op writes it",
+                        "the sequence is not a valid order for this graph")
+    return -1
+
+
+def _write(graph: TrainGraph, newest: dict[str, int], owners: list[list], fresh: list[int],
+           tensor: str, k: int) -> int:
+    if not graph.is_activation(tensor):
+        return -1
+    if tensor in graph.aliases:
+        source = graph.aliases[tensor]
+        return newest.get(source, -1) if graph.is_activation(source) else -1
+    owners.append([tensor, graph.tensor_bytes[tensor], k, k])
+    fresh.append(len(owners) - 1)
+    return len(owners) - 1
+
+
+def _levels(n: int, owners: list[list], allocated: list[list[int]]) -> list[int]:
+    dying: list[list[int]] = [[] for _ in range(n)]
+    for _, nbytes, _, last in owners:
+        dying[last].append(nbytes)
+    level, levels = 0, []
+    for k in range(n):
+        level += sum(owners[b][1] for b in allocated[k])
+        levels.append(level)
+        level -= sum(dying[k])
+    return levels
+
+
+def plain_sequence(graph: TrainGraph, order: list[str] | None = None) -> Sequence:
+    """The no-recompute sequence of an order (graph order by default)."""
+    return [(name, 0) for name in (order or [op.name for op in graph.ops])]

@@ -1,0 +1,142 @@
+"""solve(): a TrainGraph and a budget in, the cheapest recompute schedule that fits out.
+
+Several solvers sit behind this one signature (`method`): the exact MILP (warm-started from the greedy
+heuristic) and the greedy heuristic alone, so they can be swapped and compared in a benchmark.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ckpt.errors import InfeasibleBudget
+from ckpt.solver import milp
+from ckpt.solver.backends import Outcome, SolverOptions, run
+from ckpt.solver.baselines import Baselines, baselines, reorder
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.greedy import greedy
+from ckpt.solver.problem import Problem
+from ckpt.solver.schedule import Decisions, needed_retentions
+from ckpt.solver.simulate import Sequence, replay
+
+METHODS = ("milp", "greedy")
+ORDERS = ("minmem", "graph")
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    budget: int | None                     # bytes; None with objective "peak"
+    objective: str = "cost"                # "cost": cheapest under budget; "peak": lowest peak under cost_cap
+    cost_cap: int | None = None
+    order: str = "minmem"                  # the stage order: min-memory list schedule or the graph's own
+    method: str = "milp"
+    backend: SolverOptions = field(default_factory=SolverOptions)
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    seq: Sequence
+    stage_order: tuple[str, ...]
+    peak_bytes: int                        # replayed peak of `seq`: what the schedule really uses
+    booked_peak_bytes: int | None          # what the MILP booked for it (None when no MILP ran)
+    baselines: Baselines
+    persistent_bytes: int
+    recomputes: int
+    recompute_cost: int
+    base_cost: int
+    status: str
+    gap: float | None
+    seconds: float
+    variables: int
+    constraints: int
+    variables_unpruned: int
+
+    @property
+    def cost_increase_pct(self) -> float:
+        return 100.0 * self.recompute_cost / self.base_cost if self.base_cost else 0.0
+
+
+def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -> SolveResult:
+    start = time.perf_counter()
+    base = baselines(graph)
+    order = list(base.min_memory_order) if options.order == "minmem" else [op.name for op in graph.ops]
+    staged = reorder(graph, order)
+    if options.budget is not None and options.budget < base.lower_bound:
+        raise _infeasible(graph, options, base, staged, progress)
+    free_run = Decisions(frozenset())
+    if options.objective == "cost" and replay(staged, free_run.sequence(staged)).peak_bytes <= options.budget:
+        return _result(staged, base, free_run, None, Outcome("optimal", 0.0, 0.0), start, (0, 0, 0))
+    progress("greedy heuristic")
+    heuristic = greedy(staged, options.budget) if options.objective == "cost" else None
+    if options.method == "greedy":
+        if heuristic is None:
+            raise _infeasible(graph, options, base, staged, progress)
+        return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
+    return _solve_milp(staged, base, options, heuristic, start, progress)
+
+
+def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heuristic: Decisions | None,
+                start: float, progress) -> SolveResult:
+    problem = Problem(staged)
+    model = milp.build(problem, options.budget if options.objective == "cost" else None, options.cost_cap)
+    sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
+    progress(f"MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints")
+    warm = None
+    if heuristic is not None:
+        warm = milp.start_values(model, set(heuristic.recomputes),
+                                 needed_retentions(staged, heuristic.sequence(staged)))
+    outcome = run(model.lp, options.backend, warm)
+    if outcome.status == "infeasible":
+        raise _infeasible(staged, options, base, staged, progress)
+    if outcome.status == "no_solution":
+        if heuristic is None:
+            raise _infeasible(staged, options, base, staged, progress, timed_out=True)
+        return _result(staged, base, heuristic, None, Outcome("heuristic", None, outcome.seconds), start, sizes)
+    chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
+    booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
+    return _result(staged, base, chosen, booked, outcome, start, sizes)
+
+
+def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
+            start: float, sizes: tuple[int, int, int]) -> SolveResult:
+    seq = decisions.sequence(staged)
+    cost = sum(staged.op_cost[staged.ops[i].name] for _, i in decisions.recomputes)
+    return SolveResult(
+        seq=seq, stage_order=tuple(op.name for op in staged.ops), peak_bytes=replay(staged, seq).peak_bytes,
+        booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
+        recomputes=len(decisions.recomputes), recompute_cost=cost, base_cost=sum(staged.op_cost.values()),
+        status=outcome.status, gap=outcome.gap, seconds=time.perf_counter() - start,
+        variables=sizes[0], constraints=sizes[1], variables_unpruned=sizes[2])
+
+
+def unpruned_variables(problem: Problem) -> int:
+    """Checkmate's count for the same graph without ckpt's provable reductions (R, S, FREE, U)."""
+    n = problem.n
+    edges = sum(len(problem.free_points(e)) for e in problem.buffers)
+    return n * (n - 1) // 2 + n * len(problem.buffers + problem.pins) + n * edges + n * (n + 1) // 2
+
+
+def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, staged: TrainGraph, progress,
+                timed_out: bool = False) -> InfeasibleBudget:
+    """An error stating the smallest budget that could work: the solver's proven minimum where it has one."""
+    if timed_out:
+        return InfeasibleBudget(f"no schedule found within the time limit for budget {options.budget} B "
+                                "(not proven infeasible)", "raise --time-limit or the budget")
+    progress("budget is infeasible: finding the smallest feasible peak")
+    minimum, proven = minimum_peak(staged, options.backend)
+    if proven:
+        floor = f"the proven minimum peak is {minimum} B"
+    else:
+        floor = f"the smallest feasible budget is at least {max(base.lower_bound, minimum)} B"
+    return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
+                            f"(single-op lower bound {base.lower_bound} B)", "raise the budget")
+
+
+def minimum_peak(staged: TrainGraph, backend: SolverOptions) -> tuple[int, bool]:
+    """Lowest peak any schedule over this stage order reaches, and whether the solver proved it."""
+    problem = Problem(staged)
+    model = milp.build(problem, None)
+    outcome = run(model.lp, backend)
+    if outcome.status in ("optimal", "feasible"):
+        bound = model.lp.solverModel.getInfo().mip_dual_bound if backend.name == "highs" else model.peak.value()
+        return round(model.peak.value()) if outcome.status == "optimal" else int(bound), outcome.status == "optimal"
+    return baselines(staged).lower_bound, False
