@@ -1,7 +1,106 @@
-"""ckpt command line: parses, calls, prints."""
+"""ckpt command line: parses, calls, prints. Errors are one line on stderr and a non-zero exit."""
+from __future__ import annotations
+
+import functools
+import sys
+
 import click
+
+from ckpt.errors import CkptError
+
+DEFAULT_MODEL = "built-in example (CCT-like, 2 blocks)"
+
+
+def one_line_errors(command):
+    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except CkptError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(err.exit_code)
+    return wrapper
+
+
+def progress(message: str) -> None:
+    click.echo(f"[ckpt] {message}", err=True)
 
 
 @click.group()
 def main() -> None:
     """Solve and replay gradient-checkpointing schedules for Deeploy training graphs."""
+
+
+@main.command("solve")
+@click.argument("model", required=False)
+@click.option("--budget", "-b", default="0.7", show_default=True,
+              help="Fraction of the baseline activation peak (0.7) or a size (700KB, 1.2MB, 716800 B; KB=1024 B).")
+@click.option("--target", type=click.Choice(["none", "siracusa", "gap9"]), default="none", show_default=True,
+              help="Solve on Deeploy's lowered graph for this target, or on the ONNX as it is.")
+@click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write.")
+@click.option("--objective", type=click.Choice(["cost", "peak"]), default="cost", show_default=True,
+              help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
+@click.option("--cost-cap", type=int, default=None, help="With --objective peak: most recompute cycles to spend.")
+@click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
+@click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
+@click.option("--time-limit", type=float, default=120.0, show_default=True, help="Seconds for the MILP.")
+@click.option("--gap", type=float, default=1e-4, show_default=True, help="Relative optimality gap to stop at.")
+@click.option("--threads", type=int, default=None, help="Solver threads (default: the solver's choice).")
+@click.option("--order", type=click.Choice(["minmem", "graph"]), default="minmem", show_default=True,
+              help="Stage order: a memory-minimising topological order, or the graph's own.")
+@click.option("--costs", "cost_file", default=None, help="JSON of per-op-type cost coefficients.")
+@click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
+@one_line_errors
+def solve_command(model, budget, target, output, objective, cost_cap, method, solver, time_limit, gap, threads,
+                  order, cost_file, record_time):
+    """Write the cheapest recompute schedule for MODEL that fits the budget."""
+    from ckpt.budgets.parse import parse_budget
+    from ckpt.schedule_file import write_schedule
+    from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.costs import CostModel
+    from ckpt.solver.solve import SolveOptions
+    from ckpt.workflow import schedule_document, solve_model
+
+    parsed = None if objective == "peak" else parse_budget(budget)
+    options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
+                           backend=SolverOptions(solver, time_limit, gap, threads))
+    source = model or _default_model()
+    loaded, result, options = solve_model(source, parsed, target, options,
+                                          CostModel.from_json(cost_file) if cost_file else None, progress)
+    write_schedule(output, schedule_document(loaded, parsed, result, options, record_time))
+    _print_solve_summary(result, output)
+
+
+def _print_solve_summary(result, output: str) -> None:
+    if result.status not in ("optimal",):
+        gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
+        click.echo(f"warning: not proven optimal (status {result.status}, gap {gap})", err=True)
+    base = result.baselines.graph_order_peak
+    click.echo(f"wrote {output}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
+               f"{base} B), {result.recomputes} recomputes, +{result.cost_increase_pct:.2f}% cycles, "
+               f"status {result.status}, {result.seconds:.1f} s")
+
+
+@main.command("inspect")
+@click.argument("model", required=False)
+@click.option("--target", type=click.Choice(["none", "siracusa", "gap9"]), default="none", show_default=True)
+@click.option("--top", default=8, show_default=True, help="How many of the largest live tensors to list.")
+@one_line_errors
+def inspect_command(model, target, top):
+    """Sizes, baseline peaks and the floor for MODEL."""
+    from ckpt.report import inspect_lines
+
+    for line in inspect_lines(model or _default_model(), target, top, progress):
+        click.echo(line)
+
+
+def _default_model() -> str:
+    from ckpt.examples.default import default_model_dir
+
+    progress(f"no MODEL given: using the {DEFAULT_MODEL}")
+    return str(default_model_dir())
+
+
+if __name__ == "__main__":
+    main()

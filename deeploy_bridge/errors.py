@@ -1,8 +1,10 @@
 """The one exception type the bridge raises, so callers can tell Deeploy trouble from their own bugs."""
 from __future__ import annotations
 
+from ckpt.errors import CkptError
 
-class BridgeError(RuntimeError):
+
+class BridgeError(CkptError):
     """A one-line, user-facing reason why Deeploy could not do what was asked."""
 
     def __init__(self, message: str) -> None:

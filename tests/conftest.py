@@ -1,6 +1,17 @@
-"""Shared pytest configuration."""
+"""Shared pytest setup: solver test graphs importable as `graphs`, shared models found next to the repo."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+SHARED_MODELS = Path(os.environ.get("CKPT_SHARED_MODELS", Path(__file__).resolve().parents[2] / "shared" / "models"))
 
 
-def pytest_configure(config):
-    # Tests that run the real Deeploy compiler (seconds each); select with -m deeploy, skip with -m "not deeploy".
-    config.addinivalue_line("markers", "deeploy: runs the real Deeploy front/mid/back end")
+@pytest.fixture(scope="session")
+def shared_models() -> Path:
+    if not (SHARED_MODELS / "cct2_ft2" / "network.onnx").is_file():
+        pytest.skip(f"shared models not found at {SHARED_MODELS} (set CKPT_SHARED_MODELS)")
+    return SHARED_MODELS

@@ -15,7 +15,7 @@ import pytest
 from ckpt.deeploy_bridge import (BridgeError, LoweredGraph, deeploy_memory, deeploy_version, generate_code, lower,
                                  make_scheduler, run_count)
 
-MODELS = Path("/work/shared/models")
+from conftest import SHARED_MODELS as MODELS
 FT2 = MODELS / "cct2_ft2"
 LP = MODELS / "cct2_lp"
 

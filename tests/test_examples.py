@@ -19,7 +19,7 @@ from ckpt.examples.builder import BACKWARD_DESCRIPTION, MS_DOMAIN
 
 CCT2_FT2 = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2" / "network.onnx"
 if not CCT2_FT2.exists():
-    CCT2_FT2 = Path("/work/shared/models/cct2_ft2/network.onnx")
+    CCT2_FT2 = __import__("conftest").SHARED_MODELS / "cct2_ft2" / "network.onnx"
 
 # Small instances keep the suite fast; defaults are covered separately.
 SMALL = {

@@ -23,7 +23,7 @@ from ckpt.replay.host_exec import (
 )
 from ckpt.replay.verify import bit_identical, compare_outputs
 
-MODELS = Path("/work/shared/models")
+from conftest import SHARED_MODELS as MODELS
 needs_models = pytest.mark.skipif(not (MODELS / "cct2_ft2" / "network.onnx").exists(),
                                   reason="shared CCT models not available")
 

@@ -1,0 +1,44 @@
+"""Human-readable lines for `ckpt inspect`: sizes, baseline peaks, the floor, and Deeploy's view when lowered."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ckpt.solver.baselines import baselines
+from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.workflow import load_for_target
+
+
+def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None) -> Iterator[str]:
+    loaded = load_for_target(source, target)
+    graph = loaded.graph
+    base = baselines(graph)
+    activations = [t for t in graph.tensor_bytes if graph.is_activation(t)]
+    yield f"model            {source} (target {target})"
+    yield f"nodes            {len(graph.ops)}"
+    yield f"tensors          {len(graph.tensor_bytes)} ({len(activations)} activations, {len(graph.aliases)} aliases)"
+    yield f"persistent       {graph.persistent_bytes} B (weights, graph I/O; not counted against the budget)"
+    yield f"peak, graph order      {base.graph_order_peak} B"
+    yield f"peak, min-memory order {base.min_memory_peak} B"
+    yield f"single-op lower bound  {base.lower_bound} B (op {base.lower_bound_op})"
+    if loaded.lowered is not None:
+        yield from _lowering_lines(loaded, base.graph_order_peak, progress)
+    result = replay(graph, plain_sequence(graph))
+    yield f"largest tensors live at the graph-order peak (after op {graph.ops[result.peak_index].name}):"
+    for buf in result.live_at(result.peak_index)[:top]:
+        yield f"  {buf.nbytes:>10} B  {buf.tensor}"
+
+
+def _lowering_lines(loaded, predicted: int, progress) -> Iterator[str]:
+    from ckpt.deeploy_bridge import deeploy_memory
+
+    lowered = loaded.lowered
+    yield f"lowered by Deeploy {lowered.deeploy_version}: {len(lowered.added_nodes)} nodes added, " \
+          f"{len(lowered.removed_nodes)} removed, {len(lowered.renamed_nodes)} renamed"
+    for name in lowered.added_nodes[:5]:
+        yield f"  added  {name}"
+    progress("asking Deeploy for its memory figures of the graph order (non-tiled)")
+    figures = deeploy_memory(lowered.model, None, loaded.target, tiled=False)
+    deeploy_peak = sum(figures.worst_case.values())
+    ratio = predicted / deeploy_peak if deeploy_peak else float("nan")
+    yield f"graph-order peak: ckpt {predicted} B, Deeploy non-tiled worstCaseBufferSize {deeploy_peak} B " \
+          f"(ratio {ratio:.3f})"

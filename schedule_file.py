@@ -1,0 +1,53 @@
+"""The schedule file `{"seq": [[node, is_recompute], ...], ...}`: writing it atomically and reading it back.
+
+`seq` is the format Deeploy's training harness reads as it is; the other keys say which graph it belongs to
+(the fingerprint replay checks) and what ckpt predicted. Same content in, byte-identical file out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ckpt.errors import CkptError
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(doc: dict) -> str:
+    """JSON with one seq entry per line (readable diffs), everything else indented, keys in a fixed order."""
+    rest = {k: v for k, v in doc.items() if k != "seq"}
+    seq_lines = ",\n".join("    " + json.dumps([name, int(flag)]) for name, flag in doc["seq"])
+    head = '{\n  "seq": [\n' + seq_lines + "\n  ]"
+    if not rest:
+        return head + "\n}\n"
+    body = json.dumps(rest, indent=2, sort_keys=True)[1:-1].strip("\n")
+    return head + ",\n" + body + "\n}\n"
+
+
+def write_schedule(path: str | Path, doc: dict) -> None:
+    atomic_write(path, dumps(doc))
+
+
+def read_schedule(path: str | Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text())
+        seq = [(str(name), int(flag)) for name, flag in doc["seq"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CkptError(f"'{path}' is not a schedule file ({type(exc).__name__}: {exc})",
+                        'expected {"seq": [[node_name, 0|1], ...]} as written by ckpt solve') from None
+    doc["seq"] = seq
+    return doc

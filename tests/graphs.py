@@ -1,0 +1,63 @@
+"""Small hand-made and random TrainGraphs for solver tests (no ONNX, no Deeploy)."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from ckpt.solver.graph import Op, TrainGraph
+
+
+def make_graph(spec: list[tuple[str, str, list[str], list[str]]], sizes: dict[str, int],
+               persistent: set[str] = frozenset(), aliases: dict[str, str] | None = None,
+               costs: dict[str, int] | None = None) -> TrainGraph:
+    ops = tuple(Op(name, op_type, tuple(ins), tuple(outs)) for name, op_type, ins, outs in spec)
+    return TrainGraph(ops=ops, tensor_bytes=dict(sizes), persistent=frozenset(persistent),
+                      aliases=dict(aliases or {}), op_cost=costs or {op.name: 1 for op in ops})
+
+
+def chain(n: int, size: int = 4) -> TrainGraph:
+    """Forward chain a0..a{n-1}, then a backward chain reading each forward activation in reverse."""
+    spec, sizes = [], {"x": size, "w": size}
+    prev = "x"
+    for i in range(n):
+        spec.append((f"f{i}", "Relu", [prev], [f"a{i}"]))
+        sizes[f"a{i}"] = size
+        prev = f"a{i}"
+    grad = prev
+    for i in reversed(range(n)):
+        spec.append((f"b{i}", "Mul", [grad, f"a{i}"], [f"g{i}"]))
+        sizes[f"g{i}"] = size
+        grad = f"g{i}"
+    spec.append(("upd", "SGD", ["w", grad], ["w_new"]))
+    sizes["w_new"] = size
+    return make_graph(spec, sizes, {"x", "w", "w_new"}, {"w_new": "w"})
+
+
+@st.composite
+def random_graphs(draw, max_ops: int = 8) -> TrainGraph:
+    """DAGs with multi-output ops, fan-out, views (aliases), weights and a persistent update at the end."""
+    n = draw(st.integers(2, max_ops))
+    spec, sizes, aliases = [], {"x": 4, "w": 4}, {}
+    available = ["x"]
+    for i in range(n):
+        if i > 0 and draw(st.booleans()) and draw(st.booleans()):
+            source = draw(st.sampled_from(available))
+            out = f"v{i}"
+            spec.append((f"n{i}", "Reshape", [source], [out]))
+            sizes[out] = sizes[source]
+            if source != "x":
+                aliases[out] = source
+            available.append(out)
+            continue
+        k = draw(st.integers(1, min(3, len(available))))
+        ins = draw(st.lists(st.sampled_from(available), min_size=k, max_size=k))
+        if draw(st.booleans()):
+            ins.append("w")
+        outs = [f"t{i}_{j}" for j in range(draw(st.integers(1, 2)))]
+        for t in outs:
+            sizes[t] = 4 * draw(st.integers(1, 6))
+        spec.append((f"n{i}", "Op", ins, outs))
+        available.extend(outs)
+    spec.append(("upd", "SGD", ["w", available[-1]], ["w_new"]))
+    sizes["w_new"] = 4
+    costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
+    return make_graph(spec, sizes, {"x", "w", "w_new"}, aliases, costs)
