@@ -1,0 +1,66 @@
+"""The command line as a user meets it: files written, reproducible, and one-line errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ckpt.examples import write_example
+
+
+def ckpt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def mlp_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, golden=False)
+    return folder
+
+
+def test_solve_writes_a_schedule_deeploy_can_read(mlp_dir, tmp_path):
+    out = tmp_path / "seq.json"
+    run = ckpt("solve", str(mlp_dir), "--budget", "0.8", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert all(isinstance(name, str) and flag in (0, 1) for name, flag in doc["seq"])
+    assert doc["predicted"]["peak_bytes"] <= doc["budget"]["bytes"]
+    assert doc["graph"]["nodes"] == len([1 for _, flag in doc["seq"] if flag == 0])
+    assert set(doc["solver"]) >= {"name", "status", "gap", "variables", "constraints"}
+
+
+def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):
+    for name in ("a.json", "b.json"):
+        assert ckpt("solve", str(mlp_dir), "--budget", "0.75", "-o", str(tmp_path / name)).returncode == 0
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+@pytest.mark.parametrize("budget", ["0", "7OOKB", "1.5", "-3"])
+def test_bad_budget_is_one_line_and_writes_nothing(mlp_dir, tmp_path, budget):
+    out = tmp_path / "seq.json"
+    run = ckpt("solve", str(mlp_dir), "--budget", budget, "-o", str(out))
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().count("\n") == 0 and run.stderr.startswith("error: budget")
+    assert not out.exists()
+
+
+def test_not_onnx_is_one_line(tmp_path):
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("this is not a model")
+    run = ckpt("solve", str(junk), "-o", str(tmp_path / "s.json"))
+    assert run.returncode == 1 and "is not an ONNX model" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_impossible_budget_exits_2_and_names_the_floor(mlp_dir, tmp_path):
+    run = ckpt("solve", str(mlp_dir), "--budget", "16", "-o", str(tmp_path / "s.json"))
+    assert run.returncode == 2, run.stderr
+    assert "no schedule fits 16 B" in run.stderr and "lower bound" in run.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_inspect_prints_the_floor(mlp_dir):
+    run = ckpt("inspect", str(mlp_dir))
+    assert run.returncode == 0, run.stderr
+    assert "single-op lower bound" in run.stdout and "peak, min-memory order" in run.stdout
