@@ -23,7 +23,7 @@ def test_cycle_is_named():
 def test_unknown_size_is_named():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["y"], name="n2")]
     dynamic = [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch"])]
-    with pytest.raises(CkptError, match="size of tensor 'a' is unknown"):
+    with pytest.raises(CkptError, match="size of tensor 'a' .*is unknown"):
         load_graph(_model(nodes, dynamic, x_shape=["batch"]))
 
 
