@@ -102,8 +102,8 @@ class TrainGraph:
         return sum(self.tensor_bytes.get(t, 0) for t in self.persistent if t not in self.aliases)
 
     def fingerprint(self) -> str:
-        """sha256 over node names in order: what a schedule is keyed on."""
-        return hashlib.sha256("\n".join(op.name for op in self.ops).encode()).hexdigest()
+        """sha256 over the sorted node names: what a schedule is keyed on (independent of the order)."""
+        return hashlib.sha256("\n".join(sorted(op.name for op in self.ops)).encode()).hexdigest()
 
 
 def check_topological(ops: tuple[Op, ...], persistent: frozenset[str]) -> None:
