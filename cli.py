@@ -44,7 +44,7 @@ def main() -> None:
 @click.option("--cost-cap", type=int, default=None, help="With --objective peak: most recompute cycles to spend.")
 @click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
-@click.option("--time-limit", type=float, default=120.0, show_default=True, help="Seconds for the MILP.")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds for the MILP.")
 @click.option("--gap", type=float, default=1e-4, show_default=True, help="Relative optimality gap to stop at.")
 @click.option("--threads", type=int, default=None, help="Solver threads (default: the solver's choice).")
 @click.option("--order", type=click.Choice(["minmem", "graph"]), default="minmem", show_default=True,
@@ -93,6 +93,29 @@ def inspect_command(model, target, top):
 
     for line in inspect_lines(model or _default_model(), target, top, progress):
         click.echo(line)
+
+
+@main.command("example")
+@click.argument("kind", type=click.Choice(["cct", "mlp", "resnet"]))
+@click.option("-o", "--output", required=True, help="Folder to write network.onnx, inputs.npz, outputs.npz into.")
+@click.option("--blocks", type=int, help="cct: transformer blocks; resnet: residual blocks.")
+@click.option("--embed-dim", type=int, help="cct: embedding width.")
+@click.option("--heads", type=int, help="cct: attention heads.")
+@click.option("--image-size", type=int, help="cct, resnet: input image side.")
+@click.option("--train", help="cct: all | classifier | none | comma list of block indices, pool, fc, head.")
+@click.option("--layers", type=int, help="mlp: hidden layers.")
+@click.option("--width", type=int, help="mlp: hidden width.")
+@click.option("--channels", type=int, help="resnet: channels.")
+@click.option("--batch", type=int, help="batch size.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@one_line_errors
+def example_command(kind, output, **options):
+    """Write a built-in training graph (forward, backward, SGD) with inputs and golden outputs."""
+    from ckpt.examples.options import example_options
+    from ckpt.examples.write import write_example
+
+    written = write_example(kind, output, **example_options(kind, options))
+    click.echo(f"wrote {written.directory}: network.onnx, inputs.npz, outputs.npz")
 
 
 def _default_model() -> str:

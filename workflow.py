@@ -39,7 +39,7 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
     from ckpt.deeploy_bridge import lower
 
     lowered = lower(source, target)
-    graph = load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model)
+    graph = load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model, scratch=lowered.transients)
     return LoadedModel(graph, target, sha, lowered)
 
 

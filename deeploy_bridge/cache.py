@@ -15,7 +15,7 @@ from typing import Optional, Union
 
 import onnx
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: metadata carries per-node transient (scratch) bytes
 
 
 def default_cache_dir() -> Path:

@@ -19,6 +19,7 @@ from .records import LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .targets import TARGETS
+from .transients import collect_transients
 from .versions import deeploy_version
 
 
@@ -50,6 +51,7 @@ def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredG
                         removed_nodes=meta.get("removed_nodes", []),
                         input_types=meta.get("input_types", {}),
                         tensor_types=meta.get("tensor_types", {}),
+                        transients=meta.get("transients", {}),
                         timings=StageTimings(**meta.get("timings", {})),
                         **extra)
 
@@ -110,6 +112,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
             "n_cores": n_cores,
             "aliases": aliases,
             "alias_ops": alias_ops,
+            "transients": collect_transients(deployer.ctxt),
             "input_types": input_types,
             "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},
         }

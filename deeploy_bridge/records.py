@@ -48,6 +48,7 @@ class LoweredGraph:
     removed_nodes: list[str] = field(default_factory=list)  # original node names that lowering dropped
     input_types: dict[str, str] = field(default_factory=dict)  # lowered input name -> Deeploy type name
     tensor_types: dict[str, str] = field(default_factory=dict)  # tensor -> Deeploy type name (bound)
+    transients: dict[str, int] = field(default_factory=dict)  # node -> bytes of its per-layer scratch buffers
     timings: StageTimings = field(default_factory=StageTimings)
     from_cache: bool = False
     cache_path: Optional[Path] = None

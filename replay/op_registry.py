@@ -16,11 +16,13 @@ from onnx import defs, helper
 from onnx.reference.ops import load_op
 
 from ckpt.replay import training_ops as T
+from ckpt.replay.layout import DEEPLOY_ANNOTATIONS, channels_last, is_channels_last
 
 Kernel = Callable[..., Sequence[np.ndarray]]
 
-# Attributes that exporters attach for humans; no schema defines them.
-_IGNORED_ATTRS = frozenset({"description"})
+# Attributes no schema defines: exporters' notes for humans, and Deeploy's annotations on lowered graphs
+# (the template it chose; the layout flag, which bind_node handles by wrapping the kernel).
+_IGNORED_ATTRS = frozenset({"description"}) | DEEPLOY_ANNOTATIONS
 
 
 class UnsupportedOpError(NotImplementedError):
@@ -239,6 +241,11 @@ def _reference_kernel(node: onnx.NodeProto, opset: int) -> tuple[Kernel, str]:
     return op.run, f"onnx.reference:{cls.__name__}"
 
 
+def _raw_layout_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    """The layout flag, which _attrs drops with the other annotations."""
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute if a.name == "channels_first"}
+
+
 def bind_node(node: onnx.NodeProto, opset: int, ctx: BindContext) -> BoundNode:
     """Pick the kernel for one node: ckpt's own when registered, else onnx's reference op."""
     factory = _OWN.get((node.domain, node.op_type))
@@ -247,6 +254,8 @@ def bind_node(node: onnx.NodeProto, opset: int, ctx: BindContext) -> BoundNode:
         impl = "ckpt+onnx.reference:Gemm(2-D)" if node.op_type == "Gemm" else "ckpt"
     else:
         kernel, impl = _reference_kernel(node, opset)
+    if is_channels_last(node.op_type, _raw_layout_attrs(node)):
+        kernel, impl = channels_last(node.op_type, kernel), impl + "+channels_last"
     return BoundNode(
         name=node.name,
         op_type=node.op_type,

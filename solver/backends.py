@@ -1,6 +1,9 @@
 """Run a PuLP model on HiGHS (through highspy) or CBC, and say honestly how it ended."""
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -29,12 +32,33 @@ class Outcome:
     seconds: float
 
 
+@contextlib.contextmanager
+def _quiet_stdout(enabled: bool):
+    """HiGHS prints its banner from C++ when created, whatever output_flag says; keep stdout for ckpt."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 class _HiGHSWithStart(pulp.HiGHS):
     """PuLP's highspy interface, plus handing HiGHS a known feasible solution before it starts."""
 
     def __init__(self, start: dict[str, float] | None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.start = start
+
+    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
+        with _quiet_stdout(enabled=not self.msg):
+            super().createAndConfigureSolver(lp)
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
         if self.start:

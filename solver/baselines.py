@@ -22,11 +22,12 @@ def graph_order(graph: TrainGraph) -> list[str]:
 
 
 def single_op_lower_bound(graph: TrainGraph) -> tuple[int, str]:
-    """Largest working set of one op (its input buffers plus its new output buffers): every schedule runs it."""
+    """Largest working set of one op (input buffers, new output buffers, scratch): every schedule runs it."""
     best, best_op = 0, ""
     for op in graph.ops:
         roots = {graph.root(t) for t in op.inputs if graph.is_activation(graph.root(t))}
         need = sum(graph.buffer_bytes(t) for t in roots) + sum(graph.buffer_bytes(t) for t in op.outputs)
+        need += graph.scratch.get(op.name, 0)
         if need > best:
             best, best_op = need, op.name
     return best, best_op
@@ -36,7 +37,9 @@ def min_memory_order(graph: TrainGraph) -> list[str]:
     """Greedy list schedule: of the ready ops, run the one that grows memory least (ties: graph order).
 
     Growth = bytes it allocates minus bytes of buffers it is the last reader of. Running weight updates right
-    after their gradients, for example, frees those gradients early.
+    after their gradients, for example, frees those gradients early. Views (aliasing ops) run only right before
+    their first reader: a view made early pins the version it was made from and would stop a later recompute
+    from freeing it.
     """
     n = len(graph.ops)
     pending = {}  # buffer root -> ops still to read it (directly or through an alias)
@@ -44,25 +47,63 @@ def min_memory_order(graph: TrainGraph) -> list[str]:
         root = graph.root(t)
         if graph.buffer_bytes(root):
             pending.setdefault(root, set()).update(readers)
-    deps = [{graph.producer[t] for t in op.inputs if t in graph.producer} for op in graph.ops]
+    is_view = [_is_view(graph, i) for i in range(n)]
+    deps = [_real_deps(graph, i, is_view) for i in range(n)]
     waiting = [len(d) for d in deps]
     dependants = [[] for _ in range(n)]
     for i, d in enumerate(deps):
         for j in d:
             dependants[j].append(i)
-    ready = {i for i in range(n) if waiting[i] == 0}
-    order = []
+    ready = {i for i in range(n) if waiting[i] == 0 and not is_view[i]}
+    order: list[int] = []
+    done = [False] * n
     while ready:
         i = min(ready, key=lambda j: (_growth(graph, j, pending), j))
         ready.remove(i)
-        order.append(i)
-        for root in {graph.root(t) for t in graph.ops[i].inputs}:
-            pending.get(root, set()).discard(i)
-        for j in dependants[i]:
-            waiting[j] -= 1
-            if waiting[j] == 0:
-                ready.add(j)
+        for j in _views_needed(graph, i, is_view, done) + [i]:
+            done[j] = True
+            order.append(j)
+            for root in {graph.root(t) for t in graph.ops[j].inputs}:
+                pending.get(root, set()).discard(j)
+            for k in dependants[j]:
+                waiting[k] -= 1
+                if waiting[k] == 0 and not is_view[k]:
+                    ready.add(k)
+    order += [i for i in range(n) if not done[i]]  # views nobody reads
     return [graph.ops[i].name for i in order]
+
+
+def _is_view(graph: TrainGraph, i: int) -> bool:
+    """An op whose output is an activation living in another activation's buffer (not an in-place update)."""
+    return any(t in graph.aliases and graph.is_activation(t) for t in graph.ops[i].outputs)
+
+
+def _real_deps(graph: TrainGraph, i: int, is_view: list[bool]) -> set[int]:
+    """Non-view ops that must run before op i, looking through views."""
+    found, todo = set(), [graph.producer[t] for t in graph.ops[i].inputs if t in graph.producer]
+    while todo:
+        j = todo.pop()
+        if j == i or j in found:
+            continue
+        if is_view[j]:
+            todo.extend(graph.producer[t] for t in graph.ops[j].inputs if t in graph.producer)
+        else:
+            found.add(j)
+    return found
+
+
+def _views_needed(graph: TrainGraph, i: int, is_view: list[bool], done: list[bool]) -> list[int]:
+    """Views not yet made that op i reads (directly or through other views), producers first."""
+    needed: list[int] = []
+
+    def visit(j: int) -> None:
+        for t in graph.ops[j].inputs:
+            k = graph.producer.get(t)
+            if k is not None and is_view[k] and not done[k] and k not in needed:
+                visit(k)
+                needed.append(k)
+    visit(i)
+    return needed
 
 
 def _growth(graph: TrainGraph, i: int, pending: dict[str, set[int]]) -> int:

@@ -38,6 +38,8 @@ class TrainGraph:
     persistent: tensors held for the whole step (initializers, graph inputs and outputs, optimizer state).
     aliases: output tensor -> the input tensor whose buffer it reuses (Reshape-like views, in-place updates).
     op_cost: estimated cycles of one execution of each op (the recompute price).
+    scratch: op -> bytes one execution allocates for itself and frees when it ends (Deeploy's
+        TransientBuffers, e.g. a Conv's im2col buffer); counted at that op on every execution.
     """
 
     ops: tuple[Op, ...]
@@ -45,6 +47,7 @@ class TrainGraph:
     persistent: frozenset[str]
     aliases: dict[str, str] = field(default_factory=dict)
     op_cost: dict[str, int] = field(default_factory=dict)
+    scratch: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_topological(self.ops, self.persistent)

@@ -1,15 +1,17 @@
-"""A fast heuristic in the MILP's own decision space: recompute what is live at the peak but not used there.
+"""A fast heuristic in the MILP's own decision space: recompute what is live where memory is over budget.
 
-Each step replays the current decisions, looks at the buffers live at the peak that the peak's op does not
-read, and tries recomputing each one's producer in the stage of its next reader (with the chain of producers
-whose inputs died meanwhile). It keeps the try that lowers the peak most per cycle spent. Its answer is a
-feasible start for the MILP and a fallback when the MILP finds nothing in time.
+Each step replays the current decisions and, for every buffer live at an over-budget point that the op there
+does not read, tries recomputing its producer in the stage of its next reader (with the producers of inputs
+that died meanwhile). It keeps the try that removes the most excess memory (bytes above the budget, summed over
+all points) per cycle spent. Scoring the whole excess rather than the peak alone lets it cross plateaus where no
+single recompute lowers the maximum. Its answer warm-starts the MILP and is the fallback when the MILP finds
+nothing in time.
 """
 from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import replay, stages_of
+from ckpt.solver.simulate import Replay, replay, stages_of
 
 MAX_STEPS = 400
 
@@ -17,55 +19,69 @@ MAX_STEPS = 400
 def greedy(graph: TrainGraph, budget: int) -> Decisions | None:
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there."""
     decisions = Decisions(frozenset())
+    result = replay(graph, decisions.sequence(graph))
     for _ in range(MAX_STEPS):
-        seq = decisions.sequence(graph)
-        result = replay(graph, seq)
         if result.peak_bytes <= budget:
             return decisions
-        best = _best_step(graph, decisions, seq, result)
-        if best is None:
+        step = _best_step(graph, decisions, result, budget)
+        if step is None:
             return None
-        decisions = best
+        decisions, result = step
     return None
 
 
-def _best_step(graph: TrainGraph, decisions: Decisions, seq, result) -> Decisions | None:
+def excess(result: Replay, budget: int) -> int:
+    return sum(max(0, level - budget) for level in result.levels)
+
+
+def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: int
+               ) -> tuple[Decisions, Replay] | None:
+    seq = decisions.sequence(graph)
     stage = stages_of(seq)
-    peak_k = result.peak_index
-    peak_stage = stage[peak_k]
-    reading = {graph.root(t) for t in graph.ops[graph.index[seq[peak_k][0]]].inputs}
+    now = excess(result, budget)
     best, best_score = None, 0.0
-    for buf in result.live_at(peak_k):
-        if buf.tensor in reading or buf.written_at == peak_k:
-            continue
-        producer = graph.producer[buf.tensor]
-        reader_stage = _next_read_stage(graph, buf.tensor, seq, stage, peak_k)
-        if reader_stage is None or not graph.recomputable(producer):
-            continue
-        added = _with_chain(graph, decisions, producer, reader_stage)
-        if added is None:
+    for producer, reader_stage in _candidates(graph, seq, stage, result, budget):
+        added = _with_chain(graph, decisions, result, seq, stage, producer, reader_stage)
+        if not added:
             continue
         trial = Decisions(decisions.recomputes | added)
         new = replay(graph, trial.sequence(graph))
-        gain = result.peak_bytes - new.peak_bytes
+        gain = now - excess(new, budget)
         cost = sum(graph.op_cost[graph.ops[i].name] for _, i in added)
         if gain > 0 and gain / cost > best_score:
-            best, best_score = trial, gain / cost
+            best, best_score = (trial, new), gain / cost
     return best
+
+
+def _candidates(graph: TrainGraph, seq, stage, result: Replay, budget: int) -> list[tuple[int, int]]:
+    """(producer op, stage to recompute it in) for buffers held across an over-budget point."""
+    found: dict[tuple[int, int], None] = {}
+    for k, level in enumerate(result.levels):
+        if level <= budget:
+            continue
+        reading = {graph.root(t) for t in graph.ops[graph.index[seq[k][0]]].inputs}
+        for buf in result.live_at(k):
+            if buf.tensor in reading or buf.written_at == k:
+                continue
+            producer = graph.producer[buf.tensor]
+            reader_stage = _next_read_stage(graph, buf.tensor, seq, stage, k)
+            if reader_stage is not None and graph.recomputable(producer):
+                found[producer, reader_stage] = None
+    return list(found)
 
 
 def _next_read_stage(graph: TrainGraph, tensor: str, seq, stage, after: int) -> int | None:
     for k in range(after + 1, len(seq)):
-        op = graph.ops[graph.index[seq[k][0]]]
-        if tensor in op.inputs:
+        if tensor in graph.ops[graph.index[seq[k][0]]].inputs:
             return stage[k] if stage[k] > stage[after] else None
     return None
 
 
-def _with_chain(graph: TrainGraph, decisions: Decisions, op: int, t: int) -> frozenset | None:
+def _with_chain(graph: TrainGraph, decisions: Decisions, result: Replay, seq, stage, op: int, t: int
+                ) -> frozenset | None:
     """Recompute `op` in stage t, plus producers of its inputs that are no longer live there."""
-    seq = decisions.sequence(graph)
-    live = _live_entering(graph, seq, t)
+    first_k = stage.index(t)
+    live = {b.tensor for b in result.buffers if b.written_at < first_k <= b.last_read}
     chosen: set[tuple[int, int]] = set()
     todo = [op]
     while todo:
@@ -77,16 +93,9 @@ def _with_chain(graph: TrainGraph, decisions: Decisions, op: int, t: int) -> fro
         chosen.add((t, i))
         for x in graph.ops[i].inputs:
             root = graph.root(x)
-            if graph.is_activation(root) and root not in live and x not in graph.aliases:
-                todo.append(graph.producer[x])
-            elif x in graph.aliases and graph.is_activation(x) and root not in live:
-                return None
+            if not graph.is_activation(root) or root in live:
+                continue
+            if x in graph.aliases:
+                return None  # a view made earlier cannot be re-made: its op is never recomputed
+            todo.append(graph.producer[x])
     return frozenset(chosen)
-
-
-def _live_entering(graph: TrainGraph, seq, t: int) -> set[str]:
-    """Buffers whose newest version entering stage t is still read in stage t or later."""
-    stage = stages_of(seq)
-    result = replay(graph, seq)
-    first_k = stage.index(t)
-    return {b.tensor for b in result.buffers if b.written_at < first_k <= b.last_read}

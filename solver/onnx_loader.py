@@ -34,8 +34,9 @@ def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
 
 
 def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] | None = None,
-               cost_model: CostModel | None = None) -> TrainGraph:
-    """Build the solver's graph record. `aliases` overrides the op-type default (the bridge passes Deeploy's)."""
+               cost_model: CostModel | None = None, scratch: dict[str, int] | None = None) -> TrainGraph:
+    """Build the solver's graph record. `aliases` overrides the op-type default (the bridge passes Deeploy's);
+    `scratch` is each op's per-execution working memory (the bridge passes Deeploy's transient buffers)."""
     model = read_model(source)
     graph = gs.import_onnx(model)
     ops = toposort([_op(node, i) for i, node in enumerate(graph.nodes)])
@@ -51,8 +52,10 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
                         "add its shape and type to the model's value_info (or export with static shapes)")
     persistent = _persistent(graph, ops)
     alias_map = aliases_by_op_type(ops) if aliases is None else dict(aliases)
+    names = {op.name for op in ops}
     return TrainGraph(ops=tuple(ops), tensor_bytes=sizes, persistent=persistent, aliases=alias_map,
-                      op_cost=estimate_costs(ops, {n: _shape(tensors[n]) for n in used}, cost_model))
+                      op_cost=estimate_costs(ops, {n: _shape(tensors[n]) for n in used}, cost_model),
+                      scratch={op: int(b) for op, b in (scratch or {}).items() if op in names and b})
 
 
 def _op(node: gs.Node, index: int) -> Op:

@@ -16,7 +16,12 @@ from ckpt.solver.graph import TrainGraph
 
 @dataclass(frozen=True)
 class Problem:
+    """focus=True keeps only recomputes in stages where a reader of the op's outputs may run: much smaller,
+    usually as good, but it can cut off the optimum, so it only seeds the exact model or runs behind --focus.
+    """
+
     graph: TrainGraph
+    focus: bool = False
 
     @property
     def n(self) -> int:
@@ -94,11 +99,25 @@ class Problem:
         return tuple(sorted({self.producer(buffer), *self.users[buffer]}))
 
     # --- variable domains -------------------------------------------------------------------------
-    def recompute_stages(self, i: int) -> range:
+    def recompute_stages(self, i: int) -> range | tuple[int, ...]:
         """Stages t > i in which op i may be recomputed."""
         if not self.recomputable(i):
             return range(0)
+        if self.focus:
+            return self.reader_stages[i]
         return range(i + 1, self.last_stage[i] + 1)
+
+    @cached_property
+    def reader_stages(self) -> tuple[tuple[int, ...], ...]:
+        """Op i -> stages after i where a reader of its outputs runs or may be recomputed (focus mode)."""
+        g, found = self.graph, [set() for _ in range(self.n)]
+        for i in reversed(range(self.n)):
+            for t in g.ops[i].outputs:
+                for j in g.readers.get(t, ()):
+                    found[i].add(j)
+                    if g.recomputable(j):
+                        found[i] |= found[j]
+        return tuple(tuple(sorted(t for t in stages if t > i)) for i, stages in enumerate(found))
 
     def retain_stages(self, tensor: str) -> range:
         """Stages t into which `tensor` may be carried from stage t-1."""

@@ -9,8 +9,13 @@ Rules (the MILP's accounting is built to equal these, and tests hold it to that)
   counted at all.
 - A buffer dies right after the last execution that reads it directly or through any alias of it; a buffer
   nobody reads dies right after the execution that wrote it.
-- Memory is measured after an execution's outputs are allocated and before its dead buffers are freed; the
-  peak is the largest such level.
+- An op may also need scratch memory for itself (`TrainGraph.scratch`, e.g. Deeploy's im2col buffer of a
+  Conv): allocated with its outputs, freed when it ends, on every execution including recomputes.
+- Memory is measured after an execution's outputs (and scratch) are allocated and before its dead buffers
+  are freed; the peak is the largest such level.
+
+On Deeploy's non-tiled code these rules reproduce the live bytes of the generated malloc/free sequence
+exactly (see deeploy_bridge/code_memory.py and tests/test_fidelity.py).
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ class Replay:
     levels: tuple[int, ...]
     buffers: tuple[Buffer, ...]
     stage_of: tuple[int, ...]
+    scratch: tuple[int, ...] = ()          # scratch bytes counted in each level (not in `buffers`)
 
     @property
     def peak_bytes(self) -> int:
@@ -83,9 +89,10 @@ def replay(graph: TrainGraph, seq: Sequence) -> Replay:
         allocated.append([])
         for t in op.outputs:
             newest[t] = _write(graph, newest, owners, allocated[k], t, k)
-    levels = _levels(len(seq), owners, allocated)
+    scratch = [graph.scratch.get(name, 0) for name, _ in seq]
+    levels = [level + extra for level, extra in zip(_levels(len(seq), owners, allocated), scratch)]
     buffers = tuple(Buffer(t, n, w, r) for t, n, w, r in owners)
-    return Replay(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)))
+    return Replay(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
 
 
 def _op_index(graph: TrainGraph, name: str) -> int:

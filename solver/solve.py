@@ -6,7 +6,7 @@ heuristic) and the greedy heuristic alone, so they can be swapped and compared i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver import milp
@@ -19,6 +19,7 @@ from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import Sequence, replay
 
 METHODS = ("milp", "greedy")
+FOCUS_SHARE = 0.7  # of the time limit for the focused model, which finds good schedules far sooner
 ORDERS = ("minmem", "graph")
 
 
@@ -30,6 +31,7 @@ class SolveOptions:
     order: str = "minmem"                  # the stage order: min-memory list schedule or the graph's own
     method: str = "milp"
     backend: SolverOptions = field(default_factory=SolverOptions)
+    focus: str = "seed"                    # "seed": a focused model seeds the exact one; "only": focused only; "off"
 
 
 @dataclass(frozen=True)
@@ -69,37 +71,72 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     heuristic = greedy(staged, options.budget) if options.objective == "cost" else None
     if options.method == "greedy":
         if heuristic is None:
-            raise _infeasible(graph, options, base, staged, progress)
+            raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
+                                   "(not proven infeasible)", "use --method milp or raise the budget")
         return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
     return _solve_milp(staged, base, options, heuristic, start, progress)
 
 
 def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heuristic: Decisions | None,
                 start: float, progress) -> SolveResult:
-    problem = Problem(staged)
-    model = milp.build(problem, options.budget if options.objective == "cost" else None, options.cost_cap)
-    sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
-    progress(f"MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints")
-    warm = None
-    if heuristic is not None:
-        warm = milp.start_values(model, set(heuristic.recomputes),
-                                 needed_retentions(staged, heuristic.sequence(staged)))
-    outcome = run(model.lp, options.backend, warm)
-    if outcome.status == "infeasible":
-        raise _infeasible(staged, options, base, staged, progress)
-    if outcome.status == "no_solution":
+    """Exact model, warm-started from the best known schedule (greedy, then the focused model's)."""
+    budget = options.budget if options.objective == "cost" else None
+    if options.focus == "seed" and options.objective == "cost":
+        share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE))
+        seeded = _run_model(Problem(staged, focus=True), budget, options, share, heuristic, progress, "focused")
+        if seeded is not None and seeded[1] is not None and (
+                heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
+            heuristic = seeded[1]
+        remaining = _share(options.backend.time_limit, 1.0, time.perf_counter() - start)
+        backend = replace(options.backend, time_limit=remaining)
+    else:
+        backend = options.backend
+    problem = Problem(staged, focus=options.focus == "only")
+    found = _run_model(problem, budget, options, backend, heuristic, progress, "exact")
+    if found is None:
         if heuristic is None:
             raise _infeasible(staged, options, base, staged, progress, timed_out=True)
-        return _result(staged, base, heuristic, None, Outcome("heuristic", None, outcome.seconds), start, sizes)
+        return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
+    outcome, chosen, booked, sizes = found
+    if outcome.status == "infeasible":
+        raise _infeasible(staged, options, base, staged, progress)
+    return _result(staged, base, chosen, booked, outcome, start, sizes)
+
+
+def _run_model(problem: Problem, budget: int | None, options: SolveOptions, backend: SolverOptions,
+               start_from: Decisions | None, progress, label: str):
+    """Build and solve one model: (outcome, decisions, booked peak, sizes), or None if it found nothing."""
+    staged = problem.graph
+    model = milp.build(problem, budget, options.cost_cap)
+    sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
+    progress(f"{label} MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints, "
+             f"{backend.time_limit:.0f} s limit" if backend.time_limit else f"{label} MILP: {sizes[0]} variables")
+    warm = None
+    if start_from is not None:
+        warm = milp.start_values(model, set(start_from.recomputes),
+                                 needed_retentions(staged, start_from.sequence(staged)))
+    outcome = run(model.lp, backend, warm)
+    if outcome.status == "infeasible":
+        return outcome, None, None, sizes
+    if outcome.status == "no_solution":
+        return None
     chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
     booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
-    return _result(staged, base, chosen, booked, outcome, start, sizes)
+    return outcome, chosen, booked, sizes
+
+
+def _share(limit: float | None, fraction: float, used: float = 0.0) -> float | None:
+    return None if limit is None else max(1.0, fraction * limit - used)
+
+
+def _cost(staged: TrainGraph, decisions: Decisions) -> int:
+    return sum(staged.op_cost[staged.ops[i].name] for _, i in decisions.recomputes)
 
 
 def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
             start: float, sizes: tuple[int, int, int]) -> SolveResult:
     seq = decisions.sequence(staged)
-    cost = sum(staged.op_cost[staged.ops[i].name] for _, i in decisions.recomputes)
+    cost = _cost(staged, decisions)
     return SolveResult(
         seq=seq, stage_order=tuple(op.name for op in staged.ops), peak_bytes=replay(staged, seq).peak_bytes,
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,

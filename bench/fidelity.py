@@ -1,0 +1,185 @@
+"""Fidelity benchmark (issue 3): ckpt's predicted activation peak vs the memory Deeploy's code for the same
+schedule uses, on CCT2_FT2 lowered for Siracusa.
+
+Rows: the graph order, the min-memory order, and schedules solved at 0.9/0.8/0.7/0.6 of the graph-order peak.
+Columns (bytes):
+  predicted   ckpt's replay simulator (solver/simulate.py) on the lowered graph
+  code live   live bytes of the generated non-tiled RunNetwork (malloc/free replayed: deeploy_bridge/code_memory)
+  code heap   smallest PMSIS first-fit L2 heap that code runs in (live bytes + fragmentation)
+  Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
+  L3/L2/L1    the tiled flow's arena per level (TetrisRandom), for reference: static placement, other rules
+  pred/code   predicted / code live: the acceptance figure (within 2%)
+  pred/nt     predicted / Deeploy nt
+Schedules with recomputes need the graph with clones: `ckpt.replay.apply_schedule(model, seq) -> (model, order)`
+when the replay package offers it, else this bench's own minimal cloning (`clone_schedule`).
+Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--method greedy|milp] [--no-tiled]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+
+from ckpt.budgets.parse import parse_budget
+from ckpt.errors import CkptError
+from ckpt.solver.backends import SolverOptions
+from ckpt.solver.baselines import baselines
+from ckpt.solver.simulate import Sequence, plain_sequence, replay
+from ckpt.solver.solve import SolveOptions
+from ckpt.workflow import load_for_target, solve_model
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
+TARGET = "siracusa"
+
+
+@dataclass
+class Row:
+    label: str
+    seq: Sequence | None
+    budget: int | None = None
+    predicted: int | None = None
+    code_live: int | None = None
+    code_heap: int | None = None
+    deeploy_nt: int | None = None
+    tiled: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def recomputes(self) -> int | None:
+        return None if self.seq is None else sum(flag for _, flag in self.seq)
+
+    def cells(self) -> list[str]:
+        ratio = lambda a, b: f"{a / b:.4f}" if a and b else "-"
+        show = lambda v: "-" if v is None else str(v)
+        return [self.label, show(self.budget), show(self.recomputes), show(self.predicted), show(self.code_live),
+                show(self.code_heap), show(self.deeploy_nt)] + [show(self.tiled.get(k)) for k in ("L3", "L2", "L1")] \
+            + [ratio(self.predicted, self.code_live), ratio(self.predicted, self.deeploy_nt), self.note]
+
+
+HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code heap", "Deeploy nt",
+          "tiled L3", "tiled L2", "tiled L1", "pred/code", "pred/nt", "note"]
+
+
+def clone_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
+    """The lowered graph with one node per execution of `seq`, in that order, and the node order to run.
+
+    A recompute of node N becomes `N_rc<j>` writing `<t>_rc<j>_tensor` (the suffix keeps Deeploy from renaming
+    it); every later reader reads the newest version of each input, as solver/simulate.py assumes.
+    """
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    nodes = {n.name: n for n in model.graph.node}
+    info = {v.name: v for v in model.graph.value_info}
+    newest: dict[str, str] = {}
+    count: dict[str, int] = {}
+    built, extra_info = [], []
+    for name, is_recompute in seq:
+        node = onnx.NodeProto()
+        node.CopyFrom(nodes[name])
+        node.input[:] = [newest.get(t, t) for t in node.input]
+        if is_recompute:
+            j = count[name] = count.get(name, 0) + 1
+            node.name = f"{name}_rc{j}"
+            renamed = [f"{t.removesuffix('_tensor')}_rc{j}_tensor" if t else t for t in node.output]
+            for old, new in zip(node.output, renamed):
+                if old in info:
+                    vi = onnx.ValueInfoProto()
+                    vi.CopyFrom(info[old])
+                    vi.name = new
+                    extra_info.append(vi)
+            node.output[:] = renamed
+        newest.update({old: new for old, new in zip(nodes[name].output, node.output) if old})
+        built.append(node)
+    del out.graph.node[:]
+    out.graph.node.extend(built)
+    out.graph.value_info.extend(extra_info)
+    return out, [n.name for n in built]
+
+
+def schedule_applier():
+    """`ckpt.replay.apply_schedule` if the replay package has one, else this bench's `clone_schedule`."""
+    try:
+        from ckpt.replay import apply_schedule  # type: ignore[attr-defined]
+        return apply_schedule, "ckpt.replay.apply_schedule"
+    except ImportError:
+        return clone_schedule, "bench clone_schedule"
+
+
+def measure(row: Row, lowered, tiled: bool) -> None:
+    """Fill the Deeploy columns of `row`: one non-tiled run with code, one tiled run."""
+    from ckpt.deeploy_bridge import deeploy_memory, generate_code
+    from ckpt.deeploy_bridge.code_memory import code_memory
+
+    if row.recomputes:
+        apply, _ = schedule_applier()
+        model, order = apply(lowered.model, row.seq)
+    else:
+        model, order = lowered.model, [name for name, _ in row.seq]
+    with tempfile.TemporaryDirectory(prefix="ckpt_fidelity_") as code_dir:
+        figures = generate_code(model, order, code_dir, TARGET, tiled=False, already_lowered=True)
+        code = code_memory(code_dir)
+    row.deeploy_nt = sum(figures.worst_case.values())
+    row.code_live, row.code_heap = code.peak_bytes, code.heap_bytes()
+    if code.leaked or code.double_frees or code.foreign_frees:
+        row.note += f" code: {len(code.leaked)} leaked, {len(code.double_frees)} double-freed blocks"
+    if tiled:
+        row.tiled = deeploy_memory(model, order, TARGET, tiled=True, already_lowered=True).arena
+
+
+def solved_rows(model: str, fractions: list[float], method: str, time_limit: float, graph) -> list[Row]:
+    rows = []
+    for fraction in fractions:
+        options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
+        label = f"solved {fraction:g} ({method})"
+        try:
+            _, result, used = solve_model(model, parse_budget(str(fraction)), TARGET, options)
+        except CkptError as err:
+            rows.append(Row(label, None, note=str(err).splitlines()[0][:90]))
+            continue
+        rows.append(Row(label, list(result.seq), budget=used.budget,
+                        predicted=replay(graph, list(result.seq)).peak_bytes, note=result.status))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
+    parser.add_argument("--method", default="greedy", choices=("greedy", "milp"))
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--no-tiled", action="store_true", help="skip the tiled runs (about 11 s each)")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    loaded = load_for_target(args.model, TARGET)
+    graph = loaded.graph
+    base = baselines(graph)
+    rows = [Row("graph order", plain_sequence(graph)),
+            Row("min-memory order", plain_sequence(graph, list(base.min_memory_order)))]
+    for row in rows:
+        row.predicted = replay(graph, row.seq).peak_bytes
+    rows += solved_rows(args.model, [float(f) for f in args.budgets.split(",")], args.method, args.time_limit,
+                        graph)
+    _, how = schedule_applier()
+    print(f"model {args.model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "
+          f"scratch {sum(graph.scratch.values())} B on {len(graph.scratch)} ops; clones by {how}")
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    for row in rows:
+        if row.seq is not None:
+            try:
+                measure(row, loaded.lowered, not args.no_tiled)
+            except Exception as err:  # one failing Deeploy run should not hide the other rows
+                row.note += f" Deeploy failed: {type(err).__name__}: {str(err)[:80]}"
+        print("| " + " | ".join(row.cells()) + " |", flush=True)
+    print(f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

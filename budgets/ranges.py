@@ -1,0 +1,27 @@
+"""Budget ranges for sweeps: "0.6:0.9" with a step or a point count, as fractions of the baseline peak."""
+from __future__ import annotations
+
+from ckpt.errors import CkptError
+
+
+def parse_range(text: str, step: float | None = None, points: int | None = None) -> list[float]:
+    """Fractions from high to low (the baseline end first), rounded to 4 decimals so names are stable."""
+    try:
+        low, high = (float(part) for part in text.split(":"))
+    except ValueError:
+        raise CkptError(f"budget range '{text}' is not LOW:HIGH", "write e.g. 0.6:0.9") from None
+    if not 0 < low <= high <= 1:
+        raise CkptError(f"budget range '{text}' must satisfy 0 < LOW <= HIGH <= 1", "write e.g. 0.6:0.9")
+    if step is not None and points is not None:
+        raise CkptError("--step and --points both given", "give one of them")
+    if points is not None:
+        if points < 1:
+            raise CkptError("--points must be at least 1", "write e.g. --points 4")
+        values = [high] if points == 1 else [high - i * (high - low) / (points - 1) for i in range(points)]
+    else:
+        step = 0.1 if step is None else step
+        if step <= 0:
+            raise CkptError("--step must be above zero", "write e.g. --step 0.1")
+        count = int(round((high - low) / step + 1e-9)) + 1
+        values = [high - i * step for i in range(count)]
+    return sorted({round(v, 4) for v in values if v >= low - 1e-9}, reverse=True)

@@ -1,0 +1,20 @@
+"""Per-node scratch memory Deeploy allocates for one layer only (``TransientBuffer``s), read from its context.
+
+Templates hoist them during binding (``NodeTemplate.hoistTransientBuffers``), e.g. the PULP float Conv's
+im2col buffer (``Targets/PULPOpen/Templates/FloatConvTemplate``: bytes = weight width * n_cores * ch_in *
+kx * ky). Non-tiled, ``MemoryManagementGeneration`` mallocs them with the layer's outputs and frees them
+right after the layer, so they add to that layer's level only. (Tiled, they live in L1 tiles instead.)
+"""
+from __future__ import annotations
+
+
+def collect_transients(ctxt) -> dict[str, int]:
+    """Node name -> bytes of the transient buffers its layer allocates (nodes without any are left out)."""
+    from Deeploy.DeeployTypes import TransientBuffer
+
+    found: dict[str, int] = {}
+    for buf in ctxt.localObjects.values():
+        if isinstance(buf, TransientBuffer):
+            for node in buf._users:
+                found[node] = found.get(node, 0) + int(buf.sizeInBytes())
+    return dict(sorted(found.items()))
