@@ -118,6 +118,55 @@ def example_command(kind, output, **options):
     click.echo(f"wrote {written.directory}: network.onnx, inputs.npz, outputs.npz")
 
 
+@main.command("replay")
+@click.argument("schedule")
+@click.option("--target", type=click.Choice(["siracusa", "gap9", "none"]), default=None,
+              help="Graph to replay on [default: the target the schedule was solved for].")
+@click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
+@click.option("-o", "--outdir", default=None, help="Output folder [default: <schedule>_replay next to it].")
+@click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@click.option("--no-verify", is_flag=True, help="Skip the host check of the replay.")
+@click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
+              help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc.")
+@click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
+@one_line_errors
+def replay_command(schedule, target, model, outdir, force, no_verify, deeploy_root, record_time):
+    """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
+    from pathlib import Path
+
+    from ckpt.replay.workflow import ReplayOptions, replay_schedule, summary_lines
+
+    options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
+                            deeploy_root=Path(deeploy_root) if deeploy_root else None)
+    result = replay_schedule(schedule, model or _default_model(), outdir, options, progress)
+    for line in summary_lines(result):
+        click.echo(line)
+    sys.exit(0 if result.ok else 1)
+
+
+@main.command("verify")
+@click.argument("model_dir")
+@click.option("--schedule", default=None, help="Also replay this schedule and compare it with the graph order.")
+@click.option("--target", type=click.Choice(["none", "siracusa"]), default=None,
+              help="Run the ONNX as is, or Deeploy's lowered graph [default: the schedule's target, else none].")
+@click.option("--fix-bias-gelu", is_flag=True,
+              help="Rewire GeluGrad nodes that read the pre-bias tensor (a known export defect) before comparing.")
+@click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@one_line_errors
+def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
+    """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz (Errors: N out of M)."""
+    from ckpt.replay.verification import verify_model
+    from ckpt.schedule_file import read_schedule
+
+    doc = read_schedule(schedule) if schedule else None
+    target = target or ((doc or {}).get("graph") or {}).get("target") or "none"
+    report = verify_model(model_dir, doc, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
+    for line in report.lines():
+        click.echo(line)
+    click.echo(f"({report.seconds:.1f} s)")
+    sys.exit(0 if report.ok else 1)
+
+
 def _default_model() -> str:
     from ckpt.examples.default import default_model_dir
 

@@ -7,12 +7,15 @@ Columns (bytes):
   code live   live bytes of the generated non-tiled RunNetwork (malloc/free replayed: deeploy_bridge/code_memory)
   code heap   smallest PMSIS first-fit L2 heap that code runs in (live bytes + fragmentation)
   Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
-  L3/L2/L1    the tiled flow's arena per level (TetrisRandom), for reference: static placement, other rules
+  L3/L2/L1    the tiled flow's arena per level (TetrisRandom): static placement, graph I/O included
+  L3 live     the tiler's own lifetimes at L3, activations only (no I/O, no packing loss): an allocator's floor
   pred/code   predicted / code live: the acceptance figure (within 2%)
   pred/nt     predicted / Deeploy nt
-Schedules with recomputes need the graph with clones: `ckpt.replay.apply_schedule(model, seq) -> (model, order)`
+Solved schedules are first stripped of dead executions (`drop_dead`: ops run for nothing, which Deeploy's
+front end deletes). Schedules with recomputes need the graph with clones: `ckpt.replay.apply_schedule(model, seq) -> (model, order)`
 when the replay package offers it, else this bench's own minimal cloning (`clone_schedule`).
-Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--method greedy|milp] [--no-tiled]
+Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--methods greedy,milp] [--time-limit S]
+     [--no-tiled]
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from ckpt.budgets.parse import parse_budget
 from ckpt.errors import CkptError
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
-from ckpt.solver.simulate import Sequence, plain_sequence, replay
+from ckpt.solver.simulate import Sequence, drop_dead, plain_sequence, replay
 from ckpt.solver.solve import SolveOptions
 from ckpt.workflow import load_for_target, solve_model
 
@@ -48,6 +51,7 @@ class Row:
     code_heap: int | None = None
     deeploy_nt: int | None = None
     tiled: dict[str, int] = field(default_factory=dict)
+    tiled_live: int | None = None
     note: str = ""
 
     @property
@@ -57,13 +61,14 @@ class Row:
     def cells(self) -> list[str]:
         ratio = lambda a, b: f"{a / b:.4f}" if a and b else "-"
         show = lambda v: "-" if v is None else str(v)
+        tiled = [show(self.tiled.get(k)) for k in ("L3", "L2", "L1")]
         return [self.label, show(self.budget), show(self.recomputes), show(self.predicted), show(self.code_live),
-                show(self.code_heap), show(self.deeploy_nt)] + [show(self.tiled.get(k)) for k in ("L3", "L2", "L1")] \
-            + [ratio(self.predicted, self.code_live), ratio(self.predicted, self.deeploy_nt), self.note]
+                show(self.code_heap), show(self.deeploy_nt), *tiled, show(self.tiled_live),
+                ratio(self.predicted, self.code_live), ratio(self.predicted, self.deeploy_nt), self.note]
 
 
 HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code heap", "Deeploy nt",
-          "tiled L3", "tiled L2", "tiled L1", "pred/code", "pred/nt", "note"]
+          "tiled L3", "tiled L2", "tiled L1", "L3 live", "pred/code", "pred/nt", "note"]
 
 
 def clone_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
@@ -129,21 +134,31 @@ def measure(row: Row, lowered, tiled: bool) -> None:
     if code.leaked or code.double_frees or code.foreign_frees:
         row.note += f" code: {len(code.leaked)} leaked, {len(code.double_frees)} double-freed blocks"
     if tiled:
-        row.tiled = deeploy_memory(model, order, TARGET, tiled=True, already_lowered=True).arena
+        tiled_figures = deeploy_memory(model, order, TARGET, tiled=True, already_lowered=True)
+        row.tiled, row.tiled_live = tiled_figures.arena, tiled_figures.home_live.get("local")
 
 
-def solved_rows(model: str, fractions: list[float], method: str, time_limit: float, graph) -> list[Row]:
+def solved_rows(model: str, fractions: list[float], methods: list[str], time_limit: float, graph) -> list[Row]:
+    """One row per budget: the first method in `methods` that finds a schedule (greedy is fast, the MILP not)."""
     rows = []
     for fraction in fractions:
-        options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
-        label = f"solved {fraction:g} ({method})"
-        try:
-            _, result, used = solve_model(model, parse_budget(str(fraction)), TARGET, options)
-        except CkptError as err:
-            rows.append(Row(label, None, note=str(err).splitlines()[0][:90]))
-            continue
-        rows.append(Row(label, list(result.seq), budget=used.budget,
-                        predicted=replay(graph, list(result.seq)).peak_bytes, note=result.status))
+        errors = []
+        for method in methods:
+            options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
+            try:
+                _, result, used = solve_model(model, parse_budget(str(fraction)), TARGET, options)
+            except CkptError as err:
+                errors.append(f"{method}: {str(err).splitlines()[0][:70]}")
+                continue
+            seq = drop_dead(graph, list(result.seq))
+            dropped = len(result.seq) - len(seq)
+            note = result.status + (f", {dropped} dead executions dropped (peak before "
+                                    f"{result.peak_bytes})" if dropped else "")
+            rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=used.budget,
+                            predicted=replay(graph, seq).peak_bytes, note=note))
+            break
+        else:
+            rows.append(Row(f"solved {fraction:g}", None, note="; ".join(errors)))
     return rows
 
 
@@ -151,7 +166,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
     parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
-    parser.add_argument("--method", default="greedy", choices=("greedy", "milp"))
+    parser.add_argument("--methods", default="greedy,milp", help="tried in order per budget")
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--no-tiled", action="store_true", help="skip the tiled runs (about 11 s each)")
     args = parser.parse_args()
@@ -163,8 +178,8 @@ def main() -> int:
             Row("min-memory order", plain_sequence(graph, list(base.min_memory_order)))]
     for row in rows:
         row.predicted = replay(graph, row.seq).peak_bytes
-    rows += solved_rows(args.model, [float(f) for f in args.budgets.split(",")], args.method, args.time_limit,
-                        graph)
+    fractions = [float(f) for f in args.budgets.split(",")]
+    rows += solved_rows(args.model, fractions, args.methods.split(","), args.time_limit, graph)
     _, how = schedule_applier()
     print(f"model {args.model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "
           f"scratch {sum(graph.scratch.values())} B on {len(graph.scratch)} ops; clones by {how}")

@@ -12,8 +12,9 @@ of Deeploy's PULP (non-tiled) templates:
 * ``X = Y;``                                   X points into Y's block (Reshape/Squeeze/Unsqueeze/Flatten)
 * ``// _<node>_closure CLOSURE CALL`` and ``// <what> (Name: <node>, Op: <op>)`` mark layers.
 
-Live bytes are counted as the allocator is asked for them (no alignment padding, no fragmentation);
-``sizeof(void)`` is 1 as in GCC, which Deeploy's PULP toolchain uses.
+``levels``/``peak_bytes`` count live bytes as the allocator is asked for them; ``heap_bytes`` adds PMSIS's
+8-byte rounding and first-fit fragmentation. ``sizeof(void)`` is 1 as in GCC (Deeploy's PULP toolchain).
+The tiled flow has no mallocs (static arena offsets); use ``MemoryFigures.arena`` / ``home_live`` there.
 """
 from __future__ import annotations
 

@@ -80,6 +80,9 @@ class MemoryFigures:
     arena: dict[str, int] = field(default_factory=dict)
     # Static bytes per level: constants in the arenas' static part when tiled; all global buffers otherwise.
     static: dict[str, int] = field(default_factory=dict)
+    # Tiled only, home level: peak bytes alive at one step under the tiler's own lifetimes (an allocator's
+    # floor), all buffers / local activations only (comparable with ckpt's prediction) / graph I/O bytes.
+    home_live: dict[str, int] = field(default_factory=dict)
     allocator: Optional[str] = None
     l1: Optional[int] = None
     l2: Optional[int] = None

@@ -15,7 +15,9 @@ Rules (the MILP's accounting is built to equal these, and tests hold it to that)
   are freed; the peak is the largest such level.
 
 On Deeploy's non-tiled code these rules reproduce the live bytes of the generated malloc/free sequence
-exactly (see deeploy_bridge/code_memory.py and tests/test_fidelity.py).
+exactly (see deeploy_bridge/code_memory.py and tests/test_fidelity.py). One rule differs where no graph here
+reaches it: Deeploy drops an op none of whose outputs is read, but never frees an unread output of an op
+that has other, read outputs (every op of the lowered CCT graphs has a single output).
 """
 from __future__ import annotations
 
@@ -134,6 +136,37 @@ def _levels(n: int, owners: list[list], allocated: list[list[int]]) -> list[int]
         levels.append(level)
         level -= sum(dying[k])
     return levels
+
+
+def drop_dead(graph: TrainGraph, seq: Sequence) -> Sequence:
+    """`seq` without executions whose outputs nobody reads, as the deployed graph will run it.
+
+    Checkmate-style schedules run every op in its own stage, so an op whose every reader comes after a
+    recompute of it runs once for nothing. Deeploy's front end removes such a node (onnx-graphsurgeon
+    `cleanup()`), and its producers' executions if they fed only it. The first execution that survives is
+    the op's first (flag 0), the rest recomputes. Graph outputs and persistent writes always survive.
+    """
+    newest: dict[str, int] = {}
+    reads: list[list[tuple[int, str]]] = []          # execution -> (writer execution, tensor) it reads
+    for k, (name, _) in enumerate(seq):
+        op = graph.ops[_op_index(graph, name)]
+        reads.append([(newest[t], t) for t in dict.fromkeys(op.inputs) if t in newest])
+        newest.update({t: k for t in op.outputs})
+    needed: set[tuple[int, str]] = set()
+    live = [False] * len(seq)
+    for k in range(len(seq) - 1, -1, -1):
+        op = graph.ops[graph.index[seq[k][0]]]
+        keeps = not op.outputs or any(not graph.is_activation(t) or (k, t) in needed for t in op.outputs)
+        if keeps:
+            live[k] = True
+            needed.update(reads[k])
+    seen: set[str] = set()
+    kept: Sequence = []
+    for k, (name, _) in enumerate(seq):
+        if live[k]:
+            kept.append((name, int(name in seen)))
+            seen.add(name)
+    return kept
 
 
 def plain_sequence(graph: TrainGraph, order: list[str] | None = None) -> Sequence:

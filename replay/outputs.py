@@ -1,0 +1,43 @@
+"""Writing a replay's folder: every file appears whole or not at all, and the same content gives the same bytes."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from ckpt.schedule_file import atomic_write
+
+
+def write_json(path: Path, doc: dict) -> None:
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Binary twin of schedule_file.atomic_write: temp file in the same folder, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def staged_dir(final: Path):
+    """Yield a temp folder next to `final`; on success it replaces `final` (a previous run's copy is dropped)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    try:
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)

@@ -1,0 +1,290 @@
+"""`ckpt verify`: run a training step on the host and check it, and check that a replay computes the same thing.
+
+Two questions, answered separately:
+- Does the graph compute the golden step? Graph outputs against outputs.npz: `Errors: N out of M`, a tensor
+  being an error when any element misses atol 1e-5 + rtol 1e-4 (NaN always does).
+- Does the replay compute what the graph computes? The rewired graph runs in the replayed order; every
+  execution must read the newest version of each input (reading an older one keeps its buffer alive, which
+  is what checkpointing was meant to stop), and every tensor version it writes (clones included) must equal,
+  bit for bit, the tensor the graph order writes. Recompute in a pure graph changes no numbers, so any
+  difference is a wiring error.
+
+The graph is checked as written: a known export defect is reported with a hint, and fixed only on request
+(`fix_bias_gelu`), so a pass never hides a defect that Deeploy would deploy.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ckpt.errors import CkptError
+from ckpt.replay.graph_fixes import rewire_bias_gelu_grad
+from ckpt.replay.host_exec import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
+from ckpt.replay.onnx_graph import apply_to_model, view_of_model
+from ckpt.replay.plan import CLONE_TAG, ReplayPlan, plan_replay
+from ckpt.replay.verify import VerifyResult, bit_identical, compare_outputs
+
+SHOWN = 5
+
+
+@dataclass
+class ScheduleCheck:
+    """The replayed order against the graph order: which tensor versions differ (none is the pass)."""
+
+    executions: int
+    clones_kept: int
+    clones_pruned: int
+    versions_compared: int
+    differing: list[str] = field(default_factory=list)      # versions whose values differ from the graph order's
+    stale_reads: list[str] = field(default_factory=list)    # reads of a version older than the newest
+
+    @property
+    def ok(self) -> bool:
+        return not self.differing and not self.stale_reads
+
+    def line(self) -> str:
+        head = (f"replayed order ({self.executions} executions, {self.clones_kept} clones kept, "
+                f"{self.clones_pruned} pruned) vs graph order: ")
+        if self.ok:
+            return head + f"bit-identical ({self.versions_compared} tensor versions compared)"
+        parts = []
+        if self.differing:
+            parts.append(f"{len(self.differing)} of {self.versions_compared} tensor versions differ: "
+                         + _few(self.differing))
+        if self.stale_reads:
+            parts.append(f"{len(self.stale_reads)} read(s) of an older version: " + _few(self.stale_reads))
+        return head + "MISWIRED: " + "; ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {"executions": self.executions, "clones_kept": self.clones_kept, "clones_pruned": self.clones_pruned,
+                "versions_compared": self.versions_compared, "bit_identical": not self.differing,
+                "reads_newest_versions": not self.stale_reads, "ok": self.ok,
+                "differing": list(self.differing), "stale_reads": list(self.stale_reads)}
+
+
+def _few(items: list[str]) -> str:
+    more = f" (and {len(items) - SHOWN} more)" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
+
+@dataclass
+class VerifyReport:
+    model: str
+    target: str
+    nodes: int
+    golden: VerifyResult | None
+    baseline_golden: VerifyResult | None        # the graph order's, when a schedule was checked
+    schedule: ScheduleCheck | None
+    hint: str | None
+    fixed: list[str]
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return (self.golden is None or self.golden.ok) and (self.schedule is None or self.schedule.ok)
+
+    def lines(self) -> list[str]:
+        which = "graph as written" if not self.fixed else f"with --fix-bias-gelu ({len(self.fixed)} nodes rewired)"
+        order = "replayed order" if self.schedule else "graph order"
+        found = [f"verify {self.model} (target {self.target}, {self.nodes} nodes, {which}, {order})"]
+        if self.golden is not None:
+            found.extend(self.golden.format().splitlines())
+        else:
+            found.append("no outputs.npz: golden comparison skipped")
+        if self.hint:
+            found.append(self.hint)
+        if self.schedule is not None:
+            found.append(self.schedule.line())
+        return found
+
+    def as_dict(self) -> dict:
+        return {"target": self.target, "nodes": self.nodes, "passed": self.ok,   # Errors 0 and, if replayed, ok
+                "golden": _golden_dict(self.golden), "baseline_golden": _golden_dict(self.baseline_golden),
+                "schedule": self.schedule.as_dict() if self.schedule else None,
+                "hint": self.hint, "fixed_bias_gelu": list(self.fixed)}
+
+
+def _golden_dict(result: VerifyResult | None) -> dict | None:
+    if result is None:
+        return None
+    worst = result.worst
+    return {"line": f"Errors: {result.errors} out of {result.compared}", "errors": result.errors,
+            "compared": result.compared, "failed": list(result.failed),
+            "worst": None if worst is None else {"tensor": worst.tensor, "index": list(worst.index),
+                                                 "actual": worst.actual, "expected": worst.expected,
+                                                 "abs_diff": worst.abs_diff}}
+
+
+# --------------------------------------------------------------------------- preparing what runs
+
+
+def host_ready(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A Deeploy-lowered graph with its float constants back in float32; any other model as it is.
+
+    The bridge's export keeps float constants as float64 (Deeploy's in-memory dtype) though Deeploy binds them
+    as float32_t; they came from float32, so casting back is exact and gives the numbers the device uses.
+    """
+    from ckpt.deeploy_bridge.sources import LOWERED_META_KEY
+
+    lowered = any(p.key == LOWERED_META_KEY for p in model.metadata_props)
+    if not lowered or not any(t.data_type == onnx.TensorProto.DOUBLE for t in model.graph.initializer):
+        return model
+    ready = onnx.ModelProto()
+    ready.CopyFrom(model)
+    for init in ready.graph.initializer:
+        if init.data_type == onnx.TensorProto.DOUBLE:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float32), init.name))
+    return ready
+
+
+def bias_gelu_hint(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], str | None]:
+    """The fixed model, the nodes the fix rewires, and the one-line hint to print when not applying it."""
+    fixed, rewired = rewire_bias_gelu_grad(model)
+    if not rewired:
+        return model, [], None
+    hint = (f"hint: {len(rewired)} GeluGrad node(s) ({', '.join(rewired)}) read the pre-bias tensor, a known "
+            "export defect (ORT's BiasGelu split back into Add + Gelu); `ckpt verify --fix-bias-gelu` rewires "
+            "them to the Gelu's input before comparing")
+    return fixed, rewired, hint
+
+
+@dataclass
+class StepData:
+    """Feeds and goldens for a model folder, keyed by the names of the graph that runs."""
+
+    feeds: dict[str, np.ndarray]
+    golden: dict[str, np.ndarray] | None
+    back: dict[str, str]                        # run-graph output name -> original name, for messages
+
+
+def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, str] | None) -> StepData:
+    """inputs.npz / outputs.npz of `model_dir`, renamed to the run graph's I/O (Deeploy's input_i/output_i)."""
+    inputs, outputs = model_dir / "inputs.npz", model_dir / "outputs.npz"
+    if not inputs.is_file():
+        raise CkptError(f"no inputs.npz in '{model_dir}'", "put the step's inputs next to network.onnx")
+    io = io_names or {}
+    try:
+        feeds = {io.get(k, k): v for k, v in feeds_from_npz(original, inputs).items()}
+        golden = {io.get(k, k): v for k, v in golden_from_npz(original, outputs).items()} \
+            if outputs.is_file() else None
+    except ValueError as exc:
+        raise CkptError(f"npz files in '{model_dir}' do not fit the model ({exc})",
+                        "regenerate inputs.npz/outputs.npz for this network.onnx") from None
+    return StepData(feeds, golden, {v: k for k, v in io.items()})
+
+
+# --------------------------------------------------------------------------- running and comparing
+
+
+def compare_golden(outputs: dict[str, np.ndarray], data: StepData) -> VerifyResult | None:
+    if data.golden is None:
+        return None
+    back = lambda d: {data.back.get(k, k): v for k, v in d.items()}  # noqa: E731 - names users know
+    return compare_outputs(back(outputs), back(data.golden))
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return not bit_identical({"x": a}, {"x": b})
+
+
+def _base(version: str, known: dict) -> str:
+    """The graph tensor a version copies: itself, or `<tensor>` for a clone's `<tensor>__ck<k>`."""
+    if version in known:
+        return version
+    head, tag, k = version.rpartition(CLONE_TAG)
+    return head if tag and k.isdigit() and head in known else version
+
+
+def check_replayed(rewired: onnx.ModelProto, order: list[str], feeds: dict[str, np.ndarray],
+                   baseline: dict[str, np.ndarray]) -> tuple[ScheduleCheck, dict[str, np.ndarray]]:
+    """Run a rewired graph in `order` and hold it to the replay's two promises against `baseline` (every tensor
+    of the graph order's run): each execution reads the newest version of each input, and every version equals
+    the graph order's tensor bit for bit. Returns the check and the run's graph outputs."""
+    try:
+        env = HostExecutor(rewired).run(feeds, order, return_all=True)
+    except OrderError as exc:
+        raise CkptError(f"the replayed order does not run on the host: {exc}", "the replay is miswired") from None
+    nodes = {n.name: n for n in rewired.graph.node}
+    newest: dict[str, str] = {}
+    stale, written = [], []
+    for name in order:
+        node = nodes[name]
+        for t in node.input:
+            base = _base(t, baseline)
+            if t and base in newest and newest[base] != t:
+                stale.append(f"{name} reads {t} (newest is {newest[base]})")
+        for t in node.output:
+            if t:
+                newest[_base(t, baseline)] = t
+                written.append(t)
+    differing = [t for t in written if _base(t, baseline) not in baseline
+                 or not _same(env[t], baseline[_base(t, baseline)])]
+    clones = sum(1 for name in order if any(t and _base(t, baseline) != t for t in nodes[name].output))
+    check = ScheduleCheck(len(order), clones, 0, len(written), differing, stale)
+    return check, {o.name: env[o.name] for o in rewired.graph.output}
+
+
+def check_schedule(model: onnx.ModelProto, plan: ReplayPlan, feeds: dict[str, np.ndarray],
+                   baseline: dict[str, np.ndarray]) -> tuple[ScheduleCheck, dict[str, np.ndarray]]:
+    """Apply `plan` to `model` and check the result (see check_replayed)."""
+    check, outputs = check_replayed(apply_to_model(model, plan), plan.order, feeds, baseline)
+    check.clones_kept, check.clones_pruned = plan.clones_kept, plan.clones_pruned
+    return check, outputs
+
+
+def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | None = None, *, label: str = "",
+                  target: str = "none", hint: str | None = None, fixed: list[str] | None = None,
+                  progress=lambda msg: None) -> VerifyReport:
+    """Run `model` (ready for the host) in its graph order and, given a plan, in the replayed order; compare."""
+    start = time.perf_counter()
+    executor = HostExecutor(model)
+    progress("running the graph order on the host")
+    baseline = executor.run(data.feeds, return_all=plan is not None)
+    outputs = {o: baseline[o] for o in executor.output_names}
+    schedule, baseline_golden = None, None
+    if plan is not None:
+        progress(f"running the replayed order ({len(plan.executions)} executions) on the host")
+        schedule, replayed = check_schedule(model, plan, data.feeds, baseline)
+        baseline_golden, outputs = compare_golden(outputs, data), replayed
+    return VerifyReport(model=label, target=target, nodes=len(model.graph.node), golden=compare_golden(outputs, data),
+                        baseline_golden=baseline_golden, schedule=schedule, hint=hint, fixed=list(fixed or []),
+                        seconds=time.perf_counter() - start)
+
+
+def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "none", *,
+                 fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
+    """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
+    from ckpt.replay.matching import schedule_fingerprint
+    from ckpt.solver.onnx_loader import read_model
+
+    start = time.perf_counter()
+    model_dir = Path(model_dir)
+    original = read_model(model_dir)
+    io_names = None
+    if target == "none":
+        model = original
+    else:
+        from ckpt.deeploy_bridge import lower
+
+        progress(f"lowering for {target} (cached after the first time)")
+        lowered = lower(model_dir, target)
+        model, io_names = host_ready(lowered.model), lowered.io_names
+    fixed_model, rewired, hint = bias_gelu_hint(model)
+    if fix_bias_gelu:
+        model, hint = fixed_model, None
+    data = step_data(model_dir, original, io_names)
+    if doc is None and data.golden is None:
+        raise CkptError(f"no outputs.npz in '{model_dir}': nothing to compare against",
+                        "add the golden outputs, or pass --schedule to compare the replay with the graph order")
+    plan = None
+    if doc is not None:
+        plan = plan_replay(view_of_model(model), doc["seq"], fingerprint=schedule_fingerprint(doc), force=force)
+    report = verify_loaded(model, data, plan, label=str(model_dir), target=target, hint=hint,
+                           fixed=rewired if fix_bias_gelu else [], progress=progress)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,94 @@
+"""The replay on CCT2_FT2 as Deeploy lowers it for Siracusa: exact peak, refusal, idempotence, Deeploy's figures."""
+from __future__ import annotations
+
+import json
+
+import onnx_graphsurgeon as gs
+import pytest
+
+from ckpt.budgets.parse import parse_budget
+from ckpt.errors import CkptError
+from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.plan import plan_replay
+from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.replay.workflow import ReplayOptions, replay_schedule, summary_lines
+from ckpt.schedule_file import read_schedule, write_schedule
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.solver.solve import SolveOptions
+from ckpt.workflow import schedule_document, solve_model
+from replay_support import FT2, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
+
+pytestmark = [needs_models, pytest.mark.deeploy]
+
+
+@pytest.fixture(scope="module")
+def solved(lowering_cache, tmp_path_factory):
+    """A greedy schedule for CCT2_FT2 lowered for Siracusa at 0.8 of its baseline peak, written as ckpt solve does."""
+    budget = parse_budget("0.8")
+    loaded, result, options = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
+    path = tmp_path_factory.mktemp("ft2") / "seq.json"
+    write_schedule(path, schedule_document(loaded, budget, result, options))
+    return loaded, path
+
+
+def test_schedule_replays_with_exactly_the_predicted_peak(solved):
+    loaded, path = solved
+    doc, lowered = read_schedule(path), loaded.lowered
+    view = view_of_model(lowered.model)
+    plan = plan_replay(view, doc["seq"], fingerprint=doc["graph"]["names_sha256"])
+    graph = load_graph(apply_to_model(lowered.model, plan), aliases=rewired_aliases(view, plan, lowered.aliases),
+                       scratch=rewired_scratch(plan, lowered.transients))
+    assert doc["predicted"]["recomputes"] > 0 and plan.clones_kept == doc["predicted"]["recomputes"]
+    assert plan.match.rate == 1.0 and not plan.unscheduled and not plan.stale
+    assert replay(graph, plain_sequence(graph, plan.order)).peak_bytes == doc["predicted"]["peak_bytes"]
+    assert graph.persistent_bytes == doc["predicted"]["persistent_bytes"]
+
+
+def test_schedule_with_another_lowerings_names_is_refused(solved):
+    loaded, path = solved
+    doc = read_schedule(path)
+    renamed = [(f"{name}_0" if i % 5 == 0 else name, flag) for i, (name, flag) in enumerate(doc["seq"])]
+    view = view_of_model(loaded.lowered.model)
+    with pytest.raises(CkptError, match="schedule was solved on graph"):
+        plan_replay(view, renamed, fingerprint=view.fingerprint()[::-1])
+    with pytest.raises(CkptError, match=r"matches only 79\.\d% of its \d+ entries .*needs 90%"):
+        plan_replay(view, renamed, fingerprint=view.fingerprint()[::-1], force=True)
+
+
+def test_scheduler_called_twice_on_deeploys_graph_is_idempotent(solved):
+    loaded, path = solved
+    graph = gs.import_onnx(loaded.lowered.model)
+    scheduler = ReplayScheduler.from_document(read_schedule(path))
+    first = [g[0].name for g in scheduler(graph)]
+    nodes = len(graph.nodes)
+    second = [g[0].name for g in scheduler(graph)]
+    assert first == second == scheduler.plan.order and len(graph.nodes) == nodes == len(first)
+    assert sum("__ck" in node.name for node in graph.nodes) == scheduler.plan.clones_kept
+
+
+def test_replay_end_to_end_with_deeploy(solved, tmp_path):
+    """Two Deeploy runs (non-tiled, tiled with code), each with the replay as its scheduler (~30 s)."""
+    _, path = solved
+    result = replay_schedule(path, FT2, tmp_path / "out", ReplayOptions(target="siracusa"))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report == result.report and report["ok"]
+    doc = read_schedule(path)
+    peak = report["memory"]["activation_peak_bytes"]
+    assert peak["replayed"] == peak["predicted"] == doc["predicted"]["peak_bytes"]
+    # Deeploy's own numbers for the replayed order (measured: 655,656 B non-tiled vs 1,114,368 B default order).
+    assert 0 < peak["deeploy_non_tiled"] < 1_114_368 and set(peak["deeploy_tiled_arenas"]) == {"L1", "L2", "L3"}
+    # Clones share constants: Deeploy's static bytes are those of the default order (3,722,217 B, measured);
+    # a copied weight per clone would add its bytes here.
+    assert report["memory"]["persistent_bytes"]["deeploy_non_tiled_static"] == 3_722_217
+    assert report["deeploy"]["non_tiled"]["layers"] == report["deeploy"]["tiled"]["layers"] == len(result.plan.order)
+    network_c = (tmp_path / "out" / "code" / "Network.c").read_text()
+    assert any(f"{e.name}" in network_c for e in result.plan.executions if e.clone)
+    verification = report["verification"]
+    assert verification["status"] == "bit-identical" and verification["schedule"]["bit_identical"]
+    assert verification["golden"]["line"] == verification["baseline_golden"]["line"] == "Errors: 2 out of 16"
+    assert "GeluGrad" in verification["hint"]
+    assert report["gvsoc"] == {"status": "not simulated", "reason": "no --deeploy-root given"}
+    lines = summary_lines(result)
+    assert any(line.startswith("activation peak: predicted") and "Deeploy non-tiled" in line for line in lines)
+    assert json.loads((tmp_path / "out" / "order.json").read_text())["order"] == result.plan.order

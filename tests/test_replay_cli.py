@@ -1,0 +1,96 @@
+"""`ckpt replay` and `ckpt verify` as a user meets them, on a built-in MLP (target none: no Deeploy, seconds)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ckpt.examples import write_example
+from ckpt.schedule_file import read_schedule, write_schedule
+
+
+def ckpt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    """An MLP whose activations dominate (batch 256), and a greedy schedule with recomputes for it."""
+    folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, batch=256, layers=5)
+    seq = folder / "seq.json"
+    run = ckpt("solve", str(folder), "--budget", "0.6", "--method", "greedy", "-o", str(seq))
+    assert run.returncode == 0, run.stderr
+    assert read_schedule(seq)["predicted"]["recomputes"] > 0
+    return folder, seq
+
+
+def test_replay_writes_graph_order_and_report_with_the_predicted_peak(mlp, tmp_path):
+    folder, seq = mlp
+    run = ckpt("replay", str(seq), "--model", str(folder), "--target", "none", "-o", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    doc = read_schedule(seq)
+    peak = report["memory"]["activation_peak_bytes"]
+    assert peak["replayed"] == peak["predicted"] == doc["predicted"]["peak_bytes"]
+    assert peak["deeploy_non_tiled"] is None and report["deeploy"] is None
+    assert report["replay"]["clones_kept"] == doc["predicted"]["recomputes"] and report["ok"]
+    assert report["verification"]["status"] == "bit-identical" and report["verification"]["golden"]["errors"] == 0
+    assert report["gvsoc"] == {"status": "not simulated", "reason": "target none has no device to simulate"}
+    order = json.loads((tmp_path / "out" / "order.json").read_text())["order"]
+    assert len(order) == report["replay"]["executions"] and any("__ck" in name for name in order)
+    assert "activation peak: predicted" in run.stdout and "gvsoc: not simulated" in run.stdout
+
+
+def test_replay_is_byte_identical_run_to_run(mlp, tmp_path):
+    folder, seq = mlp
+    for name in ("a", "b"):
+        assert ckpt("replay", str(seq), "--model", str(folder), "-o", str(tmp_path / name)).returncode == 0
+    for name in ("rewired.onnx", "order.json", "report.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert not list(tmp_path.glob("*/.*.tmp"))
+
+
+def test_replay_refuses_another_graphs_schedule_unless_forced(mlp, tmp_path):
+    folder, seq = mlp
+    doc = read_schedule(seq)
+    doc["graph"]["names_sha256"] = "f" * 64
+    foreign = tmp_path / "foreign.json"
+    write_schedule(foreign, doc)
+    run = ckpt("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"))
+    assert run.returncode == 1 and "f" * 64 in run.stderr and "--force" in run.stderr
+    assert run.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+    forced = ckpt("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["schedule"]["fingerprint"]["status"] == "forced"
+
+
+def test_replay_refuses_a_schedule_of_renamed_nodes_even_forced(mlp, tmp_path):
+    folder, seq = mlp
+    doc = read_schedule(seq)
+    doc["seq"] = [(f"{name}_renamed" if i % 5 == 0 else name, flag) for i, (name, flag) in enumerate(doc["seq"])]
+    renamed = tmp_path / "renamed.json"
+    write_schedule(renamed, doc)
+    run = ckpt("replay", str(renamed), "--model", str(folder), "--force", "-o", str(tmp_path / "out"))
+    assert run.returncode == 1 and "needs 90%" in run.stderr and "_renamed'" in run.stderr
+
+
+def test_verify_prints_errors_line_and_checks_a_schedule(mlp):
+    folder, seq = mlp
+    plain = ckpt("verify", str(folder))
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines()[1] == "Errors: 0 out of 10" and "Worst:" in plain.stdout
+    scheduled = ckpt("verify", str(folder), "--schedule", str(seq))
+    assert scheduled.returncode == 0, scheduled.stderr
+    assert "vs graph order: bit-identical" in scheduled.stdout
+
+
+def test_verify_without_goldens_or_inputs_is_one_line(tmp_path):
+    write_example("mlp", tmp_path, golden=False)
+    run = ckpt("verify", str(tmp_path))
+    assert run.returncode == 1 and run.stderr.startswith("error: no outputs.npz") and "Traceback" not in run.stderr
+    (tmp_path / "inputs.npz").unlink()
+    run = ckpt("verify", str(tmp_path))
+    assert run.returncode == 1 and run.stderr.startswith("error: no inputs.npz")
