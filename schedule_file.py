@@ -13,14 +13,14 @@ from pathlib import Path
 from ckpt.errors import CkptError
 
 
-def atomic_write(path: str | Path, text: str) -> None:
+def atomic_write(path: str | Path, content: str | bytes) -> None:
     """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
+            handle.write(content)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -6,11 +6,11 @@ Deeploy hands its scheduler, so the two cannot drift apart.
 from __future__ import annotations
 
 import hashlib
-import heapq
 from dataclasses import dataclass
 from functools import cached_property
 
 from ckpt.errors import CkptError
+from ckpt.solver.graph import stable_order
 
 
 @dataclass(frozen=True)
@@ -80,21 +80,7 @@ class GraphView:
     def topological(self) -> list[int]:
         """Live node indices in a stable topological order (file order unless a producer comes later)."""
         deps = {i: {self.producer[t] for t in self.nodes[i].inputs if t in self.producer} - {i} for i in self.live}
-        waiting = {i: len(d) for i, d in deps.items()}
-        dependants: dict[int, list[int]] = {i: [] for i in self.live}
-        for i, d in deps.items():
-            for j in d:
-                dependants[j].append(i)
-        ready = [i for i, n in waiting.items() if n == 0]
-        heapq.heapify(ready)
-        order: list[int] = []
-        while ready:
-            i = heapq.heappop(ready)
-            order.append(i)
-            for j in dependants[i]:
-                waiting[j] -= 1
-                if waiting[j] == 0:
-                    heapq.heappush(ready, j)
+        order = stable_order(deps)
         if len(order) != len(self.live):
             stuck = min(set(self.live) - set(order))
             raise CkptError(f"the graph has a cycle through node '{self.nodes[stuck].name}'",

@@ -16,16 +16,7 @@ def write_json(path: Path, doc: dict) -> None:
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Binary twin of schedule_file.atomic_write: temp file in the same folder, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
 
 
 @contextmanager

@@ -1,7 +1,6 @@
 """Orders without recompute, and the floor no schedule can go below."""
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 from ckpt.solver.graph import TrainGraph

@@ -126,16 +126,26 @@ def toposort(ops: list[Op]) -> list[Op]:
 
     Raises a CkptError naming an op on a cycle.
     """
+    writer = {t: i for i, op in enumerate(ops) for t in op.outputs}
+    deps = {i: {writer[t] for t in op.inputs if t in writer and writer[t] != i} for i, op in enumerate(ops)}
+    order = stable_order(deps)
+    if len(order) != len(ops):
+        stuck = min(set(range(len(ops))) - set(order))
+        raise CkptError(f"the graph has a cycle through op '{ops[stuck].name}'",
+                        "a training graph must be acyclic; re-export it")
+    return [ops[i] for i in order]
+
+
+def stable_order(deps: dict[int, set[int]]) -> list[int]:
+    """Kahn's algorithm taking the smallest ready key first; keys on a cycle are left out."""
     import heapq
 
-    writer = {t: i for i, op in enumerate(ops) for t in op.outputs}
-    deps = [{writer[t] for t in op.inputs if t in writer and writer[t] != i} for i, op in enumerate(ops)]
-    waiting = [len(d) for d in deps]
-    dependants: list[list[int]] = [[] for _ in ops]
-    for i, d in enumerate(deps):
+    waiting = {i: len(d) for i, d in deps.items()}
+    dependants: dict[int, list[int]] = {i: [] for i in deps}
+    for i, d in deps.items():
         for j in d:
             dependants[j].append(i)
-    ready = [i for i, n in enumerate(waiting) if n == 0]
+    ready = [i for i, n in waiting.items() if n == 0]
     heapq.heapify(ready)
     order: list[int] = []
     while ready:
@@ -145,8 +155,4 @@ def toposort(ops: list[Op]) -> list[Op]:
             waiting[j] -= 1
             if waiting[j] == 0:
                 heapq.heappush(ready, j)
-    if len(order) != len(ops):
-        stuck = min(set(range(len(ops))) - set(order))
-        raise CkptError(f"the graph has a cycle through op '{ops[stuck].name}'",
-                        "a training graph must be acyclic; re-export it")
-    return [ops[i] for i in order]
+    return order

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from ckpt.solver.accounting import active_ops, stage_points
+from ckpt.solver.accounting import stage_points
 from ckpt.solver.problem import Problem
 
 

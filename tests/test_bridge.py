@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 
