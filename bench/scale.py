@@ -115,6 +115,7 @@ def _rss_mb() -> tuple[int, int]:
 
 
 def worker(conn, job: dict) -> None:
+    os.setpgrp()  # own process group: the watchdog then stops a CBC subprocess too, which outlives its -sec
     try:
         conn.send(_work(job))
     except BaseException as exc:  # anything, so the parent prints a row instead of hanging
@@ -182,8 +183,7 @@ def run_row(job: dict, watchdog: float) -> dict:
         result = None
     if result is None:
         if proc.is_alive():
-            proc.kill()
-            proc.join()
+            _kill_group(proc)
             result = {"status": f"killed: no result after {watchdog:.0f} s (watchdog)"}
         else:
             proc.join()
@@ -194,15 +194,25 @@ def run_row(job: dict, watchdog: float) -> dict:
     else:
         proc.join(30)
         if proc.is_alive():
-            proc.kill()
+            _kill_group(proc)
     return result
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and whatever it started (CBC runs as a subprocess in the worker's process group)."""
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.join()
 
 
 # --- table ------------------------------------------------------------------------------------------------
 def fmt_row(job: dict, nodes: int, res: dict) -> str:
-    num = lambda key, f="{:.1f}": "-" if res.get(key) is None else f.format(res[key])
+    num = lambda key, f="{:.1f}": "-" if res.get(key) is None or (key == "constraints" and not res[key]) \
+        else f.format(res[key])
     variables = "-"
-    if res.get("variables") is not None:
+    if res.get("variables"):
         variables = f"{res['variables']:,}" + (f" ({res['unpruned']:,})" if res.get("unpruned") else "")
     elif res.get("estimate") is not None:
         variables = f"~{res['estimate']:,} est."

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -110,7 +111,9 @@ def _gap(lp: pulp.LpProblem, options: SolverOptions, status: str) -> float | Non
     model = getattr(lp, "solverModel", None)
     if options.name == "highs" and model is not None:
         try:
-            return max(0.0, float(model.getInfo().mip_gap))
+            gap = float(model.getInfo().mip_gap)
         except Exception:
-            pass
+            gap = None
+        if gap is not None and math.isfinite(gap):   # HiGHS says inf with no finite bound: unknown, not JSON
+            return max(0.0, gap)
     return 0.0 if status == "optimal" else None

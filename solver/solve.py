@@ -19,7 +19,8 @@ from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import Sequence, replay
 
 METHODS = ("milp", "greedy")
-FOCUS_SHARE = 0.7  # of the time limit for the focused model, which finds good schedules far sooner
+FOCUS_SHARE = 0.7
+MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget  # of the time limit for the focused model, which finds good schedules far sooner
 ORDERS = ("minmem", "graph")
 
 
@@ -98,6 +99,11 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
             raise _infeasible(staged, options, base, staged, progress, timed_out=True)
         return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
     outcome, chosen, booked, sizes = found
+    if outcome.status == "infeasible" and heuristic is not None:
+        # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
+        # says so when its time runs out): keep the known schedule rather than believe it.
+        progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
+        return _result(staged, base, heuristic, None, Outcome("heuristic", None, outcome.seconds), start, sizes)
     if outcome.status == "infeasible":
         raise _infeasible(staged, options, base, staged, progress)
     return _result(staged, base, chosen, booked, outcome, start, sizes)
@@ -159,7 +165,8 @@ def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, stage
         return InfeasibleBudget(f"no schedule found within the time limit for budget {options.budget} B "
                                 "(not proven infeasible)", "raise --time-limit or the budget")
     progress("budget is infeasible: finding the smallest feasible peak")
-    minimum, proven = minimum_peak(staged, options.backend)
+    minimum, proven = minimum_peak(staged, replace(options.backend, time_limit=_share(
+        options.backend.time_limit, MINIMUM_SHARE)))
     if proven:
         floor = f"the proven minimum peak is {minimum} B"
     else:
