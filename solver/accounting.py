@@ -32,6 +32,8 @@ def stage_points(problem: Problem, t: int, r: Term, s: Term, free: Term) -> Iter
     for k in active_ops(problem, t):
         if previous is not None:
             change = -sum(size[e] * free(t, e, previous) for e in frees_after(problem, t, previous))
+            if problem.scratch[previous]:
+                change = change - problem.scratch[previous] * r(t, previous)
         yield k, change + problem.alloc[k] * r(t, k)
         previous = k
 

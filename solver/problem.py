@@ -47,8 +47,14 @@ class Problem:
 
     @cached_property
     def alloc(self) -> tuple[int, ...]:
-        """Bytes op i allocates each time it runs."""
-        return tuple(sum(self.graph.buffer_bytes(t) for t in op.outputs) for op in self.graph.ops)
+        """Bytes op i allocates each time it runs: its output buffers and its scratch."""
+        return tuple(sum(self.graph.buffer_bytes(t) for t in op.outputs) + self.scratch[i]
+                     for i, op in enumerate(self.graph.ops))
+
+    @cached_property
+    def scratch(self) -> tuple[int, ...]:
+        """Bytes op i needs only while it runs (freed right after it, with its dead inputs)."""
+        return tuple(self.graph.scratch.get(op.name, 0) for op in self.graph.ops)
 
     def producer(self, tensor: str) -> int:
         return self.graph.producer[tensor]

@@ -8,10 +8,11 @@ from ckpt.solver.graph import Op, TrainGraph
 
 def make_graph(spec: list[tuple[str, str, list[str], list[str]]], sizes: dict[str, int],
                persistent: set[str] = frozenset(), aliases: dict[str, str] | None = None,
-               costs: dict[str, int] | None = None) -> TrainGraph:
+               costs: dict[str, int] | None = None, scratch: dict[str, int] | None = None) -> TrainGraph:
     ops = tuple(Op(name, op_type, tuple(ins), tuple(outs)) for name, op_type, ins, outs in spec)
     return TrainGraph(ops=ops, tensor_bytes=dict(sizes), persistent=frozenset(persistent),
-                      aliases=dict(aliases or {}), op_cost=costs or {op.name: 1 for op in ops})
+                      aliases=dict(aliases or {}), op_cost=costs or {op.name: 1 for op in ops},
+                      scratch=dict(scratch or {}))
 
 
 def chain(n: int, size: int = 4) -> TrainGraph:
@@ -60,4 +61,5 @@ def random_graphs(draw, max_ops: int = 8) -> TrainGraph:
     spec.append(("upd", "SGD", ["w", available[-1]], ["w_new"]))
     sizes["w_new"] = 4
     costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
-    return make_graph(spec, sizes, {"x", "w", "w_new"}, aliases, costs)
+    scratch = {name: 4 * k for name, *_ in spec if (k := draw(st.integers(0, 3)))}
+    return make_graph(spec, sizes, {"x", "w", "w_new"}, aliases, costs, scratch)

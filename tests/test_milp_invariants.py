@@ -86,3 +86,13 @@ def test_greedy_and_milp_share_one_signature():
     exact = solve(graph, SolveOptions(budget=budget, backend=EXACT))
     quick = solve(graph, SolveOptions(budget=budget, method="greedy"))
     assert quick.peak_bytes <= budget and quick.recompute_cost >= exact.recompute_cost
+
+
+def test_scratch_is_booked_as_the_replay_uses_it():
+    from dataclasses import replace
+    graph = replace(chain(6, size=4), scratch={"f2": 3, "b1": 5})
+    base = baselines(graph)
+    budget = base.min_memory_peak - 4
+    result = solve(graph, SolveOptions(budget=budget, backend=EXACT))
+    assert result.status == "optimal"
+    assert_sound_and_tight(graph, result, budget)
