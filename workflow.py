@@ -61,6 +61,7 @@ def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveR
         "budget": budget.as_dict(base_peak) if budget else {"text": None, "fraction": None, "bytes": None},
         "predicted": {
             "peak_bytes": result.peak_bytes,
+            "heap_bytes": result.heap_bytes,
             "booked_peak_bytes": result.booked_peak_bytes,
             "baseline_peak_bytes": base_peak,
             "min_memory_order_peak_bytes": result.baselines.min_memory_peak,

@@ -10,7 +10,7 @@ nothing in time.
 from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.schedule import Decisions
+from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import Replay, replay, stages_of
 
 MAX_STEPS = 400
@@ -45,12 +45,26 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: 
         if not added:
             continue
         trial = Decisions(decisions.recomputes | added)
+        if holds_two_versions(graph, trial):
+            continue
         new = replay(graph, trial.sequence(graph))
         gain = now - excess(new, budget)
         cost = sum(graph.op_cost[graph.ops[i].name] for _, i in added)
         if gain > 0 and gain / cost > best_score:
             best, best_score = (trial, new), gain / cost
     return best
+
+
+def holds_two_versions(graph: TrainGraph, decisions: Decisions) -> bool:
+    """Whether a recompute runs while the version it replaces must stay live (kept by a view made from it).
+
+    The MILP's schedules hold one version of a buffer at a time; keeping the heuristic inside the same space
+    means the two search the same schedules, and an infeasible verdict means the same thing for both.
+    """
+    seq = decisions.sequence(graph)
+    retained = needed_retentions(graph, seq)
+    return any((t, graph.producer[e]) in decisions.recomputes
+               for t, e in retained if graph.buffer_bytes(e) > 0)
 
 
 def _candidates(graph: TrainGraph, seq, stage, result: Replay, budget: int) -> list[tuple[int, int]]:

@@ -27,28 +27,23 @@ class Decisions:
 def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
     """(stage t, tensor) for every buffer or pin version that is read in stage t or later after entering t.
 
-    This is S with every retention that no later reader needs dropped.
+    This is S with every retention that no later reader needs dropped. Reading a view reads the buffer
+    version the view was made from, which is not the newest one if its producer ran again since.
     """
     stage = stages_of(seq)
-    written: dict[str, int] = {}      # tensor -> stage of its newest version
+    written: dict[str, int] = {}                   # tensor -> stage of its newest version
+    behind: dict[str, list[tuple[str, int]]] = {}  # view -> (tensor, version stage) of each buffer it reads
     last_read: dict[tuple[str, int], int] = {}
     for k, (name, _) in enumerate(seq):
         op = graph.ops[graph.index[name]]
         for t in op.inputs:
-            for x in _chain(graph, t):
-                if x in written:
-                    key = (x, written[x])
+            if t in written:
+                for key in [(t, written[t])] + behind.get(t, []):
                     last_read[key] = max(last_read.get(key, -1), stage[k])
         for t in op.outputs:
             written[t] = stage[k]
+            source = graph.aliases.get(t)
+            if source is not None and source in written:
+                behind[t] = [(source, written[source])] + behind.get(source, [])
     return {(t, x) for (x, made), last in last_read.items() for t in range(made + 1, last + 1)
             if graph.is_activation(x) and (graph.buffer_bytes(x) or x in graph.aliases)}
-
-
-def _chain(graph: TrainGraph, tensor: str) -> list[str]:
-    """The tensor and every tensor up its alias chain: reading a view reads the buffer behind it."""
-    chain = [tensor]
-    while tensor in graph.aliases:
-        tensor = graph.aliases[tensor]
-        chain.append(tensor)
-    return chain

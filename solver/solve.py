@@ -16,7 +16,8 @@ from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
-from ckpt.solver.simulate import Sequence, replay
+from ckpt.solver.heap import heap_bytes
+from ckpt.solver.simulate import Sequence, drop_dead, replay
 
 METHODS = ("milp", "greedy")
 FOCUS_SHARE = 0.7
@@ -37,9 +38,11 @@ class SolveOptions:
 
 @dataclass(frozen=True)
 class SolveResult:
-    seq: Sequence
+    seq: Sequence                          # what runs: the decisions' sequence less executions nobody reads
+    decisions: Decisions                   # the MILP's recomputes (stage, op) over `stage_order`
     stage_order: tuple[str, ...]
     peak_bytes: int                        # replayed peak of `seq`: what the schedule really uses
+    heap_bytes: int                        # first-fit L2 heap that serves `seq` (fragmentation included)
     booked_peak_bytes: int | None          # what the MILP booked for it (None when no MILP ran)
     baselines: Baselines
     persistent_bytes: int
@@ -141,10 +144,11 @@ def _cost(staged: TrainGraph, decisions: Decisions) -> int:
 
 def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
             start: float, sizes: tuple[int, int, int]) -> SolveResult:
-    seq = decisions.sequence(staged)
+    seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
     cost = _cost(staged, decisions)
     return SolveResult(
-        seq=seq, stage_order=tuple(op.name for op in staged.ops), peak_bytes=replay(staged, seq).peak_bytes,
+        seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
+        peak_bytes=replay(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
         recomputes=len(decisions.recomputes), recompute_cost=cost, base_cost=sum(staged.op_cost.values()),
         status=outcome.status, gap=outcome.gap, seconds=time.perf_counter() - start,
