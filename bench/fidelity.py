@@ -6,14 +6,15 @@ Columns (bytes):
   predicted   ckpt's replay simulator (solver/simulate.py) on the lowered graph
   code live   live bytes of the generated non-tiled RunNetwork (malloc/free replayed: deeploy_bridge/code_memory)
   code heap   smallest PMSIS first-fit L2 heap that code runs in (live bytes + fragmentation)
+  pred heap   ckpt's own heap model (solver/heap.py) on the replay's events: should equal code heap
   Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
   L3/L2/L1    the tiled flow's arena per level (TetrisRandom): static placement, graph I/O included
   L3 live     the tiler's own lifetimes at L3, activations only (no I/O, no packing loss): an allocator's floor
   pred/code   predicted / code live: the acceptance figure (within 2%)
   pred/nt     predicted / Deeploy nt
 Solved schedules are first stripped of dead executions (`drop_dead`: ops run for nothing, which Deeploy's
-front end deletes). Schedules with recomputes need the graph with clones: `ckpt.replay.apply_schedule(model, seq) -> (model, order)`
-when the replay package offers it, else this bench's own minimal cloning (`clone_schedule`).
+front end deletes). Schedules with recomputes run on the graph with clones that `ckpt replay` builds
+(replay.plan + replay.onnx_graph).
 Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--methods greedy,milp] [--time-limit S]
      [--no-tiled]
 """
@@ -33,6 +34,7 @@ from ckpt.budgets.parse import parse_budget
 from ckpt.errors import CkptError
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
+from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import Sequence, drop_dead, plain_sequence, replay
 from ckpt.solver.solve import SolveOptions
 from ckpt.workflow import load_for_target, solve_model
@@ -47,6 +49,7 @@ class Row:
     seq: Sequence | None
     budget: int | None = None
     predicted: int | None = None
+    predicted_heap: int | None = None
     code_live: int | None = None
     code_heap: int | None = None
     deeploy_nt: int | None = None
@@ -63,57 +66,21 @@ class Row:
         show = lambda v: "-" if v is None else str(v)
         tiled = [show(self.tiled.get(k)) for k in ("L3", "L2", "L1")]
         return [self.label, show(self.budget), show(self.recomputes), show(self.predicted), show(self.code_live),
-                show(self.code_heap), show(self.deeploy_nt), *tiled, show(self.tiled_live),
+                show(self.code_heap), show(self.predicted_heap), show(self.deeploy_nt), *tiled, show(self.tiled_live),
                 ratio(self.predicted, self.code_live), ratio(self.predicted, self.deeploy_nt), self.note]
 
 
-HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code heap", "Deeploy nt",
+HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code heap", "pred heap", "Deeploy nt",
           "tiled L3", "tiled L2", "tiled L1", "L3 live", "pred/code", "pred/nt", "note"]
 
 
-def clone_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
-    """The lowered graph with one node per execution of `seq`, in that order, and the node order to run.
+def apply_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
+    """The lowered graph with one node per execution of `seq` (clones for recomputes), and its run order."""
+    from ckpt.replay.onnx_graph import apply_to_model, view_of_model
+    from ckpt.replay.plan import plan_replay
 
-    A recompute of node N becomes `N_rc<j>` writing `<t>_rc<j>_tensor` (the suffix keeps Deeploy from renaming
-    it); every later reader reads the newest version of each input, as solver/simulate.py assumes.
-    """
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    nodes = {n.name: n for n in model.graph.node}
-    info = {v.name: v for v in model.graph.value_info}
-    newest: dict[str, str] = {}
-    count: dict[str, int] = {}
-    built, extra_info = [], []
-    for name, is_recompute in seq:
-        node = onnx.NodeProto()
-        node.CopyFrom(nodes[name])
-        node.input[:] = [newest.get(t, t) for t in node.input]
-        if is_recompute:
-            j = count[name] = count.get(name, 0) + 1
-            node.name = f"{name}_rc{j}"
-            renamed = [f"{t.removesuffix('_tensor')}_rc{j}_tensor" if t else t for t in node.output]
-            for old, new in zip(node.output, renamed):
-                if old in info:
-                    vi = onnx.ValueInfoProto()
-                    vi.CopyFrom(info[old])
-                    vi.name = new
-                    extra_info.append(vi)
-            node.output[:] = renamed
-        newest.update({old: new for old, new in zip(nodes[name].output, node.output) if old})
-        built.append(node)
-    del out.graph.node[:]
-    out.graph.node.extend(built)
-    out.graph.value_info.extend(extra_info)
-    return out, [n.name for n in built]
-
-
-def schedule_applier():
-    """`ckpt.replay.apply_schedule` if the replay package has one, else this bench's `clone_schedule`."""
-    try:
-        from ckpt.replay import apply_schedule  # type: ignore[attr-defined]
-        return apply_schedule, "ckpt.replay.apply_schedule"
-    except ImportError:
-        return clone_schedule, "bench clone_schedule"
+    plan = plan_replay(view_of_model(model), seq)
+    return apply_to_model(model, plan), plan.order
 
 
 def measure(row: Row, lowered, tiled: bool) -> None:
@@ -122,8 +89,7 @@ def measure(row: Row, lowered, tiled: bool) -> None:
     from ckpt.deeploy_bridge.code_memory import code_memory
 
     if row.recomputes:
-        apply, _ = schedule_applier()
-        model, order = apply(lowered.model, row.seq)
+        model, order = apply_schedule(lowered.model, row.seq)
     else:
         model, order = lowered.model, [name for name, _ in row.seq]
     with tempfile.TemporaryDirectory(prefix="ckpt_fidelity_") as code_dir:
@@ -180,13 +146,13 @@ def main() -> int:
         row.predicted = replay(graph, row.seq).peak_bytes
     fractions = [float(f) for f in args.budgets.split(",")]
     rows += solved_rows(args.model, fractions, args.methods.split(","), args.time_limit, graph)
-    _, how = schedule_applier()
     print(f"model {args.model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "
-          f"scratch {sum(graph.scratch.values())} B on {len(graph.scratch)} ops; clones by {how}")
+          f"scratch {sum(graph.scratch.values())} B on {len(graph.scratch)} ops")
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     for row in rows:
         if row.seq is not None:
+            row.predicted_heap = heap_bytes(graph, row.seq)
             try:
                 measure(row, loaded.lowered, not args.no_tiled)
             except Exception as err:  # one failing Deeploy run should not hide the other rows

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from ckpt.solver.heap import smallest_heap
+
 PREFIX = "DeeployNetwork_"
 TYPE_BYTES = {"void": 1, "char": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "float16_t": 2,
               "bfloat16_t": 2, "int32_t": 4, "uint32_t": 4, "float32_t": 4, "float": 4, "int64_t": 8,
@@ -78,58 +80,10 @@ class CodeMemory:
     def heap_bytes(self, granule: int = 8) -> int:
         """Smallest L2 heap the code runs in with PMSIS's allocator: the live peak plus fragmentation.
 
-        PMSIS ``__malloc`` (behind ``pi_l2_malloc``) rounds sizes up to its chunk size (8 B on 32-bit
-        PULP), takes the first free chunk by address that fits and hands out that chunk's *end*; ``free``
-        coalesces neighbours. Globals malloc'ed in InitNetwork are never freed and only shift the heap, so
-        RunNetwork is replayed alone."""
+        The allocator model is ckpt.solver.heap (PMSIS first-fit). Globals malloc'ed in InitNetwork are
+        never freed and only shift the heap, so RunNetwork is replayed alone."""
         events = [(kind, self.blocks[b].nbytes, b) for kind, b in self.events]
-        return first_fit_heap(events, granule, lower=self.peak_bytes)
-
-
-def first_fit_fits(events: list[tuple[str, int, int]], heap: int, granule: int = 8) -> bool:
-    """Whether a PMSIS-style first-fit heap of `heap` bytes serves every malloc of ("malloc"|"free", bytes, id)."""
-    free: list[list[int]] = [[0, heap - heap % granule]]  # address-sorted [start, size] chunks
-    where: dict[int, int] = {}
-    for kind, nbytes, ident in events:
-        size = -(-nbytes // granule) * granule
-        if kind == "malloc":
-            i = next((i for i, (_, avail) in enumerate(free) if avail >= size), None)
-            if i is None:
-                return False
-            free[i][1] -= size
-            where[ident] = free[i][0] + free[i][1]  # the chunk's end, as PMSIS does
-            if free[i][1] == 0:
-                free.pop(i)
-        elif ident in where:
-            _release(free, where.pop(ident), size)
-    return True
-
-
-def first_fit_heap(events: list[tuple[str, int, int]], granule: int = 8, lower: int = 0) -> int:
-    """Smallest heap (to `granule`) that first-fit serves, by bisection from `lower` (e.g. the live peak).
-
-    First-fit is not strictly monotone in the heap size; bisection returns a size that works and whose
-    predecessor step failed, which is what one would find by trying sizes on the device."""
-    total = sum(-(-n // granule) * granule for kind, n, _ in events if kind == "malloc")
-    lo, hi = max(0, lower // granule - 1), -(-total // granule)
-    if not first_fit_fits(events, hi * granule, granule):
-        raise ValueError("first-fit replay failed with room for every block at once")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if first_fit_fits(events, mid * granule, granule):
-            hi = mid
-        else:
-            lo = mid
-    return hi * granule
-
-
-def _release(free: list[list[int]], start: int, size: int) -> None:
-    i = next((i for i, (s, _) in enumerate(free) if s > start), len(free))
-    free.insert(i, [start, size])
-    if i + 1 < len(free) and start + size == free[i + 1][0]:
-        free[i][1] += free.pop(i + 1)[1]
-    if i > 0 and free[i - 1][0] + free[i - 1][1] == start:
-        free[i - 1][1] += free.pop(i)[1]
+        return smallest_heap(events, granule, lower=self.peak_bytes)
 
 
 def run_network_body(source: str) -> list[str]:

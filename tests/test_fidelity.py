@@ -7,13 +7,12 @@ Real Deeploy, one lowering and one code generation (about 15 s).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ckpt.deeploy_bridge import generate_code, lower
-from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, first_fit_heap, parse_network_c
+from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, parse_network_c
 from ckpt.solver.graph import TrainGraph
+from ckpt.solver.heap import heap_bytes, smallest_heap
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import drop_dead, plain_sequence, replay
 
@@ -69,6 +68,13 @@ def test_code_frees_every_block_once_and_views_are_pointer_copies(lowered, gener
     assert {bare(k): bare(v) for k, v in code.aliases.items()} == \
         {bare(k): bare(v) for k, v in lowered.aliases.items()}
     assert not {bare(b.name) for b in code.blocks} & {bare(k) for k in lowered.aliases}
+
+
+@pytest.mark.deeploy
+def test_predicted_heap_matches_generated_code(graph, generated):
+    """ckpt's first-fit model of PMSIS's heap, on its own events, needs the heap the code's mallocs need."""
+    _, code = generated
+    assert heap_bytes(graph, plain_sequence(graph)) == code.heap_bytes() == 851_968
 
 
 @pytest.mark.deeploy
@@ -160,10 +166,10 @@ def test_parser_on_a_small_network_c():
     assert code.heap_bytes(granule=8) == 64 + 32 + 8
 
 
-def test_first_fit_heap_counts_fragmentation():
+def test_smallest_heap_counts_fragmentation():
     """A long-lived block allocated between two short ones splits the heap: the next big block needs more."""
     events = [("malloc", 32, 0), ("malloc", 8, 1), ("free", 32, 0), ("malloc", 40, 2)]
-    assert first_fit_heap(events, granule=8) == 80  # 48 B live at most, but the 32 B hole above block 1 is too small
+    assert smallest_heap(events, granule=8) == 80  # 48 B live at most, but the 32 B hole above block 1 is too small
 
 
 def test_drop_dead_removes_an_execution_nobody_reads_and_what_fed_only_it():
