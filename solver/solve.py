@@ -72,7 +72,8 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     if options.objective == "cost" and replay(staged, free_run.sequence(staged)).peak_bytes <= options.budget:
         return _result(staged, base, free_run, None, Outcome("optimal", 0.0, 0.0), start, (0, 0, 0))
     progress("greedy heuristic")
-    heuristic = greedy(staged, options.budget) if options.objective == "cost" else None
+    # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
+    heuristic = greedy(staged, options.budget) if options.objective == "cost" else free_run
     if options.method == "greedy":
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
