@@ -93,6 +93,8 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
     lp.solve(solver)
     seconds = time.perf_counter() - start
     status = _status(lp)
+    if status == "infeasible" and options.name == "cbc" and options.time_limit and seconds >= 0.9 * options.time_limit:
+        status = "no_solution"  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
     return Outcome(status=status, gap=_gap(lp, options, status), seconds=seconds)
 
 
