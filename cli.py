@@ -167,6 +167,112 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
     sys.exit(0 if report.ok else 1)
 
 
+@main.command("sweep")
+@click.argument("budget_range", default="0.6:0.9", metavar="[LOW:HIGH]")
+@click.option("--step", type=float, default=None, help="Budget step (default 0.1).")
+@click.option("--points", type=int, default=None, help="Number of budgets, evenly spaced (instead of --step).")
+@click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
+@click.option("--target", type=click.Choice(["siracusa", "gap9", "none"]), default="siracusa", show_default=True)
+@click.option("-o", "--outdir", default="sweep", show_default=True, help="Sweep folder (reused to resume).")
+@click.option("--jobs", type=int, default=0, help="Points run in parallel [default: the core count].")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Solver seconds per point.")
+@click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
+@click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
+@click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
+@click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
+              help="Deeploy checkout with the training harness, toolchain and gvsoc: simulate each point.")
+@click.option("--emit-ci", "emit_ci", type=click.Path(file_okay=False), default=None,
+              help="Also write Deeploy CI test-config entries for the best verified schedule into this folder.")
+@click.option("--ci-test-name", default=None,
+              help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
+@one_line_errors
+def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_limit, method, solver, no_verify,
+                  deeploy_root, emit_ci, ci_test_name):
+    """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
+    from pathlib import Path
+
+    from ckpt.budgets.ranges import parse_range
+    from ckpt.budgets.sweep import SweepOptions, run_sweep
+    from ckpt.budgets.table import terminal_table
+    from ckpt.replay.workflow import ReplayOptions
+    from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.solve import SolveOptions
+
+    fractions = parse_range(budget_range, step, points)
+    if emit_ci:
+        from ckpt.ci.emit import check_emit_target
+
+        check_emit_target(target)
+    if jobs < 0:
+        raise CkptError(f"--jobs {jobs} is negative", "give a number of processes, or 0 for the core count")
+    options = SweepOptions(
+        fractions=tuple(fractions), target=target, jobs=jobs,
+        solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
+        replay=ReplayOptions(target=target, verify=not no_verify,
+                             deeploy_root=Path(deeploy_root) if deeploy_root else None))
+    source = model or _default_model()
+    result = run_sweep(source, outdir, options, progress)
+    click.echo(terminal_table(result.rows))
+    stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
+    click.echo(f"{len(result.ran)} point(s) run, {len(result.skipped)} skipped; {stages}; "
+               f"total {result.seconds:.1f} s")
+    click.echo(f"wrote {result.outdir}/: points/, " + ", ".join(p.name for p in result.files))
+    if emit_ci:
+        from ckpt.ci.emit import emit_ci_configs
+
+        written = emit_ci_configs(result, source, target, Path(emit_ci), ci_test_name)
+        click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
+    sys.exit(1 if result.failed else 0)
+
+
+@main.group("ci")
+def ci_group() -> None:
+    """The committed CCT2_FT2 schedule CI replays, and its baseline."""
+
+
+@ci_group.command("check")
+@click.option("--models", type=click.Path(file_okay=False), default=None,
+              help="Shared models folder [default: $CKPT_SHARED_MODELS, else ../shared/models beside the repo].")
+@click.option("--outdir", type=click.Path(file_okay=False), default=None, help="Keep the replay here.")
+@one_line_errors
+def ci_check_command(models, outdir):
+    """Replay ci/cct2_ft2/seq.json through Deeploy and the host check; compare with ci/cct2_ft2/baseline.json."""
+    from pathlib import Path
+
+    from ckpt.ci.check import CiCase, check
+    from ckpt.ci.figures import table
+
+    case = CiCase()
+    click.echo(f"ci: {case.model} recompute schedule {case.schedule.relative_to(case.schedule.parents[2])} "
+               f"on {case.target}: Deeploy code generation (non-tiled, tiled) and host verification")
+    result = check(case, Path(models) if models else None, Path(outdir) if outdir else None, progress)
+    if result.status == "skipped":
+        click.echo(f"ci: skipped: {result.reason} (set CKPT_SHARED_MODELS or put the models there)")
+        return
+    if result.rows:
+        click.echo(table(result.rows))
+    verdict = "PASS" if result.ok else f"FAIL ({result.reason})"
+    click.echo(f"ci: {verdict} in {result.seconds:.1f} s")
+    sys.exit(0 if result.ok else 1)
+
+
+@ci_group.command("update-baseline")
+@click.option("--models", type=click.Path(file_okay=False), default=None,
+              help="Shared models folder [default: $CKPT_SHARED_MODELS, else ../shared/models beside the repo].")
+@one_line_errors
+def ci_update_baseline_command(models):
+    """Replay the committed schedule and write its figures as the new baseline (the only way it changes)."""
+    from pathlib import Path
+
+    from ckpt.ci.check import CiCase, update_baseline
+
+    case = CiCase()
+    figures = update_baseline(case, Path(models) if models else None, None, progress)
+    click.echo(f"wrote {case.baseline}: replayed peak {figures.replayed_peak} B, Deeploy non-tiled "
+               f"{figures.deeploy_nontiled} B, {figures.recomputes} recomputes, golden Errors "
+               f"{figures.golden_errors}/{figures.golden_compared}")
+
+
 def _default_model() -> str:
     from ckpt.examples.default import default_model_dir
 

@@ -89,9 +89,9 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)
     solver = make_solver(options, start)
-    start = time.perf_counter()
+    began = time.perf_counter()
     lp.solve(solver)
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
     status = _status(lp)
     if status == "infeasible" and options.name == "cbc" and options.time_limit and seconds >= 0.9 * options.time_limit:
         status = "no_solution"  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
