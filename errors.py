@@ -14,6 +14,14 @@ class CkptError(Exception):
 
 
 class InfeasibleBudget(CkptError):
-    """No schedule fits the budget; exit code 2 as `ckpt solve` documents."""
+    """No schedule fits the budget; exit code 2 as `ckpt solve` documents.
+
+    proven: True when the budget is shown impossible (below the floor, or the solver proved it); False when
+    the search merely ended without a schedule (time limit, heuristic only).
+    """
 
     exit_code = 2
+
+    def __init__(self, problem: str, way_out: str = "", proven: bool = True) -> None:
+        super().__init__(problem, way_out)
+        self.proven = proven

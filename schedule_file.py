@@ -13,6 +13,12 @@ from pathlib import Path
 from ckpt.errors import CkptError
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, content: str | bytes) -> None:
     """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
     path = Path(path)
@@ -21,6 +27,7 @@ def atomic_write(path: str | Path, content: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
             handle.write(content)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode a plain open would
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -77,7 +77,7 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     if options.method == "greedy":
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
-                                   "(not proven infeasible)", "use --method milp or raise the budget")
+                                   "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
         return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
     return _solve_milp(staged, base, options, heuristic, start, progress)
 
@@ -168,7 +168,7 @@ def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, stage
     """An error stating the smallest budget that could work: the solver's proven minimum where it has one."""
     if timed_out:
         return InfeasibleBudget(f"no schedule found within the time limit for budget {options.budget} B "
-                                "(not proven infeasible)", "raise --time-limit or the budget")
+                                "(not proven infeasible)", "raise --time-limit or the budget", proven=False)
     progress("budget is infeasible: finding the smallest feasible peak")
     minimum, proven = minimum_peak(staged, replace(options.backend, time_limit=_share(
         options.backend.time_limit, MINIMUM_SHARE)))

@@ -1,0 +1,132 @@
+"""`ckpt ci check` and `ckpt ci update-baseline`: the committed CCT2_FT2 schedule, replayed as CI replays it.
+
+The schedule (ci/cct2_ft2/seq.json, from `ckpt solve --target siracusa`) is replayed through Deeploy's
+non-tiled and tiled flows (code generation included) and checked on the host, and its figures are compared
+with ci/cct2_ft2/baseline.json (rules in ci.figures). The baseline changes only through update-baseline.
+
+Which Errors apply: CCT2_FT2 as written misses its golden outputs on 2 of 16 tensors, a known export defect
+(replay/graph_fixes.py), in the graph order as much as in any replay. CI replays the graph as written (what
+Deeploy deploys) and requires (1) the replayed order's tensors bit-identical to the graph order's, the check
+a recompute schedule can actually fail, and (2) golden Errors no worse than the baseline's 2 of 16.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckpt.ci.figures import CiFigures, Comparison, compare
+from ckpt.errors import CkptError
+from ckpt.schedule_file import atomic_write
+
+CI_DIR = Path(__file__).resolve().parent
+REPO_ROOT = CI_DIR.parent
+MODEL = "cct2_ft2"
+TARGET = "siracusa"
+
+
+@dataclass(frozen=True)
+class CiCase:
+    """One committed schedule: its model folder under the shared models, its schedule and its baseline."""
+
+    model: str = MODEL
+    target: str = TARGET
+    root: Path = CI_DIR                  # where <model>/seq.json and <model>/baseline.json live
+
+    @property
+    def schedule(self) -> Path:
+        return self.root / self.model / "seq.json"
+
+    @property
+    def baseline(self) -> Path:
+        return self.root / self.model / "baseline.json"
+
+
+def shared_models() -> Path:
+    """$CKPT_SHARED_MODELS, else ../shared/models beside the repository (where CI puts the copy)."""
+    env = os.environ.get("CKPT_SHARED_MODELS")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "models"
+
+
+@dataclass
+class CheckResult:
+    case: CiCase
+    model_dir: Path
+    status: str                          # "pass", "fail", "skipped"
+    reason: str = ""
+    rows: list[Comparison] | None = None
+    figures: CiFigures | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+
+def measure(case: CiCase, model_dir: Path, outdir: Path, progress=lambda msg: None) -> CiFigures:
+    """Replay the committed schedule (Deeploy non-tiled + tiled with code, host check) and read its figures.
+
+    Replayed with force so that a changed fingerprint is reported beside the other figures rather than
+    stopping the replay; under 90% of entries matching still stops it (a CkptError naming the missing nodes).
+    """
+    from ckpt.replay.workflow import ReplayOptions, replay_schedule
+
+    options = ReplayOptions(target=case.target, force=True, verify=True)
+    result = replay_schedule(case.schedule, model_dir, outdir, options, progress)
+    return CiFigures.from_report(result.report)
+
+
+def check(case: CiCase = CiCase(), models: Path | None = None, outdir: Path | None = None,
+          progress=lambda msg: None) -> CheckResult:
+    """Replay and compare with the committed baseline; skipped (not failed) when the models are absent."""
+    start = time.perf_counter()
+    model_dir = (models or shared_models()) / case.model
+    if not (model_dir / "network.onnx").is_file():
+        return CheckResult(case, model_dir, "skipped", f"no shared models at {model_dir}")
+    baseline = read_baseline(case)
+    try:
+        figures = _measure_in(case, model_dir, outdir, progress)
+    except CkptError as err:
+        return CheckResult(case, model_dir, "fail", f"name drift or replay failure: {err}",
+                           seconds=time.perf_counter() - start)
+    rows = compare(baseline, figures)
+    failed = [r.figure for r in rows if r.failed]
+    return CheckResult(case, model_dir, "fail" if failed else "pass", ", ".join(failed), rows, figures,
+                       time.perf_counter() - start)
+
+
+def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir: Path | None = None,
+                    progress=lambda msg: None) -> CiFigures:
+    """Replay and write the figures as the new baseline: the one way the baseline changes."""
+    model_dir = (models or shared_models()) / case.model
+    if not (model_dir / "network.onnx").is_file():
+        raise CkptError(f"no model at {model_dir}", "set CKPT_SHARED_MODELS or pass --models")
+    figures = _measure_in(case, model_dir, outdir, progress)
+    if figures.replay_errors != 0:
+        raise CkptError(f"the replay of {case.schedule} is not bit-identical to the graph order",
+                        "a miswired schedule cannot be a baseline: fix the replay or the schedule first")
+    schedule = json.loads(case.schedule.read_text())
+    doc = {"model": case.model, "target": case.target, "schedule": case.schedule.name,
+           "solved_on": schedule.get("graph"), "figures": figures.as_dict(),
+           "written_by": "ckpt ci update-baseline"}
+    atomic_write(case.baseline, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return figures
+
+
+def read_baseline(case: CiCase) -> CiFigures:
+    try:
+        doc = json.loads(case.baseline.read_text())
+        return CiFigures.from_dict(doc["figures"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CkptError(f"cannot read the CI baseline {case.baseline} ({type(exc).__name__}: {exc})",
+                        "write it with `ckpt ci update-baseline`") from None
+
+
+def _measure_in(case: CiCase, model_dir: Path, outdir: Path | None, progress) -> CiFigures:
+    if outdir is not None:
+        return measure(case, model_dir, outdir, progress)
+    with tempfile.TemporaryDirectory(prefix="ckpt-ci-") as tmp:
+        return measure(case, model_dir, Path(tmp) / "replay", progress)

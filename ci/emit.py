@@ -1,0 +1,89 @@
+"""`ckpt sweep --emit-ci DIR`: the files a Deeploy repository needs to run a sweep's best schedule in its CI.
+
+DIR mirrors a Deeploy checkout, so adopting it is a copy:
+  DeeployTest/Tests/<test>/recompute_<budget>.json    the schedule, beside the model it belongs to
+  DeeployTest/test_<platform>_tiled_recompute_config.py  one training_recompute_schedule per model
+  DeeployTest/test_<platform>_training_recompute.py    the pytest cases (markers: training, l3, recompute)
+  .github/workflows/ci-platform-<platform>-tiled-recompute.yml  their own job, beside the singlebuffer one
+  ckpt_recompute.json                                  what was emitted, per platform and model (merged
+                                                       across sweeps, so several models share one config)
+Only a verified point is emitted: the lowest replayed peak among points whose replay is bit-identical to the
+graph order, ties to the cheaper one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ckpt.budgets.points import REPLAY, SCHEDULE
+from ckpt.budgets.table import PointRow
+from ckpt.ci.deeploy_files import PLATFORMS, cases_module, config_module, config_name, workflow
+from ckpt.errors import CkptError
+from ckpt.schedule_file import atomic_write
+
+MANIFEST = "ckpt_recompute.json"
+WORKFLOW = Path(__file__).resolve().parent / "github" / "recompute.yml"
+
+
+def check_emit_target(target: str) -> None:
+    """Refuse before any work: only a Deeploy target's schedules name the nodes Deeploy schedules."""
+    if target not in PLATFORMS:
+        raise CkptError(f"--emit-ci needs a Deeploy target, not '{target}'",
+                        f"use --target {' or --target '.join(PLATFORMS)}")
+
+
+def best_point(rows: list[PointRow]) -> PointRow:
+    verified = [r for r in rows if r.verified and r.status != "baseline" and r.recomputes]
+    if not verified:
+        raise CkptError("no verified schedule with recomputes in this sweep to emit for CI",
+                        "raise the budgets or --time-limit, and look at the reasons in the sweep table")
+    return min(verified, key=lambda r: (r.replayed_peak, r.recompute_cost))
+
+
+def default_test_name(model: str | Path) -> str:
+    path = Path(model)
+    return f"Models/Training/{(path if path.is_dir() else path.parent).name}"
+
+
+def emit_ci_configs(result, model: str | Path, target: str, outdir: Path, test_name: str | None = None) -> list[Path]:
+    """Write (or update) DIR for the sweep `result`; returns the files written."""
+    check_emit_target(target)
+    point = best_point(result.rows)
+    test_name = test_name or default_test_name(model)
+    baseline = next(r for r in result.rows if r.status == "baseline")
+    point_dir = result.outdir / "points" / point.label
+    schedule_name = f"recompute_{point.label}.json"
+    schedule_path = outdir / "DeeployTest" / "Tests" / test_name / schedule_name
+    atomic_write(schedule_path, (point_dir / SCHEDULE).read_text())
+    report = json.loads((point_dir / REPLAY / "report.json").read_text())
+    deeploy = (report.get("deeploy") or {}).get("tiled") or {}
+    manifest_path = outdir / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    entries = manifest.setdefault(target, {})
+    entries[test_name] = {
+        "schedule": schedule_name, "l1": [deeploy.get("l1", 128000)], "l2": deeploy.get("l2", 1024000),
+        "cores": deeploy.get("n_cores", 8), "budget": point.label, "graph": report["schedule"]["solved_on"],
+        "comment": _comment(point, baseline)}
+    written = [schedule_path]
+    files = {
+        outdir / MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+        outdir / "DeeployTest" / f"test_{config_name(target)}.py":
+            config_module(target, entries, max(e["cores"] for e in entries.values())),
+        outdir / "DeeployTest" / f"test_{target}_training_recompute.py": cases_module(target),
+        outdir / ".github" / "workflows" / f"ci-platform-{target}-tiled-recompute.yml":
+            workflow(WORKFLOW.read_text(), target),
+    }
+    for path, text in files.items():
+        atomic_write(path, text)
+        written.append(path)
+    return written
+
+
+def _comment(point: PointRow, baseline: PointRow) -> list[str]:
+    return [f"ckpt sweep point {point.label} (budget {point.budget_bytes} B): replayed peak {point.replayed_peak} B "
+            f"vs {baseline.replayed_peak} B baseline,",
+            f"Deeploy non-tiled {point.deeploy_nontiled} B vs {baseline.deeploy_nontiled} B, tiled L3 arena "
+            f"{point.deeploy_tiled_l3} B vs {baseline.deeploy_tiled_l3} B,",
+            f"{point.recomputes} recomputes (+{point.cost_increase_pct:.2f}% cycles by ckpt's cost model), "
+            f"host check {point.check}, Errors {point.errors} (graph order {baseline.errors}),",
+            f"cycles: {point.cycles}."]

@@ -1,0 +1,125 @@
+"""The figures CI holds a replayed schedule to, and the rules that compare them with the committed baseline.
+
+Failing rules: name drift (under 90% of the schedule's entries match, or the graph fingerprint changed), a
+replay whose outputs are not bit-identical to the graph order's (recompute changes no numbers, so any
+difference is a wiring error), golden Errors above the baseline's, and any peak more than 1% above the
+baseline's. Recomputes and clones kept are shown beside them and flagged when they change, without failing:
+a changed count with unchanged peaks and outputs is a different schedule, not a broken one.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+PEAK_TOLERANCE = 0.01
+MIN_MATCH = 0.9
+
+
+@dataclass(frozen=True)
+class CiFigures:
+    """What one replay of the CI schedule measured (all from the replay's report.json)."""
+
+    entries: int
+    matched: int
+    fingerprint: str
+    predicted_peak: int | None
+    replayed_peak: int
+    deeploy_nontiled: int | None
+    deeploy_tiled_l1: int | None
+    deeploy_tiled_l2: int | None
+    deeploy_tiled_l3: int | None
+    recomputes: int
+    clones_kept: int
+    replay_errors: int          # tensor versions differing from the graph order, plus reads of stale versions
+    golden_errors: int | None
+    golden_compared: int | None
+
+    @property
+    def match_rate(self) -> float:
+        return self.matched / self.entries if self.entries else 1.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CiFigures":
+        return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
+
+    @classmethod
+    def from_report(cls, report: dict) -> "CiFigures":
+        schedule, memory = report["schedule"], report["memory"]
+        peak = memory["activation_peak_bytes"]
+        arenas = peak["deeploy_tiled_arenas"] or {}
+        found = report["verification"]
+        check = found.get("schedule") or {}
+        golden = found.get("golden") or {}
+        return cls(entries=schedule["entries"], matched=schedule["matched"],
+                   fingerprint=schedule["fingerprint"]["graph"], predicted_peak=peak["predicted"],
+                   replayed_peak=peak["replayed"], deeploy_nontiled=peak["deeploy_non_tiled"],
+                   deeploy_tiled_l1=arenas.get("L1"), deeploy_tiled_l2=arenas.get("L2"),
+                   deeploy_tiled_l3=arenas.get("L3"), recomputes=report["replay"]["recomputes"],
+                   clones_kept=report["replay"]["clones_kept"],
+                   replay_errors=len(check.get("differing", [])) + len(check.get("stale_reads", []))
+                   if found.get("status") != "skipped" else -1,
+                   golden_errors=golden.get("errors"), golden_compared=golden.get("compared"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    figure: str
+    baseline: str
+    now: str
+    rule: str
+    verdict: str                 # "ok", "FAIL", or "changed" (shown, not failing)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "FAIL"
+
+
+PEAKS = (("predicted peak B", "predicted_peak"), ("replayed peak B", "replayed_peak"),
+         ("Deeploy non-tiled B", "deeploy_nontiled"), ("Deeploy tiled L1 B", "deeploy_tiled_l1"),
+         ("Deeploy tiled L2 B", "deeploy_tiled_l2"), ("Deeploy tiled L3 B", "deeploy_tiled_l3"))
+
+
+def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
+    """Every figure side by side with its rule and verdict (see the module doc)."""
+    rows = [Comparison("entries matched", f"{baseline.matched}/{baseline.entries}", f"{now.matched}/{now.entries}",
+                       f">= {100 * MIN_MATCH:.0f}%", _ok(now.match_rate >= MIN_MATCH)),
+            Comparison("graph fingerprint", baseline.fingerprint[:16], now.fingerprint[:16], "unchanged",
+                       _ok(baseline.fingerprint == now.fingerprint))]
+    for title, key in PEAKS:
+        before, after = getattr(baseline, key), getattr(now, key)
+        if before is None and after is None:
+            continue
+        fits = before is not None and after is not None and after <= before * (1 + PEAK_TOLERANCE)
+        rows.append(Comparison(title, _text(before), _text(after), f"<= +{100 * PEAK_TOLERANCE:.0f}%", _ok(fits)))
+    rows.append(Comparison("Errors (replay vs graph order)", str(baseline.replay_errors), _errors(now.replay_errors),
+                           "== 0", _ok(now.replay_errors == 0)))
+    golden_ok = now.golden_errors is not None and baseline.golden_errors is not None \
+        and now.golden_errors <= baseline.golden_errors
+    rows.append(Comparison("golden Errors", f"{baseline.golden_errors}/{baseline.golden_compared}",
+                           f"{now.golden_errors}/{now.golden_compared}", "<= baseline", _ok(golden_ok)))
+    for title, key in (("recomputes", "recomputes"), ("clones kept", "clones_kept")):
+        before, after = getattr(baseline, key), getattr(now, key)
+        rows.append(Comparison(title, str(before), str(after), "shown", "ok" if before == after else "changed"))
+    return rows
+
+
+def _ok(condition: bool) -> str:
+    return "ok" if condition else "FAIL"
+
+
+def _text(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _errors(value: int) -> str:
+    return "not verified" if value < 0 else str(value)
+
+
+def table(rows: list[Comparison]) -> str:
+    cells = [("figure", "baseline", "now", "rule", "")] + [(r.figure, r.baseline, r.now, r.rule, r.verdict)
+                                                          for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
+                     .rstrip() for line in cells)

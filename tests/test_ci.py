@@ -1,0 +1,77 @@
+"""The CI check's rules and committed files (the replay itself runs in .ci/run as `ckpt ci check`)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from ckpt.ci.check import CiCase, check, read_baseline
+from ckpt.ci.figures import CiFigures, compare
+from ckpt.schedule_file import read_schedule, write_schedule
+from conftest import SHARED_MODELS
+from replay_support import lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
+
+BASE = CiFigures(entries=200, matched=200, fingerprint="a" * 64, predicted_peak=600_000, replayed_peak=600_000,
+                 deeploy_nontiled=600_300, deeploy_tiled_l1=127_000, deeploy_tiled_l2=127_000,
+                 deeploy_tiled_l3=1_800_000, recomputes=20, clones_kept=20, replay_errors=0, golden_errors=2,
+                 golden_compared=16)
+
+
+def failing(now: CiFigures) -> list[str]:
+    return [row.figure for row in compare(BASE, now) if row.failed]
+
+
+def test_the_same_figures_pass_and_each_rule_fails_on_its_own():
+    assert failing(BASE) == []
+    assert failing(replace(BASE, replayed_peak=606_000)) == []                       # +1% is allowed
+    assert failing(replace(BASE, replayed_peak=606_001)) == ["replayed peak B"]
+    assert failing(replace(BASE, deeploy_tiled_l3=1_818_001)) == ["Deeploy tiled L3 B"]
+    assert failing(replace(BASE, matched=179)) == ["entries matched"]                # 89.5% < 90%
+    assert failing(replace(BASE, fingerprint="b" * 64)) == ["graph fingerprint"]
+    assert failing(replace(BASE, replay_errors=1)) == ["Errors (replay vs graph order)"]
+    assert failing(replace(BASE, replay_errors=-1)) == ["Errors (replay vs graph order)"]   # not verified
+    assert failing(replace(BASE, golden_errors=3)) == ["golden Errors"]
+    assert failing(replace(BASE, golden_errors=0, replayed_peak=500_000)) == []       # better is fine
+
+
+def test_changed_counts_are_shown_but_do_not_fail():
+    rows = {row.figure: row for row in compare(BASE, replace(BASE, recomputes=21, clones_kept=19))}
+    assert rows["recomputes"].verdict == rows["clones kept"].verdict == "changed"
+    assert not any(row.failed for row in rows.values())
+
+
+def test_committed_baseline_belongs_to_the_committed_schedule():
+    case = CiCase()
+    doc, baseline = read_schedule(case.schedule), read_baseline(case)
+    assert doc["graph"]["target"] == "siracusa" and doc["graph"]["names_sha256"] == baseline.fingerprint
+    assert baseline.recomputes == doc["predicted"]["recomputes"] > 0
+    assert baseline.predicted_peak == doc["predicted"]["peak_bytes"] and baseline.replay_errors == 0
+    assert baseline.golden_errors == 2 and baseline.golden_compared == 16       # the known bias-GELU defect
+    written = json.loads(case.baseline.read_text())
+    assert written["written_by"] == "ckpt ci update-baseline"
+
+
+def test_ci_check_without_shared_models_says_so_and_passes(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "ckpt", "ci", "check", "--models", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert f"ci: skipped: no shared models at {tmp_path / 'cct2_ft2'}" in run.stdout
+
+
+@pytest.mark.deeploy
+@needs_models
+def test_a_schedule_naming_other_nodes_fails_as_name_drift(lowering_cache, tmp_path):
+    """A copy of the committed case whose schedule names a fifth of its nodes differently (lowering renamed)."""
+    shutil.copytree(CiCase().schedule.parent, tmp_path / "cct2_ft2")
+    case = CiCase(root=tmp_path)
+    doc = read_schedule(case.schedule)
+    doc["seq"] = [(f"{name}_renamed" if i % 5 == 0 else name, flag) for i, (name, flag) in enumerate(doc["seq"])]
+    write_schedule(case.schedule, doc)
+    result = check(case, SHARED_MODELS)
+    assert result.status == "fail" and not result.ok and result.rows is None
+    assert result.reason.startswith("name drift or replay failure: schedule matches only 7")
+    assert "needs 90%" in result.reason

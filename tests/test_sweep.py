@@ -1,0 +1,136 @@
+"""`ckpt sweep` as a user runs it, on a built-in MLP with target none (no Deeploy; seconds per point).
+
+The sweep runs in a subprocess, its points in worker processes of their own; what it did is read back from
+its files: the tables, the stored points, the schedules (replayed again with `ckpt replay`) and sweep.log.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ckpt.budgets.ranges import parse_range
+from ckpt.examples import write_example
+
+SWEEP = ["--target", "none", "--jobs", "2", "--time-limit", "30"]
+
+
+def ckpt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def log_lines(outdir, word):
+    return [line.split(" ", 1)[1] for line in (outdir / "sweep.log").read_text().splitlines()
+            if line.split(" ")[1] == word]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, batch=256, layers=5)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def swept(mlp, tmp_path_factory):
+    """Two budgets: 0.9 (a schedule with recomputes) and 0.2 (below the single-op lower bound)."""
+    outdir = tmp_path_factory.mktemp("sweep") / "out"
+    run = ckpt("sweep", "0.2:0.9", "--points", "2", "--model", str(mlp), "-o", str(outdir), *SWEEP)
+    assert run.returncode == 0, run.stderr
+    return outdir, run
+
+
+def test_sweep_writes_every_output_with_the_baseline_first(swept):
+    outdir, run = swept
+    for name in ("sweep.md", "sweep.csv", "sweep.json", "pareto.png", "pareto.svg", "sweep.log"):
+        assert (outdir / name).stat().st_size > 0, name
+    points = json.loads((outdir / "sweep.json").read_text())["points"]
+    assert [p["label"] for p in points] == ["baseline", "0.9", "0.2"]
+    assert [r["label"] for r in csv.DictReader((outdir / "sweep.csv").open())] == ["baseline", "0.9", "0.2"]
+    base, point = points[0], points[1]
+    assert base["status"] == "baseline" and base["recomputes"] == 0 and base["check"] == "bit-identical"
+    assert base["replayed_peak"] == base["predicted_peak"] and base["errors"] == "0/10"
+    assert point["recomputes"] > 0 and point["replayed_peak"] == point["predicted_peak"] <= point["budget_bytes"]
+    assert point["check"] == "bit-identical" and point["cost_increase_pct"] > 0 and point["cycles"] == "not simulated"
+    table = run.stdout.splitlines()
+    assert table[0].split()[:3] == ["point", "budget", "budget"] and table[1].lstrip().startswith("baseline")
+    assert "[ckpt] [0.9] solve" in run.stderr and "point 0.9 finished" in run.stderr
+    assert not list(outdir.rglob("*.tmp"))
+
+
+def test_an_infeasible_point_stays_in_the_table_with_its_reason(swept):
+    outdir, run = swept
+    row = json.loads((outdir / "sweep.json").read_text())["points"][2]
+    assert row["status"] == "infeasible" and row["replayed_peak"] is None and row["schedule"] is None
+    assert "below the single-op lower bound" in row["reason"]
+    assert "0.2: budget" in run.stdout and "| 0.2 |" in (outdir / "sweep.md").read_text()
+    assert "no schedule: 0.2: infeasible" in (outdir / "pareto.svg").read_text()
+
+
+def test_every_point_schedule_replays_with_ckpt_replay(swept, mlp, tmp_path):
+    outdir, _ = swept
+    for label in ("baseline", "0.9"):
+        seq = outdir / "points" / label / "seq.json"
+        run = ckpt("replay", str(seq), "--model", str(mlp), "-o", str(tmp_path / label))
+        assert run.returncode == 0, run.stderr
+        again = json.loads((tmp_path / label / "report.json").read_text())
+        kept = json.loads((outdir / "points" / label / "replay" / "report.json").read_text())
+        assert again["memory"] == kept["memory"] and again["verification"]["status"] == "bit-identical"
+
+
+def test_rerun_skips_finished_points_and_resumes_new_ones(swept, mlp):
+    outdir, _ = swept
+    stored = {p: (outdir / "points" / p / "point.json").stat().st_mtime_ns for p in ("baseline", "0.9", "0.2")}
+    svg = (outdir / "pareto.svg").read_bytes()
+    ran_before = len(log_lines(outdir, "ran"))
+    again = ckpt("sweep", "0.2:0.9", "--points", "2", "--model", str(mlp), "-o", str(outdir), *SWEEP)
+    assert again.returncode == 0, again.stderr
+    assert "0 point(s) run, 3 skipped" in again.stdout
+    assert len(log_lines(outdir, "ran")) == ran_before and len(log_lines(outdir, "skipped")) == 3
+    assert {p: (outdir / "points" / p / "point.json").stat().st_mtime_ns for p in stored} == stored
+    assert (outdir / "pareto.svg").read_bytes() == svg                  # same rows, same bytes
+    wider = ckpt("sweep", "0.7:0.9", "--step", "0.2", "--model", str(mlp), "-o", str(outdir), *SWEEP)
+    assert wider.returncode == 0, wider.stderr
+    assert "1 point(s) run, 2 skipped" in wider.stdout and log_lines(outdir, "ran")[-1].startswith("ran 0.7:")
+    other_limit = ckpt("sweep", "0.9:0.9", "--model", str(mlp), "-o", str(outdir), "--target", "none",
+                       "--time-limit", "31")
+    assert "1 point(s) run, 1 skipped" in other_limit.stdout           # solver options are part of the key
+
+
+def test_ctrl_c_keeps_finished_points_and_leaves_no_partial_file(mlp, tmp_path):
+    outdir = tmp_path / "out"
+    args = [sys.executable, "-m", "ckpt", "sweep", "0.7:0.9", "--step", "0.2", "--model", str(mlp), "-o",
+            str(outdir), "--target", "none", "--jobs", "1", "--time-limit", "30"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(outdir.glob("points/*/point.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGINT)                     # the first point is finished, the next one running
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted: finished points are kept")
+    assert not list(outdir.rglob(".*.tmp")) and not list(outdir.rglob(".code.*"))
+    finished = [p.parent.name for p in (outdir / "points").glob("*/point.json")]
+    assert 1 <= len(finished) < 3
+    resumed = subprocess.run(args, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(finished)} skipped" in resumed.stdout
+
+
+def test_bad_range_and_emit_without_a_deeploy_target_are_one_line_errors(mlp, tmp_path):
+    for extra, message in ((["0.9:0.6"], "must satisfy 0 < LOW <= HIGH"),
+                           (["0.6:0.9", "--emit-ci", str(tmp_path / "ci")], "--emit-ci needs a Deeploy target")):
+        run = ckpt("sweep", *extra, "--model", str(mlp), "--target", "none", "-o", str(tmp_path / "out"))
+        assert run.returncode == 1 and run.stderr.count("\n") == 1 and message in run.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "ci").exists()
+
+
+def test_ranges_run_from_the_high_end():
+    assert parse_range("0.6:0.9") == [0.9, 0.8, 0.7, 0.6]
+    assert parse_range("0.6:0.9", points=2) == [0.9, 0.6]

@@ -1,0 +1,56 @@
+"""`ckpt sweep --target siracusa` on a 1-block CCT: the real Deeploy lowers, generates code and is verified,
+and `--emit-ci` writes the files a Deeploy repository adopts."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ckpt.examples import write_example
+from replay_support import lowering_cache  # noqa: F401 - a fixture: CKPT_CACHE_DIR for the session
+
+pytestmark = pytest.mark.deeploy
+
+
+@pytest.fixture(scope="module")
+def cct1(tmp_path_factory):
+    """One block, a narrow tokenizer: the block's activations, not one conv, set the peak (459,520 B lowered
+    for Siracusa; floor 262,144 B), so 0.8 of it needs recomputes."""
+    folder = tmp_path_factory.mktemp("cct1")
+    write_example("cct", folder, blocks=1, conv_channels=16)
+    return folder
+
+
+def test_one_point_siracusa_sweep_with_deeploy_figures_and_ci_files(cct1, lowering_cache, tmp_path):
+    outdir, emitted = tmp_path / "sweep", tmp_path / "deeploy-ci"
+    run = subprocess.run([sys.executable, "-m", "ckpt", "sweep", "0.8:0.8", "--model", str(cct1), "--target",
+                          "siracusa", "-o", str(outdir), "--time-limit", "10", "--emit-ci", str(emitted),
+                          "--ci-test-name", "Models/Training/cct1"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    base, point = json.loads((outdir / "sweep.json").read_text())["points"]
+    assert base["label"] == "baseline" and point["label"] == "0.8"
+    for row in (base, point):
+        assert row["check"] == "bit-identical" and row["errors"].startswith("0/")
+        assert row["deeploy_nontiled"] > 0 and row["deeploy_tiled_l3"] > 0 and row["cycles"] == "not simulated"
+        assert row["replayed_peak"] == row["predicted_peak"]
+    assert point["recomputes"] > 0 and point["replayed_peak"] <= point["budget_bytes"] < base["replayed_peak"]
+    assert point["deeploy_nontiled"] < base["deeploy_nontiled"]
+    assert (outdir / "points" / "0.8" / "replay" / "code" / "Network.c").is_file()
+    assert "lowering" in run.stderr and "once for the whole sweep" in run.stderr
+
+    schedule = emitted / "DeeployTest" / "Tests" / "Models" / "Training" / "cct1" / "recompute_0.8.json"
+    assert schedule.read_text() == (outdir / "points" / "0.8" / "seq.json").read_text()
+    config = emitted / "DeeployTest" / "test_siracusa_tiled_recompute_config.py"
+    namespace: dict = {}
+    exec(compile(config.read_text(), str(config), "exec"), namespace)
+    assert namespace["L3_SINGLEBUFFER_RECOMPUTE_MODELS"] == {"Models/Training/cct1": [128000]}
+    assert namespace["TRAINING_RECOMPUTE_OVERRIDES"]["Models/Training/cct1"]["training_recompute_schedule"] \
+        == "recompute_0.8.json"
+    cases = (emitted / "DeeployTest" / "test_siracusa_training_recompute.py").read_text()
+    ast.parse(cases)
+    assert "@pytest.mark.recompute" in cases and "mark.singlebuffer" not in cases   # not in the singlebuffer job
+    workflow = (emitted / ".github" / "workflows" / "ci-platform-siracusa-tiled-recompute.yml").read_text()
+    assert 'training and recompute"' in workflow and "test_siracusa_training_recompute.py" in workflow
