@@ -28,10 +28,9 @@ ckpt's prediction to the byte, against Deeploy's 1,114,368.
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -185,22 +184,12 @@ def deploy(model: ModelLike,
     return figures
 
 
-def deeploy_memory(model_dir_or_path: ModelLike,
-                   order_or_scheduler: Order = None,
-                   target: str = "siracusa",
-                   *,
-                   tiled: bool = True,
-                   l1: int = 128_000,
-                   l2: int = 1_024_000,
-                   default_mem_level: str = "L3",
-                   n_cores: int = 8,
-                   allocator: str = "TetrisRandom",
-                   inputs=None,
-                   already_lowered: Optional[bool] = None) -> MemoryFigures:
-    """Deeploy's memory figures for one schedule (no code written). See ``deploy``."""
-    return deploy(model_dir_or_path, order_or_scheduler, target, tiled=tiled, l1=l1, l2=l2,
-                  default_mem_level=default_mem_level, n_cores=n_cores, allocator=allocator,
-                  inputs=inputs, already_lowered=already_lowered)
+def deeploy_memory(model_dir_or_path: ModelLike, order_or_scheduler: Order = None, target: str = "siracusa",
+                   **options) -> MemoryFigures:
+    """Deeploy's memory figures for one schedule (no code written); options as for ``deploy``."""
+    if "code_dir" in options:
+        raise TypeError("deeploy_memory writes no code: use generate_code or deploy(code_dir=...)")
+    return deploy(model_dir_or_path, order_or_scheduler, target, **options)
 
 
 def generate_code(model: ModelLike, order: Order, out_dir: Union[str, Path], target: str = "siracusa",

@@ -8,7 +8,7 @@ because Deeploy may hand over a different graph object each time.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Sequence, Union
 
 from .errors import BridgeError
 
