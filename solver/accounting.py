@@ -38,9 +38,9 @@ def stage_points(problem: Problem, t: int, r: Term, s: Term, free: Term) -> Iter
         previous = k
 
 
-def booked_levels(problem: Problem, recomputes: set[tuple[int, int]], retained: set[tuple[int, str]]
-                  ) -> dict[int, list[tuple[int, int]]]:
-    """Stage -> [(op, booked level)] at every op the solution runs, for given 0/1 decisions."""
+def decision_terms(problem: Problem, recomputes: set[tuple[int, int]], retained: set[tuple[int, str]]
+                   ) -> tuple[Term, Term, Term]:
+    """r, s and free as 0/1 functions of known decisions: FREE follows from R and S by its definition."""
     def r(t: int, i: int) -> int:
         return int(i == t or (t, i) in recomputes)
 
@@ -51,11 +51,27 @@ def booked_levels(problem: Problem, recomputes: set[tuple[int, int]], retained: 
         later = [j for j in problem.free_points(e) if k < j <= t]
         return int(r(t, k) and not s(t + 1, e) and not any(r(t, j) for j in later))
 
-    levels: dict[int, list[tuple[int, int]]] = {}
+    return r, s, free
+
+
+def all_levels(problem: Problem, recomputes: set[tuple[int, int]], retained: set[tuple[int, str]]
+               ) -> dict[tuple[int, int], int]:
+    """(stage, op) -> booked level at every point of the accounting, run or not (the U values)."""
+    r, s, free = decision_terms(problem, recomputes, retained)
+    levels: dict[tuple[int, int], int] = {}
     for t in range(problem.n):
         level = 0
         for k, change in stage_points(problem, t, r, s, free):
             level += change
-            if r(t, k):
-                levels.setdefault(t, []).append((k, level))
+            levels[t, k] = level
+    return levels
+
+
+def booked_levels(problem: Problem, recomputes: set[tuple[int, int]], retained: set[tuple[int, str]]
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Stage -> [(op, booked level)] at every op the solution runs, for given 0/1 decisions."""
+    levels: dict[int, list[tuple[int, int]]] = {}
+    for (t, k), level in all_levels(problem, recomputes, retained).items():
+        if k == t or (t, k) in recomputes:
+            levels.setdefault(t, []).append((k, level))
     return levels

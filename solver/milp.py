@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from ckpt.solver.accounting import stage_points
+from ckpt.solver.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.problem import Problem
 
 
@@ -152,30 +152,12 @@ def _memory(m: Model, budget: int | None) -> None:
 
 def start_values(m: Model, recomputes: set[tuple[int, int]], retained: set[tuple[int, str]]) -> dict[str, float]:
     """Variable name -> value for a known solution, so the solver starts from it (a warm start)."""
-    values: dict[str, float] = {}
-    for key, var in m.R.items():
-        values[var.name] = float(key in recomputes)
-    for key, var in m.S.items():
-        values[var.name] = float(key in retained)
-    p = m.problem
-
-    def r(t: int, i: int) -> int:
-        return int(i == t or (t, i) in recomputes)
-
-    def s(t: int, x: str) -> int:
-        return int((t, x) in retained)
-
-    def free(t: int, e: str, k: int) -> int:
-        later = [j for j in p.free_points(e) if k < j <= t]
-        return int(r(t, k) and not s(t + 1, e) and not any(r(t, j) for j in later))
-
-    for (t, e, k), var in m.F.items():
-        values[var.name] = float(free(t, e, k))
-    for t in range(p.n):
-        level = 0
-        for k, change in stage_points(p, t, r, s, free):
-            level += change
-            values[m.U[t, k].name] = float(level)
+    values = {var.name: float(key in recomputes) for key, var in m.R.items()}
+    values.update({var.name: float(key in retained) for key, var in m.S.items()})
+    _, _, free = decision_terms(m.problem, recomputes, retained)
+    values.update({var.name: float(free(t, e, k)) for (t, e, k), var in m.F.items()})
+    levels = all_levels(m.problem, recomputes, retained)
+    values.update({m.U[key].name: float(level) for key, level in levels.items()})
     if m.peak is not None:
-        values[m.peak.name] = max((v for n, v in values.items() if n.startswith("U_")), default=0.0)
+        values[m.peak.name] = float(max(levels.values(), default=0))
     return values
