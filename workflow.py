@@ -81,11 +81,11 @@ def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
     """Load (lowering for a Deeploy target), resolve the budget against the graph's baseline, solve."""
     from dataclasses import replace
 
-    from ckpt.solver.baselines import baselines
+    from ckpt.solver.baselines import graph_order_peak
 
     progress(f"loading {source} for target {target}")
     loaded = load_for_target(source, target, cost_model)
     options = options or SolveOptions(budget=None)
     if budget is not None:
-        options = replace(options, budget=budget.resolve(baselines(loaded.graph).graph_order_peak))
+        options = replace(options, budget=budget.resolve(graph_order_peak(loaded.graph)))
     return loaded, solve(loaded.graph, options, progress), options

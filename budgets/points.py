@@ -133,11 +133,11 @@ def _solve(task: PointTask, say) -> tuple[dict, float | None] | PointRow:
 def baseline_document(loaded, options: SolveOptions) -> dict:
     """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule document:
     solve() in the graph's own order with its own peak as the budget returns exactly that."""
-    from ckpt.solver.baselines import baselines
+    from ckpt.solver.baselines import graph_order_peak
     from ckpt.solver.solve import solve
     from ckpt.workflow import schedule_document
 
-    peak = baselines(loaded.graph).graph_order_peak
+    peak = graph_order_peak(loaded.graph)
     options = replace(options, budget=peak, order="graph", objective="cost", cost_cap=None)
     result = solve(loaded.graph, options)
     if result.recomputes:
