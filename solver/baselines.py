@@ -62,7 +62,7 @@ def min_memory_order(graph: TrainGraph) -> list[str]:
     order: list[int] = []
     done = [False] * n
     while ready:
-        i = min(ready, key=lambda j: (_growth(graph, j, pending), j))
+        i = min(ready, key=lambda j: (_growth(graph, j, pending, _views_needed(graph, j, is_view, done)), j))
         ready.remove(i)
         for j in _views_needed(graph, i, is_view, done) + [i]:
             done[j] = True
@@ -110,11 +110,13 @@ def _views_needed(graph: TrainGraph, i: int, is_view: list[bool], done: list[boo
     return needed
 
 
-def _growth(graph: TrainGraph, i: int, pending: dict[str, set[int]]) -> int:
+def _growth(graph: TrainGraph, i: int, pending: dict[str, set[int]], views: list[int]) -> int:
+    """Bytes running op i (with the views it needs, made right before it) adds minus the bytes it frees."""
     op = graph.ops[i]
     grows = sum(graph.buffer_bytes(t) for t in op.outputs)
-    roots = {graph.root(t) for t in op.inputs}
-    frees = sum(graph.buffer_bytes(r) for r in roots if pending.get(r) == {i})
+    run = {i, *views}
+    roots = {graph.root(t) for j in run for t in graph.ops[j].inputs}
+    frees = sum(graph.buffer_bytes(r) for r in roots if r in pending and pending[r] <= run)
     return grows - frees
 
 

@@ -5,6 +5,7 @@ heuristic) and the greedy heuristic alone, so they can be swapped and compared i
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 
@@ -12,6 +13,7 @@ from ckpt.errors import InfeasibleBudget
 from ckpt.solver import milp
 from ckpt.solver.backends import Outcome, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
+from ckpt.solver.bounds import Bound, lower_bound
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy
 from ckpt.solver.problem import Problem
@@ -20,8 +22,9 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import Sequence, drop_dead, replay
 
 METHODS = ("milp", "greedy")
-FOCUS_SHARE = 0.7
-MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget  # of the time limit for the focused model, which finds good schedules far sooner
+BOUND_SHARE = 0.15    # of the time limit for the relaxation's lower bound (it usually needs well under a second)
+FOCUS_SHARE = 0.7     # of the time limit for the focused model, which finds good schedules far sooner
+MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget
 ORDERS = ("minmem", "graph")
 
 
@@ -84,10 +87,18 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
 
 def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heuristic: Decisions | None,
                 start: float, progress) -> SolveResult:
-    """Exact model, warm-started from the best known schedule (greedy, then the focused model's)."""
+    """Bound first, then the exact model warm-started from the best known schedule (greedy, then focused)."""
     budget = options.budget if options.objective == "cost" else None
+    floor = _floor(staged, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
+    if math.isinf(floor.cost):
+        raise _infeasible(staged, options, base, staged, progress)
+    if heuristic is not None and budget is not None and _gap(_cost(staged, heuristic), floor.cost) <= options.backend.gap:
+        progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
+        outcome = Outcome("optimal", _gap(_cost(staged, heuristic), floor.cost), 0.0)
+        return _result(staged, base, heuristic, None, outcome, start, (0, 0, 0))
     if options.focus == "seed" and options.objective == "cost":
-        share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE))
+        share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE,
+                                                           time.perf_counter() - start))
         seeded = _run_model(Problem(staged, focus=True), budget, options, share, heuristic, progress, "focused")
         if seeded is not None and seeded[1] is not None and (
                 heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
@@ -101,16 +112,43 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     if found is None:
         if heuristic is None:
             raise _infeasible(staged, options, base, staged, progress, timed_out=True)
-        return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
+        return _result(staged, base, heuristic, None, _bounded(Outcome("heuristic", None, 0.0),
+                       _cost(staged, heuristic), floor.cost, options), start, (0, 0, 0))
     outcome, chosen, booked, sizes = found
     if outcome.status == "infeasible" and heuristic is not None:
         # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
         # says so when its time runs out): keep the known schedule rather than believe it.
         progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
-        return _result(staged, base, heuristic, None, Outcome("heuristic", None, outcome.seconds), start, sizes)
+        return _result(staged, base, heuristic, None, _bounded(Outcome("heuristic", None, outcome.seconds),
+                       _cost(staged, heuristic), floor.cost, options), start, sizes)
     if outcome.status == "infeasible":
         raise _infeasible(staged, options, base, staged, progress)
+    if budget is not None:
+        outcome = _bounded(outcome, _cost(staged, chosen), floor.cost, options)
     return _result(staged, base, chosen, booked, outcome, start, sizes)
+
+
+def _floor(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, progress) -> Bound:
+    """The relaxation's lower bound on the cost (solver/bounds.py), within its share of the time limit."""
+    progress("lower bound: memory at the binding points")
+    enough = _cost(staged, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
+    floor = lower_bound(Problem(staged), options.budget, _share(options.backend.time_limit, BOUND_SHARE), enough)
+    progress(f"lower bound {floor.cost:.0f} cycles from {len(floor.points)} point(s)")
+    return floor
+
+
+def _gap(cost: int, bound: float) -> float:
+    return 0.0 if cost <= bound or cost == 0 else (cost - bound) / cost
+
+
+def _bounded(outcome: Outcome, cost: int, floor: float, options: SolveOptions) -> Outcome:
+    """The solver's verdict sharpened by the relaxation's bound: the better bound sets the gap, and a gap
+    within the tolerance is a proof of optimality whoever found the schedule."""
+    solver_bound = cost * (1 - outcome.gap) if outcome.gap is not None else 0.0
+    gap = _gap(cost, max(solver_bound, floor))
+    if outcome.gap is None and floor <= 0:
+        return outcome
+    return Outcome("optimal" if gap <= options.backend.gap else outcome.status, gap, outcome.seconds)
 
 
 def _run_model(problem: Problem, budget: int | None, options: SolveOptions, backend: SolverOptions,

@@ -1,0 +1,179 @@
+"""A lower bound on recompute cost from memory checked at a few points only: the proof the MILP's LP can't give.
+
+Why: Checkmate's LP relaxation lets a small fraction of an input, carried through many stages, feed a small
+recompute in each of them, so a dropped buffer is rebuilt bit by bit almost for free. On CCT2_FT2 at 0.8 its
+bound is 17k cycles against a 246k-cycle schedule, and branch and bound cannot close that gap in time.
+
+This relaxation keeps what every schedule over the stage order must do around chosen points P_1 < ... < P_m
+(the first runs of ops t_1 < ... < t_m), and forgets the rest:
+- at each point, the buffers present there plus op t's own allocations fit the budget;
+- a buffer that a later op reads and that is not present at a point is recomputed between the point and that
+  reader;
+- a recompute needs each input present at the start of its segment, or recomputed in the same segment;
+- a buffer present at the next point was present at this one, or was made in between.
+Every schedule maps onto it (present = has a live version at the point, D = recomputed in the segment) at no
+more cost, so any proven bound on its optimum bounds the exact MILP's optimum from below. Its LP is a
+precedence-constrained knapsack per point, far tighter than Checkmate's, and it is small.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import math
+import time
+
+import pulp
+
+from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.problem import Problem
+from ckpt.solver.simulate import plain_sequence, replay
+
+
+@dataclass(frozen=True)
+class Bound:
+    cost: float                 # no schedule over this stage order is cheaper
+    points: tuple[int, ...]     # the stages whose first-run memory the relaxation checked
+    proven: bool                # True when the relaxation was solved to optimality (else its dual bound)
+
+
+def over_budget_points(problem: Problem, budget: int) -> list[int]:
+    """Stages whose own op, run without any recompute, lifts memory above the budget: the points that bind."""
+    levels = replay(problem.graph, plain_sequence(problem.graph)).levels
+    return [t for t, level in enumerate(levels) if level > budget]
+
+
+def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
+                joint: int = 8) -> Bound:
+    """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
+    first), then the `joint` strongest points together. Stops once the bound reaches `enough` (a known cost)."""
+    deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
+    levels = replay(problem.graph, plain_sequence(problem.graph)).levels
+    points = sorted(over_budget_points(problem, budget), key=lambda t: (-levels[t], t))
+    best, singles = Bound(0.0, (), True), []
+    for t in points:
+        left = deadline - time.perf_counter()
+        if left <= 0 or best.cost >= enough:
+            return best
+        found = point_bound(problem, budget, [t], None if math.isinf(left) else left)
+        singles.append((found.cost, t))
+        best = max(best, found, key=lambda b: b.cost)
+    strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
+    left = deadline - time.perf_counter()
+    if len(strongest) > 1 and left > 0 and best.cost < enough:
+        found = point_bound(problem, budget, strongest, None if math.isinf(left) else left)
+        best = max(best, found, key=lambda b: b.cost)
+    return best
+
+
+def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None) -> Bound:
+    """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
+    which is valid whether or not the relaxation was solved to the end."""
+    relaxation = _Relaxation(problem, budget, sorted(set(points)))
+    relaxation.build()
+    outcome = run(relaxation.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
+    if outcome.status == "infeasible":
+        return Bound(math.inf, tuple(relaxation.points), True)
+    return Bound(_dual_bound(relaxation.lp), tuple(relaxation.points), outcome.status == "optimal")
+
+
+def _dual_bound(lp: pulp.LpProblem) -> float:
+    try:
+        bound = float(lp.solverModel.getInfo().mip_dual_bound)
+    except Exception:
+        return 0.0
+    return float(math.floor(bound)) if math.isfinite(bound) and bound > 0 else 0.0
+
+
+@dataclass
+class _Relaxation:
+    problem: Problem
+    budget: int
+    points: list[int]
+    lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
+    K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
+    D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
+
+    def build(self) -> None:
+        for s in range(len(self.points)):
+            self._presence(s)
+        for s in range(len(self.points)):
+            self._needs(s)
+            self._fits(s)
+        for s in range(1, len(self.points)):
+            self._made_before_next_point(s)
+        cost = self.problem.graph.op_cost
+        self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
+
+    # --- variables ------------------------------------------------------------------------------------
+    def _presence(self, s: int) -> None:
+        """K[s,x] for every buffer made before point s (made at the point itself: counted in its allocation)."""
+        t = self.points[s]
+        for x in self.problem.buffers:
+            if self.problem.producer(x) < t:
+                self.K[s, x] = pulp.LpVariable(f"K_{s}_{self.problem.tensor_id[x]}", cat="Binary")
+
+    def _segment_end(self, s: int) -> int:
+        return self.points[s + 1] if s + 1 < len(self.points) else self.problem.n - 1
+
+    def _recompute(self, s: int, i: int):
+        """D[s,i], created with its input needs the first time something asks for it (0 if i cannot run again)."""
+        if not self.problem.recomputable(i) or i >= self._segment_end(s):
+            return 0
+        if (s, i) not in self.D:
+            self.D[s, i] = pulp.LpVariable(f"D_{s}_{i}", cat="Binary")
+            self._inputs_available(s, i)
+        return self.D[s, i]
+
+    # --- constraint families ----------------------------------------------------------------------------
+    def _inputs_available(self, s: int, i: int) -> None:
+        """A recompute in segment s reads each input from a version present at point s or made in the segment."""
+        p, g, t = self.problem, self.problem.graph, self.points[s]
+        for y in dict.fromkeys(g.ops[i].inputs):
+            if not g.is_activation(y):
+                continue
+            if y in g.aliases:   # a view is made once: it pins the version present when it was made
+                x = g.root(y)
+                if p.producer(y) < t and (s, x) in self.K:
+                    self.lp += self.D[s, i] <= self.K[s, x], f"view_{s}_{i}_{p.tensor_id.get(y, 0)}"
+                continue
+            if (s, y) not in self.K:
+                continue             # made at or after point s: available in the segment at no cost here
+            self.lp += self.D[s, i] <= self.K[s, y] + self._recompute(s, p.producer(y)), \
+                f"input_{s}_{i}_{p.tensor_id[y]}"
+
+    def _needs(self, s: int) -> None:
+        """What op t reads, or a view made earlier still pins, is present; a buffer read later is there or redone."""
+        p, g, t = self.problem, self.problem.graph, self.points[s]
+        forced = {g.root(y) for y in g.ops[t].inputs}
+        for v in p.pins:
+            if p.producer(v) < t and any(j > t for j in g.readers.get(v, ())):
+                forced.add(g.root(v))
+        for (point, x), present in self.K.items():
+            if point != s:
+                continue
+            if x in forced:
+                self.lp += present >= 1, f"forced_{s}_{p.tensor_id[x]}"
+                continue
+            later = [j for j in g.readers.get(x, ()) if j > t]
+            if later:
+                redo = [self._recompute(q, p.producer(x)) for q in range(s, self._segment_of(min(later)) + 1)]
+                self.lp += present + pulp.lpSum(redo) >= 1, f"need_{s}_{p.tensor_id[x]}"
+
+    def _segment_of(self, stage: int) -> int:
+        """The last segment starting before `stage` (stage is after the first point)."""
+        return max(q for q, point in enumerate(self.points) if point < stage)
+
+    def _fits(self, s: int) -> None:
+        p, t = self.problem, self.points[s]
+        size = p.graph.tensor_bytes
+        present = pulp.lpSum(size[x] * v for (point, x), v in self.K.items() if point == s)
+        self.lp += present + p.alloc[t] <= self.budget, f"fits_{s}"
+
+    def _made_before_next_point(self, s: int) -> None:
+        """A buffer present at point s was present at point s-1, or was made in the segment between them."""
+        p = self.problem
+        for (point, x), present in list(self.K.items()):
+            if point != s or (s - 1, x) not in self.K:
+                continue
+            self.lp += present <= self.K[s - 1, x] + self._recompute(s - 1, p.producer(x)), \
+                f"made_{s}_{p.tensor_id[x]}"

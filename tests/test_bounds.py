@@ -1,0 +1,69 @@
+"""The point relaxation's lower bound: never above the exact optimum, and strong enough to prove real points."""
+import math
+
+import pulp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ckpt.solver import milp
+from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.baselines import baselines, reorder
+from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.problem import Problem
+from ckpt.solver.solve import SolveOptions, solve
+from graphs import chain, random_graphs
+
+EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)
+
+
+def staged(graph):
+    return reorder(graph, list(baselines(graph).min_memory_order))
+
+
+def exact_optimum(problem, budget):
+    model = milp.build(problem, budget)
+    outcome = run(model.lp, EXACT)
+    if outcome.status == "infeasible":
+        return math.inf
+    assert outcome.status == "optimal"
+    return pulp.value(model.lp.objective) or 0.0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
+def test_bound_never_exceeds_the_exact_optimum(graph, squeeze):
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(staged(graph))
+    optimum = exact_optimum(problem, budget)
+    bound = lower_bound(problem, budget, seconds=None, joint=4)
+    assert bound.cost <= optimum + 1e-6      # an infinite bound (proven infeasible) needs an infeasible MILP
+    every_point = point_bound(problem, budget, over_budget_points(problem, budget))
+    assert every_point.cost <= optimum + 1e-6
+
+
+def test_chain_bound_is_the_optimum():
+    """Dropping one forward activation of a chain costs exactly one recompute: the bound sees that."""
+    graph = staged(chain(6))
+    problem = Problem(graph)
+    budget = baselines(graph).min_memory_peak - 4
+    bound = lower_bound(problem, budget, seconds=None)
+    assert bound.cost == exact_optimum(problem, budget) > 0
+
+
+def test_no_binding_point_means_no_bound():
+    problem = Problem(staged(chain(4)))
+    assert over_budget_points(problem, 10**9) == []
+    assert lower_bound(problem, 10**9, seconds=None).cost == 0
+
+
+def test_bound_proves_cct2_ft2_points_optimal(shared_models):
+    """At 0.8 and 0.7 of the graph-order peak the bound meets the schedule found: proven optimal, gap 0."""
+    graph = load_graph(shared_models / "cct2_ft2")
+    base = baselines(graph)
+    for fraction in (0.8, 0.7):
+        result = solve(graph, SolveOptions(budget=int(fraction * base.graph_order_peak),
+                                           backend=SolverOptions(time_limit=60)))
+        assert result.status == "optimal" and result.gap == 0.0
+        assert result.peak_bytes <= fraction * base.graph_order_peak
