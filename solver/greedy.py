@@ -9,8 +9,10 @@ nothing in time.
 """
 from __future__ import annotations
 
+import bisect
+
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.schedule import Decisions, needed_retentions
+from ckpt.solver.schedule import Decisions, version_spans
 from ckpt.solver.simulate import Replay, replay, stages_of
 
 MAX_STEPS = 400
@@ -61,14 +63,21 @@ def holds_two_versions(graph: TrainGraph, decisions: Decisions) -> bool:
     The MILP's schedules hold one version of a buffer at a time; keeping the heuristic inside the same space
     means the two search the same schedules, and an infeasible verdict means the same thing for both.
     """
-    seq = decisions.sequence(graph)
-    retained = needed_retentions(graph, seq)
-    return any((t, graph.producer[e]) in decisions.recomputes
-               for t, e in retained if graph.buffer_bytes(e) > 0)
+    stages_of_op: dict[int, list[int]] = {}
+    for t, i in decisions.recomputes:
+        stages_of_op.setdefault(i, []).append(t)
+    if not stages_of_op:
+        return False
+    for (tensor, made), last in version_spans(graph, decisions.sequence(graph)).items():
+        rerun = stages_of_op.get(graph.producer[tensor], ())
+        if rerun and graph.buffer_bytes(tensor) > 0 and any(made < t <= last for t in rerun):
+            return True
+    return False
 
 
 def _candidates(graph: TrainGraph, seq, stage, result: Replay, budget: int) -> list[tuple[int, int]]:
     """(producer op, stage to recompute it in) for buffers held across an over-budget point."""
+    reads = _read_positions(graph, seq)
     found: dict[tuple[int, int], None] = {}
     for k, level in enumerate(result.levels):
         if level <= budget:
@@ -78,17 +87,26 @@ def _candidates(graph: TrainGraph, seq, stage, result: Replay, budget: int) -> l
             if buf.tensor in reading or buf.written_at == k:
                 continue
             producer = graph.producer[buf.tensor]
-            reader_stage = _next_read_stage(graph, buf.tensor, seq, stage, k)
+            reader_stage = _next_read_stage(reads.get(buf.tensor, []), stage, k)
             if reader_stage is not None and graph.recomputable(producer):
                 found[producer, reader_stage] = None
     return list(found)
 
 
-def _next_read_stage(graph: TrainGraph, tensor: str, seq, stage, after: int) -> int | None:
-    for k in range(after + 1, len(seq)):
-        if tensor in graph.ops[graph.index[seq[k][0]]].inputs:
-            return stage[k] if stage[k] > stage[after] else None
-    return None
+def _read_positions(graph: TrainGraph, seq) -> dict[str, list[int]]:
+    """Tensor -> positions in `seq` of the executions that read it, in order."""
+    reads: dict[str, list[int]] = {}
+    for k, (name, _) in enumerate(seq):
+        for t in dict.fromkeys(graph.ops[graph.index[name]].inputs):
+            reads.setdefault(t, []).append(k)
+    return reads
+
+
+def _next_read_stage(positions: list[int], stage, after: int) -> int | None:
+    k = bisect.bisect_right(positions, after)
+    if k == len(positions):
+        return None
+    return stage[positions[k]] if stage[positions[k]] > stage[after] else None
 
 
 def _with_chain(graph: TrainGraph, decisions: Decisions, result: Replay, seq, stage, op: int, t: int

@@ -27,9 +27,15 @@ class Decisions:
 def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
     """(stage t, tensor) for every buffer or pin version that is read in stage t or later after entering t.
 
-    This is S with every retention that no later reader needs dropped. Reading a view reads the buffer
-    version the view was made from, which is not the newest one if its producer ran again since.
+    This is S with every retention that no later reader needs dropped.
     """
+    return {(t, x) for (x, made), last in version_spans(graph, seq).items() for t in range(made + 1, last + 1)}
+
+
+def version_spans(graph: TrainGraph, seq: Sequence) -> dict[tuple[str, int], int]:
+    """(tensor, stage its version was written in) -> last stage that reads that version, for every buffer or
+    pin version that is read. Reading a view reads the buffer version the view was made from, which is not
+    the newest one if its producer ran again since."""
     stage = stages_of(seq)
     written: dict[str, int] = {}                   # tensor -> stage of its newest version
     behind: dict[str, list[tuple[str, int]]] = {}  # view -> (tensor, version stage) of each buffer it reads
@@ -45,5 +51,5 @@ def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
             source = graph.aliases.get(t)
             if source is not None and source in written:
                 behind[t] = [(source, written[source])] + behind.get(source, [])
-    return {(t, x) for (x, made), last in last_read.items() for t in range(made + 1, last + 1)
-            if graph.is_activation(x) and (graph.buffer_bytes(x) or x in graph.aliases)}
+    return {key: last for key, last in last_read.items()
+            if graph.is_activation(key[0]) and (graph.buffer_bytes(key[0]) or key[0] in graph.aliases)}
