@@ -62,9 +62,12 @@ class _HiGHSWithStart(pulp.HiGHS):
             super().createAndConfigureSolver(lp)
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
-        if self.start:
-            import highspy
+        import highspy
 
+        # HiGHS keeps one thread pool per process, sized by the first run; a later run asking for another
+        # thread count is refused ("scheduler has already been initialized") and solves nothing.
+        highspy.Highs.resetThreadScheduler(True)
+        if self.start:
             solution = highspy.HighsSolution()
             solution.col_value = [self.start.get(v.name, 0.0) for v in lp.variables()]
             solution.value_valid = True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 
+from ckpt.errors import CkptError
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions, version_spans
 from ckpt.solver.simulate import Replay, replay, stages_of
@@ -30,6 +31,27 @@ def greedy(graph: TrainGraph, budget: int) -> Decisions | None:
             return None
         decisions, result = step
     return None
+
+
+def polish(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions:
+    """Drop recomputes the schedule does not need, dearest first, until none can go: whatever still fits
+    without one goes without it. A time-limited solver or the greedy often leaves one or two behind."""
+    cost = graph.op_cost
+    dropped = True
+    while dropped:
+        dropped = False
+        for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
+            trial = Decisions(decisions.recomputes - {key})
+            if not holds_two_versions(graph, trial) and _fits(graph, trial, budget):
+                decisions, dropped = trial, True
+    return decisions
+
+
+def _fits(graph: TrainGraph, decisions: Decisions, budget: int) -> bool:
+    try:
+        return replay(graph, decisions.sequence(graph)).peak_bytes <= budget
+    except CkptError:   # a reader left without the version it needs
+        return False
 
 
 def excess(result: Replay, budget: int) -> int:

@@ -15,7 +15,7 @@ from ckpt.solver.backends import Outcome, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
 from ckpt.solver.bounds import Bound, lower_bound
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import greedy
+from ckpt.solver.greedy import greedy, polish
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.heap import heap_bytes
@@ -77,6 +77,8 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
     heuristic = greedy(staged, options.budget) if options.objective == "cost" else free_run
+    if heuristic is not None and options.objective == "cost":
+        heuristic = polish(staged, heuristic, options.budget)
     if options.method == "greedy":
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
@@ -96,36 +98,43 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
         outcome = Outcome("optimal", _gap(_cost(staged, heuristic), floor.cost), 0.0)
         return _result(staged, base, heuristic, None, outcome, start, (0, 0, 0))
-    if options.focus == "seed" and options.objective == "cost":
-        share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE,
-                                                           time.perf_counter() - start))
-        seeded = _run_model(Problem(staged, focus=True), budget, options, share, heuristic, progress, "focused")
-        if seeded is not None and seeded[1] is not None and (
-                heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
-            heuristic = seeded[1]
-        remaining = _share(options.backend.time_limit, 1.0, time.perf_counter() - start)
-        backend = replace(options.backend, time_limit=remaining)
-    else:
-        backend = options.backend
+    heuristic, backend = _focused_seed(staged, options, heuristic, start, progress)
     problem = Problem(staged, focus=options.focus == "only")
     found = _run_model(problem, budget, options, backend, heuristic, progress, "exact")
-    if found is None:
+    if found is None or (found[0].status == "infeasible" and heuristic is not None):
         if heuristic is None:
             raise _infeasible(staged, options, base, staged, progress, timed_out=True)
-        return _result(staged, base, heuristic, None, _bounded(Outcome("heuristic", None, 0.0),
-                       _cost(staged, heuristic), floor.cost, options), start, (0, 0, 0))
+        if found is not None:
+            # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
+            # says so when its time runs out): keep the known schedule rather than believe it.
+            progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
+        outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, heuristic), floor.cost, options)
+        return _result(staged, base, heuristic, None, outcome, start, found[3] if found else (0, 0, 0))
     outcome, chosen, booked, sizes = found
-    if outcome.status == "infeasible" and heuristic is not None:
-        # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
-        # says so when its time runs out): keep the known schedule rather than believe it.
-        progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
-        return _result(staged, base, heuristic, None, _bounded(Outcome("heuristic", None, outcome.seconds),
-                       _cost(staged, heuristic), floor.cost, options), start, sizes)
     if outcome.status == "infeasible":
         raise _infeasible(staged, options, base, staged, progress)
     if budget is not None:
-        outcome = _bounded(outcome, _cost(staged, chosen), floor.cost, options)
+        solver_bound = _cost(staged, chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
+        if outcome.status != "optimal":
+            polished = polish(staged, chosen, budget)
+            chosen, booked = polished, (booked if polished == chosen else None)
+        outcome = _bounded(outcome, _cost(staged, chosen), max(floor.cost, solver_bound), options)
     return _result(staged, base, chosen, booked, outcome, start, sizes)
+
+
+def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, start: float,
+                  progress) -> tuple[Decisions | None, SolverOptions]:
+    """Run the focused model on its share of the time; return the better start and the exact model's backend."""
+    if options.focus != "seed" or options.objective != "cost":
+        return heuristic, options.backend
+    share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE,
+                                                       time.perf_counter() - start))
+    seeded = _run_model(Problem(staged, focus=True), options.budget, options, share, heuristic, progress, "focused")
+    if seeded is not None and seeded[1] is not None and (
+            heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
+        heuristic = seeded[1]
+    remaining = _share(options.backend.time_limit, 1.0, time.perf_counter() - start)
+    return heuristic, replace(options.backend, time_limit=remaining)
 
 
 def _floor(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, progress) -> Bound:
@@ -142,12 +151,11 @@ def _gap(cost: int, bound: float) -> float:
 
 
 def _bounded(outcome: Outcome, cost: int, floor: float, options: SolveOptions) -> Outcome:
-    """The solver's verdict sharpened by the relaxation's bound: the better bound sets the gap, and a gap
-    within the tolerance is a proof of optimality whoever found the schedule."""
-    solver_bound = cost * (1 - outcome.gap) if outcome.gap is not None else 0.0
-    gap = _gap(cost, max(solver_bound, floor))
+    """The verdict on a schedule of `cost` given the best proven bound `floor` (the relaxation's, or the
+    solver's own): a gap within the tolerance is a proof of optimality whoever found the schedule."""
     if outcome.gap is None and floor <= 0:
         return outcome
+    gap = _gap(cost, floor)
     return Outcome("optimal" if gap <= options.backend.gap else outcome.status, gap, outcome.seconds)
 
 

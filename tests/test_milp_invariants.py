@@ -7,6 +7,7 @@ from ckpt.errors import InfeasibleBudget
 from ckpt.solver.accounting import booked_levels
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines, reorder
+from ckpt.solver.greedy import holds_two_versions, polish
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import replay
@@ -101,3 +102,20 @@ def test_peak_objective_trades_cycles_for_memory():
     assert no_cycles.recomputes == 0 and no_cycles.peak_bytes == baselines(graph).min_memory_peak
     assert some.peak_bytes < no_cycles.peak_bytes and some.recompute_cost <= 3
     assert some.status == "optimal"
+
+
+@settings(max_examples=60, deadline=None)
+@given(graph=random_graphs(), picks=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), max_size=6))
+def test_polish_only_drops_recomputes_the_budget_does_not_need(graph, picks):
+    problem = Problem(graph)
+    chosen = Decisions(frozenset((t, i) for t, i in picks if i < t < problem.n and t in problem.recompute_stages(i)))
+    if holds_two_versions(graph, chosen):
+        return
+    budget = replay(graph, chosen.sequence(graph)).peak_bytes
+    polished = polish(graph, chosen, budget)
+    assert polished.recomputes <= chosen.recomputes
+    assert replay(graph, polished.sequence(graph)).peak_bytes <= budget
+    assert not holds_two_versions(graph, polished)
+    for key in polished.recomputes:   # nothing left that could go on its own
+        rest = Decisions(polished.recomputes - {key})
+        assert holds_two_versions(graph, rest) or replay(graph, rest.sequence(graph)).peak_bytes > budget
