@@ -77,12 +77,11 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
     heuristic = greedy(staged, options.budget) if options.objective == "cost" else free_run
-    if heuristic is not None and options.objective == "cost":
-        heuristic = polish(staged, heuristic, options.budget)
     if options.method == "greedy":
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
                                    "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
+        heuristic = polish(staged, heuristic, options.budget)
         return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
     return _solve_milp(staged, base, options, heuristic, start, progress)
 
@@ -94,10 +93,12 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     floor = _floor(staged, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
     if math.isinf(floor.cost):
         raise _infeasible(staged, options, base, staged, progress)
-    if heuristic is not None and budget is not None and _gap(_cost(staged, heuristic), floor.cost) <= options.backend.gap:
+    # The solver starts from the greedy schedule as it is: polished, it tends to trap HiGHS's heuristics.
+    polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
+    if polished is not None and budget is not None and _gap(_cost(staged, polished), floor.cost) <= options.backend.gap:
         progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
-        outcome = Outcome("optimal", _gap(_cost(staged, heuristic), floor.cost), 0.0)
-        return _result(staged, base, heuristic, None, outcome, start, (0, 0, 0))
+        outcome = Outcome("optimal", _gap(_cost(staged, polished), floor.cost), 0.0)
+        return _result(staged, base, polished, None, outcome, start, (0, 0, 0))
     heuristic, backend = _focused_seed(staged, options, heuristic, start, progress)
     problem = Problem(staged, focus=options.focus == "only")
     found = _run_model(problem, budget, options, backend, heuristic, progress, "exact")
@@ -108,16 +109,17 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
             # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
             # says so when its time runs out): keep the known schedule rather than believe it.
             progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
-        outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, heuristic), floor.cost, options)
-        return _result(staged, base, heuristic, None, outcome, start, found[3] if found else (0, 0, 0))
+        best = _cheaper(staged, polish(staged, heuristic, budget) if budget is not None else heuristic, polished)
+        outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, best), floor.cost, options)
+        return _result(staged, base, best, None, outcome, start, found[3] if found else (0, 0, 0))
     outcome, chosen, booked, sizes = found
     if outcome.status == "infeasible":
         raise _infeasible(staged, options, base, staged, progress)
     if budget is not None:
         solver_bound = _cost(staged, chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
         if outcome.status != "optimal":
-            polished = polish(staged, chosen, budget)
-            chosen, booked = polished, (booked if polished == chosen else None)
+            better = _cheaper(staged, polish(staged, chosen, budget), polished)
+            chosen, booked = better, (booked if better == chosen else None)
         outcome = _bounded(outcome, _cost(staged, chosen), max(floor.cost, solver_bound), options)
     return _result(staged, base, chosen, booked, outcome, start, sizes)
 
@@ -179,6 +181,10 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, back
     chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
     booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
     return outcome, chosen, booked, sizes
+
+
+def _cheaper(staged: TrainGraph, first: Decisions, second: Decisions | None) -> Decisions:
+    return second if second is not None and _cost(staged, second) < _cost(staged, first) else first
 
 
 def _share(limit: float | None, fraction: float, used: float = 0.0) -> float | None:
