@@ -17,7 +17,8 @@ Columns:
   total s      all of solve(): baselines, greedy, builds, warm starts, solves, replay
   status       optimal (within --gap) | feasible (time limit, with a solution) | heuristic (the MILP found none,
                the greedy schedule is returned) | skipped / error / killed with a one-line reason
-  gap          HiGHS's reported relative gap; CBC reports none, so an optimal CBC row shows "<=" the tolerance
+  gap          relative gap to the better of the solver's bound and ckpt's relaxation bound; CBC reports no
+               bound, so an optimal CBC row that only CBC proved shows "<=" the tolerance
   RSS MB       peak resident set of the worker (PuLP + in-process HiGHS); "+N cbc" is the CBC subprocess's
   load         1-minute load average when the row finished: the machine is shared, timings are under contention
 
@@ -218,7 +219,7 @@ def fmt_row(job: dict, nodes: int, res: dict) -> str:
         variables = f"~{res['estimate']:,} est."
     gap = "-"
     if res.get("gap") is not None:
-        if job["solver"] == "cbc" and res["status"] == "optimal":
+        if job["solver"] == "cbc" and res["status"] == "optimal" and res["gap"] == job["gap"]:
             gap = f"<={100 * job['gap']:.2g}%"
         else:
             gap = f"{100 * res['gap']:.2f}%"

@@ -121,4 +121,5 @@ def _gap(lp: pulp.LpProblem, options: SolverOptions, status: str) -> float | Non
             gap = None
         if gap is not None and math.isfinite(gap):   # HiGHS says inf with no finite bound: unknown, not JSON
             return max(0.0, gap)
-    return 0.0 if status == "optimal" else None
+    # CBC does not say its final gap: "optimal" means within the tolerance, so that is all it proves
+    return options.gap if status == "optimal" else None

@@ -1,11 +1,13 @@
 """The MILP books exactly what the replay uses: sound (never under) and tight (equal, stage by stage)."""
+import pulp
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.accounting import booked_levels
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver import milp
+from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.greedy import holds_two_versions, polish
 from ckpt.solver.problem import Problem
@@ -75,6 +77,20 @@ def test_chain_needs_recompute_and_gets_the_cheapest():
     result = solve(graph, SolveOptions(budget=budget, backend=EXACT))
     assert result.status == "optimal" and result.recomputes >= 1
     assert_sound_and_tight(graph, result, budget)
+
+
+def test_cbc_agrees_with_highs_on_the_exact_model():
+    """CBC runs the same model (no bound shortcut: focus off, and an MILP-only budget) to the same optimum."""
+    graph = chain(7, size=4)
+    budget = baselines(graph).min_memory_peak - 8
+    problem = Problem(reorder(graph, list(baselines(graph).min_memory_order)))
+    costs = {}
+    for name in ("highs", "cbc"):
+        model = milp.build(problem, budget)
+        outcome = run(model.lp, SolverOptions(name=name, time_limit=60, gap=0.0, threads=1))
+        assert outcome.status == "optimal"
+        costs[name] = round(pulp.value(model.lp.objective))
+    assert costs["highs"] == costs["cbc"] > 0
 
 
 def test_greedy_and_milp_share_one_signature():
