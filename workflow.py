@@ -49,6 +49,7 @@ def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveR
     base_peak = result.baselines.graph_order_peak
     solver = {"name": options.backend.name if result.variables else "none", "method": options.method,
               "status": result.status, "gap": None if result.gap is None else round(result.gap, 6),
+              "cost_lower_bound": result.cost_lower_bound,
               "variables": result.variables, "variables_unpruned": result.variables_unpruned,
               "constraints": result.constraints, "time_limit": options.backend.time_limit,
               "stage_order": options.order, "objective": options.objective}

@@ -60,6 +60,11 @@ class SolveResult:
     variables_unpruned: int
 
     @property
+    def cost_lower_bound(self) -> int | None:
+        """The best proven lower bound on the recompute cost (the relaxation's or the solver's), if any."""
+        return None if self.gap is None else math.floor(self.recompute_cost * (1 - self.gap) + 1e-6)
+
+    @property
     def cost_increase_pct(self) -> float:
         return 100.0 * self.recompute_cost / self.base_cost if self.base_cost else 0.0
 
