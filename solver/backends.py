@@ -53,9 +53,10 @@ def _quiet_stdout(enabled: bool):
 class _HiGHSWithStart(pulp.HiGHS):
     """PuLP's highspy interface, plus handing HiGHS a known feasible solution before it starts."""
 
-    def __init__(self, start: dict[str, float] | None, **kwargs) -> None:
+    def __init__(self, start: dict[str, float] | None, stop_at: float | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.start = start
+        self.stop_at = stop_at
 
     def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
         with _quiet_stdout(enabled=not self.msg):
@@ -67,6 +68,8 @@ class _HiGHSWithStart(pulp.HiGHS):
         # HiGHS keeps one thread pool per process, sized by the first run; a later run asking for another
         # thread count is refused ("scheduler has already been initialized") and solves nothing.
         highspy.Highs.resetThreadScheduler(True)
+        if self.stop_at is not None:   # a schedule this cheap is proven good enough elsewhere: stop there
+            lp.solverModel.setOptionValue("objective_target", float(self.stop_at))
         if self.start:
             solution = highspy.HighsSolution()
             solution.col_value = [self.start.get(v.name, 0.0) for v in lp.variables()]
@@ -75,23 +78,26 @@ class _HiGHSWithStart(pulp.HiGHS):
         lp.solverModel.run()
 
 
-def make_solver(options: SolverOptions, start: dict[str, float] | None = None) -> pulp.LpSolver:
+def make_solver(options: SolverOptions, start: dict[str, float] | None = None,
+                stop_at: float | None = None) -> pulp.LpSolver:
     common = dict(msg=options.verbose, timeLimit=options.time_limit, gapRel=options.gap, threads=options.threads)
     if options.name == "highs":
         if not pulp.HiGHS().available():
             raise CkptError("HiGHS is not available (highspy is not installed)", "pip install highspy, or use --solver cbc")
-        return _HiGHSWithStart(start, **common, random_seed=0)
+        return _HiGHSWithStart(start, stop_at, **common, random_seed=0)
     if options.name == "cbc":
         return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
     raise CkptError(f"unknown solver '{options.name}'", f"choose one of {', '.join(SOLVERS)}")
 
 
-def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None) -> Outcome:
-    """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent."""
+def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None,
+        stop_at: float | None = None) -> Outcome:
+    """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent, and HiGHS
+    stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on)."""
     if start:
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)
-    solver = make_solver(options, start)
+    solver = make_solver(options, start, stop_at)
     began = time.perf_counter()
     lp.solve(solver)
     seconds = time.perf_counter() - began

@@ -104,9 +104,14 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
         outcome = Outcome("optimal", _gap(_cost(staged, polished), floor.cost), 0.0)
         return _result(staged, base, polished, None, outcome, start, (0, 0, 0))
-    heuristic, backend = _focused_seed(staged, options, heuristic, start, progress)
+    enough = _enough(floor.cost, options.backend.gap)
+    heuristic, backend = _focused_seed(staged, options, heuristic, start, progress, enough)
+    if heuristic is not None and enough is not None and _cost(staged, heuristic) <= enough:
+        progress(f"the focused model's schedule meets the lower bound {floor.cost:.0f}: optimal")
+        outcome = _bounded(Outcome("feasible", None, 0.0), _cost(staged, heuristic), floor.cost, options)
+        return _result(staged, base, heuristic, None, outcome, start, (0, 0, 0))
     problem = Problem(staged, focus=options.focus == "only")
-    found = _run_model(problem, budget, options, backend, heuristic, progress, "exact")
+    found = _run_model(problem, budget, options, backend, heuristic, progress, "exact", enough)
     if found is None or (found[0].status == "infeasible" and heuristic is not None):
         if heuristic is None:
             raise _infeasible(staged, options, base, staged, progress, timed_out=True)
@@ -129,14 +134,20 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     return _result(staged, base, chosen, booked, outcome, start, sizes)
 
 
+def _enough(floor: float, tolerance: float) -> float | None:
+    """The cost at which a schedule is within the gap tolerance of the proven floor (None: no floor)."""
+    return floor / (1 - tolerance) if 0 < floor and tolerance < 1 else None
+
+
 def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, start: float,
-                  progress) -> tuple[Decisions | None, SolverOptions]:
+                  progress, enough: float | None = None) -> tuple[Decisions | None, SolverOptions]:
     """Run the focused model on its share of the time; return the better start and the exact model's backend."""
     if options.focus != "seed" or options.objective != "cost":
         return heuristic, options.backend
     share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE,
                                                        time.perf_counter() - start))
-    seeded = _run_model(Problem(staged, focus=True), options.budget, options, share, heuristic, progress, "focused")
+    seeded = _run_model(Problem(staged, focus=True), options.budget, options, share, heuristic, progress, "focused",
+                        enough)
     if seeded is not None and seeded[1] is not None and (
             heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
         heuristic = seeded[1]
@@ -167,7 +178,7 @@ def _bounded(outcome: Outcome, cost: int, floor: float, options: SolveOptions) -
 
 
 def _run_model(problem: Problem, budget: int | None, options: SolveOptions, backend: SolverOptions,
-               start_from: Decisions | None, progress, label: str):
+               start_from: Decisions | None, progress, label: str, stop_at: float | None = None):
     """Build and solve one model: (outcome, decisions, booked peak, sizes), or None if it found nothing."""
     staged = problem.graph
     model = milp.build(problem, budget, options.cost_cap)
@@ -178,7 +189,7 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, back
     if start_from is not None:
         warm = milp.start_values(model, set(start_from.recomputes),
                                  needed_retentions(staged, start_from.sequence(staged)))
-    outcome = run(model.lp, backend, warm)
+    outcome = run(model.lp, backend, warm, stop_at)
     if outcome.status == "infeasible":
         return outcome, None, None, sizes
     if outcome.status == "no_solution":

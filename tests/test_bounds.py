@@ -67,3 +67,14 @@ def test_bound_proves_cct2_ft2_points_optimal(shared_models):
                                            backend=SolverOptions(time_limit=60)))
         assert result.status == "optimal" and result.gap == 0.0
         assert result.peak_bytes <= fraction * base.graph_order_peak
+
+
+def test_highs_stops_at_a_schedule_as_cheap_as_asked():
+    """stop_at hands HiGHS an objective target: any solution at or under it ends the search."""
+    graph = staged(chain(8))
+    problem = Problem(graph)
+    budget = baselines(graph).min_memory_peak - 8
+    model = milp.build(problem, budget)
+    outcome = run(model.lp, EXACT, stop_at=10**6)
+    assert outcome.status in ("feasible", "optimal")
+    assert pulp.value(model.lp.objective) <= 10**6
