@@ -4,10 +4,11 @@ Each point: solve on Deeploy's lowered graph, replay through Deeploy's non-tiled
 generation included) and verify on the host; the baseline (graph order, no recompute) is replayed too.
 Prints the sweep table and where the time went: lowering (once), then per point solve, replay (Deeploy) and
 verify, and the wall total. Points run in parallel, so the per-stage sums can exceed the wall time.
-Target (issue 7): under 3 minutes on a 2-core machine. Measured with the default time limit of 40 s: 142 s
-wall (load ~1): lowering 5.7 s, solve ~44 s per point, replay/Deeploy 18-27 s per point, verify < 0.5 s;
-baseline, 0.9, 0.8 and 0.7 verified, 0.6 below the single-op lower bound. With the machine loaded by other
-jobs (load ~3) replays took ~42 s each and the wall time was 145 s (0.7 found no schedule in that run).
+Target (issue 7): under 3 minutes on a 2-core machine. Measured with the default time limit of 40 s: 102 s
+wall (load ~1): lowering 6.3 s, replay/Deeploy ~20 s per point, verify < 0.5 s; solve 10 s at 0.9 and 43 s at
+0.8 (both proven optimal against the point relaxation's bound), 44 s at 0.7 (2.8% gap); 0.6 is below the
+single-op lower bound. Session 1 measured 142 s with costs of +4.5/+8.1/+25.1% at 0.9/0.8/0.7, before the
+min-memory order stopped holding weight gradients to the end (now +0.37/+0.70/+4.44%).
 Run: python bench/sweep.py [--model DIR] [--time-limit S] [--jobs N] [--outdir DIR] [--range 0.6:0.9]
 (a fresh temporary folder unless --outdir is given; an existing --outdir resumes).
 """
