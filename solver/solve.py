@@ -93,35 +93,27 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
 
 def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heuristic: Decisions | None,
                 start: float, progress) -> SolveResult:
-    """Bound first, then the exact model warm-started from the best known schedule (greedy, then focused)."""
+    """Bound first, then the focused model and the exact one, each stopping once a schedule meets the bound."""
     budget = options.budget if options.objective == "cost" else None
     floor = _floor(staged, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
     if math.isinf(floor.cost):
         raise _infeasible(staged, options, base, staged, progress)
     # The solver starts from the greedy schedule as it is: polished, it tends to trap HiGHS's heuristics.
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
-    if polished is not None and budget is not None and _gap(_cost(staged, polished), floor.cost) <= options.backend.gap:
+    if _meets_floor(staged, polished, floor, options):
         progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
-        outcome = Outcome("optimal", _gap(_cost(staged, polished), floor.cost), 0.0)
-        return _result(staged, base, polished, None, outcome, start, (0, 0, 0))
+        return _result(staged, base, polished, None, _bounded(Outcome("heuristic", None, 0.0),
+                       _cost(staged, polished), floor.cost, options), start, (0, 0, 0))
     enough = _enough(floor.cost, options.backend.gap)
     heuristic, backend = _focused_seed(staged, options, heuristic, start, progress, enough)
-    if heuristic is not None and enough is not None and _cost(staged, heuristic) <= enough:
+    if _meets_floor(staged, heuristic, floor, options):
         progress(f"the focused model's schedule meets the lower bound {floor.cost:.0f}: optimal")
-        outcome = _bounded(Outcome("feasible", None, 0.0), _cost(staged, heuristic), floor.cost, options)
-        return _result(staged, base, heuristic, None, outcome, start, (0, 0, 0))
+        return _result(staged, base, heuristic, None, _bounded(Outcome("feasible", None, 0.0),
+                       _cost(staged, heuristic), floor.cost, options), start, (0, 0, 0))
     problem = Problem(staged, focus=options.focus == "only")
     found = _run_model(problem, budget, options, backend, heuristic, progress, "exact", enough)
     if found is None or (found[0].status == "infeasible" and heuristic is not None):
-        if heuristic is None:
-            raise _infeasible(staged, options, base, staged, progress, timed_out=True)
-        if found is not None:
-            # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
-            # says so when its time runs out): keep the known schedule rather than believe it.
-            progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
-        best = _cheaper(staged, polish(staged, heuristic, budget) if budget is not None else heuristic, polished)
-        outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, best), floor.cost, options)
-        return _result(staged, base, best, None, outcome, start, found[3] if found else (0, 0, 0))
+        return _known_schedule(staged, base, options, found, heuristic, polished, floor, start, progress)
     outcome, chosen, booked, sizes = found
     if outcome.status == "infeasible":
         raise _infeasible(staged, options, base, staged, progress)
@@ -132,6 +124,27 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
             chosen, booked = better, (booked if better == chosen else None)
         outcome = _bounded(outcome, _cost(staged, chosen), max(floor.cost, solver_bound), options)
     return _result(staged, base, chosen, booked, outcome, start, sizes)
+
+
+def _known_schedule(staged: TrainGraph, base: Baselines, options: SolveOptions, found, heuristic: Decisions | None,
+                    polished: Decisions | None, floor: Bound, start: float, progress) -> SolveResult:
+    """The exact model gave nothing usable: return the best schedule already checked, or say none was found."""
+    if heuristic is None:
+        raise _infeasible(staged, options, base, staged, progress, timed_out=True)
+    if found is not None:
+        # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
+        # says so when its time runs out): keep the known schedule rather than believe it.
+        progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
+    budget = options.budget if options.objective == "cost" else None
+    best = _cheaper(staged, polish(staged, heuristic, budget) if budget is not None else heuristic, polished)
+    outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, best), floor.cost, options)
+    return _result(staged, base, best, None, outcome, start, found[3] if found else (0, 0, 0))
+
+
+def _meets_floor(staged: TrainGraph, decisions: Decisions | None, floor: Bound, options: SolveOptions) -> bool:
+    """A schedule within the gap tolerance of a proven floor needs no solver to call it optimal."""
+    return (decisions is not None and options.objective == "cost" and floor.cost > 0
+            and _gap(_cost(staged, decisions), floor.cost) <= options.backend.gap)
 
 
 def _enough(floor: float, tolerance: float) -> float | None:
