@@ -67,7 +67,9 @@ class _HiGHSWithStart(pulp.HiGHS):
 
         # HiGHS keeps one thread pool per process, sized by the first run; a later run asking for another
         # thread count is refused ("scheduler has already been initialized") and solves nothing.
-        highspy.Highs.resetThreadScheduler(True)
+        reset = getattr(highspy.Highs, "resetThreadScheduler", None)   # absent from old highspy releases
+        if reset is not None:
+            reset(True)
         if self.stop_at is not None:   # a schedule this cheap is proven good enough elsewhere: stop there
             lp.solverModel.setOptionValue("objective_target", float(self.stop_at))
         if self.start:
