@@ -48,7 +48,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     first), then the `joint` strongest points together. Stops once the bound reaches `enough` (a known cost)."""
     deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
     levels = replay(problem.graph, plain_sequence(problem.graph)).levels
-    points = sorted(over_budget_points(problem, budget), key=lambda t: (-levels[t], t))
+    points = sorted((t for t, level in enumerate(levels) if level > budget), key=lambda t: (-levels[t], t))
     best, singles = Bound(0.0, (), True), []
     for t in points:
         left = deadline - time.perf_counter()
