@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ckpt.replay.deeploy_setup import DeeploySetup
 from ckpt.schedule_file import atomic_write
 
 NOT_SIMULATED = "not simulated"
@@ -27,12 +28,8 @@ _PAIR = re.compile(r"(\w+)=(\d+)")
 
 @dataclass(frozen=True)
 class HarnessSetup:
-    """How the harness is run; the defaults are the CCT configuration Deeploy's CI uses."""
+    """How the harness is run, beyond the memory configuration (a DeeploySetup, shared with code generation)."""
 
-    l1: int = 128_000
-    l2: int = 1_024_000
-    default_mem_level: str = "L3"
-    cores: int = 8
     toolchain: str = "LLVM"
     n_steps: int = 1
     n_accum: int = 1
@@ -128,24 +125,25 @@ def why_not(deeploy_root: Path | None, target: str) -> str | None:
     return None
 
 
-def harness_command(runner: Path, model_dir: Path, schedule: Path, target: str, setup: HarnessSetup) -> list[str]:
+def harness_command(runner: Path, model_dir: Path, schedule: Path, target: str, setup: HarnessSetup,
+                    deeploy: DeeploySetup = DeeploySetup()) -> list[str]:
     command = [setup.python, str(runner), "-t", str(model_dir), "-p", PLATFORMS[target], "-s", "gvsoc",
-               "--toolchain", setup.toolchain, "--cores", str(setup.cores),
+               "--toolchain", setup.toolchain, "--cores", str(deeploy.n_cores),
                "--n-steps", str(setup.n_steps), "--n-accum", str(setup.n_accum),
                f"--recomputeSchedule={schedule}"]
     if "tiled" in runner.name:
-        command += ["--l1", str(setup.l1), "--l2", str(setup.l2), "--defaultMemLevel", setup.default_mem_level]
+        command += ["--l1", str(deeploy.l1), "--l2", str(deeploy.l2), "--defaultMemLevel", deeploy.default_mem_level]
     return command
 
 
 def run_harness(deeploy_root: Path | None, target: str, model_dir: Path, schedule: Path, log_path: Path,
-                setup: HarnessSetup = HarnessSetup()) -> GvsocResult:
+                setup: HarnessSetup = HarnessSetup(), deeploy: DeeploySetup = DeeploySetup()) -> GvsocResult:
     """Run the harness once (or say why not) and keep its output in `log_path`."""
     reason = why_not(deeploy_root, target)
     if reason:
         return GvsocResult(NOT_SIMULATED, reason)
     runner = find_runner(Path(deeploy_root), target)
-    command = harness_command(runner, Path(model_dir).resolve(), Path(schedule).resolve(), target, setup)
+    command = harness_command(runner, Path(model_dir).resolve(), Path(schedule).resolve(), target, setup, deeploy)
     try:
         done = subprocess.run(command, cwd=runner.parent, capture_output=True, text=True, timeout=setup.timeout)
     except subprocess.TimeoutExpired:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt.errors import CkptError
+from ckpt.replay.deeploy_setup import DeeploySetup
 from ckpt.replay.gvsoc import NOT_SIMULATED, GvsocResult, HarnessSetup, run_harness
 from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
@@ -24,17 +25,6 @@ from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import read_schedule
 
 TARGETS = ("none", "siracusa", "gap9")
-
-
-@dataclass(frozen=True)
-class DeeploySetup:
-    """The Deeploy configuration figures are taken in (Deeploy's CI values for the CCT training graphs)."""
-
-    l1: int = 128_000
-    l2: int = 1_024_000
-    default_mem_level: str = "L3"
-    n_cores: int = 8
-    allocator: str = "TetrisRandom"
 
 
 @dataclass(frozen=True)
@@ -161,7 +151,7 @@ def _gvsoc(model, schedule: Path, target: str, outdir: Path, options: ReplayOpti
         return GvsocResult(NOT_SIMULATED, "target none has no device to simulate")
     progress("gvsoc: checking for Deeploy's training harness")
     return run_harness(options.deeploy_root, target, model_path(model).parent, schedule, outdir / "gvsoc.log",
-                       options.harness)
+                       options.harness, options.deeploy)
 
 
 # --------------------------------------------------------------------------- report.json

@@ -92,6 +92,7 @@ class _Relaxation:
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
+    at: dict[int, dict[str, pulp.LpVariable]] = field(default_factory=dict)   # point s -> its K, by buffer
 
     def build(self) -> None:
         for s in range(len(self.points)):
@@ -108,9 +109,10 @@ class _Relaxation:
     def _presence(self, s: int) -> None:
         """K[s,x] for every buffer made before point s (made at the point itself: counted in its allocation)."""
         t = self.points[s]
+        self.at[s] = {}
         for x in self.problem.buffers:
             if self.problem.producer(x) < t:
-                self.K[s, x] = pulp.LpVariable(f"K_{s}_{self.problem.tensor_id[x]}", cat="Binary")
+                self.K[s, x] = self.at[s][x] = pulp.LpVariable(f"K_{s}_{self.problem.tensor_id[x]}", cat="Binary")
 
     def _segment_end(self, s: int) -> int:
         return self.points[s + 1] if s + 1 < len(self.points) else self.problem.n - 1
@@ -148,9 +150,7 @@ class _Relaxation:
         for v in p.pins:
             if p.producer(v) < t and any(j > t for j in g.readers.get(v, ())):
                 forced.add(g.root(v))
-        for (point, x), present in self.K.items():
-            if point != s:
-                continue
+        for x, present in self.at[s].items():
             if x in forced:
                 self.lp += present >= 1, f"forced_{s}_{p.tensor_id[x]}"
                 continue
@@ -166,14 +166,14 @@ class _Relaxation:
     def _fits(self, s: int) -> None:
         p, t = self.problem, self.points[s]
         size = p.graph.tensor_bytes
-        present = pulp.lpSum(size[x] * v for (point, x), v in self.K.items() if point == s)
+        present = pulp.lpSum(size[x] * v for x, v in self.at[s].items())
         self.lp += present + p.alloc[t] <= self.budget, f"fits_{s}"
 
     def _made_before_next_point(self, s: int) -> None:
         """A buffer present at point s was present at point s-1, or was made in the segment between them."""
         p = self.problem
-        for (point, x), present in list(self.K.items()):
-            if point != s or (s - 1, x) not in self.K:
+        for x, present in self.at[s].items():
+            if x not in self.at[s - 1]:
                 continue
             self.lp += present <= self.K[s - 1, x] + self._recompute(s - 1, p.producer(x)), \
                 f"made_{s}_{p.tensor_id[x]}"

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import bisect
 
-from ckpt.errors import CkptError
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions, version_spans
-from ckpt.solver.simulate import Replay, replay, stages_of
+from ckpt.solver.simulate import Replay, Sequence, replay, stages_of
 
 MAX_STEPS = 400
 
@@ -42,16 +41,10 @@ def polish(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions:
         dropped = False
         for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
             trial = Decisions(decisions.recomputes - {key})
-            if not holds_two_versions(graph, trial) and _fits(graph, trial, budget):
+            seq = trial.sequence(graph)
+            if not holds_two_versions(graph, trial, seq) and replay(graph, seq).peak_bytes <= budget:
                 decisions, dropped = trial, True
     return decisions
-
-
-def _fits(graph: TrainGraph, decisions: Decisions, budget: int) -> bool:
-    try:
-        return replay(graph, decisions.sequence(graph)).peak_bytes <= budget
-    except CkptError:   # a reader left without the version it needs
-        return False
 
 
 def excess(result: Replay, budget: int) -> int:
@@ -69,9 +62,10 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: 
         if not added:
             continue
         trial = Decisions(decisions.recomputes | added)
-        if holds_two_versions(graph, trial):
+        trial_seq = trial.sequence(graph)
+        if holds_two_versions(graph, trial, trial_seq):
             continue
-        new = replay(graph, trial.sequence(graph))
+        new = replay(graph, trial_seq)
         gain = now - excess(new, budget)
         cost = sum(graph.op_cost[graph.ops[i].name] for _, i in added)
         if gain > 0 and gain / cost > best_score:
@@ -79,18 +73,19 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: 
     return best
 
 
-def holds_two_versions(graph: TrainGraph, decisions: Decisions) -> bool:
+def holds_two_versions(graph: TrainGraph, decisions: Decisions, seq: Sequence | None = None) -> bool:
     """Whether a recompute runs while the version it replaces must stay live (kept by a view made from it).
 
     The MILP's schedules hold one version of a buffer at a time; keeping the heuristic inside the same space
     means the two search the same schedules, and an infeasible verdict means the same thing for both.
+    seq: the decisions' sequence, if the caller has it already.
     """
     stages_of_op: dict[int, list[int]] = {}
     for t, i in decisions.recomputes:
         stages_of_op.setdefault(i, []).append(t)
     if not stages_of_op:
         return False
-    for (tensor, made), last in version_spans(graph, decisions.sequence(graph)).items():
+    for (tensor, made), last in version_spans(graph, seq or decisions.sequence(graph)).items():
         rerun = stages_of_op.get(graph.producer[tensor], ())
         if rerun and graph.buffer_bytes(tensor) > 0 and any(made < t <= last for t in rerun):
             return True

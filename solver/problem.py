@@ -18,13 +18,10 @@ from ckpt.solver.graph import TrainGraph
 class Problem:
     """focus=True keeps only recomputes in stages where a reader of the op's outputs may run: much smaller,
     usually as good, but it can cut off the optimum, so it only seeds the exact model or runs behind --focus.
-    only: if given, the ops that may be recomputed at all (a restricted model, e.g. the ops a lower-bound
-    relaxation recomputes); None allows every recomputable op.
     """
 
     graph: TrainGraph
     focus: bool = False
-    only: frozenset[int] | None = None
 
     @property
     def n(self) -> int:
@@ -63,7 +60,7 @@ class Problem:
         return self.graph.producer[tensor]
 
     def recomputable(self, i: int) -> bool:
-        return self.graph.recomputable(i) and (self.only is None or i in self.only)
+        return self.graph.recomputable(i)
 
     # --- how far ahead things can matter --------------------------------------------------------
     @cached_property
@@ -75,7 +72,7 @@ class Problem:
         g, last = self.graph, [0] * self.n
         for i in reversed(range(self.n)):
             last[i] = i
-            if self.recomputable(i):
+            if g.recomputable(i):
                 for t in g.ops[i].outputs:
                     for j in g.readers.get(t, ()):
                         last[i] = max(last[i], last[j])
@@ -124,7 +121,7 @@ class Problem:
             for t in g.ops[i].outputs:
                 for j in g.readers.get(t, ()):
                     found[i].add(j)
-                    if self.recomputable(j):
+                    if g.recomputable(j):
                         found[i] |= found[j]
         return tuple(tuple(sorted(t for t in stages if t > i)) for i, stages in enumerate(found))
 

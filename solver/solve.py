@@ -77,7 +77,8 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     if options.budget is not None and options.budget < base.lower_bound:
         raise _infeasible(graph, options, base, staged, progress)
     free_run = Decisions(frozenset())
-    if options.objective == "cost" and replay(staged, free_run.sequence(staged)).peak_bytes <= options.budget:
+    plain_peak = base.min_memory_peak if options.order == "minmem" else base.graph_order_peak
+    if options.objective == "cost" and plain_peak <= options.budget:
         return _result(staged, base, free_run, None, Outcome("optimal", 0.0, 0.0), start, (0, 0, 0))
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
@@ -95,7 +96,8 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
                 start: float, progress) -> SolveResult:
     """Bound first, then the focused model and the exact one, each stopping once a schedule meets the bound."""
     budget = options.budget if options.objective == "cost" else None
-    floor = _floor(staged, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
+    problem = Problem(staged, focus=options.focus == "only")
+    floor = _floor(problem, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
     if math.isinf(floor.cost):
         raise _infeasible(staged, options, base, staged, progress)
     # The solver starts from the greedy schedule as it is: polished, it tends to trap HiGHS's heuristics.
@@ -110,7 +112,6 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         progress(f"the focused model's schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, heuristic, None, _bounded(Outcome("feasible", None, 0.0),
                        _cost(staged, heuristic), floor.cost, options), start, (0, 0, 0))
-    problem = Problem(staged, focus=options.focus == "only")
     found = _run_model(problem, budget, options, backend, heuristic, progress, "exact", enough)
     if found is None or (found[0].status == "infeasible" and heuristic is not None):
         return _known_schedule(staged, base, options, found, heuristic, polished, floor, start, progress)
@@ -168,11 +169,12 @@ def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decision
     return heuristic, replace(options.backend, time_limit=remaining)
 
 
-def _floor(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, progress) -> Bound:
-    """The relaxation's lower bound on the cost (solver/bounds.py), within its share of the time limit."""
+def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None, progress) -> Bound:
+    """The relaxation's lower bound on the cost (solver/bounds.py), within its share of the time limit.
+    It holds for every schedule over the stage order, so the focus setting of `problem` does not matter."""
     progress("lower bound: memory at the binding points")
-    enough = _cost(staged, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
-    floor = lower_bound(Problem(staged), options.budget, _share(options.backend.time_limit, BOUND_SHARE), enough)
+    enough = _cost(problem.graph, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
+    floor = lower_bound(problem, options.budget, _share(options.backend.time_limit, BOUND_SHARE), enough)
     progress(f"lower bound {floor.cost:.0f} cycles from {len(floor.points)} point(s)")
     return floor
 

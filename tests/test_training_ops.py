@@ -159,13 +159,16 @@ def _sce_inputs(case):
     return logits, labels, weight, ignore
 
 
+def _sce_attrs(case, ignore) -> dict:
+    """The onnx reference's attributes for a case."""
+    return {"reduction": case["reduction"], **({} if ignore is None else {"ignore_index": ignore})}
+
+
 @FAST
 @given(case=sce_cases)
 def test_sce_loss_matches_onnx_reference(case):
     logits, labels, weight, ignore = _sce_inputs(case)
-    attrs = {"reduction": case["reduction"]}
-    if ignore is not None:
-        attrs["ignore_index"] = ignore
+    attrs = _sce_attrs(case, ignore)
     args = [logits, labels] + ([weight] if weight is not None else [])
     ref_loss, ref_lp = ref_op("SoftmaxCrossEntropyLoss", args, 2, **attrs)
     loss, log_prob = T.softmax_cross_entropy_loss(logits, labels, weight, case["reduction"], ignore)
@@ -189,9 +192,7 @@ def test_sce_log_prob_is_stable_where_onnx_reference_overflows():
 @given(case=sce_cases)
 def test_sce_grad_is_derivative_of_reference_loss(case):
     logits, labels, weight, ignore = _sce_inputs(case)
-    attrs = {"reduction": case["reduction"]}
-    if ignore is not None:
-        attrs["ignore_index"] = ignore
+    attrs = _sce_attrs(case, ignore)
     rng = np.random.default_rng(case["seed"] + 1)
     dloss = rng.normal(size=labels.shape) if case["reduction"] == "none" else np.float64(rng.normal())
 
