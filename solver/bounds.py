@@ -10,14 +10,21 @@ This relaxation keeps what every schedule over the stage order must do around ch
 - a buffer that a later op reads and that is not present at a point is recomputed between the point and that
   reader;
 - a recompute needs each input present at the start of its segment, or recomputed in the same segment;
-- a buffer present at the next point was present at this one, or was made in between.
+- a buffer present at the next point was present at this one, or was made in between;
+- a recompute that reads a view reads the very version the view was made from: once that version is gone, a
+  recompute of its producer makes a new one the view never sees.
 Every schedule maps onto it (present = has a live version at the point, D = recomputed in the segment) at no
 more cost, so any proven bound on its optimum bounds the exact MILP's optimum from below. Its LP is a
 precedence-constrained knapsack per point, far tighter than Checkmate's, and it is small.
+
+Which points? All of them is slow (CCT2_FT2 at 0.6: 82 points, 180 s), a few is weak. So points are added where
+they are needed, like lazy constraints: solve over the strongest few, turn the answer into a real schedule
+(each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
+over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import math
 import time
@@ -26,7 +33,10 @@ import pulp
 
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.problem import Problem
+from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import plain_sequence, replay
+
+GROWTH = 4   # stages added to the point set per round: those where the realised schedule is furthest over
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,7 @@ class Bound:
     cost: float                 # no schedule over this stage order is cheaper
     points: tuple[int, ...]     # the stages whose first-run memory the relaxation checked
     proven: bool                # True when the relaxation was solved to optimality (else its dual bound)
+    schedule: Decisions | None = None   # the relaxation's answer as a schedule that replays within the budget
 
 
 def over_budget_points(problem: Problem, budget: int) -> list[int]:
@@ -45,35 +56,60 @@ def over_budget_points(problem: Problem, budget: int) -> list[int]:
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
                 joint: int = 8) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
-    first), then the `joint` strongest points together. Stops once the bound reaches `enough` (a known cost)."""
+    first), then the `joint` strongest points together, growing by the stages where the answer's realised
+    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost)."""
     deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
     levels = replay(problem.graph, plain_sequence(problem.graph)).levels
     points = sorted((t for t, level in enumerate(levels) if level > budget), key=lambda t: (-levels[t], t))
     best, singles = Bound(0.0, (), True), []
     for t in points:
-        left = deadline - time.perf_counter()
-        if left <= 0 or best.cost >= enough:
+        if _left(deadline) <= 0 or best.cost >= enough:
             return best
-        found = point_bound(problem, budget, [t], None if math.isinf(left) else left)
+        found = point_bound(problem, budget, [t], _limit(deadline))
         singles.append((found.cost, t))
         best = max(best, found, key=lambda b: b.cost)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    left = deadline - time.perf_counter()
-    if len(strongest) > 1 and left > 0 and best.cost < enough:
-        found = point_bound(problem, budget, strongest, None if math.isinf(left) else left)
+    return _grown(problem, budget, strongest, best, deadline, enough)
+
+
+def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float) -> Bound:
+    """Solve over `chosen`, then add the stages its realised schedule overflows, until that schedule fits,
+    the bound reaches `enough`, nothing is left to add, or time runs out."""
+    while chosen and _left(deadline) > 0 and best.cost < enough:
+        relaxation = _Relaxation(problem, budget, chosen)
+        found = relaxation.solve(_limit(deadline))
         best = max(best, found, key=lambda b: b.cost)
+        if not found.proven or math.isinf(found.cost):
+            break
+        schedule = relaxation.realised()
+        overflow = _overflow(problem, schedule, budget)
+        if not overflow:   # the answer is a real schedule: nothing over this stage order is cheaper
+            return replace(found, cost=best.cost, schedule=schedule)
+        added = [t for t in overflow if t not in chosen][:GROWTH]
+        if not added:
+            break
+        chosen = sorted(chosen + added)
     return best
+
+
+def _overflow(problem: Problem, schedule: Decisions, budget: int) -> list[int]:
+    """Stages where `schedule` replays above the budget, furthest over first."""
+    peaks = replay(problem.graph, schedule.sequence(problem.graph)).stage_peaks()
+    return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t))
+
+
+def _left(deadline: float) -> float:
+    return deadline - time.perf_counter()
+
+
+def _limit(deadline: float) -> float | None:
+    return None if math.isinf(deadline) else max(0.0, _left(deadline))
 
 
 def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None) -> Bound:
     """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
     which is valid whether or not the relaxation was solved to the end."""
-    relaxation = _Relaxation(problem, budget, sorted(set(points)))
-    relaxation.build()
-    outcome = run(relaxation.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
-    if outcome.status == "infeasible":
-        return Bound(math.inf, tuple(relaxation.points), True)
-    return Bound(_dual_bound(relaxation.lp), tuple(relaxation.points), outcome.status == "optimal")
+    return _Relaxation(problem, budget, sorted(set(points))).solve(seconds)
 
 
 def _dual_bound(lp: pulp.LpProblem) -> float:
@@ -93,6 +129,14 @@ class _Relaxation:
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
     at: dict[int, dict[str, pulp.LpVariable]] = field(default_factory=dict)   # point s -> its K, by buffer
+    P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
+
+    def solve(self, seconds: float | None) -> Bound:
+        self.build()
+        outcome = run(self.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
+        if outcome.status == "infeasible":
+            return Bound(math.inf, tuple(self.points), True)
+        return Bound(_dual_bound(self.lp), tuple(self.points), outcome.status == "optimal")
 
     def build(self) -> None:
         for s in range(len(self.points)):
@@ -126,6 +170,23 @@ class _Relaxation:
             self._inputs_available(s, i)
         return self.D[s, i]
 
+    def _pinned(self, s: int, y: str):
+        """P[s,y]: the buffer version that view y was made from is still there at point s (None: y is made
+        later, or its buffer is not an activation). A recompute makes a new version the view never sees, so
+        once that version is gone it stays gone."""
+        p, g = self.problem, self.problem.graph
+        x = g.root(y)
+        if p.producer(y) >= self.points[s] or (s, x) not in self.K:
+            return None
+        if (s, y) not in self.P:
+            name = f"{s}_{p.tensor_id[y]}"
+            self.P[s, y] = pulp.LpVariable(f"P_{name}", cat="Binary")
+            self.lp += self.P[s, y] <= self.K[s, x], f"pinned_present_{name}"
+            before = self._pinned(s - 1, y) if s > 0 else None
+            if before is not None:
+                self.lp += self.P[s, y] <= before, f"pinned_kept_{name}"
+        return self.P[s, y]
+
     # --- constraint families ----------------------------------------------------------------------------
     def _inputs_available(self, s: int, i: int) -> None:
         """A recompute in segment s reads each input from a version present at point s or made in the segment."""
@@ -133,10 +194,10 @@ class _Relaxation:
         for y in dict.fromkeys(g.ops[i].inputs):
             if not g.is_activation(y):
                 continue
-            if y in g.aliases:   # a view is made once: it pins the version present when it was made
-                x = g.root(y)
-                if p.producer(y) < t and (s, x) in self.K:
-                    self.lp += self.D[s, i] <= self.K[s, x], f"view_{s}_{i}_{p.tensor_id.get(y, 0)}"
+            if y in g.aliases:   # a view is made once: it reads the version it was made from
+                pinned = self._pinned(s, y)
+                if pinned is not None:
+                    self.lp += self.D[s, i] <= pinned, f"view_{s}_{i}_{p.tensor_id[y]}"
                 continue
             if (s, y) not in self.K:
                 continue             # made at or after point s: available in the segment at no cost here
@@ -148,8 +209,11 @@ class _Relaxation:
         p, g, t = self.problem, self.problem.graph, self.points[s]
         forced = {g.root(y) for y in g.ops[t].inputs}
         for v in p.pins:
-            if p.producer(v) < t and any(j > t for j in g.readers.get(v, ())):
+            if p.producer(v) < t and any(j >= t for j in g.readers.get(v, ())):
                 forced.add(g.root(v))
+                pinned = self._pinned(s, v)
+                if pinned is not None:
+                    self.lp += pinned >= 1, f"pin_forced_{s}_{p.tensor_id[v]}"
         for x, present in self.at[s].items():
             if x in forced:
                 self.lp += present >= 1, f"forced_{s}_{p.tensor_id[x]}"
@@ -177,3 +241,19 @@ class _Relaxation:
                 continue
             self.lp += present <= self.K[s - 1, x] + self._recompute(s - 1, p.producer(x)), \
                 f"made_{s}_{p.tensor_id[x]}"
+
+    # --- the answer as a schedule -------------------------------------------------------------------------
+    def realised(self) -> Decisions:
+        """The solved D as real recomputes: each placed in its segment right before the first op that reads
+        it there (an op of the stage order, or another recompute of the segment), else at the segment's end."""
+        g, placed = self.problem.graph, {}
+        chosen = sorted((key for key, var in self.D.items() if var.value() > 0.5), key=lambda key: -key[1])
+        for s, i in chosen:   # readers come after the op they read, so they are placed first
+            first, end = self.points[s], self._segment_end(s)
+            stages = [end]
+            for x in g.ops[i].outputs:
+                for j in g.readers.get(x, ()):
+                    stages += [j] if first < j <= end else []
+                    stages += [placed[s, j]] if (s, j) in placed else []
+            placed[s, i] = min(stages)
+        return Decisions(frozenset((t, i) for (_, i), t in placed.items()))

@@ -22,7 +22,7 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import Sequence, drop_dead, replay
 
 METHODS = ("milp", "greedy")
-BOUND_SHARE = 0.15    # of the time limit for the relaxation's lower bound (it usually needs well under a second)
+BOUND_SHARE = 0.5     # of the time limit for the relaxation's lower bound, which often finds the optimum itself
 FOCUS_SHARE = 0.7     # of the time limit for the focused model, which finds good schedules far sooner
 MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget
 ORDERS = ("minmem", "graph")
@@ -102,8 +102,10 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         raise _infeasible(staged, options, base, staged, progress)
     # The solver starts from the greedy schedule as it is: polished, it tends to trap HiGHS's heuristics.
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
+    if floor.schedule is not None:
+        polished = _cheaper(staged, floor.schedule, polished)
     if _meets_floor(staged, polished, floor, options):
-        progress(f"the heuristic's schedule meets the lower bound {floor.cost:.0f}: optimal")
+        progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, polished, None, _bounded(Outcome("heuristic", None, 0.0),
                        _cost(staged, polished), floor.cost, options), start, (0, 0, 0))
     enough = _enough(floor.cost, options.backend.gap)
