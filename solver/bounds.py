@@ -21,6 +21,9 @@ Which points? All of them is slow (CCT2_FT2 at 0.6: 82 points, 180 s), a few is 
 they are needed, like lazy constraints: solve over the strongest few, turn the answer into a real schedule
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
+When it only goes over while a recompute chain runs before a point (intermediates that no point sees), later
+rounds keep that excess free at the point. That is a heuristic: those rounds find schedules, not bounds, and
+solve() weighs what they find against the bound. An answer that never fits is still a start for a repair.
 """
 from __future__ import annotations
 
@@ -36,15 +39,17 @@ from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import plain_sequence, replay
 
-GROWTH = 4   # stages added to the point set per round: those where the realised schedule is furthest over
+GROWTH = 4               # stages added per round: those where the realised schedule is furthest over
+RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
+HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
 
 
 @dataclass(frozen=True)
 class Bound:
     cost: float                 # no schedule over this stage order is cheaper
     points: tuple[int, ...]     # the stages whose first-run memory the relaxation checked
-    proven: bool                # True when the relaxation was solved to optimality (else its dual bound)
     schedule: Decisions | None = None   # the relaxation's answer as a schedule that replays within the budget
+    sketch: Decisions | None = None     # else its last answer realised, which overflows: a start for a repair
 
 
 def over_budget_points(problem: Problem, budget: int) -> list[int]:
@@ -61,7 +66,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
     levels = replay(problem.graph, plain_sequence(problem.graph)).levels
     points = sorted((t for t, level in enumerate(levels) if level > budget), key=lambda t: (-levels[t], t))
-    best, singles = Bound(0.0, (), True), []
+    best, singles = Bound(0.0, ()), []
     for t in points:
         if _left(deadline) <= 0 or best.cost >= enough:
             return best
@@ -73,29 +78,50 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
 
 
 def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float) -> Bound:
-    """Solve over `chosen`, then add the stages its realised schedule overflows, until that schedule fits,
-    the bound reaches `enough`, nothing is left to add, or time runs out."""
+    """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
+    schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
+    overflows while a recompute chain runs before a point (its intermediates, which points do not see),
+    that point keeps the excess free in later rounds: a heuristic to find a schedule that fits, so those
+    rounds prove nothing."""
+    headroom: dict[int, int] = {}
+    sketch = None
     while chosen and _left(deadline) > 0 and best.cost < enough:
-        relaxation = _Relaxation(problem, budget, chosen)
-        found = relaxation.solve(_limit(deadline))
-        best = max(best, found, key=lambda b: b.cost)
-        if not found.proven or math.isinf(found.cost):
+        relaxation = _Relaxation(problem, budget, chosen, dict(headroom))
+        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost))
+        if not headroom:
+            best = max(best, found, key=lambda b: b.cost)
+        if math.isinf(found.cost) or not relaxation.answered:
             break
-        schedule = relaxation.realised()
-        overflow = _overflow(problem, schedule, budget)
-        if not overflow:   # the answer is a real schedule: nothing over this stage order is cheaper
-            return replace(found, cost=best.cost, schedule=schedule)
+        sketch = relaxation.realised()
+        overflow, in_recomputes = _overflow(problem, sketch, budget)
+        if not overflow:   # a real schedule: if it costs what the bound proves, it is optimal
+            return Bound(best.cost, found.points, schedule=sketch)
         added = [t for t in overflow if t not in chosen][:GROWTH]
-        if not added:
+        if added:
+            chosen = sorted(chosen + added)
+        elif in_recomputes:
+            for t, excess in in_recomputes.items():
+                headroom[t] = headroom.get(t, 0) + excess
+        else:
             break
-        chosen = sorted(chosen + added)
-    return best
+    return replace(best, sketch=sketch)
 
 
-def _overflow(problem: Problem, schedule: Decisions, budget: int) -> list[int]:
-    """Stages where `schedule` replays above the budget, furthest over first."""
-    peaks = replay(problem.graph, schedule.sequence(problem.graph)).stage_peaks()
-    return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t))
+def _as_cheap_as(bound: float) -> float | None:
+    """The cost at which an answer meets a proven bound: HiGHS may stop there, since no proof is needed."""
+    return bound / (1 - RELAXATION_GAP) + 1 if bound > 0 else None
+
+
+def _overflow(problem: Problem, schedule: Decisions, budget: int) -> tuple[list[int], dict[int, int]]:
+    """Stages where `schedule` replays above the budget, furthest over first; and, for those where it is
+    over while a recompute runs, by how much."""
+    seq = schedule.sequence(problem.graph)
+    result = replay(problem.graph, seq)
+    peaks, during = result.stage_peaks(), {}
+    for (_, is_recompute), stage, level in zip(seq, result.stage_of, result.levels):
+        if is_recompute and level > budget:
+            during[stage] = max(during.get(stage, 0), level - budget)
+    return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t)), during
 
 
 def _left(deadline: float) -> float:
@@ -125,18 +151,31 @@ class _Relaxation:
     problem: Problem
     budget: int
     points: list[int]
+    headroom: dict[int, int] = field(default_factory=dict)   # point -> bytes left free there (a heuristic)
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
     at: dict[int, dict[str, pulp.LpVariable]] = field(default_factory=dict)   # point s -> its K, by buffer
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
 
-    def solve(self, seconds: float | None) -> Bound:
+    def solve(self, seconds: float | None, target: float | None = None) -> Bound:
+        """The bound this relaxation proves. HiGHS stops early at an answer costing `target` or less: one
+        whose realised schedule may fit, when a bound that low is already proven elsewhere. With headroom the
+        answer is all that is wanted, so a looser gap does."""
         self.build()
-        outcome = run(self.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
+        gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
+        outcome = run(self.lp, SolverOptions(name="highs", time_limit=seconds, gap=gap), stop_at=target)
         if outcome.status == "infeasible":
-            return Bound(math.inf, tuple(self.points), True)
-        return Bound(_dual_bound(self.lp), tuple(self.points), outcome.status == "optimal")
+            return Bound(math.inf, tuple(self.points))
+        return Bound(_dual_bound(self.lp), tuple(self.points))
+
+    @property
+    def answered(self) -> bool:
+        """Whether HiGHS holds an answer (a feasible point of the relaxation) to realise."""
+        try:
+            return self.lp.solverModel.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
+        except Exception:
+            return False
 
     def build(self) -> None:
         for s in range(len(self.points)):
@@ -231,7 +270,7 @@ class _Relaxation:
         p, t = self.problem, self.points[s]
         size = p.graph.tensor_bytes
         present = pulp.lpSum(size[x] * v for x, v in self.at[s].items())
-        self.lp += present + p.alloc[t] <= self.budget, f"fits_{s}"
+        self.lp += present + p.alloc[t] <= self.budget - self.headroom.get(t, 0), f"fits_{s}"
 
     def _made_before_next_point(self, s: int) -> None:
         """A buffer present at point s was present at point s-1, or was made in the segment between them."""

@@ -18,9 +18,10 @@ from ckpt.solver.simulate import Replay, Sequence, replay, stages_of
 MAX_STEPS = 400
 
 
-def greedy(graph: TrainGraph, budget: int) -> Decisions | None:
-    """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there."""
-    decisions = Decisions(frozenset())
+def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None) -> Decisions | None:
+    """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there. `start`: the
+    recomputes to begin from (say, a near miss to repair) instead of none."""
+    decisions = start or Decisions(frozenset())
     result = replay(graph, decisions.sequence(graph))
     for _ in range(MAX_STEPS):
         if result.peak_bytes <= budget:

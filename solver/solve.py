@@ -22,7 +22,7 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import Sequence, drop_dead, replay
 
 METHODS = ("milp", "greedy")
-BOUND_SHARE = 0.5     # of the time limit for the relaxation's lower bound, which often finds the optimum itself
+BOUND_SHARE = 0.8     # of the time limit for the relaxation: its bound is the proof, and its answer often the optimum
 FOCUS_SHARE = 0.7     # of the time limit for the focused model, which finds good schedules far sooner
 MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget
 ORDERS = ("minmem", "graph")
@@ -97,13 +97,14 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     """Bound first, then the focused model and the exact one, each stopping once a schedule meets the bound."""
     budget = options.budget if options.objective == "cost" else None
     problem = Problem(staged, focus=options.focus == "only")
-    floor = _floor(problem, options, heuristic, progress) if budget is not None else Bound(0.0, (), True)
+    floor = _floor(problem, options, heuristic, progress) if budget is not None else Bound(0.0, ())
     if math.isinf(floor.cost):
         raise _infeasible(staged, options, base, staged, progress)
-    # The solver starts from the greedy schedule as it is: polished, it tends to trap HiGHS's heuristics.
+    # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
+    # or from the relaxation's where that is cheaper.
+    relaxed = _cheaper_of(staged, floor.schedule, _repaired(staged, floor.sketch, budget))
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
-    if floor.schedule is not None:
-        polished = _cheaper(staged, floor.schedule, polished)
+    polished, heuristic = _cheaper_of(staged, polished, relaxed), _cheaper_of(staged, heuristic, relaxed)
     if _meets_floor(staged, polished, floor, options):
         progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, polished, None, _bounded(Outcome("heuristic", None, 0.0),
@@ -214,6 +215,19 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, back
     chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
     booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
     return outcome, chosen, booked, sizes
+
+
+def _repaired(staged: TrainGraph, sketch: Decisions | None, budget: int | None) -> Decisions | None:
+    """The relaxation's near miss made to fit by the greedy heuristic, then polished (None if it cannot)."""
+    if sketch is None or budget is None:
+        return None
+    fixed = greedy(staged, budget, start=sketch)
+    return polish(staged, fixed, budget) if fixed is not None else None
+
+
+def _cheaper_of(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:
+    found = [c for c in candidates if c is not None]
+    return min(found, key=lambda c: _cost(staged, c)) if found else None
 
 
 def _cheaper(staged: TrainGraph, first: Decisions, second: Decisions | None) -> Decisions:
