@@ -102,9 +102,9 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         raise _infeasible(staged, options, base, staged, progress)
     # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
     # or from the relaxation's where that is cheaper.
-    relaxed = _cheaper_of(staged, floor.schedule, _repaired(staged, floor.sketch, budget))
+    relaxed = _from_relaxation(staged, floor, budget)
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
-    polished, heuristic = _cheaper_of(staged, polished, relaxed), _cheaper_of(staged, heuristic, relaxed)
+    polished, heuristic = _cheaper(staged, polished, relaxed), _cheaper(staged, heuristic, relaxed)
     if _meets_floor(staged, polished, floor, options):
         progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, polished, None, _bounded(Outcome("heuristic", None, 0.0),
@@ -217,21 +217,18 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, back
     return outcome, chosen, booked, sizes
 
 
-def _repaired(staged: TrainGraph, sketch: Decisions | None, budget: int | None) -> Decisions | None:
-    """The relaxation's near miss made to fit by the greedy heuristic, then polished (None if it cannot)."""
-    if sketch is None or budget is None:
+def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None) -> Decisions | None:
+    """The relaxation's schedule, or its near miss made to fit by the greedy heuristic; polished."""
+    if budget is None:
         return None
-    fixed = greedy(staged, budget, start=sketch)
-    return polish(staged, fixed, budget) if fixed is not None else None
+    found = floor.schedule or (greedy(staged, budget, start=floor.sketch) if floor.sketch else None)
+    return polish(staged, found, budget) if found is not None else None
 
 
-def _cheaper_of(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:
+def _cheaper(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:
+    """The cheapest of the schedules given (the first of equals), None if none is."""
     found = [c for c in candidates if c is not None]
     return min(found, key=lambda c: _cost(staged, c)) if found else None
-
-
-def _cheaper(staged: TrainGraph, first: Decisions, second: Decisions | None) -> Decisions:
-    return second if second is not None and _cost(staged, second) < _cost(staged, first) else first
 
 
 def _share(limit: float | None, fraction: float, used: float = 0.0) -> float | None:
