@@ -36,6 +36,7 @@ import pulp
 
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.problem import Problem
+from ckpt.solver.realise import Span, by_first_reader, exactly
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import plain_sequence, replay
 
@@ -80,36 +81,46 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
 def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float) -> Bound:
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
-    overflows while a recompute chain runs before a point (its intermediates, which points do not see),
-    that point keeps the excess free in later rounds: a heuristic to find a schedule that fits, so those
-    rounds prove nothing."""
+    overflows only while recompute chains run (intermediates no point sees), the exact placement of the
+    answer's recomputes is tried; failing that, those points keep the excess free in later rounds: a
+    heuristic to find a schedule that fits, so those rounds prove nothing. Returns the cheapest found."""
     headroom: dict[int, int] = {}
-    sketch = None
+    sketch, found_schedules = None, []
     while chosen and _left(deadline) > 0 and best.cost < enough:
         relaxation = _Relaxation(problem, budget, chosen, dict(headroom))
-        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost))
+        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if headroom else None)
         if not headroom:
             best = max(best, found, key=lambda b: b.cost)
         if math.isinf(found.cost) or not relaxation.answered:
             break
-        sketch = relaxation.realised()
+        sketch = by_first_reader(problem.graph, relaxation.answer())
         overflow, in_recomputes = _overflow(problem, sketch, budget)
         if not overflow:   # a real schedule: if it costs what the bound proves, it is optimal
-            return Bound(best.cost, found.points, schedule=sketch)
+            found_schedules.append(sketch)
+            break
         added = [t for t in overflow if t not in chosen][:GROWTH]
-        if added:
-            chosen = sorted(chosen + added)
+        if added:   # a new round over more points, without headroom: it proves a bound again
+            chosen, headroom = sorted(chosen + added), {}
         elif in_recomputes:
+            placed = exactly(problem.graph, relaxation.answer(), budget, _limit(deadline)) if not headroom else None
+            found_schedules += [placed] if placed is not None else []
+            if placed is not None and _cost(problem, placed) <= _as_cheap_as(best.cost):
+                break
             for t, excess in in_recomputes.items():
                 headroom[t] = headroom.get(t, 0) + excess
         else:
             break
-    return replace(best, sketch=sketch)
+    cheapest = min(found_schedules, key=lambda d: _cost(problem, d), default=None)
+    return replace(best, schedule=cheapest, sketch=sketch)
 
 
-def _as_cheap_as(bound: float) -> float | None:
+def _cost(problem: Problem, decisions: Decisions) -> int:
+    return sum(problem.graph.op_cost[problem.graph.ops[i].name] for _, i in decisions.recomputes)
+
+
+def _as_cheap_as(bound: float) -> float:
     """The cost at which an answer meets a proven bound: HiGHS may stop there, since no proof is needed."""
-    return bound / (1 - RELAXATION_GAP) + 1 if bound > 0 else None
+    return bound / (1 - RELAXATION_GAP) + 1
 
 
 def _overflow(problem: Problem, schedule: Decisions, budget: int) -> tuple[list[int], dict[int, int]]:
@@ -159,9 +170,8 @@ class _Relaxation:
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
 
     def solve(self, seconds: float | None, target: float | None = None) -> Bound:
-        """The bound this relaxation proves. HiGHS stops early at an answer costing `target` or less: one
-        whose realised schedule may fit, when a bound that low is already proven elsewhere. With headroom the
-        answer is all that is wanted, so a looser gap does."""
+        """The bound this relaxation proves. With headroom the answer is all that is wanted: a looser gap
+        does, and HiGHS stops early at one costing `target` or less (a bound that low is proven already)."""
         self.build()
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
         outcome = run(self.lp, SolverOptions(name="highs", time_limit=seconds, gap=gap), stop_at=target)
@@ -281,18 +291,7 @@ class _Relaxation:
             self.lp += present <= self.K[s - 1, x] + self._recompute(s - 1, p.producer(x)), \
                 f"made_{s}_{p.tensor_id[x]}"
 
-    # --- the answer as a schedule -------------------------------------------------------------------------
-    def realised(self) -> Decisions:
-        """The solved D as real recomputes: each placed in its segment right before the first op that reads
-        it there (an op of the stage order, or another recompute of the segment), else at the segment's end."""
-        g, placed = self.problem.graph, {}
-        chosen = sorted((key for key, var in self.D.items() if var.value() > 0.5), key=lambda key: -key[1])
-        for s, i in chosen:   # readers come after the op they read, so they are placed first
-            first, end = self.points[s], self._segment_end(s)
-            stages = [end]
-            for x in g.ops[i].outputs:
-                for j in g.readers.get(x, ()):
-                    stages += [j] if first < j <= end else []
-                    stages += [placed[s, j]] if (s, j) in placed else []
-            placed[s, i] = min(stages)
-        return Decisions(frozenset((t, i) for (_, i), t in placed.items()))
+    # --- the answer ------------------------------------------------------------------------------------
+    def answer(self) -> list[Span]:
+        """The solved D: each op that runs again, and between which stages."""
+        return [Span(i, self.points[s], self._segment_end(s)) for (s, i), var in self.D.items() if var.value() > 0.5]

@@ -22,6 +22,7 @@ class Problem:
 
     graph: TrainGraph
     focus: bool = False
+    only: frozenset[tuple[int, int]] | None = None   # (stage, op): the only recomputes allowed, if given
 
     @property
     def n(self) -> int:
@@ -109,9 +110,19 @@ class Problem:
         """Stages t > i in which op i may be recomputed."""
         if not self.recomputable(i):
             return range(0)
+        if self.only is not None:
+            return self.allowed_stages.get(i, ())
         if self.focus:
             return self.reader_stages[i]
         return range(i + 1, self.last_stage[i] + 1)
+
+    @cached_property
+    def allowed_stages(self) -> dict[int, tuple[int, ...]]:
+        """Op -> the stages `only` allows it to be recomputed in."""
+        found: dict[int, list[int]] = {}
+        for t, i in sorted(self.only or ()):
+            found.setdefault(i, []).append(t)
+        return {i: tuple(stages) for i, stages in found.items()}
 
     @cached_property
     def reader_stages(self) -> tuple[tuple[int, ...], ...]:

@@ -271,7 +271,8 @@ def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, stage
     if proven:
         floor = f"the proven minimum peak is {minimum} B"
     else:
-        floor = f"the smallest feasible budget is at least {max(base.lower_bound, minimum)} B"
+        # the budget itself is proven too small here, so the answer is above it whatever the solver reached
+        floor = f"the smallest feasible budget is at least {max(base.lower_bound, minimum, (options.budget or 0) + 1)} B"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
                             f"(single-op lower bound {base.lower_bound} B)", "raise the budget")
 

@@ -1,0 +1,49 @@
+"""Turning an answer of the point relaxation (solver/bounds.py) into a real schedule.
+
+The relaxation says which ops run again between two points, not where: an answer is a list of `Span`s, each
+"op i runs again in one of stages first+1..last". Two ways to place them:
+- by rule: each right before the first op that reads it in its span (a stage-order op, or another recompute
+  of the span); instant, and usually right;
+- exactly: the Checkmate MILP restricted to those spans, which also chooses the stage and what to keep. It is
+  small (a few hundred recompute variables), so it takes about a second, and it finds a placement whenever
+  one exists for these ops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt.solver import milp
+from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.problem import Problem
+from ckpt.solver.schedule import Decisions
+
+
+@dataclass(frozen=True)
+class Span:
+    op: int
+    first: int    # the op runs again after stage `first`'s own op...
+    last: int     # ...and no later than stage `last` (before its op)
+
+
+def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
+    """Each recompute right before the first op of its span that reads it, else at the span's end."""
+    placed: dict[tuple[int, int], int] = {}   # (span start, op) -> stage
+    for span in sorted(answer, key=lambda s: -s.op):   # readers come after the op they read: place them first
+        stages = [span.last]
+        for x in graph.ops[span.op].outputs:
+            for j in graph.readers.get(x, ()):
+                stages += [j] if span.first < j <= span.last else []
+                stages += [placed[span.first, j]] if (span.first, j) in placed else []
+        placed[span.first, span.op] = min(stages)
+    return Decisions(frozenset((t, i) for (_, i), t in placed.items()))
+
+
+def exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None) -> Decisions | None:
+    """The cheapest schedule that recomputes only these ops within their spans, if one fits the budget."""
+    allowed = frozenset((t, s.op) for s in answer for t in range(max(s.first, s.op) + 1, s.last + 1))
+    model = milp.build(Problem(graph, only=allowed), budget)
+    outcome = run(model.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
+    if outcome.status not in ("optimal", "feasible"):
+        return None
+    return Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
