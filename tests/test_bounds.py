@@ -1,12 +1,15 @@
 """The point relaxation's lower bound: never above the exact optimum, and strong enough to prove real points."""
 import math
+import re
 
 import onnx
 import pulp
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt import examples
+from ckpt.errors import InfeasibleBudget
 from ckpt.solver import milp
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
@@ -142,3 +145,18 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     bound = lower_bound(Problem(graph), budget, seconds=None)
     assert bound.schedule is not None and cost_of(graph, bound.schedule) == bound.cost == 110336
     assert replay(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
+
+
+def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
+    """Residual CNN at 0.3: above the single-op bound, yet the relaxation proves no schedule fits. The error
+    must not suggest a smallest budget at or below the one just refused."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    graph = load_graph(tmp_path / "network.onnx")
+    base = baselines(graph)
+    budget = int(0.3 * base.graph_order_peak)
+    assert budget > base.lower_bound
+    with pytest.raises(InfeasibleBudget) as refused:
+        solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=4)))
+    found = re.search(r"smallest feasible budget is at least (\d+) B|minimum peak is (\d+) B", str(refused.value))
+    stated = int(found.group(1) or found.group(2))
+    assert stated > budget
