@@ -21,9 +21,13 @@ Which points? All of them is slow (CCT2_FT2 at 0.6: 82 points, 180 s), a few is 
 they are needed, like lazy constraints: solve over the strongest few, turn the answer into a real schedule
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
-When it only goes over while a recompute chain runs before a point (intermediates that no point sees), later
-rounds keep that excess free at the point. That is a heuristic: those rounds find schedules, not bounds, and
-solve() weighs what they find against the bound. An answer that never fits is still a start for a repair.
+When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
+answer is placed exactly (solver/realise.py), and failing that, later rounds keep that excess free at the
+point. That is a heuristic: those rounds find schedules, not bounds, and solve() weighs what they find
+against the bound. An answer that never fits is still a start for a repair. If no schedule met the bound,
+the time left goes to the strongest form: every binding point, with memory also checked while each segment's
+recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
+read).
 """
 from __future__ import annotations
 
@@ -111,7 +115,16 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
         else:
             break
     cheapest = min(found_schedules, key=lambda d: _cost(problem, d), default=None)
+    if _left(deadline) > 0 and best.cost < enough and (cheapest is None or _cost(problem, cheapest) > _as_cheap_as(best.cost)):
+        best = max(best, _with_chains(problem, budget, deadline), key=lambda b: b.cost)
     return replace(best, schedule=cheapest, sketch=sketch)
+
+
+def _with_chains(problem: Problem, budget: int, deadline: float) -> Bound:
+    """The last resort for a proof: every binding point, and memory checked while every segment's recomputes
+    run. Valid and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but
+    slow on big graphs, so it only gets the time the rounds leave."""
+    return point_bound(problem, budget, over_budget_points(problem, budget), _limit(deadline), chains=True)
 
 
 def _cost(problem: Problem, decisions: Decisions) -> int:
@@ -143,10 +156,13 @@ def _limit(deadline: float) -> float | None:
     return None if math.isinf(deadline) else max(0.0, _left(deadline))
 
 
-def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None) -> Bound:
+def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None,
+                chains: bool = False) -> Bound:
     """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
-    which is valid whether or not the relaxation was solved to the end."""
-    return _Relaxation(problem, budget, sorted(set(points))).solve(seconds)
+    which is valid whether or not the relaxation was solved to the end. `chains`: also check memory while
+    the recomputes of each segment run."""
+    points = sorted(set(points))
+    return _Relaxation(problem, budget, points, chained=frozenset(points if chains else ())).solve(seconds)
 
 
 def _dual_bound(lp: pulp.LpProblem) -> float:
@@ -163,11 +179,14 @@ class _Relaxation:
     budget: int
     points: list[int]
     headroom: dict[int, int] = field(default_factory=dict)   # point -> bytes left free there (a heuristic)
+    chained: frozenset[int] = frozenset()   # points whose segment before them is checked while it recomputes
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
     at: dict[int, dict[str, pulp.LpVariable]] = field(default_factory=dict)   # point s -> its K, by buffer
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
+    H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
+    M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
 
     def solve(self, seconds: float | None, target: float | None = None) -> Bound:
         """The bound this relaxation proves. With headroom the answer is all that is wanted: a looser gap
@@ -195,6 +214,9 @@ class _Relaxation:
             self._fits(s)
         for s in range(1, len(self.points)):
             self._made_before_next_point(s)
+        for s in range(len(self.points) - 1):
+            if self.points[s + 1] in self.chained:
+                self._fits_while_recomputing(s)
         cost = self.problem.graph.op_cost
         self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
 
@@ -235,6 +257,18 @@ class _Relaxation:
             if before is not None:
                 self.lp += self.P[s, y] <= before, f"pinned_kept_{name}"
         return self.P[s, y]
+
+    def _held(self, s: int, x: str):
+        """H[s,x] >= 1 when the version of x there at point s (or made by op t_s) is still there at point s+1
+        and x was not recomputed in between: then it is in memory during the whole segment."""
+        p = self.problem
+        if (s, x) not in self.H:
+            name = f"{s}_{p.tensor_id[x]}"
+            self.H[s, x] = pulp.LpVariable(f"H_{name}", lowBound=0, upBound=1)
+            before = self.K[s, x] if (s, x) in self.K else 1   # made by op t_s itself: there at the point
+            self.lp += self.H[s, x] >= before + self.K[s + 1, x] - 1 - self._recompute(s, p.producer(x)), \
+                f"held_{name}"
+        return self.H[s, x]
 
     # --- constraint families ----------------------------------------------------------------------------
     def _inputs_available(self, s: int, i: int) -> None:
@@ -281,6 +315,72 @@ class _Relaxation:
         size = p.graph.tensor_bytes
         present = pulp.lpSum(size[x] * v for x, v in self.at[s].items())
         self.lp += present + p.alloc[t] <= self.budget - self.headroom.get(t, 0), f"fits_{s}"
+
+    def _fits_while_recomputing(self, s: int) -> None:
+        """While a recompute in segment s runs, what is kept through the segment, its inputs and its own
+        allocations are all in memory: recompute chains whose intermediates die before point s+1 pay here.
+        A segment of one stage runs its recomputes in op order, so what earlier ones made for point s+1 or
+        for later ones, and what later ones read from before, is there too."""
+        p, g = self.problem, self.problem.graph
+        size, t = g.tensor_bytes, self.points[s]
+        kept = [x for x in self.at[s + 1] if x in self.at[s] or p.producer(x) == t]
+        in_order = self.points[s + 1] == t + 1
+        done: set[int] = set()
+        while todo := sorted(i for (q, i) in self.D if q == s and i not in done):
+            ops = sorted(i for (q, i) in self.D if q == s)
+            for i in todo:
+                done.add(i)
+                outputs, inputs = set(g.ops[i].outputs), self._input_buffers(i)
+                terms = [size[y] * self._read_while_recomputing(s, i, y, y in kept) for y in inputs]
+                terms += [size[x] * self._held(s, x) for x in kept if x not in outputs]
+                if in_order:
+                    skip = outputs | set(inputs)
+                    terms += [size[x] * self._made_for_point(s, j, x) for j in ops if j < i
+                              for x in g.ops[j].outputs if x in self.at[s + 1] and x not in skip]
+                    terms += [size[x] * v for x, v in self._read_later(s, i, ops, skip).items()]
+                self.lp += pulp.lpSum(terms) + p.alloc[i] * self.D[s, i] <= self.budget, f"fits_recompute_{s}_{i}"
+
+    def _read_later(self, s: int, i: int, ops: list[int], skip: set[str]) -> dict[str, pulp.LpVariable]:
+        """Buffers a later recompute of a one-stage segment reads, which are there while recompute i runs:
+        made by an earlier recompute, or there before the segment and not remade in it. Those still there
+        at point s+1 are counted elsewhere (kept, or made for the point)."""
+        p, g, found = self.problem, self.problem.graph, {}
+        for k in (k for k in ops if k > i):
+            for x in self._input_buffers(k):
+                if x in skip or x in found:
+                    continue
+                j, there = p.producer(x), self.K.get((s + 1, x), 0)
+                if j in ops and j < i:
+                    source = self.D[s, j]
+                elif (s, x) in self.K or j == self.points[s]:
+                    source = 1 - (self.D[s, j] if (s, j) in self.D else 0)
+                else:
+                    continue
+                readers = [self.D[s, r] for r in ops if r > i and x in self._input_buffers(r)]
+                name = f"{s}_{i}_{p.tensor_id[x]}"
+                found[x] = pulp.LpVariable(f"V_{name}", lowBound=0, upBound=1)
+                for n, reader in enumerate(readers):
+                    self.lp += found[x] >= source + reader - 1 - there, f"read_later_{name}_{n}"
+        return found
+
+    def _read_while_recomputing(self, s: int, i: int, y: str, kept: bool) -> pulp.LpVariable:
+        """1 when recompute i of segment s runs and its input y is not counted as kept through the segment."""
+        name = f"{s}_{i}_{self.problem.tensor_id[y]}"
+        z = pulp.LpVariable(f"Z_{name}", lowBound=0, upBound=1)
+        self.lp += z >= self.D[s, i] - (self._held(s, y) if kept else 0), f"input_held_{name}"
+        return z
+
+    def _made_for_point(self, s: int, j: int, x: str) -> pulp.LpVariable:
+        """1 when recompute j of segment s runs and its output x is still there at point s+1."""
+        name = f"{s}_{j}_{self.problem.tensor_id[x]}"
+        if (s, x) not in self.M:
+            self.M[s, x] = pulp.LpVariable(f"M_{name}", lowBound=0, upBound=1)
+            self.lp += self.M[s, x] >= self.D[s, j] + self.K[s + 1, x] - 1, f"made_for_point_{name}"
+        return self.M[s, x]
+
+    def _input_buffers(self, i: int) -> list[str]:
+        g, buffers = self.problem.graph, set(self.problem.buffers)
+        return list(dict.fromkeys(g.root(y) for y in g.ops[i].inputs if g.root(y) in buffers))
 
     def _made_before_next_point(self, s: int) -> None:
         """A buffer present at point s was present at point s-1, or was made in the segment between them."""
