@@ -87,9 +87,9 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
     overflows only while recompute chains run (intermediates no point sees), the exact placement of the
     answer's recomputes is tried; failing that, those points keep the excess free in later rounds: a
-    heuristic to find a schedule that fits, so those rounds prove nothing. Returns the cheapest found."""
+    heuristic to find a schedule that fits, so those rounds prove nothing."""
     headroom: dict[int, int] = {}
-    sketch, found_schedules = None, []
+    sketch, schedules = None, []
     while chosen and _left(deadline) > 0 and best.cost < enough:
         relaxation = _Relaxation(problem, budget, chosen, dict(headroom))
         found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if headroom else None)
@@ -100,22 +100,28 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
         sketch = by_first_reader(problem.graph, relaxation.answer())
         overflow, in_recomputes = _overflow(problem, sketch, budget)
         if not overflow:   # a real schedule: if it costs what the bound proves, it is optimal
-            found_schedules.append(sketch)
+            schedules.append(sketch)
             break
         added = [t for t in overflow if t not in chosen][:GROWTH]
         if added:   # a new round over more points, without headroom: it proves a bound again
             chosen, headroom = sorted(chosen + added), {}
-        elif in_recomputes:
-            placed = exactly(problem.graph, relaxation.answer(), budget, _limit(deadline)) if not headroom else None
-            found_schedules += [placed] if placed is not None else []
-            if placed is not None and _cost(problem, placed) <= _as_cheap_as(best.cost):
-                break
-            for t, excess in in_recomputes.items():
-                headroom[t] = headroom.get(t, 0) + excess
-        else:
+            continue
+        if not in_recomputes:
             break
-    cheapest = min(found_schedules, key=lambda d: _cost(problem, d), default=None)
-    if _left(deadline) > 0 and best.cost < enough and (cheapest is None or _cost(problem, cheapest) > _as_cheap_as(best.cost)):
+        placed = None if headroom else exactly(problem.graph, relaxation.answer(), budget, _limit(deadline))
+        schedules += [placed] if placed is not None else []
+        if placed is not None and _cost(problem, placed) <= _as_cheap_as(best.cost):
+            break
+        headroom = {t: headroom.get(t, 0) + in_recomputes.get(t, 0) for t in {*headroom, *in_recomputes}}
+    return _finished(problem, budget, best, schedules, sketch, deadline, enough)
+
+
+def _finished(problem: Problem, budget: int, best: Bound, schedules: list[Decisions], sketch: Decisions | None,
+              deadline: float, enough: float) -> Bound:
+    """The bound with the cheapest schedule found; if that does not meet it, the time left tries to lift it."""
+    cheapest = min(schedules, key=lambda d: _cost(problem, d), default=None)
+    unmet = cheapest is None or _cost(problem, cheapest) > _as_cheap_as(best.cost)
+    if unmet and _left(deadline) > 0 and best.cost < enough:
         best = max(best, _with_chains(problem, budget, deadline), key=lambda b: b.cost)
     return replace(best, schedule=cheapest, sketch=sketch)
 

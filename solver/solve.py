@@ -272,7 +272,8 @@ def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, stage
         floor = f"the proven minimum peak is {minimum} B"
     else:
         # the budget itself is proven too small here, so the answer is above it whatever the solver reached
-        floor = f"the smallest feasible budget is at least {max(base.lower_bound, minimum, (options.budget or 0) + 1)} B"
+        least = max(base.lower_bound, minimum, (options.budget or 0) + 1)
+        floor = f"the smallest feasible budget is at least {least} B"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
                             f"(single-op lower bound {base.lower_bound} B)", "raise the budget")
 
