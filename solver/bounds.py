@@ -59,8 +59,13 @@ class Bound:
 
 def over_budget_points(problem: Problem, budget: int) -> list[int]:
     """Stages whose own op, run without any recompute, lifts memory above the budget: the points that bind."""
+    return list(_binding_levels(problem, budget))
+
+
+def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
+    """Binding point -> the level its op reaches with no recompute."""
     levels = replay(problem.graph, plain_sequence(problem.graph)).levels
-    return [t for t, level in enumerate(levels) if level > budget]
+    return {t: level for t, level in enumerate(levels) if level > budget}
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
@@ -69,20 +74,20 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     first), then the `joint` strongest points together, growing by the stages where the answer's realised
     schedule goes over the budget. Stops once the bound reaches `enough` (a known cost)."""
     deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
-    levels = replay(problem.graph, plain_sequence(problem.graph)).levels
-    points = sorted((t for t, level in enumerate(levels) if level > budget), key=lambda t: (-levels[t], t))
+    levels = _binding_levels(problem, budget)
     best, singles = Bound(0.0, ()), []
-    for t in points:
+    for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return best
         found = point_bound(problem, budget, [t], _limit(deadline))
         singles.append((found.cost, t))
         best = max(best, found, key=lambda b: b.cost)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    return _grown(problem, budget, strongest, best, deadline, enough)
+    return _grown(problem, budget, strongest, best, deadline, enough, every=list(levels))
 
 
-def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float) -> Bound:
+def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float,
+           every: list[int]) -> Bound:
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
     overflows only while recompute chains run (intermediates no point sees), the exact placement of the
@@ -97,7 +102,8 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
             best = max(best, found, key=lambda b: b.cost)
         if math.isinf(found.cost) or not relaxation.answered:
             break
-        sketch = by_first_reader(problem.graph, relaxation.answer())
+        answer = relaxation.answer()
+        sketch = by_first_reader(problem.graph, answer)
         overflow, in_recomputes = _overflow(problem, sketch, budget)
         if not overflow:   # a real schedule: if it costs what the bound proves, it is optimal
             schedules.append(sketch)
@@ -108,33 +114,27 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
             continue
         if not in_recomputes:
             break
-        placed = None if headroom else exactly(problem.graph, relaxation.answer(), budget, _limit(deadline))
+        placed = None if headroom else exactly(problem.graph, answer, budget, _limit(deadline))
         schedules += [placed] if placed is not None else []
-        if placed is not None and _cost(problem, placed) <= _as_cheap_as(best.cost):
+        if placed is not None and placed.cost(problem.graph) <= _as_cheap_as(best.cost):
             break
-        headroom = {t: headroom.get(t, 0) + in_recomputes.get(t, 0) for t in {*headroom, *in_recomputes}}
-    return _finished(problem, budget, best, schedules, sketch, deadline, enough)
+        for t, excess in in_recomputes.items():
+            headroom[t] = headroom.get(t, 0) + excess
+    return _finished(problem, budget, best, schedules, sketch, deadline, enough, every)
 
 
 def _finished(problem: Problem, budget: int, best: Bound, schedules: list[Decisions], sketch: Decisions | None,
-              deadline: float, enough: float) -> Bound:
-    """The bound with the cheapest schedule found; if that does not meet it, the time left tries to lift it."""
-    cheapest = min(schedules, key=lambda d: _cost(problem, d), default=None)
-    unmet = cheapest is None or _cost(problem, cheapest) > _as_cheap_as(best.cost)
+              deadline: float, enough: float, every: list[int]) -> Bound:
+    """The bound with the cheapest schedule found. If that does not meet it, the time left goes to the last
+    resort for a proof: every binding point, with memory checked while every segment's recomputes run. Valid
+    and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
+    graphs, so it only gets the time the rounds leave."""
+    cheapest = min(schedules, key=lambda d: d.cost(problem.graph), default=None)
+    unmet = cheapest is None or cheapest.cost(problem.graph) > _as_cheap_as(best.cost)
     if unmet and _left(deadline) > 0 and best.cost < enough:
-        best = max(best, _with_chains(problem, budget, deadline), key=lambda b: b.cost)
+        strongest = point_bound(problem, budget, every, _limit(deadline), chains=True)
+        best = max(best, strongest, key=lambda b: b.cost)
     return replace(best, schedule=cheapest, sketch=sketch)
-
-
-def _with_chains(problem: Problem, budget: int, deadline: float) -> Bound:
-    """The last resort for a proof: every binding point, and memory checked while every segment's recomputes
-    run. Valid and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but
-    slow on big graphs, so it only gets the time the rounds leave."""
-    return point_bound(problem, budget, over_budget_points(problem, budget), _limit(deadline), chains=True)
-
-
-def _cost(problem: Problem, decisions: Decisions) -> int:
-    return sum(problem.graph.op_cost[problem.graph.ops[i].name] for _, i in decisions.recomputes)
 
 
 def _as_cheap_as(bound: float) -> float:
@@ -336,7 +336,7 @@ class _Relaxation:
             ops = sorted(i for (q, i) in self.D if q == s)
             for i in todo:
                 done.add(i)
-                outputs, inputs = set(g.ops[i].outputs), self._input_buffers(i)
+                outputs, inputs = set(g.ops[i].outputs), self.problem.input_buffers[i]
                 terms = [size[y] * self._read_while_recomputing(s, i, y, y in kept) for y in inputs]
                 terms += [size[x] * self._held(s, x) for x in kept if x not in outputs]
                 if in_order:
@@ -352,7 +352,7 @@ class _Relaxation:
         at point s+1 are counted elsewhere (kept, or made for the point)."""
         p, g, found = self.problem, self.problem.graph, {}
         for k in (k for k in ops if k > i):
-            for x in self._input_buffers(k):
+            for x in self.problem.input_buffers[k]:
                 if x in skip or x in found:
                     continue
                 j, there = p.producer(x), self.K.get((s + 1, x), 0)
@@ -362,7 +362,7 @@ class _Relaxation:
                     source = 1 - (self.D[s, j] if (s, j) in self.D else 0)
                 else:
                     continue
-                readers = [self.D[s, r] for r in ops if r > i and x in self._input_buffers(r)]
+                readers = [self.D[s, r] for r in ops if r > i and x in self.problem.input_buffers[r]]
                 name = f"{s}_{i}_{p.tensor_id[x]}"
                 found[x] = pulp.LpVariable(f"V_{name}", lowBound=0, upBound=1)
                 for n, reader in enumerate(readers):
@@ -383,10 +383,6 @@ class _Relaxation:
             self.M[s, x] = pulp.LpVariable(f"M_{name}", lowBound=0, upBound=1)
             self.lp += self.M[s, x] >= self.D[s, j] + self.K[s + 1, x] - 1, f"made_for_point_{name}"
         return self.M[s, x]
-
-    def _input_buffers(self, i: int) -> list[str]:
-        g, buffers = self.problem.graph, set(self.problem.buffers)
-        return list(dict.fromkeys(g.root(y) for y in g.ops[i].inputs if g.root(y) in buffers))
 
     def _made_before_next_point(self, s: int) -> None:
         """A buffer present at point s was present at point s-1, or was made in the segment between them."""

@@ -68,7 +68,7 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: 
             continue
         new = replay(graph, trial_seq)
         gain = now - excess(new, budget)
-        cost = sum(graph.op_cost[graph.ops[i].name] for _, i in added)
+        cost = Decisions(added).cost(graph)
         if gain > 0 and gain / cost > best_score:
             best, best_score = (trial, new), gain / cost
     return best

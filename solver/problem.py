@@ -117,6 +117,12 @@ class Problem:
         return range(i + 1, self.last_stage[i] + 1)
 
     @cached_property
+    def input_buffers(self) -> tuple[tuple[str, ...], ...]:
+        """Op -> the activation buffers it reads, directly or through views, each once."""
+        g, buffers = self.graph, set(self.buffers)
+        return tuple(tuple(dict.fromkeys(g.root(y) for y in op.inputs if g.root(y) in buffers)) for op in g.ops)
+
+    @cached_property
     def allowed_stages(self) -> dict[int, tuple[int, ...]]:
         """Op -> the stages `only` allows it to be recomputed in."""
         found: dict[int, list[int]] = {}

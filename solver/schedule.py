@@ -23,6 +23,10 @@ class Decisions:
             seq.append((op.name, 0))
         return seq
 
+    def cost(self, graph: TrainGraph) -> int:
+        """Cycles the recomputes add (the objective every solver minimises)."""
+        return sum(graph.op_cost[graph.ops[i].name] for _, i in self.recomputes)
+
 
 def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
     """(stage t, tensor) for every buffer or pin version that is read in stage t or later after entering t.

@@ -165,9 +165,8 @@ def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decision
                                                        time.perf_counter() - start))
     seeded = _run_model(Problem(staged, focus=True), options.budget, options, share, heuristic, progress, "focused",
                         enough)
-    if seeded is not None and seeded[1] is not None and (
-            heuristic is None or _cost(staged, seeded[1]) < _cost(staged, heuristic)):
-        heuristic = seeded[1]
+    if seeded is not None:
+        heuristic = _cheaper(staged, heuristic, seeded[1])
     remaining = _share(options.backend.time_limit, 1.0, time.perf_counter() - start)
     return heuristic, replace(options.backend, time_limit=remaining)
 
@@ -236,7 +235,7 @@ def _share(limit: float | None, fraction: float, used: float = 0.0) -> float | N
 
 
 def _cost(staged: TrainGraph, decisions: Decisions) -> int:
-    return sum(staged.op_cost[staged.ops[i].name] for _, i in decisions.recomputes)
+    return decisions.cost(staged)
 
 
 def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
