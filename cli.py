@@ -1,14 +1,39 @@
-"""ckpt command line: parses, calls, prints. Errors are one line on stderr and a non-zero exit."""
+"""ckpt command line: parses, checks, calls, prints.
+
+Every refusal is one line on stderr with the documented exit code (errors.ExitCode): 1 for bad input (usage
+errors included), 2 for an infeasible budget, 3 for a time limit that ran out without a schedule, 130 for
+Ctrl-C. Inputs and output paths are checked before any long work starts.
+
+Each command imports what it runs when it runs (Deeploy alone takes a second to import), so `ckpt --help`
+and the commands that need no Deeploy start at once.
+"""
 from __future__ import annotations
 
 import functools
+import math
 import sys
+from importlib.metadata import version as package_version
+from pathlib import Path
 
 import click
 
-from ckpt.errors import CkptError
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS
+from ckpt.errors import CkptError, ExitCode
 
-DEFAULT_MODEL = "built-in example (CCT-like, 2 blocks)"
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+class FiniteFloat(click.FloatRange):
+    """A float in a range that is also a number (click's FloatRange lets NaN through)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+SECONDS = FiniteFloat(min=0, min_open=True)
 
 
 def one_line_errors(command):
@@ -19,7 +44,7 @@ def one_line_errors(command):
             return command(*args, **kwargs)
         except CkptError as err:
             click.echo(f"error: {err}", err=True)
-            sys.exit(err.exit_code)
+            sys.exit(int(err.exit_code))
     return wrapper
 
 
@@ -27,139 +52,192 @@ def progress(message: str) -> None:
     click.echo(f"[ckpt] {message}", err=True)
 
 
-@click.group()
-def main() -> None:
+def _default_model() -> str:
+    from ckpt.examples.default import DEFAULT_MODEL, default_model_dir
+
+    progress(f"no MODEL given: using the {DEFAULT_MODEL}")
+    return str(default_model_dir())
+
+
+def _model_or_default(model: str | None) -> str:
+    from ckpt.solver.onnx_loader import read_model
+
+    if model is None:
+        return _default_model()
+    read_model(model)     # a missing or non-ONNX model is refused before anything else runs
+    return model
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(package_version("ckpt"), "-V", "--version", prog_name="ckpt")
+def cli() -> None:
     """Solve and replay gradient-checkpointing schedules for Deeploy training graphs."""
 
 
-@main.command("solve")
+@cli.command("solve")
 @click.argument("model", required=False)
 @click.option("--budget", "-b", default="0.7", show_default=True,
-              help="Fraction of the baseline activation peak (0.7) or a size (700KB, 1.2MB, 716800 B; KB=1024 B).")
-@click.option("--target", type=click.Choice(["none", "siracusa", "gap9"]), default="none", show_default=True,
+              help="Fraction of the baseline activation peak (0.7) or a size (700KB, 1.2MB, 716800 B; KB=1024 B). "
+                   "Held on the live peak and on the first-fit heap the non-tiled code needs.")
+@click.option("--budget-total", "budget_total", default=None, metavar="LEVEL=SIZE",
+              help="Instead of --budget: what one memory level of the tiled deployment may hold in all, static "
+                   "constants + arena (e.g. L3=2MB); needs a Deeploy target.")
+@click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True,
               help="Solve on Deeploy's lowered graph for this target, or on the ONNX as it is.")
-@click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write.")
+@click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
 @click.option("--objective", type=click.Choice(["cost", "peak"]), default="cost", show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
-@click.option("--cost-cap", type=int, default=None, help="With --objective peak: most recompute cycles to spend.")
+@click.option("--cost-cap", type=click.IntRange(min=0), default=None,
+              help="With --objective peak: most recompute cycles to spend.")
 @click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
-@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds for the MILP.")
-@click.option("--gap", type=float, default=1e-4, show_default=True, help="Relative optimality gap to stop at.")
-@click.option("--threads", type=int, default=None, help="Solver threads (default: the solver's choice).")
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True,
+              help="Seconds for the whole solve (wall clock).")
+@click.option("--gap", type=FiniteFloat(min=0, max=1, max_open=True), default=1e-4, show_default=True,
+              help="Relative optimality gap to stop at.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: one).")
 @click.option("--order", type=click.Choice(["minmem", "graph"]), default="minmem", show_default=True,
               help="Stage order: a memory-minimising topological order, or the graph's own.")
 @click.option("--costs", "cost_file", default=None, help="JSON of per-op-type cost coefficients.")
+@click.option("--warm-start", "warm_start", multiple=True, metavar="SEQ_JSON",
+              help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
+                   "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
 @one_line_errors
-def solve_command(model, budget, target, output, objective, cost_cap, method, solver, time_limit, gap, threads,
-                  order, cost_file, record_time):
+def solve_command(model, budget, budget_total, target, output, objective, cost_cap, method, solver, time_limit, gap,
+                  threads, order, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
-    from ckpt.budgets.parse import parse_budget
-    from ckpt.schedule_file import write_schedule
+    from ckpt.files import check_output_file, write_output
+    from ckpt.pipeline.solve import SolveRequest, solve_and_document
+    from ckpt.schedule_file import dumps, read_schedule
     from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.budget import parse_budget, parse_total
     from ckpt.solver.costs import CostModel
     from ckpt.solver.solve import SolveOptions
-    from ckpt.workflow import schedule_document, solve_model
 
-    parsed = None if objective == "peak" else parse_budget(budget)
+    check_output_file(output)
+    total = parse_total(budget_total) if budget_total else None
+    if total is not None and target not in DEEPLOY_TARGETS:
+        raise CkptError("--budget-total holds a tiled Deeploy deployment", "add --target siracusa (or gap9)")
+    parsed = None if objective == "peak" or total is not None else parse_budget(budget)
+    costs = CostModel.from_json(cost_file) if cost_file else None
+    starts = [read_schedule(path) for path in warm_start]
+    source = _model_or_default(model)
     options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
                            backend=SolverOptions(solver, time_limit, gap, threads))
-    source = model or _default_model()
-    loaded, result, options = solve_model(source, parsed, target, options,
-                                          CostModel.from_json(cost_file) if cost_file else None, progress)
-    write_schedule(output, schedule_document(loaded, parsed, result, options, record_time))
-    _print_solve_summary(result, output)
+    request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time)
+    doc, result = solve_and_document(request, progress)
+    write_output(output, dumps(doc))
+    _print_solve_summary(doc, result, output)
 
 
-def _print_solve_summary(result, output: str) -> None:
-    if result.status not in ("optimal",):
+def _print_solve_summary(doc: dict, result, output: str) -> None:
+    if result.status != "optimal":
         gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
         click.echo(f"warning: not proven optimal (status {result.status}, gap {gap})", err=True)
-    base = result.baselines.graph_order_peak
-    click.echo(f"wrote {output}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
-               f"{base} B), {result.recomputes} recomputes, +{result.cost_increase_pct:.2f}% cycles, "
-               f"status {result.status}, {result.seconds:.1f} s")
+    predicted = doc["predicted"]
+    base = predicted["baseline_peak_bytes"]
+    where = "stdout" if output == "-" else output
+    click.echo(f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
+               f"{base} B), {predicted['checked']} {predicted['checked_bytes']} B, {result.recomputes} recomputes, "
+               f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}, {result.seconds:.1f} s",
+               err=output == "-")
 
 
-@main.command("inspect")
+@cli.command("inspect")
 @click.argument("model", required=False)
-@click.option("--target", type=click.Choice(["none", "siracusa", "gap9"]), default="none", show_default=True)
-@click.option("--top", default=8, show_default=True, help="How many of the largest live tensors to list.")
+@click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True)
+@click.option("--top", type=click.IntRange(min=0), default=8, show_default=True,
+              help="How many of the largest live tensors to list.")
 @one_line_errors
 def inspect_command(model, target, top):
-    """Sizes, baseline peaks and the floor for MODEL."""
-    from ckpt.report import inspect_lines
+    """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
+    from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model or _default_model(), target, top, progress):
+    for line in inspect_lines(_model_or_default(model), target, top, progress):
         click.echo(line)
 
 
-@main.command("example")
+@cli.command("example")
 @click.argument("kind", type=click.Choice(["cct", "mlp", "resnet"]))
 @click.option("-o", "--output", required=True, help="Folder to write network.onnx, inputs.npz, outputs.npz into.")
-@click.option("--blocks", type=int, help="cct: transformer blocks; resnet: residual blocks.")
-@click.option("--embed-dim", type=int, help="cct: embedding width.")
-@click.option("--heads", type=int, help="cct: attention heads.")
-@click.option("--image-size", type=int, help="cct, resnet: input image side.")
+@click.option("--blocks", type=click.IntRange(min=0), help="cct: transformer blocks; resnet: residual blocks.")
+@click.option("--embed-dim", type=click.IntRange(min=1), help="cct: embedding width.")
+@click.option("--heads", type=click.IntRange(min=1), help="cct: attention heads.")
+@click.option("--image-size", type=click.IntRange(min=1), help="cct, resnet: input image side.")
 @click.option("--train", help="cct: all | classifier | none | comma list of block indices, pool, fc, head.")
-@click.option("--layers", type=int, help="mlp: hidden layers.")
-@click.option("--width", type=int, help="mlp: hidden width.")
-@click.option("--channels", type=int, help="resnet: channels.")
-@click.option("--batch", type=int, help="batch size.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1), help="mlp: hidden layers.")
+@click.option("--width", type=click.IntRange(min=1), help="mlp: hidden width.")
+@click.option("--channels", type=click.IntRange(min=1), help="resnet: channels.")
+@click.option("--batch", type=click.IntRange(min=1), help="batch size.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @one_line_errors
 def example_command(kind, output, **options):
     """Write a built-in training graph (forward, backward, SGD) with inputs and golden outputs."""
     from ckpt.examples.options import example_options
     from ckpt.examples.write import write_example
+    from ckpt.files import check_output_dir
 
+    check_output_dir(output)
     written = write_example(kind, output, **example_options(kind, options))
     click.echo(f"wrote {written.directory}: network.onnx, inputs.npz, outputs.npz")
 
 
-@main.command("replay")
+@cli.command("replay")
 @click.argument("schedule")
-@click.option("--target", type=click.Choice(["siracusa", "gap9", "none"]), default=None,
+@click.option("--target", type=click.Choice(TARGETS), default=None,
               help="Graph to replay on [default: the target the schedule was solved for].")
 @click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
 @click.option("-o", "--outdir", default=None, help="Output folder [default: <schedule>_replay next to it].")
+@click.option("--overwrite", is_flag=True,
+              help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
+@click.option("--allocator", type=click.Choice(["ckpt", "tetris"]), default="ckpt", show_default=True,
+              help="How the tiled flow lays out its arenas: ckpt's layout, or Deeploy's TetrisRandom.")
 @click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of the replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
               help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc.")
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
 @one_line_errors
-def replay_command(schedule, target, model, outdir, force, no_verify, deeploy_root, record_time):
+def replay_command(schedule, target, model, outdir, overwrite, allocator, force, no_verify, deeploy_root, record_time):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
-    from pathlib import Path
+    from dataclasses import replace
 
-    from ckpt.replay.workflow import ReplayOptions, replay_schedule, summary_lines
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+    from ckpt.replay.folder import check_replay_folder, default_outdir
+    from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
+    from ckpt.schedule_file import read_schedule
 
+    read_schedule(schedule)
+    folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
+    check_replay_folder(folder, overwrite)
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
-                            deeploy_root=Path(deeploy_root) if deeploy_root else None)
-    result = replay_schedule(schedule, model or _default_model(), outdir, options, progress)
+                            overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
+                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator)))
+    result = replay_schedule(schedule, _model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
     sys.exit(0 if result.ok else 1)
 
 
-@main.command("verify")
+@cli.command("verify")
 @click.argument("model_dir")
 @click.option("--schedule", default=None, help="Also replay this schedule and compare it with the graph order.")
-@click.option("--target", type=click.Choice(["none", "siracusa"]), default=None,
+@click.option("--target", type=click.Choice(TARGETS), default=None,
               help="Run the ONNX as is, or Deeploy's lowered graph [default: the schedule's target, else none].")
 @click.option("--fix-bias-gelu", is_flag=True,
               help="Rewire GeluGrad nodes that read the pre-bias tensor (a known export defect) before comparing.")
 @click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @one_line_errors
 def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
-    """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz (Errors: N out of M)."""
+    """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz as Deeploy's harness does
+    (`Errors: N out of M` over output elements, |diff| > 1e-4 or NaN)."""
+    from ckpt.replay.run import schedule_target
     from ckpt.replay.verification import verify_model
     from ckpt.schedule_file import read_schedule
 
     doc = read_schedule(schedule) if schedule else None
-    target = target or ((doc or {}).get("graph") or {}).get("target") or "none"
+    target = target or (schedule_target(doc, None) if doc else "none")
     report = verify_model(model_dir, doc, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
     for line in report.lines():
         click.echo(line)
@@ -167,17 +245,21 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
     sys.exit(0 if report.ok else 1)
 
 
-@main.command("sweep")
+@cli.command("sweep")
 @click.argument("budget_range", default="0.6:0.9", metavar="[LOW:HIGH]")
-@click.option("--step", type=float, default=None, help="Budget step (default 0.1).")
-@click.option("--points", type=int, default=None, help="Number of budgets, evenly spaced (instead of --step).")
+@click.option("--step", type=FiniteFloat(min=0, min_open=True), default=None, help="Budget step (default 0.1).")
+@click.option("--points", type=click.IntRange(min=1), default=None,
+              help="Number of budgets, evenly spaced (instead of --step).")
 @click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
-@click.option("--target", type=click.Choice(["siracusa", "gap9", "none"]), default="siracusa", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="siracusa", show_default=True)
 @click.option("-o", "--outdir", default="sweep", show_default=True, help="Sweep folder (reused to resume).")
-@click.option("--jobs", type=int, default=0, help="Points run in parallel [default: the core count].")
-@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Solver seconds per point.")
+@click.option("--jobs", type=click.IntRange(min=0), default=0, help="Points run in parallel [default: the core count].")
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
 @click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
+@click.option("--allocator", type=click.Choice(["ckpt", "tetris"]), default="ckpt", show_default=True,
+              help="How the tiled flow lays out its arenas: ckpt's layout, or Deeploy's TetrisRandom.")
+@click.option("--no-carry", is_flag=True, help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
               help="Deeploy checkout with the training harness, toolchain and gvsoc: simulate each point.")
@@ -186,31 +268,33 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
-def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_limit, method, solver, no_verify,
-                  deeploy_root, emit_ci, ci_test_name):
+def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_limit, method, solver, allocator,
+                  no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
-    from pathlib import Path
+    from dataclasses import replace
 
     from ckpt.budgets.ranges import parse_range
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
-    from ckpt.replay.workflow import ReplayOptions
+    from ckpt.ci.emit import check_emit_target, emit_ci_configs
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+    from ckpt.files import check_output_dir
+    from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import SolverOptions
     from ckpt.solver.solve import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
+    check_output_dir(outdir)
     if emit_ci:
-        from ckpt.ci.emit import check_emit_target
-
         check_emit_target(target)
-    if jobs < 0:
-        raise CkptError(f"--jobs {jobs} is negative", "give a number of processes, or 0 for the core count")
+        check_output_dir(emit_ci)
     options = SweepOptions(
-        fractions=tuple(fractions), target=target, jobs=jobs,
+        fractions=tuple(fractions), target=target, jobs=jobs, carry=not no_carry,
         solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
-                             deeploy_root=Path(deeploy_root) if deeploy_root else None))
-    source = model or _default_model()
+                             deeploy_root=Path(deeploy_root) if deeploy_root else None,
+                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator))))
+    source = _model_or_default(model)
     result = run_sweep(source, outdir, options, progress)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
@@ -218,14 +302,12 @@ def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_
                f"total {result.seconds:.1f} s")
     click.echo(f"wrote {result.outdir}/: points/, " + ", ".join(p.name for p in result.files))
     if emit_ci:
-        from ckpt.ci.emit import emit_ci_configs
-
         written = emit_ci_configs(result, source, target, Path(emit_ci), ci_test_name)
         click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
     sys.exit(1 if result.failed else 0)
 
 
-@main.group("ci")
+@cli.group("ci", context_settings=CONTEXT)
 def ci_group() -> None:
     """The committed CCT2_FT2 schedule CI replays, and its baseline."""
 
@@ -237,8 +319,6 @@ def ci_group() -> None:
 @one_line_errors
 def ci_check_command(models, outdir):
     """Replay ci/cct2_ft2/seq.json through Deeploy and the host check; compare with ci/cct2_ft2/baseline.json."""
-    from pathlib import Path
-
     from ckpt.ci.check import CiCase, check
     from ckpt.ci.figures import table
 
@@ -262,8 +342,6 @@ def ci_check_command(models, outdir):
 @one_line_errors
 def ci_update_baseline_command(models):
     """Replay the committed schedule and write its figures as the new baseline (the only way it changes)."""
-    from pathlib import Path
-
     from ckpt.ci.check import CiCase, update_baseline
 
     case = CiCase()
@@ -273,11 +351,25 @@ def ci_update_baseline_command(models):
                f"{figures.golden_errors}/{figures.golden_compared}")
 
 
-def _default_model() -> str:
-    from ckpt.examples.default import default_model_dir
-
-    progress(f"no MODEL given: using the {DEFAULT_MODEL}")
-    return str(default_model_dir())
+def main(argv: list[str] | None = None) -> None:
+    """The console script: click's parsing, with ckpt's exit codes for usage errors and Ctrl-C."""
+    try:
+        cli.main(args=argv, prog_name="ckpt", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as err:      # `ckpt` alone: help, as click prints it
+        click.echo(err.ctx.get_help())
+        sys.exit(int(ExitCode.OK))
+    except click.UsageError as err:
+        command = err.ctx.command_path if err.ctx is not None else "ckpt"
+        click.echo(f"error: {err.format_message()}: see `{command} --help`", err=True)
+        sys.exit(int(ExitCode.BAD_INPUT))
+    except click.ClickException as err:                    # a bad file argument and the like
+        click.echo(f"error: {err.format_message()}", err=True)
+        sys.exit(int(ExitCode.BAD_INPUT))
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("error: interrupted: nothing half-written was left behind", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except click.exceptions.Exit as done:                  # --help, --version
+        sys.exit(done.exit_code)
 
 
 if __name__ == "__main__":

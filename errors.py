@@ -1,27 +1,39 @@
-"""One error type for everything a user can get wrong, so the CLI can print one line and exit."""
+"""One error type for everything a user can get wrong, so the CLI can print one line and exit with its code."""
 from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What `ckpt` exits with (documented in the README)."""
+
+    OK = 0
+    BAD_INPUT = 1          # one line on stderr naming the problem and the way out (usage errors too)
+    INFEASIBLE = 2         # no schedule fits the budget; the message states the smallest feasible budget
+    NO_SCHEDULE = 3        # the time limit ran out before any schedule was found (not proven infeasible)
+    INTERRUPTED = 130      # Ctrl-C: what was finished is kept, nothing is half-written
 
 
 class CkptError(Exception):
     """A problem with the user's input: `str(err)` is one line naming the problem and the way out."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, problem: str, way_out: str = "") -> None:
         self.problem = problem
         self.way_out = way_out
-        super().__init__(f"{problem}: {way_out}" if way_out else problem)
+        text = f"{problem}: {way_out}" if way_out else problem
+        super().__init__(" ".join(text.split()))
 
 
 class InfeasibleBudget(CkptError):
-    """No schedule fits the budget; exit code 2 as `ckpt solve` documents.
+    """No schedule fits the budget (exit 2), or none was found in the time limit (exit 3).
 
     proven: True when the budget is shown impossible (below the floor, or the solver proved it); False when
     the search merely ended without a schedule (time limit, heuristic only).
     """
 
-    exit_code = 2
-
     def __init__(self, problem: str, way_out: str = "", proven: bool = True) -> None:
         super().__init__(problem, way_out)
         self.proven = proven
+        self.exit_code = ExitCode.INFEASIBLE if proven else ExitCode.NO_SCHEDULE

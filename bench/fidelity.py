@@ -30,14 +30,14 @@ from pathlib import Path
 
 import onnx
 
-from ckpt.budgets.parse import parse_budget
+from ckpt.solver.budget import parse_budget
 from ckpt.errors import CkptError
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import Sequence, drop_dead, plain_sequence, replay
+from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
 from ckpt.solver.solve import SolveOptions
-from ckpt.workflow import load_for_target, solve_model
+from ckpt.pipeline.solve import load_for_target, solve_model
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 TARGET = "siracusa"
@@ -121,7 +121,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
             note = result.status + (f", {dropped} dead executions dropped (peak before "
                                     f"{result.peak_bytes})" if dropped else "")
             rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=used.budget,
-                            predicted=replay(graph, seq).peak_bytes, note=note))
+                            predicted=memory_trace(graph, seq).peak_bytes, note=note))
             break
         else:
             rows.append(Row(f"solved {fraction:g}", None, note="; ".join(errors)))
@@ -143,7 +143,7 @@ def main() -> int:
     rows = [Row("graph order", plain_sequence(graph)),
             Row("min-memory order", plain_sequence(graph, list(base.min_memory_order)))]
     for row in rows:
-        row.predicted = replay(graph, row.seq).peak_bytes
+        row.predicted = memory_trace(graph, row.seq).peak_bytes
     fractions = [float(f) for f in args.budgets.split(",")]
     rows += solved_rows(args.model, fractions, args.methods.split(","), args.time_limit, graph)
     print(f"model {args.model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "

@@ -63,7 +63,7 @@ def graph_label(kind: str, size: int) -> str:
 
 def prepare(kind: str, size: int, embed_dim: int, conv_channels: int, budget_text: str):
     """(graph, staged graph in the MILP's stage order, budget in bytes): what solve() itself will use."""
-    from ckpt.budgets.parse import parse_budget
+    from ckpt.solver.budget import parse_budget
     from ckpt.solver.baselines import baselines, reorder
     from ckpt.solver.onnx_loader import load_graph
     graph = load_graph(make_model(kind, size, embed_dim, conv_channels))
@@ -301,7 +301,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes and 60 s limits")
     args = parser.parse_args()
 
-    from ckpt.budgets.parse import parse_budget
+    from ckpt.solver.budget import parse_budget
     from ckpt.errors import CkptError
     from ckpt.solver.problem import Problem
     try:

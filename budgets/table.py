@@ -1,52 +1,19 @@
-"""Operating-point rows and their renderings: a terminal table, markdown, CSV and JSON.
-
-Every point of a sweep is a row, whatever happened to it: a field is None ("-") where it was not measured and
-`reason` says why, so an infeasible, timed-out or unverified point is visible rather than missing.
-"""
+"""A sweep's rows (pipeline.row.PointRow) rendered: a terminal table, markdown, CSV and JSON."""
 from __future__ import annotations
 
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 
-
-@dataclass(frozen=True)
-class PointRow:
-    """One operating point of a sweep."""
-
-    label: str                       # "baseline" or the budget fraction as given ("0.8")
-    budget_fraction: float | None
-    budget_bytes: int | None
-    predicted_peak: int | None       # ckpt's replay semantics on the graph it solved on
-    replayed_peak: int | None        # the same on the rewired graph the replay deploys
-    deeploy_nontiled: int | None     # Deeploy's worst-case dynamic bytes, non-tiled flow
-    deeploy_tiled_l3: int | None     # Deeploy's tiled arenas per level
-    deeploy_tiled_l2: int | None
-    deeploy_tiled_l1: int | None
-    persistent_bytes: int | None
-    recomputes: int | None
-    clones_kept: int | None
-    recompute_cost: int | None       # cycles (ckpt's cost model) the recomputes add
-    cost_increase_pct: float | None  # ... as % of the baseline step
-    cycles: str                      # gvsoc's train cycles, or "not simulated"
-    errors: str                      # "N/M" (gvsoc's when simulated, else the host's golden check), or why not
-    check: str                       # replayed order vs graph order: bit-identical, MISWIRED, not verified, -
-    status: str                      # solver status (optimal, feasible, heuristic, baseline), or infeasible, ...
-    reason: str                      # why a point has no verified schedule, or what its Errors mean ("" if nothing)
-    gap: float | None
-    seconds: float | None            # solver seconds (timed: differs run to run)
-    schedule: str | None             # the point's seq.json, relative to the sweep folder
-
-    @property
-    def verified(self) -> bool:
-        return self.check == "bit-identical" and self.replayed_peak is not None
+from ckpt.pipeline.row import PointRow
 
 
 COLUMNS = [
     ("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
-    ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("Deeploy", "deeploy_nontiled"),
-    ("tiled L3", "deeploy_tiled_l3"), ("persistent", "persistent_bytes"), ("recomp", "recomputes"),
+    ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
+    ("arena pred", "arena_predicted"), ("arena L3", "arena_l3"), ("total home", "total_home"),
+    ("persistent", "persistent_bytes"), ("recomp", "recomputes"),
     ("clones", "clones_kept"), ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"),
     ("cycles", "cycles"), ("Errors", "errors"), ("replay check", "check"), ("status", "status"),
     ("gap", "gap"), ("s", "seconds"),

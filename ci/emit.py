@@ -15,11 +15,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ckpt.budgets.points import REPLAY, SCHEDULE
-from ckpt.budgets.table import PointRow
+from ckpt.budgets.store import SweepStore
+from ckpt.budgets.sweep import SweepResult
 from ckpt.ci.deeploy_files import PLATFORMS, cases_module, config_module, config_name, workflow
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
 from ckpt.errors import CkptError
-from ckpt.schedule_file import atomic_write
+from ckpt.files import atomic_write
+from ckpt.pipeline.row import BASELINE, PointRow
+from ckpt.replay.folder import REPORT
+from ckpt.replay.report import ReplayReport
 
 MANIFEST = "ckpt_recompute.json"
 WORKFLOW = Path(__file__).resolve().parent / "github" / "recompute.yml"
@@ -33,7 +37,7 @@ def check_emit_target(target: str) -> None:
 
 
 def best_point(rows: list[PointRow]) -> PointRow:
-    verified = [r for r in rows if r.verified and r.status != "baseline" and r.recomputes]
+    verified = [r for r in rows if r.verified and r.status != BASELINE and r.recomputes]
     if not verified:
         raise CkptError("no verified schedule with recomputes in this sweep to emit for CI",
                         "raise the budgets or --time-limit, and look at the reasons in the sweep table")
@@ -45,24 +49,25 @@ def default_test_name(model: str | Path) -> str:
     return f"Models/Training/{(path if path.is_dir() else path.parent).name}"
 
 
-def emit_ci_configs(result, model: str | Path, target: str, outdir: Path, test_name: str | None = None) -> list[Path]:
+def emit_ci_configs(result: SweepResult, model: str | Path, target: str, outdir: Path, test_name: str | None = None
+                    ) -> list[Path]:
     """Write (or update) DIR for the sweep `result`; returns the files written."""
     check_emit_target(target)
     point = best_point(result.rows)
     test_name = test_name or default_test_name(model)
-    baseline = next(r for r in result.rows if r.status == "baseline")
-    point_dir = result.outdir / "points" / point.label
+    baseline = next(r for r in result.rows if r.status == BASELINE)
+    folder = SweepStore(result.outdir).point(point.label)
     schedule_name = f"recompute_{point.label}.json"
     schedule_path = outdir / "DeeployTest" / "Tests" / test_name / schedule_name
-    atomic_write(schedule_path, (point_dir / SCHEDULE).read_text())
-    report = json.loads((point_dir / REPLAY / "report.json").read_text())
-    deeploy = (report.get("deeploy") or {}).get("tiled") or {}
+    atomic_write(schedule_path, folder.schedule.read_text())
+    report = ReplayReport.read(folder.replay / REPORT)
+    setup = report.deeploy["tiled"].setup if report.deeploy and "tiled" in report.deeploy else DEFAULT_SETUP.as_dict()
     manifest_path = outdir / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     entries = manifest.setdefault(target, {})
     entries[test_name] = {
-        "schedule": schedule_name, "l1": [deeploy.get("l1", 128000)], "l2": deeploy.get("l2", 1024000),
-        "cores": deeploy.get("n_cores", 8), "budget": point.label, "graph": report["schedule"]["solved_on"],
+        "schedule": schedule_name, "l1": [setup["l1"]], "l2": setup["l2"],
+        "cores": setup["n_cores"], "budget": point.label, "graph": report.schedule.solved_on,
         "comment": _comment(point, baseline)}
     written = [schedule_path]
     files = {
@@ -82,8 +87,8 @@ def emit_ci_configs(result, model: str | Path, target: str, outdir: Path, test_n
 def _comment(point: PointRow, baseline: PointRow) -> list[str]:
     return [f"ckpt sweep point {point.label} (budget {point.budget_bytes} B): replayed peak {point.replayed_peak} B "
             f"vs {baseline.replayed_peak} B baseline,",
-            f"Deeploy non-tiled {point.deeploy_nontiled} B vs {baseline.deeploy_nontiled} B, tiled L3 arena "
-            f"{point.deeploy_tiled_l3} B vs {baseline.deeploy_tiled_l3} B,",
+            f"first-fit heap (non-tiled) {point.heap} B vs {baseline.heap} B, tiled L3 arena "
+            f"{point.arena_l3} B vs {baseline.arena_l3} B,",
             f"{point.recomputes} recomputes (+{point.cost_increase_pct:.2f}% cycles by ckpt's cost model), "
             f"host check {point.check}, Errors {point.errors} (graph order {baseline.errors}),",
             f"cycles: {point.cycles}."]

@@ -2,16 +2,18 @@
 
 Failing rules: name drift (under 90% of the schedule's entries match, or the graph fingerprint changed), a
 replay whose outputs are not bit-identical to the graph order's (recompute changes no numbers, so any
-difference is a wiring error), golden Errors above the baseline's, and any peak more than 1% above the
-baseline's. Recomputes and clones kept are shown beside them and flagged when they change, without failing:
+difference is a wiring error), golden Errors above the baseline's (the device harness's count), any peak more
+than 1% above the baseline's, and a home arena in the generated code other than the one ckpt predicted. Recomputes and clones kept are shown beside them and flagged when they change, without failing:
 a changed count with unchanged peaks and outputs is a different schedule, not a broken one.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ckpt.replay.matching import MIN_MATCH
+from ckpt.replay.report import ReplayReport
+
 PEAK_TOLERANCE = 0.01
-MIN_MATCH = 0.9
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class CiFigures:
     replay_errors: int          # tensor versions differing from the graph order, plus reads of stale versions
     golden_errors: int | None
     golden_compared: int | None
+    heap: int | None = None                # first-fit L2 heap of the non-tiled code
+    predicted_tiled_l3: int | None = None  # ckpt's predicted home arena (the generated code must reserve it)
 
     @property
     def match_rate(self) -> float:
@@ -45,22 +49,19 @@ class CiFigures:
         return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
 
     @classmethod
-    def from_report(cls, report: dict) -> "CiFigures":
-        schedule, memory = report["schedule"], report["memory"]
-        peak = memory["activation_peak_bytes"]
-        arenas = peak["deeploy_tiled_arenas"] or {}
-        found = report["verification"]
-        check = found.get("schedule") or {}
-        golden = found.get("golden") or {}
-        return cls(entries=schedule["entries"], matched=schedule["matched"],
-                   fingerprint=schedule["fingerprint"]["graph"], predicted_peak=peak["predicted"],
-                   replayed_peak=peak["replayed"], deeploy_nontiled=peak["deeploy_non_tiled"],
-                   deeploy_tiled_l1=arenas.get("L1"), deeploy_tiled_l2=arenas.get("L2"),
-                   deeploy_tiled_l3=arenas.get("L3"), recomputes=report["replay"]["recomputes"],
-                   clones_kept=report["replay"]["clones_kept"],
-                   replay_errors=len(check.get("differing", [])) + len(check.get("stale_reads", []))
-                   if found.get("status") != "skipped" else -1,
-                   golden_errors=golden.get("errors"), golden_compared=golden.get("compared"))
+    def from_report(cls, report: ReplayReport) -> CiFigures:
+        memory, found = report.memory, report.verification
+        level = lambda name: memory.levels[name].arena if name in memory.levels else None  # noqa: E731
+        golden = found.golden
+        return cls(entries=report.schedule.entries, matched=report.schedule.matched,
+                   fingerprint=report.schedule.fingerprint.graph, predicted_peak=memory.predicted_peak,
+                   replayed_peak=memory.replayed_peak, deeploy_nontiled=memory.deeploy_non_tiled,
+                   deeploy_tiled_l1=level("L1"), deeploy_tiled_l2=level("L2"), deeploy_tiled_l3=level("L3"),
+                   recomputes=report.replay.recomputes, clones_kept=report.replay.clones_kept,
+                   replay_errors=-1 if found.replay_errors is None else found.replay_errors,
+                   golden_errors=golden.errors if golden else None,
+                   golden_compared=golden.compared if golden else None, heap=memory.heap,
+                   predicted_tiled_l3=memory.levels["L3"].predicted_arena if "L3" in memory.levels else None)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ class Comparison:
 
 
 PEAKS = (("predicted peak B", "predicted_peak"), ("replayed peak B", "replayed_peak"),
-         ("Deeploy non-tiled B", "deeploy_nontiled"), ("Deeploy tiled L1 B", "deeploy_tiled_l1"),
+         ("first-fit heap B", "heap"), ("Deeploy non-tiled B", "deeploy_nontiled"),
+         ("Deeploy tiled L1 B", "deeploy_tiled_l1"),
          ("Deeploy tiled L2 B", "deeploy_tiled_l2"), ("Deeploy tiled L3 B", "deeploy_tiled_l3"))
 
 
@@ -93,6 +95,10 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
             continue
         fits = before is not None and after is not None and after <= before * (1 + PEAK_TOLERANCE)
         rows.append(Comparison(title, _text(before), _text(after), f"<= +{100 * PEAK_TOLERANCE:.0f}%", _ok(fits)))
+    if now.deeploy_tiled_l3 is not None:
+        rows.append(Comparison("ckpt's predicted L3 arena B", _text(baseline.predicted_tiled_l3),
+                               _text(now.predicted_tiled_l3), "== Deeploy tiled L3",
+                               _ok(now.predicted_tiled_l3 == now.deeploy_tiled_l3)))
     rows.append(Comparison("Errors (replay vs graph order)", str(baseline.replay_errors), _errors(now.replay_errors),
                            "== 0", _ok(now.replay_errors == 0)))
     golden_ok = now.golden_errors is not None and baseline.golden_errors is not None \

@@ -15,13 +15,7 @@ from typing import Optional, Union
 
 import onnx
 
-FORMAT_VERSION = 2  # 2: metadata carries per-node transient (scratch) bytes
-
-
-def default_cache_dir() -> Path:
-    """$CKPT_CACHE_DIR, else ~/.cache/ckpt/lowered."""
-    env = os.environ.get("CKPT_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "ckpt" / "lowered"
+FORMAT_VERSION = 3  # 2: metadata carries per-node transient (scratch) bytes; 3: key holds lowering options only
 
 
 def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: str) -> str:

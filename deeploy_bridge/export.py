@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 import onnx
+import onnx_graphsurgeon as gs
 from onnx import helper
 
 from .sources import LOWERED_META_KEY
@@ -59,8 +60,6 @@ def _tensor_elem_type(tensor, deeploy_types: dict[str, str]) -> int:
 def export_lowered(graph, deeploy_types: dict[str, str], meta: dict, opset_model: Optional[onnx.ModelProto] = None
                    ) -> onnx.ModelProto:
     """gs.Graph (Deeploy's in-memory lowered graph) -> ModelProto with full value_info + metadata."""
-    import onnx_graphsurgeon as gs
-
     g = graph.copy()
     for tensor in g.tensors().values():
         # Deeploy keeps some constants in a compute dtype that differs from their export dtype.

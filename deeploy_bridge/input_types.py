@@ -11,6 +11,9 @@ from typing import Optional
 
 import numpy as np
 import onnx
+from Deeploy.AbstractDataTypes import PointerClass
+from Deeploy.CommonExtensions import DataTypes
+from Deeploy.CommonExtensions.DataTypes import minimalFloatType, minimalIntegerType
 
 _ONNX_FALLBACK = {
     onnx.TensorProto.FLOAT: "float32_t",
@@ -31,8 +34,6 @@ _ONNX_FALLBACK = {
 
 def type_for_values(values: np.ndarray) -> str:
     """Deeploy type name for one input array (see module docstring)."""
-    from Deeploy.CommonExtensions.DataTypes import minimalFloatType, minimalIntegerType
-
     arr = np.asarray(values)
     if arr.dtype == np.bool_:
         return "uint8_t"
@@ -77,7 +78,4 @@ def infer_input_types(graph: onnx.GraphProto, values: Optional[dict[str, np.ndar
 
 def pointer_types(type_names: dict[str, str]) -> dict:
     """Turn type names into the PointerClass objects PULPDeployer expects as inputTypes."""
-    from Deeploy.AbstractDataTypes import PointerClass
-    from Deeploy.CommonExtensions import DataTypes
-
     return {name: PointerClass(getattr(DataTypes, tname)) for name, tname in type_names.items()}

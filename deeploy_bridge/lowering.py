@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Union
 
 import onnx
+import onnx_graphsurgeon as gs
+
+from ckpt.paths import lowered_cache_dir
 
 from . import cache as _cache
 from .aliases import collect_aliases
@@ -18,14 +22,12 @@ from .pipeline import DeployOptions, front_end, mid_end, start
 from .records import LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .sources import LOWERED_META_KEY, ModelLike, load_source
-from .targets import TARGETS
-from .transients import collect_transients
+from .setup import DEFAULT_SETUP, TARGETS
+from .transients import collect_transients, constant_bytes
 from .versions import deeploy_version
 
 
 def _import_gs(model: onnx.ModelProto):
-    import onnx_graphsurgeon as gs
-
     return gs.import_onnx(model)
 
 
@@ -52,6 +54,7 @@ def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredG
                         input_types=meta.get("input_types", {}),
                         tensor_types=meta.get("tensor_types", {}),
                         transients=meta.get("transients", {}),
+                        constant_bytes=meta.get("constant_bytes", 0),
                         timings=StageTimings(**meta.get("timings", {})),
                         **extra)
 
@@ -69,13 +72,13 @@ def lower(model_dir_or_onnx_path: ModelLike,
           target: str = "siracusa",
           *,
           cache_dir: Optional[Union[str, Path]] = None,
-          n_cores: int = 8,
+          n_cores: int = DEFAULT_SETUP.n_cores,
           use_cache: bool = True,
           inputs=None) -> LoweredGraph:
     """Run Deeploy's front end (+ bind, for alias info) and return the lowered graph.
 
     ``target``: 'siracusa' (PULPOpen), 'gap9' (only if the installed Deeploy has it) or 'none'.
-    Results are cached under ``cache_dir`` (default $CKPT_CACHE_DIR or ~/.cache/ckpt/lowered).
+    Results are cached under ``cache_dir`` (default ckpt.paths.lowered_cache_dir()).
     """
     if target not in TARGETS:
         raise BridgeError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -85,9 +88,10 @@ def lower(model_dir_or_onnx_path: ModelLike,
 
     prior = source.lowered_meta
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
-    opts = DeployOptions(target=target, n_cores=n_cores, relower=not source.looks_lowered)
-    key = _cache.cache_key(source.sha256, target, {**opts.key(), "input_types": input_types}, deeploy_version())
-    directory = Path(cache_dir) if cache_dir is not None else _cache.default_cache_dir()
+    opts = DeployOptions(target=target, setup=replace(DEFAULT_SETUP, n_cores=n_cores), relower=not source.looks_lowered)
+    key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
+                                                   "input_types": input_types}, deeploy_version())
+    directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
     if use_cache:
         t0 = time.perf_counter()
         hit = _cache.load(directory, key)
@@ -113,6 +117,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
             "aliases": aliases,
             "alias_ops": alias_ops,
             "transients": collect_transients(deployer.ctxt),
+            "constant_bytes": constant_bytes(deployer.ctxt),
             "input_types": input_types,
             "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},
         }

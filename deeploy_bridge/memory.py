@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
+from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
 
 from .errors import BridgeError
 from .input_types import infer_input_types
@@ -40,14 +41,13 @@ from .lowering import prepare_graph
 from .pipeline import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .records import MemoryFigures
 from .scheduler import Order, make_scheduler
+from .setup import DEFAULT_SETUP, DeeploySetup
 from .sources import ModelLike, load_source
 from .tiled_lifetimes import capture_memory_map, lifetime_peaks
 from .versions import deeploy_version
 
 
 def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
-    from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer
-
     deployer, ctxt = run.deployer, run.deployer.ctxt
     if run.options.tiled:
         scheduler = deployer.tiler.outerMemoryScheduler
@@ -63,8 +63,6 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
 
 def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
     """Assemble Network.h / Network.c from the deployer's generators, plus L3 constant hex files."""
-    from Deeploy.DeeployTypes import ConstantBuffer, _NoVerbosity
-
     d = run.deployer
     out_dir.mkdir(parents=True, exist_ok=True)
     header = "\n".join([
@@ -122,11 +120,7 @@ def deploy(model: ModelLike,
            target: str = "siracusa",
            *,
            tiled: bool = True,
-           l1: int = 128_000,
-           l2: int = 1_024_000,
-           default_mem_level: str = "L3",
-           n_cores: int = 8,
-           allocator: str = "TetrisRandom",
+           setup: DeeploySetup = DEFAULT_SETUP,
            code_dir: Optional[Union[str, Path]] = None,
            inputs=None,
            already_lowered: Optional[bool] = None) -> MemoryFigures:
@@ -143,8 +137,7 @@ def deploy(model: ModelLike,
     prior = source.lowered_meta
     lowered = source.looks_lowered if already_lowered is None else already_lowered
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
-    opts = DeployOptions(target=target, n_cores=n_cores, tiled=tiled, l1=l1, l2=l2,
-                         default_mem_level=default_mem_level, allocator=allocator, relower=not lowered)
+    opts = DeployOptions(target=target, setup=setup, tiled=tiled, relower=not lowered)
     run = start(prepare_graph(source, opts.relower), input_types, make_scheduler(order), opts)
     kept = capture_memory_map(run.deployer.tiler) if tiled else {}
     try:
@@ -152,10 +145,15 @@ def deploy(model: ModelLike,
         mid_end(run)
         back_end(run)
         d = run.deployer
-        home = None
+        home, live, calls = {}, {}, 0
         if "map" in kept:
-            peaks = lifetime_peaks(d.ctxt, kept["map"], default_mem_level)
+            peaks = lifetime_peaks(d.ctxt, kept["map"], setup.default_mem_level)
             home = {"all": peaks.all_buffers, "local": peaks.local, "io": peaks.io_bytes}
+            live = {setup.default_mem_level: peaks.all_buffers}
+        log = getattr(d.tiler, "layout_log", None) if tiled else None
+        if log is not None and log.layouts:
+            live = {level: layout.live_max for level, layout in log.layouts.items()}
+            calls = log.calls
         dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
         worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
         figures = MemoryFigures(target=target,
@@ -166,12 +164,10 @@ def deploy(model: ModelLike,
                                 dynamic_peak=dynamic,
                                 arena=dict(worst) if tiled else {},
                                 static=_static_bytes(run, worst.keys() if tiled else ()),
-                                home_live=home or {},
-                                allocator=allocator if tiled else None,
-                                l1=l1 if tiled else None,
-                                l2=l2 if tiled else None,
-                                default_mem_level=default_mem_level if tiled else None,
-                                n_cores=n_cores,
+                                home_live=home,
+                                live_max=live,
+                                allocator_calls=calls,
+                                setup=setup,
                                 timings=run.timings)
         if code_dir is not None:
             t0 = time.perf_counter()

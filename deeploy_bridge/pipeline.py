@@ -9,18 +9,54 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
+
+from Deeploy import AbstractDataTypes
+from Deeploy.DeeployTypes import _NoVerbosity
+from Deeploy.MemoryLevelExtension.MemoryLevels import MemoryHierarchy, MemoryLevel
+from Deeploy.MemoryLevelExtension.NetworkDeployers.MemoryLevelDeployer import MemoryDeployerWrapper
+from Deeploy.MemoryLevelExtension.OptimizationPasses.MemoryLevelAnnotationPasses import (
+    AnnotateDefaultMemoryLevel,
+    AnnotateIOMemoryLevel,
+)
+from Deeploy.TilingExtension.TilerExtension import TilerDeployerWrapper
 
 from .errors import BridgeError
 from .input_types import pointer_types
 from .records import StageTimings
-from .targets import target_parts
+from .setup import DEFAULT_SETUP, DeeploySetup
+from .targets import memory_platform_wrapper, target_parts
+from .tilers import tiler_class
 from .versions import deeploy_version
 
 _RUNS = 0
+SCRATCH_PREFIX = "ckpt_deeploy_"   # + the process id: scratch of a process that died is recognised and removed
+
+
+def remove_stale_scratch() -> list[Path]:
+    """Remove Deeploy scratch folders of ckpt processes that are gone (killed by Ctrl-C or a crash)."""
+    removed = []
+    for path in sorted(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")):
+        pid = path.name[len(SCRATCH_PREFIX):].split("_", 1)[0]
+        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def run_count() -> int:
@@ -28,23 +64,19 @@ def run_count() -> int:
     return _RUNS
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeployOptions:
     """Everything that changes what Deeploy computes (and so belongs in cache keys)."""
 
     target: str = "siracusa"
-    n_cores: int = 8
+    setup: DeeploySetup = DEFAULT_SETUP
     tiled: bool = False
-    l1: int = 128_000
-    l2: int = 1_024_000
-    l3: int = 64_000_000
-    default_mem_level: str = "L3"
-    allocator: str = "TetrisRandom"  # or "MiniMalloc" (needs MINIMALLOC_INSTALL_DIR)
     search_strategy: str = "random-max"
     relower: bool = True  # False: the graph is already lowered; skip Deeploy's lowering passes
 
     def key(self) -> dict:
-        return dict(self.__dict__)
+        return {"target": self.target, **self.setup.as_dict(), "tiled": self.tiled,
+                "search_strategy": self.search_strategy, "relower": self.relower}
 
 
 @dataclass
@@ -74,47 +106,21 @@ def quiet_deeploy(level: int = logging.WARNING):
         logger.setLevel(old)
 
 
-def _single_buffer_tiler():
-    """Tiler that keeps one copy of each tile (training flows use single buffering)."""
-    from Deeploy.TilingExtension.TilerExtension import Tiler
-
-    class SingleBufferTiler(Tiler):
-
-        def multiBufferStrategy(self, tilerModel, ctxt, pattern, path, hop, tensorName):
-            return 1
-
-    return SingleBufferTiler
-
-
-def _memory_wrap(deployer, platform_parts, opts: DeployOptions, workdir: str):
-    """Wrap a deployer for the tiled flow: memory levels L3/L2/L1, annotation passes, tiler."""
-    from Deeploy.MemoryLevelExtension.MemoryLevels import MemoryHierarchy, MemoryLevel
-    from Deeploy.MemoryLevelExtension.NetworkDeployers.MemoryLevelDeployer import MemoryDeployerWrapper
-    from Deeploy.MemoryLevelExtension.OptimizationPasses.MemoryLevelAnnotationPasses import \
-        AnnotateDefaultMemoryLevel, AnnotateIOMemoryLevel
-    from Deeploy.TilingExtension.TilerExtension import TilerDeployerWrapper
-
-    if opts.allocator == "MiniMalloc":
-        binary = os.path.join(os.environ.get("MINIMALLOC_INSTALL_DIR", ""), "minimalloc")
-        if not os.path.isfile(binary):
-            raise BridgeError("allocator MiniMalloc needs MINIMALLOC_INSTALL_DIR/minimalloc; use TetrisRandom")
-    l3 = MemoryLevel(name="L3", neighbourNames=["L2"], size=opts.l3)
-    l2 = MemoryLevel(name="L2", neighbourNames=["L3", "L1"], size=opts.l2)
-    l1 = MemoryLevel(name="L1", neighbourNames=["L2"], size=opts.l1)
+def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
+    """Wrap a deployer for the tiled flow: memory levels L3/L2/L1, annotation passes, the tiler and its allocator."""
+    setup = opts.setup
+    l3 = MemoryLevel(name="L3", neighbourNames=["L2"], size=setup.l3)
+    l2 = MemoryLevel(name="L2", neighbourNames=["L3", "L1"], size=setup.l2)
+    l1 = MemoryLevel(name="L1", neighbourNames=["L2"], size=setup.l1)
     hierarchy = MemoryHierarchy([l3, l2, l1])
-    hierarchy.setDefaultMemoryLevel(opts.default_mem_level)
-    if opts.target == "siracusa":
-        from Deeploy.Targets.PULPOpen.Platform import MemoryPULPPlatformWrapper as Wrapper
-    else:
-        import importlib
-        Wrapper = getattr(importlib.import_module("Deeploy.Targets.GAP9.Platform"), "MemoryGAP9PlatformWrapper")
-    deployer.Platform = Wrapper(deployer.Platform, hierarchy, l1)
+    hierarchy.setDefaultMemoryLevel(setup.default_mem_level)
+    deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, l1)
     deployer = MemoryDeployerWrapper(deployer, [
-        AnnotateIOMemoryLevel(opts.default_mem_level),
+        AnnotateIOMemoryLevel(setup.default_mem_level),
         AnnotateDefaultMemoryLevel(hierarchy),
     ])
-    deployer = TilerDeployerWrapper(deployer, _single_buffer_tiler(), testName="ckpt", workDir=workdir)
-    deployer.tiler.memoryAllocStrategy = opts.allocator
+    deployer = TilerDeployerWrapper(deployer, tiler_class(setup.allocator), testName="ckpt", workDir=workdir)
+    deployer.tiler.memoryAllocStrategy = setup.allocator.deeploy_strategy
     deployer.tiler.searchStrategy = opts.search_strategy
     return deployer
 
@@ -137,7 +143,7 @@ def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
 
 def _mapped_ops(opts: DeployOptions) -> set:
     try:
-        parts = target_parts(opts.target, opts.n_cores)
+        parts = target_parts(opts.target, opts.setup.n_cores)
     except BridgeError:
         return set()
     ops = set()
@@ -157,8 +163,7 @@ def _forget_generated_structs() -> None:
     tiling) would reuse the stale class and fail with "Can't assign {...} to <..._closure_args_t>".
     """
     global _BASE_TYPE_NAMES
-    from Deeploy import AbstractDataTypes as adt
-
+    adt = AbstractDataTypes
     if _BASE_TYPE_NAMES is None:
         _BASE_TYPE_NAMES = {name for name, obj in vars(adt).items()
                             if not (isinstance(obj, type) and issubclass(obj, adt.Struct) and obj is not adt.Struct)}
@@ -171,9 +176,9 @@ def _forget_generated_structs() -> None:
 def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployOptions,
           name: str = "DeeployNetwork") -> DeeployRun:
     """Construct the (wrapped) deployer for ``graph``; nothing runs yet."""
-    parts = target_parts(opts.target, opts.n_cores)
+    parts = target_parts(opts.target, opts.setup.n_cores)
     _forget_generated_structs()
-    workdir = tempfile.TemporaryDirectory(prefix="ckpt_deeploy_")
+    workdir = tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}_")
     deployer = parts.deployer_cls(graph,
                                   parts.platform,
                                   pointer_types(input_types),
@@ -187,7 +192,7 @@ def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployO
         # transposes. Preprocessing (name mangling, I/O renaming) still runs and is idempotent for us.
         deployer.loweringOptimizer.passes = []
     if opts.tiled:
-        deployer = _memory_wrap(deployer, parts, opts, workdir.name)
+        deployer = _memory_wrap(deployer, opts, workdir.name)
     return DeeployRun(deployer=deployer, options=opts, workdir=workdir)
 
 
@@ -216,8 +221,6 @@ def mid_end(run: DeeployRun) -> None:
 
 def back_end(run: DeeployRun) -> None:
     """Code transformations; this is where Deeploy's per-layer alloc/free accounting happens."""
-    from Deeploy.DeeployTypes import _NoVerbosity
-
     t0 = time.perf_counter()
     with quiet_deeploy():
         run.deployer.backEnd(_NoVerbosity)

@@ -7,6 +7,8 @@ from typing import Optional
 
 import onnx
 
+from .setup import DEFAULT_SETUP, DeeploySetup
+
 
 @dataclass
 class StageTimings:
@@ -50,6 +52,7 @@ class LoweredGraph:
     tensor_types: dict[str, str] = field(default_factory=dict)  # tensor -> Deeploy type name (bound)
     transients: dict[str, int] = field(default_factory=dict)  # node -> bytes of its per-layer scratch buffers
     timings: StageTimings = field(default_factory=StageTimings)
+    constant_bytes: int = 0  # constants Deeploy deploys (static, outside any arena), with its bound types
     from_cache: bool = False
     cache_path: Optional[Path] = None
 
@@ -83,11 +86,11 @@ class MemoryFigures:
     # Tiled only, home level: peak bytes alive at one step under the tiler's own lifetimes (an allocator's
     # floor), all buffers / local activations only (comparable with ckpt's prediction) / graph I/O bytes.
     home_live: dict[str, int] = field(default_factory=dict)
-    allocator: Optional[str] = None
-    l1: Optional[int] = None
-    l2: Optional[int] = None
-    default_mem_level: Optional[str] = None
-    n_cores: int = 8
+    # Tiled only: the most bytes alive at once among the blocks laid out per level (the home level's whole-network
+    # list; the largest per-layer list elsewhere): a floor for the arena the allocator can reach.
+    live_max: dict[str, int] = field(default_factory=dict)
+    allocator_calls: int = 0  # tiled with ckpt's allocator: block lists Deeploy asked it to lay out
+    setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
     timings: StageTimings = field(default_factory=StageTimings)
     code_dir: Optional[Path] = None  # where Network.c / Network.h were written, if asked
     code_files: list[str] = field(default_factory=list)

@@ -79,3 +79,8 @@ def load_source(model: ModelLike, inputs: Optional[Union[str, Path, dict]] = Non
         with np.load(npz_path) as npz:
             values = {k: npz[k] for k in npz.files}
     return ModelSource(model=proto, sha256=hashlib.sha256(data).hexdigest(), inputs=values, label=label)
+
+
+def is_lowered(model: onnx.ModelProto) -> bool:
+    """Whether `model` is a graph the bridge lowered (it carries the bridge's metadata)."""
+    return any(prop.key == LOWERED_META_KEY for prop in model.metadata_props)

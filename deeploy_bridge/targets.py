@@ -8,12 +8,22 @@ run in the same process differ from the first.
 from __future__ import annotations
 
 import copy
+import importlib
 from dataclasses import dataclass
 
-from .errors import BridgeError
-from .versions import deeploy_version, has_target_package
+from Deeploy.DeeployTypes import TopologyOptimizer
+from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
+from Deeploy.Targets.PULPOpen.Platform import (
+    MemoryPULPPlatformWrapper,
+    PULPClusterEngine,
+    PULPMapping,
+    PULPOptimizer,
+    PULPPlatform,
+)
 
-TARGETS = ("siracusa", "gap9", "none")
+from .errors import BridgeError
+from .setup import DEEPLOY_TARGETS
+from .versions import deeploy_version, has_target_package
 
 
 @dataclass
@@ -26,39 +36,34 @@ class TargetParts:
     cluster_engine_cls: type
 
 
-def _fresh_optimizer(shared):
-    from Deeploy.DeeployTypes import TopologyOptimizer
-
+def _fresh_optimizer(shared) -> TopologyOptimizer:
     return TopologyOptimizer(list(shared.passes), name=getattr(shared, "name", "TopologyOptimizer"))
 
 
 def _siracusa(n_cores: int) -> TargetParts:
-    from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
-    from Deeploy.Targets.PULPOpen.Platform import PULPClusterEngine, PULPMapping, PULPOptimizer, PULPPlatform
-
     engine = PULPClusterEngine("PULPCluster", Mapping=dict(PULPMapping), n_cores=n_cores)
     return TargetParts(PULPPlatform(engines=[engine]), PULPDeployer, _fresh_optimizer(PULPOptimizer),
                        PULPClusterEngine)
 
 
-def _gap9(n_cores: int) -> TargetParts:
-    """GAP9 exists only in newer (devel) Deeploy; its class names follow the PULPOpen pattern."""
+def _gap9_module(name: str):
+    """GAP9 exists only in newer (devel) Deeploy, so it is imported by name when asked for, never at load."""
     if not has_target_package("GAP9"):
         raise BridgeError(f"Deeploy {deeploy_version()} has no GAP9 target (no Deeploy.Targets.GAP9); "
                           "install a Deeploy with GAP9 and training-op mappings")
-    import importlib
+    return importlib.import_module(f"Deeploy.Targets.GAP9.{name}")
 
-    platform_mod = importlib.import_module("Deeploy.Targets.GAP9.Platform")
-    deployer_mod = importlib.import_module("Deeploy.Targets.GAP9.Deployer")
+
+def _gap9(n_cores: int) -> TargetParts:
+    """Its class names follow the PULPOpen pattern."""
+    platform_mod, deployer_mod = _gap9_module("Platform"), _gap9_module("Deployer")
     try:
-        platform_cls = getattr(platform_mod, "GAP9Platform")
-        optimizer = getattr(platform_mod, "GAP9Optimizer", None) or importlib.import_module(
-            "Deeploy.Targets.PULPOpen.Platform").PULPOptimizer
-        deployer_cls = getattr(deployer_mod, "GAP9Deployer")
+        platform_cls = platform_mod.GAP9Platform
+        optimizer = getattr(platform_mod, "GAP9Optimizer", None) or PULPOptimizer
+        deployer_cls = deployer_mod.GAP9Deployer
     except AttributeError as exc:
         raise BridgeError(f"Deeploy {deeploy_version()} GAP9 target lacks an expected class: {exc}") from None
-    platform = platform_cls()
-    platform = copy.copy(platform)
+    platform = copy.copy(platform_cls())
     engine_cls = type(platform.engines[0])
     for engine in platform.engines:
         if hasattr(engine, "n_cores"):
@@ -66,10 +71,17 @@ def _gap9(n_cores: int) -> TargetParts:
     return TargetParts(platform, deployer_cls, _fresh_optimizer(optimizer), engine_cls)
 
 
-def target_parts(target: str, n_cores: int = 8) -> TargetParts:
-    """Fresh platform/deployer/optimizer for ``target`` ('siracusa' or 'gap9')."""
+def target_parts(target: str, n_cores: int) -> TargetParts:
+    """Fresh platform/deployer/optimizer for a Deeploy target."""
     if target == "siracusa":
         return _siracusa(n_cores)
     if target == "gap9":
         return _gap9(n_cores)
-    raise BridgeError(f"unknown Deeploy target {target!r}; expected one of {', '.join(TARGETS)}")
+    raise BridgeError(f"unknown Deeploy target {target!r}; expected one of {', '.join(DEEPLOY_TARGETS)}")
+
+
+def memory_platform_wrapper(target: str) -> type:
+    """The platform wrapper that gives a target's platform the memory hierarchy of the tiled flow."""
+    if target == "siracusa":
+        return MemoryPULPPlatformWrapper
+    return _gap9_module("Platform").MemoryGAP9PlatformWrapper

@@ -7,14 +7,23 @@ right after the layer, so they add to that layer's level only. (Tiled, they live
 """
 from __future__ import annotations
 
+import numpy as np
+from Deeploy.DeeployTypes import ConstantBuffer, TransientBuffer
+
 
 def collect_transients(ctxt) -> dict[str, int]:
     """Node name -> bytes of the transient buffers its layer allocates (nodes without any are left out)."""
-    from Deeploy.DeeployTypes import TransientBuffer
-
     found: dict[str, int] = {}
     for buf in ctxt.localObjects.values():
         if isinstance(buf, TransientBuffer):
             for node in buf._users:
                 found[node] = found.get(node, 0) + int(buf.sizeInBytes())
     return dict(sorted(found.items()))
+
+
+def constant_bytes(ctxt) -> int:
+    """Bytes of the constants Deeploy deploys (weights and other initializers), at their bound types: the static
+    part of the home level in the tiled flow (`MemoryScheduler.getConstantTensorOffset`)."""
+    return sum(int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+               for buf in ctxt.globalObjects.values()
+               if isinstance(buf, ConstantBuffer) and "MEMORYARENA" not in buf.name and hasattr(buf, "_type"))

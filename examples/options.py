@@ -4,11 +4,11 @@ from __future__ import annotations
 import inspect
 
 from ckpt.errors import CkptError
-from ckpt.examples.write import _generators
+from ckpt.examples.write import GENERATORS
 
 
 def example_options(kind: str, given: dict) -> dict:
-    accepted = inspect.signature(_generators()[kind]).parameters
+    accepted = inspect.signature(GENERATORS[kind]).parameters
     chosen = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(k for k in chosen if k not in accepted)
     if wrong:

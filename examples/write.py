@@ -16,6 +16,10 @@ from typing import Callable, Mapping
 import numpy as np
 import onnx
 
+from ckpt.errors import CkptError
+from ckpt.files import atomic_write, check_output_dir
+from ckpt.hostexec.executor import run_graph
+
 from .cct import cct
 from .mlp import mlp
 from .resnet import resnet
@@ -23,16 +27,13 @@ from .resnet import resnet
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-def _generators() -> dict[str, Callable[..., onnx.ModelProto]]:
-    return {"mlp": mlp, "cct": cct, "resnet": resnet}
-
-
-KINDS = tuple(sorted(_generators()))
+GENERATORS: dict[str, Callable[..., onnx.ModelProto]] = {"cct": cct, "mlp": mlp, "resnet": resnet}
+KINDS = tuple(sorted(GENERATORS))
 
 
 @dataclass(frozen=True)
 class WrittenExample:
-    """Paths of what write_example produced; ``outputs`` is None without the host executor."""
+    """Paths of what write_example produced; ``outputs`` is None when goldens were not asked for."""
 
     directory: Path
     network: Path
@@ -41,11 +42,14 @@ class WrittenExample:
 
 
 def build(kind: str, **opts: object) -> onnx.ModelProto:
-    """The model of generator ``kind`` (``mlp``, ``cct``, ``resnet``) with its keyword options."""
-    gens = _generators()
-    if kind not in gens:
-        raise ValueError(f"unknown example kind {kind!r}; choose from {sorted(gens)}")
-    return gens[kind](**opts)
+    """The model of generator ``kind`` (``mlp``, ``cct``, ``resnet``) with its keyword options; options a
+    generator refuses become a one-line CkptError."""
+    if kind not in GENERATORS:
+        raise CkptError(f"unknown example kind {kind!r}", f"choose one of {', '.join(KINDS)}")
+    try:
+        return GENERATORS[kind](**opts)
+    except (ValueError, TypeError) as exc:
+        raise CkptError(f"{kind} example options rejected ({exc})", f"see `ckpt example --help`") from None
 
 
 def example_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
@@ -71,23 +75,25 @@ def _num_classes(model: onnx.ModelProto) -> int:
     raise ValueError("model has no SoftmaxCrossEntropyLoss node")
 
 
-def save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """np.savez-compatible file with fixed timestamps (np.savez stamps the current time)."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An np.savez-compatible file with fixed timestamps (np.savez stamps the current time)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
             np.lib.format.write_array(buf, np.asanyarray(arr), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_FIXED_ZIP_TIME)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
+    return out.getvalue()
 
 
-def golden_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """Graph outputs computed by ckpt.replay.host_exec, or None when it is not available yet."""
-    try:
-        from ckpt.replay.host_exec import run_graph
-    except ImportError:
-        return None
+def save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    atomic_write(path, npz_bytes(arrays))
+
+
+def golden_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Graph outputs computed by the host executor: the step's golden updated weights."""
     values = run_graph(model, dict(feeds))
     return {o.name: np.asarray(values[o.name]) for o in model.graph.output}
 
@@ -96,16 +102,14 @@ def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, **opts
     """Generates example ``kind`` and writes network.onnx, inputs.npz and outputs.npz to out_dir."""
     model = build(kind, **opts)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out)
     network = out / "network.onnx"
-    network.write_bytes(model.SerializeToString())
+    atomic_write(network, model.SerializeToString())
     feeds = example_inputs(model, int(opts.get("seed", 0)))  # type: ignore[arg-type]
     inputs = out / "inputs.npz"
     save_npz(inputs, feeds)
     outputs = None
     if golden:
-        values = golden_outputs(model, feeds)
-        if values is not None:
-            outputs = out / "outputs.npz"
-            save_npz(outputs, values)
+        outputs = out / "outputs.npz"
+        save_npz(outputs, golden_outputs(model, feeds))
     return WrittenExample(out, network, inputs, outputs)

@@ -11,13 +11,13 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.replay.deeploy_setup import DeeploySetup
-from ckpt.schedule_file import atomic_write
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, DeeploySetup
+from ckpt.replay.report import NOT_SIMULATED, GvsocSection
+from ckpt.files import atomic_write
 
-NOT_SIMULATED = "not simulated"
 PLATFORMS = {"siracusa": "Siracusa", "gap9": "GAP9"}
 RUNNERS = {"siracusa": ("deeployTrainingRunner_tiled_siracusa.py", "deeployTrainingRunner_siracusa.py"),
            "gap9": ("deeployTrainingRunner_tiled_gap9.py", "deeployTrainingRunner_gap9.py")}
@@ -37,36 +37,24 @@ class HarnessSetup:
     python: str = "python3"       # the interpreter of the Deeploy checkout's environment, not ckpt's
 
 
-@dataclass
-class GvsocResult:
-    """status: "measured", "failed" (ran, no usable figures) or "not simulated"; figures only when printed."""
+def not_simulated(reason: str) -> GvsocSection:
+    return GvsocSection(NOT_SIMULATED, reason)
 
-    status: str
-    reason: str = ""
-    errors: int | None = None
-    total: int | None = None
-    bench: dict[str, int] = field(default_factory=dict)
-    command: list[str] = field(default_factory=list)
-    returncode: int | None = None
-    log: str | None = None
 
-    def as_dict(self) -> dict:
-        found = {"status": self.status, "reason": self.reason or None}
-        if self.status != NOT_SIMULATED:
-            found.update({"errors": self.errors, "total": self.total, "train_cycles": self.bench.get("train_cycles"),
-                          "opt_cycles": self.bench.get("opt_cycles"),
-                          "trainable_bytes": self.bench.get("trainable_bytes", self.bench.get("weight_sram")),
-                          "bench": dict(sorted(self.bench.items())), "command": self.command,
-                          "returncode": self.returncode, "log": self.log})
-        return found
+def gvsoc_line(result: GvsocSection) -> str:
+    if result.status == NOT_SIMULATED:
+        return f"gvsoc: not simulated ({result.reason})"
+    if result.status == "failed":
+        return f"gvsoc: failed ({result.reason})"
+    cycles = f", train_cycles={result.train_cycles}" if result.train_cycles else ""
+    return f"gvsoc: Errors: {result.errors} out of {result.total}{cycles}"
 
-    def line(self) -> str:
-        if self.status == NOT_SIMULATED:
-            return f"gvsoc: not simulated ({self.reason})"
-        if self.status == "failed":
-            return f"gvsoc: failed ({self.reason})"
-        cycles = self.bench.get("train_cycles")
-        return f"gvsoc: Errors: {self.errors} out of {self.total}" + (f", train_cycles={cycles}" if cycles else "")
+
+def _measured(counts: tuple[int, int], bench: dict[str, int], command: list[str], returncode: int,
+              log: str) -> GvsocSection:
+    return GvsocSection("measured", None, counts[0], counts[1], bench.get("train_cycles"), bench.get("opt_cycles"),
+                        bench.get("trainable_bytes", bench.get("weight_sram")), dict(sorted(bench.items())),
+                        command, returncode, log)
 
 
 def parse_harness_output(text: str) -> tuple[tuple[int, int] | None, dict[str, int]]:
@@ -126,7 +114,7 @@ def why_not(deeploy_root: Path | None, target: str) -> str | None:
 
 
 def harness_command(runner: Path, model_dir: Path, schedule: Path, target: str, setup: HarnessSetup,
-                    deeploy: DeeploySetup = DeeploySetup()) -> list[str]:
+                    deeploy: DeeploySetup = DEFAULT_SETUP) -> list[str]:
     command = [setup.python, str(runner), "-t", str(model_dir), "-p", PLATFORMS[target], "-s", "gvsoc",
                "--toolchain", setup.toolchain, "--cores", str(deeploy.n_cores),
                "--n-steps", str(setup.n_steps), "--n-accum", str(setup.n_accum),
@@ -137,21 +125,22 @@ def harness_command(runner: Path, model_dir: Path, schedule: Path, target: str, 
 
 
 def run_harness(deeploy_root: Path | None, target: str, model_dir: Path, schedule: Path, log_path: Path,
-                setup: HarnessSetup = HarnessSetup(), deeploy: DeeploySetup = DeeploySetup()) -> GvsocResult:
+                setup: HarnessSetup = HarnessSetup(), deeploy: DeeploySetup = DEFAULT_SETUP) -> GvsocSection:
     """Run the harness once (or say why not) and keep its output in `log_path`."""
     reason = why_not(deeploy_root, target)
     if reason:
-        return GvsocResult(NOT_SIMULATED, reason)
+        return not_simulated(reason)
     runner = find_runner(Path(deeploy_root), target)
     command = harness_command(runner, Path(model_dir).resolve(), Path(schedule).resolve(), target, setup, deeploy)
     try:
         done = subprocess.run(command, cwd=runner.parent, capture_output=True, text=True, timeout=setup.timeout)
     except subprocess.TimeoutExpired:
-        return GvsocResult("failed", f"timed out after {setup.timeout:.0f} s", command=command)
+        return GvsocSection("failed", f"timed out after {setup.timeout:.0f} s", command=command)
     text = done.stdout + done.stderr
     atomic_write(log_path, text)
     counts, bench = parse_harness_output(text)
     if counts is None:
-        return GvsocResult("failed", f"no 'Errors: N out of M' line (exit code {done.returncode})",
-                           bench=bench, command=command, returncode=done.returncode, log=log_path.name)
-    return GvsocResult("measured", "", counts[0], counts[1], bench, command, done.returncode, log_path.name)
+        return GvsocSection("failed", f"no 'Errors: N out of M' line (exit code {done.returncode})",
+                            bench=dict(sorted(bench.items())), command=command, returncode=done.returncode,
+                            log=log_path.name)
+    return _measured(counts, bench, command, done.returncode, log_path.name)

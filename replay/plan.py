@@ -69,7 +69,6 @@ class ReplayPlan:
         return {
             "schedule_entries": self.match.entries,
             "matched_entries": self.match.matched,
-            "scheduled_executions": self.match.matched,
             "recomputes": made,
             "clones_kept": self.clones_kept,
             "clones_pruned": self.clones_pruned,

@@ -1,8 +1,9 @@
 """`ckpt verify`: run a training step on the host and check it, and check that a replay computes the same thing.
 
 Two questions, answered separately:
-- Does the graph compute the golden step? Graph outputs against outputs.npz: `Errors: N out of M`, a tensor
-  being an error when any element misses atol 1e-5 + rtol 1e-4 (NaN always does).
+- Does the graph compute the golden step? Graph outputs against outputs.npz, counted as Deeploy's device
+  harness counts them (hostexec.compare): `Errors: N out of M` over output elements, an element being an error
+  when |expected - actual| > 1e-4 or NaN.
 - Does the replay compute what the graph computes? The rewired graph runs in the replayed order; every
   execution must read the newest version of each input (reading an older one keeps its buffer alive, which
   is what checkpointing was meant to stop), and every tensor version it writes (clones included) must equal,
@@ -22,12 +23,17 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.sources import is_lowered
 from ckpt.errors import CkptError
-from ckpt.replay.graph_fixes import rewire_bias_gelu_grad
-from ckpt.replay.host_exec import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
+from ckpt.hostexec.compare import VerifyResult, bit_identical, compare_outputs
+from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
+from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
+from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import CLONE_TAG, ReplayPlan, plan_replay
-from ckpt.replay.verify import VerifyResult, bit_identical, compare_outputs
+from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
+from ckpt.solver.onnx_loader import read_model
 
 SHOWN = 5
 
@@ -102,22 +108,35 @@ class VerifyReport:
             found.append(self.schedule.line())
         return found
 
-    def as_dict(self) -> dict:
-        return {"target": self.target, "nodes": self.nodes, "passed": self.ok,   # Errors 0 and, if replayed, ok
-                "golden": _golden_dict(self.golden), "baseline_golden": _golden_dict(self.baseline_golden),
-                "schedule": self.schedule.as_dict() if self.schedule else None,
-                "hint": self.hint, "fixed_bias_gelu": list(self.fixed)}
+    @property
+    def status(self) -> str:
+        return "bit-identical" if self.schedule is None or self.schedule.ok else "miswired"
 
 
-def _golden_dict(result: VerifyResult | None) -> dict | None:
+def _golden_record(result: VerifyResult | None) -> GoldenRecord | None:
     if result is None:
         return None
     worst = result.worst
-    return {"line": f"Errors: {result.errors} out of {result.compared}", "errors": result.errors,
-            "compared": result.compared, "failed": list(result.failed),
-            "worst": None if worst is None else {"tensor": worst.tensor, "index": list(worst.index),
-                                                 "actual": worst.actual, "expected": worst.expected,
-                                                 "abs_diff": worst.abs_diff}}
+    return GoldenRecord(errors=result.errors, compared=result.compared, tensors=result.tensors,
+                        failed=list(result.failed), nan_inputs=list(result.nan_inputs),
+                        worst=None if worst is None else WorstRecord(worst.tensor, list(worst.index), worst.actual,
+                                                                     worst.expected, worst.abs_diff))
+
+
+def verification_section(report: VerifyReport | None, reason: str | None, record_time: bool = False
+                         ) -> VerificationSection:
+    """report.json's verification: the host check's findings, or why it was skipped."""
+    if report is None:
+        return VerificationSection(status="skipped", reason=reason)
+    check = report.schedule
+    return VerificationSection(
+        status=report.status, golden=_golden_record(report.golden),
+        baseline_golden=_golden_record(report.baseline_golden),
+        schedule=None if check is None else ScheduleCheckRecord(check.executions, check.clones_kept,
+                                                                 check.clones_pruned, check.versions_compared,
+                                                                 list(check.differing), list(check.stale_reads)),
+        hint=report.hint, fixed_bias_gelu=list(report.fixed),
+        seconds=round(report.seconds, 3) if record_time else None)
 
 
 # --------------------------------------------------------------------------- preparing what runs
@@ -129,10 +148,7 @@ def host_ready(model: onnx.ModelProto) -> onnx.ModelProto:
     The bridge's export keeps float constants as float64 (Deeploy's in-memory dtype) though Deeploy binds them
     as float32_t; they came from float32, so casting back is exact and gives the numbers the device uses.
     """
-    from ckpt.deeploy_bridge.sources import LOWERED_META_KEY
-
-    lowered = any(p.key == LOWERED_META_KEY for p in model.metadata_props)
-    if not lowered or not any(t.data_type == onnx.TensorProto.DOUBLE for t in model.graph.initializer):
+    if not is_lowered(model) or not any(t.data_type == onnx.TensorProto.DOUBLE for t in model.graph.initializer):
         return model
     ready = onnx.ModelProto()
     ready.CopyFrom(model)
@@ -185,7 +201,7 @@ def compare_golden(outputs: dict[str, np.ndarray], data: StepData) -> VerifyResu
     if data.golden is None:
         return None
     back = lambda d: {data.back.get(k, k): v for k, v in d.items()}  # noqa: E731 - names users know
-    return compare_outputs(back(outputs), back(data.golden))
+    return compare_outputs(back(outputs), back(data.golden), back(data.feeds))
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -259,9 +275,6 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
 def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "none", *,
                  fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
-    from ckpt.replay.matching import schedule_fingerprint
-    from ckpt.solver.onnx_loader import read_model
-
     start = time.perf_counter()
     model_dir = Path(model_dir)
     original = read_model(model_dir)
@@ -269,10 +282,8 @@ def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "
     if target == "none":
         model = original
     else:
-        from ckpt.deeploy_bridge import lower
-
         progress(f"lowering for {target} (cached after the first time)")
-        lowered = lower(model_dir, target)
+        lowered = deeploy_bridge.lower(model_dir, target)
         model, io_names = host_ready(lowered.model), lowered.io_names
     fixed_model, rewired, hint = bias_gelu_hint(model)
     if fix_bias_gelu:
@@ -288,3 +299,12 @@ def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "
                            fixed=rewired if fix_bias_gelu else [], progress=progress)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def host_check(folder: Path, original: onnx.ModelProto, base: onnx.ModelProto, io_names: dict[str, str] | None,
+               target: str, plan: ReplayPlan, progress=lambda msg: None) -> VerifyReport:
+    """The replay's host check on the graph it ran on (`base`: Deeploy's lowered graph, or the ONNX as is)."""
+    ready = host_ready(base)
+    _, _, hint = bias_gelu_hint(ready)
+    data = step_data(folder, original, io_names)
+    return verify_loaded(ready, data, plan, label=str(folder), target=target, hint=hint, progress=progress)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Baselines:
 
 def graph_order_peak(graph: TrainGraph) -> int:
     """Peak of the graph's own order without recompute: what budget fractions are fractions of."""
-    return replay(graph, plain_sequence(graph)).peak_bytes
+    return memory_trace(graph, plain_sequence(graph)).peak_bytes
 
 
 def graph_order(graph: TrainGraph) -> list[str]:
@@ -126,7 +126,7 @@ def baselines(graph: TrainGraph) -> Baselines:
     return Baselines(
         graph_order_peak=graph_order_peak(graph),
         min_memory_order=tuple(order),
-        min_memory_peak=replay(graph, plain_sequence(graph, order)).peak_bytes,
+        min_memory_peak=memory_trace(graph, plain_sequence(graph, order)).peak_bytes,
         lower_bound=bound, lower_bound_op=bound_op)
 
 

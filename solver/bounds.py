@@ -42,7 +42,7 @@ from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import Span, by_first_reader, exactly
 from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.solver.simulate import memory_trace, plain_sequence
 
 GROWTH = 4               # stages added per round: those where the realised schedule is furthest over
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
@@ -64,7 +64,7 @@ def over_budget_points(problem: Problem, budget: int) -> list[int]:
 
 def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
     """Binding point -> the level its op reaches with no recompute."""
-    levels = replay(problem.graph, plain_sequence(problem.graph)).levels
+    levels = memory_trace(problem.graph, plain_sequence(problem.graph)).levels
     return {t: level for t, level in enumerate(levels) if level > budget}
 
 
@@ -146,7 +146,7 @@ def _overflow(problem: Problem, schedule: Decisions, budget: int) -> tuple[list[
     """Stages where `schedule` replays above the budget, furthest over first; and, for those where it is
     over while a recompute runs, by how much."""
     seq = schedule.sequence(problem.graph)
-    result = replay(problem.graph, seq)
+    result = memory_trace(problem.graph, seq)
     peaks, during = result.stage_peaks(), {}
     for (_, is_recompute), stage, level in zip(seq, result.stage_of, result.levels):
         if is_recompute and level > budget:

@@ -13,7 +13,7 @@ import bisect
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions, version_spans
-from ckpt.solver.simulate import Replay, Sequence, replay, stages_of
+from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace, stages_of
 
 MAX_STEPS = 400
 
@@ -22,7 +22,7 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None) -> De
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there. `start`: the
     recomputes to begin from (say, a near miss to repair) instead of none."""
     decisions = start or Decisions(frozenset())
-    result = replay(graph, decisions.sequence(graph))
+    result = memory_trace(graph, decisions.sequence(graph))
     for _ in range(MAX_STEPS):
         if result.peak_bytes <= budget:
             return decisions
@@ -43,17 +43,17 @@ def polish(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions:
         for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
             trial = Decisions(decisions.recomputes - {key})
             seq = trial.sequence(graph)
-            if not holds_two_versions(graph, trial, seq) and replay(graph, seq).peak_bytes <= budget:
+            if not holds_two_versions(graph, trial, seq) and memory_trace(graph, seq).peak_bytes <= budget:
                 decisions, dropped = trial, True
     return decisions
 
 
-def excess(result: Replay, budget: int) -> int:
+def excess(result: MemoryTrace, budget: int) -> int:
     return sum(max(0, level - budget) for level in result.levels)
 
 
-def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: int
-               ) -> tuple[Decisions, Replay] | None:
+def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, budget: int
+               ) -> tuple[Decisions, MemoryTrace] | None:
     seq = decisions.sequence(graph)
     stage = stages_of(seq)
     now = excess(result, budget)
@@ -66,7 +66,7 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: Replay, budget: 
         trial_seq = trial.sequence(graph)
         if holds_two_versions(graph, trial, trial_seq):
             continue
-        new = replay(graph, trial_seq)
+        new = memory_trace(graph, trial_seq)
         gain = now - excess(new, budget)
         cost = Decisions(added).cost(graph)
         if gain > 0 and gain / cost > best_score:
@@ -93,7 +93,7 @@ def holds_two_versions(graph: TrainGraph, decisions: Decisions, seq: Sequence | 
     return False
 
 
-def _candidates(graph: TrainGraph, seq, stage, result: Replay, budget: int) -> list[tuple[int, int]]:
+def _candidates(graph: TrainGraph, seq, stage, result: MemoryTrace, budget: int) -> list[tuple[int, int]]:
     """(producer op, stage to recompute it in) for buffers held across an over-budget point."""
     reads = _read_positions(graph, seq)
     found: dict[tuple[int, int], None] = {}
@@ -127,7 +127,7 @@ def _next_read_stage(positions: list[int], stage, after: int) -> int | None:
     return stage[positions[k]] if stage[positions[k]] > stage[after] else None
 
 
-def _with_chain(graph: TrainGraph, decisions: Decisions, result: Replay, seq, stage, op: int, t: int
+def _with_chain(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, seq, stage, op: int, t: int
                 ) -> frozenset | None:
     """Recompute `op` in stage t, plus producers of its inputs that are no longer live there."""
     first_k = stage.index(t)

@@ -12,7 +12,7 @@ deeploy_bridge/code_memory.py (tests/test_fidelity.py).
 from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.simulate import Replay, Sequence, replay
+from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace
 
 Event = tuple[str, int, int]  # ("malloc" | "free", bytes, block id)
 GRANULE = 8
@@ -64,9 +64,9 @@ def _release(free: list[list[int]], start: int, size: int) -> None:
         free[i - 1][1] += free.pop(i)[1]
 
 
-def replay_events(graph: TrainGraph, seq: Sequence, result: Replay | None = None) -> list[Event]:
+def malloc_events(graph: TrainGraph, seq: Sequence, result: MemoryTrace | None = None) -> list[Event]:
     """The malloc/free sequence the replay implies, in the order Deeploy's code issues it."""
-    result = result or replay(graph, seq)
+    result = result or memory_trace(graph, seq)
     made: dict[int, list[int]] = {}
     dying: dict[int, list[int]] = {}
     for b, buf in enumerate(result.buffers):
@@ -88,5 +88,5 @@ def replay_events(graph: TrainGraph, seq: Sequence, result: Replay | None = None
 
 def heap_bytes(graph: TrainGraph, seq: Sequence, granule: int = GRANULE) -> int:
     """Smallest PMSIS L2 heap that runs `seq`: its live-bytes peak plus rounding and fragmentation."""
-    result = replay(graph, seq)
-    return smallest_heap(replay_events(graph, seq, result), granule, lower=result.peak_bytes)
+    result = memory_trace(graph, seq)
+    return smallest_heap(malloc_events(graph, seq, result), granule, lower=result.peak_bytes)

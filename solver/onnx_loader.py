@@ -14,13 +14,17 @@ from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import Op, TrainGraph, toposort
 
 
+def model_path(source: str | Path) -> Path:
+    """The ONNX file a model argument names: the file itself, or a folder's network.onnx (Deeploy's layout)."""
+    path = Path(source)
+    return path / "network.onnx" if path.is_dir() else path
+
+
 def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     """Parse an ONNX file, with a one-line error for anything that is not one."""
     if isinstance(source, onnx.ModelProto):
         return source
-    path = Path(source)
-    if path.is_dir():
-        path = path / "network.onnx"
+    path = model_path(source)
     if not path.is_file():
         raise CkptError(f"no model at '{path}'", "pass an .onnx file or a folder holding network.onnx")
     try:

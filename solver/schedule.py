@@ -23,6 +23,24 @@ class Decisions:
             seq.append((op.name, 0))
         return seq
 
+    @classmethod
+    def from_sequence(cls, graph: TrainGraph, seq: Sequence) -> Decisions | None:
+        """The decisions behind a sequence over this stage order: each recompute in the stage of the next first
+        run. None when the sequence runs the ops in another order (it is not a schedule of this stage order)."""
+        firsts = [name for name, flag in seq if not flag]
+        if firsts != [op.name for op in graph.ops]:
+            return None
+        found, stage = set(), 0
+        for name, flag in seq:
+            if flag:
+                i = graph.index.get(name)
+                if i is None or i >= stage:
+                    return None
+                found.add((stage, i))
+            else:
+                stage += 1
+        return cls(frozenset(found))
+
     def cost(self, graph: TrainGraph) -> int:
         """Cycles the recomputes add (the objective every solver minimises)."""
         return sum(graph.op_cost[graph.ops[i].name] for _, i in self.recomputes)

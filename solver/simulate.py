@@ -38,7 +38,7 @@ class Buffer:
 
 
 @dataclass(frozen=True)
-class Replay:
+class MemoryTrace:
     """Memory level after each execution's allocations, and the buffers behind it."""
 
     levels: tuple[int, ...]
@@ -77,7 +77,7 @@ def stages_of(seq: Sequence) -> list[int]:
     return stages
 
 
-def replay(graph: TrainGraph, seq: Sequence) -> Replay:
+def memory_trace(graph: TrainGraph, seq: Sequence) -> MemoryTrace:
     """Run the memory side of `seq` on `graph`. Raises CkptError if an op reads a tensor not yet written."""
     newest: dict[str, int] = {}            # tensor -> buffer id of its newest version (-1: no buffer)
     owners: list[list] = []                # buffer id -> [tensor, bytes, written_at, last_read]
@@ -94,7 +94,7 @@ def replay(graph: TrainGraph, seq: Sequence) -> Replay:
     scratch = [graph.scratch.get(name, 0) for name, _ in seq]
     levels = [level + extra for level, extra in zip(_levels(len(seq), owners, allocated), scratch)]
     buffers = tuple(Buffer(t, n, w, r) for t, n, w, r in owners)
-    return Replay(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
+    return MemoryTrace(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
 
 
 def _op_index(graph: TrainGraph, name: str) -> int:

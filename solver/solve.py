@@ -15,11 +15,11 @@ from ckpt.solver.backends import Outcome, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
 from ckpt.solver.bounds import Bound, lower_bound
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import greedy, polish
+from ckpt.solver.greedy import greedy, holds_two_versions, polish
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import Sequence, drop_dead, replay
+from ckpt.solver.simulate import Sequence, drop_dead, memory_trace
 
 METHODS = ("milp", "greedy")
 BOUND_SHARE = 0.8     # of the time limit for the relaxation: its bound is the proof, and its answer often the optimum
@@ -58,6 +58,7 @@ class SolveResult:
     variables: int
     constraints: int
     variables_unpruned: int
+    space: str = "stage-order"            # the schedules a proof is relative to (see README)
 
     @property
     def cost_lower_bound(self) -> int | None:
@@ -69,7 +70,10 @@ class SolveResult:
         return 100.0 * self.recompute_cost / self.base_cost if self.base_cost else 0.0
 
 
-def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -> SolveResult:
+def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None,
+          incumbents: list[Sequence] | None = None) -> SolveResult:
+    """The cheapest schedule under the budget (or the lowest peak under the cost cap). `incumbents`: schedules
+    found before (say, at a tighter budget); the cheapest that fits is a start, and the answer if none is cheaper."""
     start = time.perf_counter()
     base = baselines(graph)
     order = list(base.min_memory_order) if options.order == "minmem" else [op.name for op in graph.ops]
@@ -83,6 +87,8 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None) -
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
     heuristic = greedy(staged, options.budget) if options.objective == "cost" else free_run
+    if options.objective == "cost":
+        heuristic = _cheaper(staged, heuristic, *_fitting(staged, incumbents or [], options.budget))
     if options.method == "greedy":
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
@@ -224,6 +230,17 @@ def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None) -> De
     return polish(staged, found, budget) if found is not None else None
 
 
+def _fitting(staged: TrainGraph, sequences: list[Sequence], budget: int) -> list[Decisions]:
+    """The given schedules that are schedules of this stage order and fit the budget, as decisions."""
+    found = []
+    for seq in sequences:
+        decisions = Decisions.from_sequence(staged, seq)
+        if decisions is not None and not holds_two_versions(staged, decisions) \
+                and memory_trace(staged, decisions.sequence(staged)).peak_bytes <= budget:
+            found.append(decisions)
+    return found
+
+
 def _cheaper(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:
     """The cheapest of the schedules given (the first of equals), None if none is."""
     found = [c for c in candidates if c is not None]
@@ -244,7 +261,7 @@ def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: i
     cost = _cost(staged, decisions)
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
-        peak_bytes=replay(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
+        peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
         recomputes=len(decisions.recomputes), recompute_cost=cost, base_cost=sum(staged.op_cost.values()),
         status=outcome.status, gap=outcome.gap, seconds=time.perf_counter() - start,

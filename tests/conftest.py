@@ -1,13 +1,14 @@
 """Shared pytest setup: solver test graphs importable as `graphs`, shared models found next to the repo."""
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from ckpt import paths
+
 sys.path.insert(0, str(Path(__file__).parent))
 
-SHARED_MODELS = Path(os.environ.get("CKPT_SHARED_MODELS", Path(__file__).resolve().parents[2] / "shared" / "models"))
+SHARED_MODELS = paths.shared_models()
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from ckpt.solver.greedy import greedy
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import replay
+from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import SolveOptions, solve
 from graphs import chain, random_graphs
 
@@ -48,7 +48,7 @@ def test_bound_never_exceeds_the_exact_optimum(graph, squeeze):
     bound = lower_bound(problem, budget, seconds=None, joint=4)
     assert bound.cost <= optimum + 1e-6      # an infinite bound (proven infeasible) needs an infeasible MILP
     if bound.schedule is not None:           # the relaxation's answer, realised: a real schedule that fits
-        assert replay(problem.graph, bound.schedule.sequence(problem.graph)).peak_bytes <= budget
+        assert memory_trace(problem.graph, bound.schedule.sequence(problem.graph)).peak_bytes <= budget
         assert cost_of(problem.graph, bound.schedule) >= round(optimum)
     every_point = point_bound(problem, budget, over_budget_points(problem, budget))
     assert every_point.cost <= optimum + 1e-6
@@ -98,7 +98,7 @@ def test_a_view_reads_only_the_version_it_was_made_from(shared_models):
     bound = lower_bound(problem, budget, seconds=None)
     assert bound.cost >= 3850240 - 1 and bound.schedule is not None
     assert cost_of(graph, bound.schedule) == 3850240
-    assert replay(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
+    assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
 def test_highs_stops_at_a_schedule_as_cheap_as_asked():
@@ -122,7 +122,7 @@ def test_headroom_finds_the_schedule_a_recompute_chain_overflows(shared_models):
     bound = lower_bound(Problem(graph), budget, seconds=None)
     assert bound.cost >= 3850240 - 1 and bound.schedule is not None
     assert cost_of(graph, bound.schedule) == 3850240
-    assert replay(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
+    assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
 def test_greedy_repairs_a_near_miss_keeping_its_recomputes():
@@ -131,10 +131,10 @@ def test_greedy_repairs_a_near_miss_keeping_its_recomputes():
     budget = baselines(graph).min_memory_peak - 8
     first_backward = next(i for i, op in enumerate(graph.ops) if op.name.startswith("b"))
     start = Decisions(frozenset({(first_backward + 1, 0)}))
-    assert replay(graph, start.sequence(graph)).peak_bytes > budget
+    assert memory_trace(graph, start.sequence(graph)).peak_bytes > budget
     repaired = greedy(graph, budget, start=start)
     assert repaired is not None and start.recomputes <= repaired.recomputes
-    assert replay(graph, repaired.sequence(graph)).peak_bytes <= budget
+    assert memory_trace(graph, repaired.sequence(graph)).peak_bytes <= budget
 
 
 def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
@@ -147,7 +147,7 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     budget = int(0.6 * baselines(original).graph_order_peak)
     bound = lower_bound(Problem(graph), budget, seconds=None)
     assert bound.schedule is not None and cost_of(graph, bound.schedule) == bound.cost == 110336
-    assert replay(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
+    assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
 def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):

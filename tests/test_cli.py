@@ -14,7 +14,16 @@ def ckpt(*args, cwd=None):
 
 @pytest.fixture(scope="module")
 def mlp_dir(tmp_path_factory):
+    """An MLP whose activations dominate (batch 256): its first-fit heap is its live peak."""
     folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, batch=256, layers=5, golden=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small_mlp(tmp_path_factory):
+    """The default MLP: small buffers, so PMSIS's 8-byte chunks and first fit make its heap larger than its peak."""
+    folder = tmp_path_factory.mktemp("small")
     write_example("mlp", folder, golden=False)
     return folder
 
@@ -58,6 +67,19 @@ def test_impossible_budget_exits_2_and_names_the_floor(mlp_dir, tmp_path):
     assert run.returncode == 2, run.stderr
     assert "no schedule fits 16 B" in run.stderr and "lower bound" in run.stderr
     assert not (tmp_path / "s.json").exists()
+
+
+def test_the_budget_holds_on_the_first_fit_heap_not_only_the_live_peak(small_mlp, tmp_path):
+    """The min-memory order's live peak (18,432 B) fits 20,000 B but its first-fit heap (23,008 B) does not,
+    and no schedule's does: refused with exit 2 naming the heap, nothing written. 24 KiB fits both."""
+    out = tmp_path / "s.json"
+    run = ckpt("solve", str(small_mlp), "--budget", "20000", "-o", str(out))
+    assert run.returncode == 2 and "first-fit heap cannot fit 20000 B" in run.stderr and "needs 23008 B" in run.stderr
+    assert not out.exists()
+    assert ckpt("solve", str(small_mlp), "--budget", "24KB", "-o", str(out)).returncode == 0
+    doc = json.loads(out.read_text())
+    assert doc["predicted"]["checked"] == "heap_bytes" and doc["predicted"]["checked_bytes"] <= 24 * 1024
+    assert doc["predicted"]["heap_bytes"] > doc["predicted"]["peak_bytes"]
 
 
 def test_inspect_prints_the_floor(mlp_dir):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,12 +13,14 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from ckpt import deeploy_bridge
 from ckpt import examples as E
+from ckpt.errors import CkptError
 from ckpt.examples.builder import BACKWARD_DESCRIPTION, MS_DOMAIN
+from ckpt.hostexec.executor import run_graph
+from ckpt.paths import shared_models
 
-CCT2_FT2 = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2" / "network.onnx"
-if not CCT2_FT2.exists():
-    CCT2_FT2 = __import__("conftest").SHARED_MODELS / "cct2_ft2" / "network.onnx"
+CCT2_FT2 = shared_models() / "cct2_ft2" / "network.onnx"
 
 # Small instances keep the suite fast; defaults are covered separately.
 SMALL = {
@@ -31,13 +32,6 @@ SMALL = {
 
 def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _has_host_exec() -> bool:
-    try:
-        return importlib.util.find_spec("ckpt.replay.host_exec") is not None
-    except ModuleNotFoundError:
-        return False
 
 
 # -- structure -------------------------------------------------------------------------------------
@@ -149,15 +143,14 @@ def test_write_example_layout_and_bytes(tmp_path: Path) -> None:
     assert feeds["input"].dtype == np.float32 and feeds["input"].shape == (3, 5)
     assert feeds["labels"].dtype == np.int64 and feeds["labels"].max() < 4
     assert model.SerializeToString() == E.mlp(**SMALL["mlp"]).SerializeToString()
-    if _has_host_exec():
-        assert r1.outputs is not None
-        assert r1.outputs.read_bytes() == r2.outputs.read_bytes()
-        outs = np.load(r1.outputs)
-        assert sorted(outs.files) == sorted(o.name for o in model.graph.output)
-    else:
-        assert r1.outputs is None
-    with pytest.raises(ValueError):
+    assert r1.outputs is not None
+    assert r1.outputs.read_bytes() == r2.outputs.read_bytes()
+    outs = np.load(r1.outputs)
+    assert sorted(outs.files) == sorted(o.name for o in model.graph.output)
+    with pytest.raises(CkptError, match="unknown example kind 'vgg'"):
         E.write_example("vgg", tmp_path / "c")
+    with pytest.raises(CkptError, match="cct example options rejected"):
+        E.write_example("cct", tmp_path / "d", train="nonsense")
 
 
 # -- gradients -------------------------------------------------------------------------------------
@@ -182,13 +175,10 @@ def _set_init(model: onnx.ModelProto, name: str, value: np.ndarray) -> onnx.Mode
     return m
 
 
-@pytest.mark.skipif(not _has_host_exec(), reason="ckpt.replay.host_exec (run_graph) not written yet")
 @pytest.mark.parametrize("kind", sorted(SMALL))
 def test_sgd_step_matches_finite_differences(kind: str) -> None:
     """(w - w_updated)/lr must be dL/dw: checked along a random direction per weight by central
     differences of the loss -mean(log_prob[label]) from the same graph's forward part."""
-    from ckpt.replay.host_exec import run_graph
-
     model = _with_output(E.build(kind, **SMALL[kind]), "log_prob")
     feeds = E.example_inputs(model, 0)
     labels = feeds["labels"]
@@ -260,7 +250,6 @@ def _lower_in_subprocess(model: onnx.ModelProto, tmp_path: Path) -> dict[str, in
 @pytest.mark.deeploy
 @pytest.mark.parametrize("blocks", [1, 3])
 def test_cct_lowers_on_siracusa(blocks: int, tmp_path: Path) -> None:
-    pytest.importorskip("Deeploy")
     model = E.cct(blocks=blocks)
     res = _lower_in_subprocess(model, tmp_path)
     # Like cct2_ft2 (179 -> 193): only Transposes are added by lowering.
@@ -270,7 +259,6 @@ def test_cct_lowers_on_siracusa(blocks: int, tmp_path: Path) -> None:
 
 @pytest.mark.deeploy
 def test_mlp_and_linear_probe_lower_on_siracusa(tmp_path: Path) -> None:
-    pytest.importorskip("Deeploy")
     for i, model in enumerate([E.mlp(), E.cct(blocks=1, train="classifier")]):
         d = tmp_path / str(i)
         d.mkdir()
@@ -279,13 +267,10 @@ def test_mlp_and_linear_probe_lower_on_siracusa(tmp_path: Path) -> None:
 
 @pytest.mark.deeploy
 def test_cct_lowers_through_bridge(tmp_path: Path) -> None:
-    bridge = pytest.importorskip("ckpt.deeploy_bridge")
-    if not hasattr(bridge, "lower"):
-        pytest.skip("ckpt.deeploy_bridge.lower not written yet")
     model = E.cct(blocks=1)
     path = tmp_path / "network.onnx"
     path.write_bytes(model.SerializeToString())
-    lowered = bridge.lower(str(path), "siracusa", cache_dir=tmp_path / "cache", use_cache=False)
+    lowered = deeploy_bridge.lower(str(path), "siracusa", cache_dir=tmp_path / "cache", use_cache=False)
     assert len(lowered.model.graph.node) >= len(model.graph.node)
     added = {n.op_type for n in lowered.model.graph.node if n.name in set(lowered.added_nodes)}
     assert added <= {"Transpose"}, added

@@ -14,7 +14,7 @@ from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, parse_netwo
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes, smallest_heap
 from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.simulate import drop_dead, plain_sequence, replay
+from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
 
 from conftest import SHARED_MODELS
 from graphs import chain
@@ -45,7 +45,7 @@ def generated(lowered, tmp_path_factory):
 @pytest.mark.deeploy
 def test_predicted_peak_matches_generated_code(graph, generated):
     _, code = generated
-    predicted = replay(graph, plain_sequence(graph)).peak_bytes
+    predicted = memory_trace(graph, plain_sequence(graph)).peak_bytes
     assert abs(predicted - code.peak_bytes) <= 0.02 * code.peak_bytes
     assert predicted == code.peak_bytes == 819_972
 
@@ -55,7 +55,7 @@ def test_every_layer_level_matches_generated_code(graph, generated):
     """Not only the peak: the live bytes after each layer's allocations agree layer by layer."""
     _, code = generated
     assert list(code.layers) == [op.name for op in graph.ops]
-    assert list(code.levels) == list(replay(graph, plain_sequence(graph)).levels)
+    assert list(code.levels) == list(memory_trace(graph, plain_sequence(graph)).levels)
 
 
 @pytest.mark.deeploy
@@ -182,4 +182,4 @@ def test_drop_dead_removes_an_execution_nobody_reads_and_what_fed_only_it():
     assert [name for name, _ in kept] == order  # the first f1 is gone, its recompute is now its first run
     assert all(flag == 0 for _, flag in kept)
     assert drop_dead(g, plain_sequence(g)) == plain_sequence(g)
-    assert replay(g, kept).peak_bytes <= replay(g, seq).peak_bytes
+    assert memory_trace(g, kept).peak_bytes <= memory_trace(g, seq).peak_bytes

@@ -9,8 +9,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from ckpt.replay.graph_fixes import rewire_bias_gelu_grad
-from ckpt.replay.host_exec import (
+from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
+from ckpt.hostexec.executor import (
     HostExecutor,
     OrderError,
     feeds_from_npz,
@@ -20,7 +20,7 @@ from ckpt.replay.host_exec import (
     random_topological_order,
     run_graph,
 )
-from ckpt.replay.verify import bit_identical, compare_outputs
+from ckpt.hostexec.compare import bit_identical, compare_outputs
 
 from conftest import SHARED_MODELS as MODELS
 needs_models = pytest.mark.skipif(not (MODELS / "cct2_ft2" / "network.onnx").exists(),
@@ -55,19 +55,20 @@ def lp() -> Case:
 @needs_models
 def test_cct2_lp_matches_golden(lp):
     result = compare_outputs(lp.outputs, lp.golden)
-    assert result.format().splitlines()[0] == "Errors: 0 out of 2"
+    elements = sum(v.size for v in lp.golden.values())
+    assert result.line == f"Errors: 0 out of {elements}" and result.tensors == 2
     assert result.worst.abs_diff < 1e-7
 
 
 @needs_models
 def test_cct2_ft2_as_written_is_off_only_by_the_bias_gelu_grad_defect(ft2):
-    """As written, GeluGrad differentiates at the pre-bias tensor (see graph_fixes): the two
-    linear1 weights miss by ~1.2e-5, right at the default tolerance; everything else < 2e-6."""
-    strict = compare_outputs(ft2.outputs, ft2.golden)
-    assert strict.compared == 16
-    assert all("linear1" in name for name in strict.failed)
-    assert strict.worst.abs_diff < 2e-5
-    assert compare_outputs(ft2.outputs, ft2.golden, atol=3e-5).errors == 0
+    """As written, GeluGrad differentiates at the pre-bias tensor (see graph_fixes): the two linear1 weights
+    miss by ~1.2e-5, far inside the device harness's 1e-4, so Deeploy's harness passes it: 0 errors over
+    every output element; the miss is still there to see."""
+    result = compare_outputs(ft2.outputs, ft2.golden)
+    assert result.tensors == 16 and result.compared == sum(v.size for v in ft2.golden.values())
+    assert result.errors == 0 and result.line == f"Errors: 0 out of {result.compared}"
+    assert 1e-5 < result.worst.abs_diff < 2e-5 and "linear1" in result.worst.tensor
 
 
 @needs_models
@@ -75,7 +76,7 @@ def test_cct2_ft2_matches_golden_with_bias_gelu_grad_rewired(ft2):
     fixed, rewired = rewire_bias_gelu_grad(ft2.model)
     assert sorted(rewired) == ["GeluGrad_137_GeluGrad_backward", "GeluGrad_91_GeluGrad_backward"]
     result = compare_outputs(run_graph(fixed, ft2.feeds), ft2.golden)
-    assert result.format().splitlines()[0] == "Errors: 0 out of 16"
+    assert result.errors == 0 and result.tensors == 16
     assert max(result.max_abs_diff.values()) < 1e-7
 
 
@@ -192,9 +193,9 @@ def test_miswired_consumer_gives_errors(ft2):
     node = next(n for n in m.graph.node if n.name == "node_91_classifier_blocks_0_norm1_Mul_LayerNormFusion__LayerNormalization")
     assert node.input[0] == "node_0_classifier_blocks_0_Add__0"
     node.input[0] = "node_0_classifier_Add__0"  # block input instead of the residual sum: same [1, 64, 128]
-    result = compare_outputs(run_graph(m, ft2.feeds), ft2.golden, atol=3e-5)
-    assert result.errors > 0
-    assert result.format().startswith(f"Errors: {result.errors} out of 16")
+    result = compare_outputs(run_graph(m, ft2.feeds), ft2.golden)
+    assert result.errors > 0 and result.failed
+    assert result.format().startswith(f"Errors: {result.errors} out of {result.compared}")
 
 
 # --------------------------------------------------------------------------- npz name mapping
@@ -222,20 +223,29 @@ def test_npz_maps_by_position_when_graph_io_is_renamed(lp):
 # --------------------------------------------------------------------------- verify utilities
 
 
-def test_compare_outputs_counts_nan_missing_and_shape_as_errors():
+def test_compare_outputs_counts_elements_nan_missing_and_shape_as_errors():
     golden = {"a": np.zeros(3, np.float32), "b": np.ones(2), "c": np.ones(2), "d": np.ones((2, 2))}
     actual = {"a": np.array([0, np.nan, 0], np.float32), "c": np.ones(3), "d": np.ones((2, 2)) + 1e-6}
     r = compare_outputs(actual, golden)
-    assert (r.errors, r.compared) == (3, 4)
+    assert (r.errors, r.compared, r.tensors) == (1 + 2 + 2, 3 + 2 + 2 + 4, 4)   # NaN, missing b, misshapen c
     assert r.worst.tensor == "a" and r.worst.index == (1,) and np.isnan(r.worst.actual)
     text = r.format()
-    assert text.splitlines()[0] == "Errors: 3 out of 4" and "Worst: a[1]" in text
+    assert text.splitlines()[0].startswith("Errors: 5 out of 11") and "Worst: a[1]" in text
 
 
-def test_compare_outputs_tolerance_is_atol_plus_rtol_times_expected():
-    golden = {"x": np.array([100.0, 0.0])}
-    assert compare_outputs({"x": np.array([100.0 + 0.9e-2, 0.0])}, golden, atol=1e-3, rtol=1e-4).errors == 0
-    assert compare_outputs({"x": np.array([100.0 + 1.2e-2, 0.0])}, golden, atol=1e-3, rtol=1e-4).errors == 1
+def test_compare_outputs_uses_the_device_harness_absolute_tolerance():
+    """deeploytest.c: an element is an error when |expected - actual| > 1e-4 (float32), whatever its size."""
+    golden = {"x": np.array([100.0, 0.0, -3.0], np.float32)}
+    close = {"x": np.array([100.0 + 6e-5, 9e-5, -3.0 - 9e-5], np.float32)}
+    assert compare_outputs(close, golden).errors == 0
+    far = {"x": np.array([100.0 + 2e-4, 1.1e-4, -3.0], np.float32)}
+    assert compare_outputs(far, golden).errors == 2
+
+
+def test_compare_outputs_reports_nan_in_inputs():
+    golden = {"y": np.zeros(2, np.float32)}
+    result = compare_outputs({"y": np.zeros(2, np.float32)}, golden, {"x": np.array([np.nan], np.float32)})
+    assert result.errors == 0 and result.nan_inputs == ["x"] and "NaN in inputs: x" in result.format()
 
 
 def test_bit_identical_compares_bytes_including_nan_positions():

@@ -12,7 +12,7 @@ from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.greedy import holds_two_versions, polish
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
-from ckpt.solver.simulate import replay
+from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import SolveOptions, solve
 from graphs import chain, random_graphs
 
@@ -27,9 +27,9 @@ def assert_sound_and_tight(graph, result, budget):
     """Sound: what runs never exceeds the budget nor the MILP's booking. Tight: the booking of the decisions,
     retentions no later reader needs dropped, equals the replay of the decisions stage by stage."""
     staged = staged_graph(graph, result)
-    assert replay(staged, result.seq).peak_bytes == result.peak_bytes <= budget
+    assert memory_trace(staged, result.seq).peak_bytes == result.peak_bytes <= budget
     full = result.decisions.sequence(staged)
-    replayed = replay(staged, full)
+    replayed = memory_trace(staged, full)
     assert result.peak_bytes <= replayed.peak_bytes  # dropping unread runs never raises the peak
     if result.booked_peak_bytes is not None:
         assert replayed.peak_bytes <= result.booked_peak_bytes <= budget
@@ -63,7 +63,7 @@ def test_accounting_matches_replay_for_arbitrary_decisions(graph, picks):
     chosen = {(t, i) for t, i in picks if i < t < problem.n and t in problem.recompute_stages(i)}
     seq = Decisions(frozenset(chosen)).sequence(graph)
     try:
-        replayed = replay(graph, seq)
+        replayed = memory_trace(graph, seq)
     except Exception:
         return
     booked = booked_levels(problem, chosen, needed_retentions(graph, seq))
@@ -127,11 +127,11 @@ def test_polish_only_drops_recomputes_the_budget_does_not_need(graph, picks):
     chosen = Decisions(frozenset((t, i) for t, i in picks if i < t < problem.n and t in problem.recompute_stages(i)))
     if holds_two_versions(graph, chosen):
         return
-    budget = replay(graph, chosen.sequence(graph)).peak_bytes
+    budget = memory_trace(graph, chosen.sequence(graph)).peak_bytes
     polished = polish(graph, chosen, budget)
     assert polished.recomputes <= chosen.recomputes
-    assert replay(graph, polished.sequence(graph)).peak_bytes <= budget
+    assert memory_trace(graph, polished.sequence(graph)).peak_bytes <= budget
     assert not holds_two_versions(graph, polished)
     for key in polished.recomputes:   # nothing left that could go on its own
         rest = Decisions(polished.recomputes - {key})
-        assert holds_two_versions(graph, rest) or replay(graph, rest.sequence(graph)).peak_bytes > budget
+        assert holds_two_versions(graph, rest) or memory_trace(graph, rest.sequence(graph)).peak_bytes > budget

@@ -6,17 +6,19 @@ import json
 import onnx_graphsurgeon as gs
 import pytest
 
-from ckpt.budgets.parse import parse_budget
+from ckpt.solver.budget import parse_budget
 from ckpt.errors import CkptError
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.scheduler import ReplayScheduler
-from ckpt.replay.workflow import ReplayOptions, replay_schedule, summary_lines
+from ckpt.replay.report import ReplayReport
+from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
 from ckpt.schedule_file import read_schedule, write_schedule
 from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.solver.simulate import memory_trace, plain_sequence
 from ckpt.solver.solve import SolveOptions
-from ckpt.workflow import schedule_document, solve_model
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve import solve_model
 from replay_support import FT2, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 pytestmark = [needs_models, pytest.mark.deeploy]
@@ -26,10 +28,10 @@ pytestmark = [needs_models, pytest.mark.deeploy]
 def solved(lowering_cache, tmp_path_factory):
     """A greedy schedule for CCT2_FT2 lowered for Siracusa at 0.8 of its baseline peak, written as ckpt solve does."""
     budget = parse_budget("0.8")
-    loaded, result, options = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
+    doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
     path = tmp_path_factory.mktemp("ft2") / "seq.json"
-    write_schedule(path, schedule_document(loaded, budget, result, options))
-    return loaded, path
+    write_schedule(path, doc)
+    return load_for_target(FT2, "siracusa"), path
 
 
 def test_schedule_replays_with_exactly_the_predicted_peak(solved):
@@ -41,7 +43,7 @@ def test_schedule_replays_with_exactly_the_predicted_peak(solved):
                        scratch=rewired_scratch(plan, lowered.transients))
     assert doc["predicted"]["recomputes"] > 0 and plan.clones_kept == doc["predicted"]["recomputes"]
     assert plan.match.rate == 1.0 and not plan.unscheduled and not plan.stale
-    assert replay(graph, plain_sequence(graph, plan.order)).peak_bytes == doc["predicted"]["peak_bytes"]
+    assert memory_trace(graph, plain_sequence(graph, plan.order)).peak_bytes == doc["predicted"]["peak_bytes"]
     assert graph.persistent_bytes == doc["predicted"]["persistent_bytes"]
 
 
@@ -71,24 +73,28 @@ def test_replay_end_to_end_with_deeploy(solved, tmp_path):
     """Two Deeploy runs (non-tiled, tiled with code), each with the replay as its scheduler (~30 s)."""
     _, path = solved
     result = replay_schedule(path, FT2, tmp_path / "out", ReplayOptions(target="siracusa"))
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report == result.report and report["ok"]
+    report = ReplayReport.read(tmp_path / "out" / "report.json")
+    assert report == result.report and report.ok
     doc = read_schedule(path)
-    peak = report["memory"]["activation_peak_bytes"]
-    assert peak["replayed"] == peak["predicted"] == doc["predicted"]["peak_bytes"]
+    memory = report.memory
+    assert memory.replayed_peak == memory.predicted_peak == doc["predicted"]["peak_bytes"]
     # Deeploy's own numbers for the replayed order (measured: 655,656 B non-tiled vs 1,114,368 B default order).
-    assert 0 < peak["deeploy_non_tiled"] < 1_114_368 and set(peak["deeploy_tiled_arenas"]) == {"L1", "L2", "L3"}
+    assert 0 < memory.deeploy_non_tiled < 1_114_368 and set(memory.levels) == {"L1", "L2", "L3"}
     # Clones share constants: Deeploy's static bytes are those of the default order (3,722,217 B, measured);
     # a copied weight per clone would add its bytes here.
-    assert report["memory"]["persistent_bytes"]["deeploy_non_tiled_static"] == 3_722_217
-    assert report["deeploy"]["non_tiled"]["layers"] == report["deeploy"]["tiled"]["layers"] == len(result.plan.order)
+    assert memory.deeploy_non_tiled_static == 3_722_217
+    assert report.deeploy["non_tiled"].layers == report.deeploy["tiled"].layers == len(result.plan.order)
+    # ckpt's allocator laid out the tiled arenas: the home arena is the one ckpt predicted, at its live maximum
+    home = memory.levels["L3"]
+    assert home.arena == home.predicted_arena == home.live_max and report.deeploy["tiled"].allocator_calls > 0
     network_c = (tmp_path / "out" / "code" / "Network.c").read_text()
     assert any(f"{e.name}" in network_c for e in result.plan.executions if e.clone)
-    verification = report["verification"]
-    assert verification["status"] == "bit-identical" and verification["schedule"]["bit_identical"]
-    assert verification["golden"]["line"] == verification["baseline_golden"]["line"] == "Errors: 2 out of 16"
-    assert "GeluGrad" in verification["hint"]
-    assert report["gvsoc"] == {"status": "not simulated", "reason": "no --deeploy-root given"}
+    assert f"sizeof(int8_t) * {home.arena})" in network_c
+    verification = report.verification
+    assert verification.status == "bit-identical" and verification.replay_errors == 0
+    assert verification.golden.line == verification.baseline_golden.line == "Errors: 0 out of 198027"
+    assert "GeluGrad" in verification.hint
+    assert (report.gvsoc.status, report.gvsoc.reason) == ("not simulated", "no --deeploy-root given")
     lines = summary_lines(result)
     assert any(line.startswith("activation peak: predicted") and "Deeploy non-tiled" in line for line in lines)
     assert json.loads((tmp_path / "out" / "order.json").read_text())["order"] == result.plan.order

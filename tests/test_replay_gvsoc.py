@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ckpt.replay.gvsoc import NOT_SIMULATED, HarnessSetup, parse_harness_output, run_harness, why_not
+from ckpt.replay.gvsoc import HarnessSetup, gvsoc_line, parse_harness_output, run_harness, why_not
+from ckpt.replay.report import NOT_SIMULATED
 
 # Tail of a Siracusa training run as the harness prints it (loss check on the cluster, then the bench line).
 CAPTURED = """\
@@ -81,8 +82,8 @@ def test_reasons_not_to_simulate(tmp_path, monkeypatch, toolchain):
 
 def test_skip_path_records_why_and_no_figures(tmp_path):
     result = run_harness(None, "siracusa", tmp_path, tmp_path / "seq.json", tmp_path / "gvsoc.log")
-    assert result.status == NOT_SIMULATED and result.line() == "gvsoc: not simulated (no --deeploy-root given)"
-    assert result.as_dict() == {"status": NOT_SIMULATED, "reason": "no --deeploy-root given"}
+    assert result.status == NOT_SIMULATED and gvsoc_line(result) == "gvsoc: not simulated (no --deeploy-root given)"
+    assert result.reason == "no --deeploy-root given" and result.errors is None and result.train_cycles is None
     assert not (tmp_path / "gvsoc.log").exists()
 
 
@@ -101,7 +102,7 @@ def test_runs_the_harness_with_the_schedule_and_parses_what_it_printed(tmp_path,
     setup = HarnessSetup(python=sys.executable)
     result = run_harness(root, "siracusa", tmp_path / "model", tmp_path / "seq.json", tmp_path / "gvsoc.log", setup)
     assert result.status == "measured" and (result.errors, result.total) == (0, 1)
-    assert result.as_dict()["train_cycles"] == 123 and result.as_dict()["trainable_bytes"] == 678
+    assert result.train_cycles == 123 and result.trainable_bytes == 678
     log = (tmp_path / "gvsoc.log").read_text()
     assert f"--recomputeSchedule={tmp_path / 'seq.json'}" in log
     assert "-p Siracusa -s gvsoc" in log and "--l1 128000" in log and "--defaultMemLevel L3" in log

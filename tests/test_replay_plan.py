@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ckpt.errors import CkptError
-from ckpt.replay.host_exec import HostExecutor
+from ckpt.hostexec.executor import HostExecutor
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.scheduler import ReplayScheduler, view_of_gs

@@ -2,14 +2,14 @@
 import pytest
 
 from ckpt.errors import CkptError
-from ckpt.solver.simulate import plain_sequence, replay
+from ckpt.solver.simulate import memory_trace, plain_sequence
 from graphs import chain, make_graph
 
 
 def test_chain_holds_every_forward_activation_until_backward():
     g = chain(3, size=4)
     # After f2: a0,a1,a2 live (12). b2 allocates g2 while reading a2 (16 at its peak point).
-    result = replay(g, plain_sequence(g))
+    result = memory_trace(g, plain_sequence(g))
     assert result.peak_bytes == 16
     assert result.levels[:3] == (4, 8, 12)
 
@@ -20,7 +20,7 @@ def test_recompute_frees_the_original_at_its_last_forward_use():
     # recompute f0 (reads persistent x) just before b0, its only backward reader
     at = [name for name, _ in seq].index("b0")
     seq.insert(at, ("f0", 1))
-    result = replay(g, seq)
+    result = memory_trace(g, seq)
     original_a0 = [b for b in result.buffers if b.tensor == "a0"][0]
     assert original_a0.last_read == 1  # read by f1 only; b0 reads the clone
     assert result.peak_bytes == 12
@@ -30,7 +30,7 @@ def test_alias_costs_nothing_but_keeps_its_buffer_alive():
     g = make_graph([("p", "Relu", ["x"], ["a"]), ("v", "Reshape", ["a"], ["va"]),
                     ("q", "Relu", ["x"], ["b"]), ("r", "Add", ["va", "b"], ["c"])],
                    {"x": 4, "a": 8, "va": 8, "b": 2, "c": 1}, {"x", "c"}, {"va": "a"})
-    result = replay(g, plain_sequence(g))
+    result = memory_trace(g, plain_sequence(g))
     assert result.levels == (8, 8, 10, 10)  # a lives until r reads it through va; va adds nothing
 
 
@@ -38,25 +38,25 @@ def test_multi_output_tensors_die_separately():
     g = make_graph([("ln", "LayerNormalization", ["x"], ["y", "stats"]), ("u", "Relu", ["y"], ["z"]),
                     ("late", "Add", ["z", "stats"], ["out"])],
                    {"x": 4, "y": 100, "stats": 1, "z": 4, "out": 4}, {"x", "out"})
-    result = replay(g, plain_sequence(g))
+    result = memory_trace(g, plain_sequence(g))
     assert result.levels == (101, 105, 5)  # y dies after u; stats lives on
 
 
 def test_unread_output_dies_at_once():
     g = make_graph([("p", "Op", ["x"], ["a", "unused"]), ("q", "Op", ["a"], ["out"])],
                    {"x": 1, "a": 2, "unused": 50, "out": 1}, {"x", "out"})
-    assert replay(g, plain_sequence(g)).levels == (52, 2)
+    assert memory_trace(g, plain_sequence(g)).levels == (52, 2)
 
 
 def test_reading_before_writing_is_an_error():
     g = chain(2)
     with pytest.raises(CkptError, match="reads 'a0' before any op writes it"):
-        replay(g, [("f1", 0), ("f0", 0)])
+        memory_trace(g, [("f1", 0), ("f0", 0)])
 
 
 def test_unknown_op_is_an_error():
     with pytest.raises(CkptError, match="does not have"):
-        replay(chain(2), [("nope", 0)])
+        memory_trace(chain(2), [("nope", 0)])
 
 
 def test_min_memory_order_sees_frees_through_a_view():

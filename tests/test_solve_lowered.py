@@ -1,12 +1,12 @@
 """`solve --target siracusa` works on Deeploy's lowered graph itself: no name drift is possible."""
 import pytest
 
-from ckpt.budgets.parse import parse_budget
+from ckpt.solver.budget import parse_budget
 from ckpt.deeploy_bridge import lower
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.solve import SolveOptions
-from ckpt.workflow import schedule_document, solve_model
+from ckpt.pipeline.solve import solve_model
 from replay_support import FT2, LP, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 
@@ -16,10 +16,9 @@ from replay_support import FT2, LP, lowering_cache, needs_models  # noqa: F401 -
 def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
     options = SolveOptions(budget=None, method="greedy", backend=SolverOptions(time_limit=20))
     budget = parse_budget("0.9" if model == FT2 else "1")
-    loaded, result, options = solve_model(model, budget, "siracusa", options)
+    doc, _ = solve_model(model, budget, "siracusa", options)
     lowered = lower(model, "siracusa")
     names = {node.name for node in lowered.model.graph.node}
-    doc = schedule_document(loaded, budget, result, options)
     assert {name for name, _ in doc["seq"]} <= names
     assert doc["graph"]["names_sha256"] == load_graph(lowered.model).fingerprint()
     assert doc["graph"]["nodes"] == len(names) and doc["graph"]["target"] == "siracusa"

@@ -34,10 +34,11 @@ def test_one_point_siracusa_sweep_with_deeploy_figures_and_ci_files(cct1, loweri
     assert base["label"] == "baseline" and point["label"] == "0.8"
     for row in (base, point):
         assert row["check"] == "bit-identical" and row["errors"].startswith("0/")
-        assert row["deeploy_nontiled"] > 0 and row["deeploy_tiled_l3"] > 0 and row["cycles"] == "not simulated"
-        assert row["replayed_peak"] == row["predicted_peak"]
+        assert row["deeploy_nontiled"] > 0 and row["arena_l3"] > 0 and row["cycles"] == "not simulated"
+        assert row["replayed_peak"] == row["predicted_peak"] and row["arena_l3"] == row["arena_predicted"]
+        assert row["total_home"] > row["arena_l3"]                        # static constants + the arena
     assert point["recomputes"] > 0 and point["replayed_peak"] <= point["budget_bytes"] < base["replayed_peak"]
-    assert point["deeploy_nontiled"] < base["deeploy_nontiled"]
+    assert point["deeploy_nontiled"] < base["deeploy_nontiled"] and point["arena_l3"] <= base["arena_l3"]
     assert (outdir / "points" / "0.8" / "replay" / "code" / "Network.c").is_file()
     assert "lowering" in run.stderr and "once for the whole sweep" in run.stderr
 

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
 
-from ckpt.replay import training_ops as T
+from ckpt.hostexec import training_ops as T
 
 _RUN_PARAMS = {"log": lambda *a: None, "opsets": {"": 19}, "new_ops": None, "verbose": 0}
 FAST = settings(max_examples=25, deadline=None)

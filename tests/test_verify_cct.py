@@ -9,34 +9,41 @@ import time
 import onnx
 import pytest
 
-from ckpt.budgets.parse import parse_budget
+from ckpt.solver.budget import parse_budget
 from ckpt.deeploy_bridge import lower
-from ckpt.replay.host_exec import HostExecutor, graph_order
+from ckpt.hostexec.executor import HostExecutor, graph_order
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.verification import check_replayed, host_ready, step_data, verify_model
 from ckpt.solver.solve import SolveOptions
-from ckpt.workflow import schedule_document, solve_model
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve import solve_model
 from replay_support import FT2, LP, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 pytestmark = needs_models
 
 
 def first_line(report) -> str:
-    return report.lines()[1]
+    return report.golden.line
+
+
+FT2_ELEMENTS = 198_027       # the 16 updated weights of CCT2_FT2: what Deeploy's harness counts
 
 
 def test_cct2_lp_has_no_errors():
-    assert first_line(verify_model(LP)) == "Errors: 0 out of 2"
+    assert first_line(verify_model(LP)) == "Errors: 0 out of 1290"
 
 
-def test_cct2_ft2_as_written_shows_the_bias_gelu_defect_and_a_hint():
+def test_cct2_ft2_as_written_passes_the_device_harness_with_its_known_miss():
+    """As written, the two linear1 weights miss the golden by about 1.2e-5 (the bias-GeluGrad export defect):
+    inside the harness's 1e-4, so `Errors: 0`; the hint still names the defect and the miss."""
     report = verify_model(FT2)
-    assert first_line(report) == "Errors: 2 out of 16" and not report.ok
+    assert first_line(report) == f"Errors: 0 out of {FT2_ELEMENTS}" and report.ok
+    assert 1e-5 < report.golden.worst.abs_diff < 2e-5 and "linear1" in report.golden.worst.tensor
     assert report.hint.startswith("hint: 2 GeluGrad node(s)") and "--fix-bias-gelu" in report.hint
     fixed = verify_model(FT2, fix_bias_gelu=True)
-    assert first_line(fixed) == "Errors: 0 out of 16" and fixed.ok and fixed.hint is None
-    assert len(fixed.fixed) == 2
+    assert first_line(fixed) == f"Errors: 0 out of {FT2_ELEMENTS}" and fixed.ok and fixed.hint is None
+    assert fixed.golden.worst.abs_diff < 1e-7 and len(fixed.fixed) == 2
 
 
 @pytest.mark.deeploy
@@ -48,7 +55,8 @@ def test_deeploys_lowered_graph_in_its_own_order(lowering_cache):
     as_written = verify_model(FT2, target="siracusa")
     fixed = verify_model(FT2, target="siracusa", fix_bias_gelu=True)
     assert time.perf_counter() - start < 10
-    assert first_line(as_written) == "Errors: 2 out of 16" and first_line(fixed) == "Errors: 0 out of 16"
+    assert first_line(as_written) == first_line(fixed) == f"Errors: 0 out of {FT2_ELEMENTS}"
+    assert as_written.golden.worst.abs_diff > 1e-5 > fixed.golden.worst.abs_diff
     assert "output_" not in "\n".join(fixed.lines())                 # names mapped back through io_names
 
 
@@ -56,8 +64,8 @@ def test_deeploys_lowered_graph_in_its_own_order(lowering_cache):
 def ft2_plan(lowering_cache):
     """Deeploy's lowered CCT2_FT2 ready for the host, its data, and a greedy schedule's replay plan."""
     budget = parse_budget("0.8")
-    loaded, result, options = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
-    doc = schedule_document(loaded, budget, result, options)
+    doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
+    loaded = load_for_target(FT2, "siracusa")
     model = host_ready(loaded.lowered.model)
     plan = plan_replay(view_of_model(model), doc["seq"], fingerprint=doc["graph"]["names_sha256"])
     data = step_data(FT2, onnx.load(FT2 / "network.onnx"), loaded.lowered.io_names)
@@ -69,7 +77,7 @@ def ft2_plan(lowering_cache):
 def test_replayed_schedule_verifies_bit_identical_and_fixed_has_no_errors(ft2_plan):
     doc = ft2_plan[0]
     report = verify_model(FT2, doc, "siracusa", fix_bias_gelu=True)
-    assert report.ok and report.schedule.ok and first_line(report) == "Errors: 0 out of 16"
+    assert report.ok and report.schedule.ok and first_line(report) == f"Errors: 0 out of {FT2_ELEMENTS}"
     assert report.schedule.clones_kept > 0 and "bit-identical" in report.schedule.line()
 
 
@@ -118,7 +126,9 @@ def test_verify_cli_in_deeploys_order_takes_seconds(lowering_cache, tmp_path):
     run = subprocess.run([sys.executable, "-m", "ckpt", "verify", str(FT2), "--target", "siracusa",
                           "--fix-bias-gelu"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines()[1] == "Errors: 0 out of 16" and time.perf_counter() - start < 20
+    assert run.stdout.splitlines()[1].startswith(f"Errors: 0 out of {FT2_ELEMENTS} ")
+    assert time.perf_counter() - start < 20
     as_written = subprocess.run([sys.executable, "-m", "ckpt", "verify", str(FT2), "--target", "siracusa"],
                                 capture_output=True, text=True)
-    assert as_written.returncode == 1 and "Errors: 2 out of 16" in as_written.stdout and "hint:" in as_written.stdout
+    assert as_written.returncode == 0 and f"Errors: 0 out of {FT2_ELEMENTS} " in as_written.stdout
+    assert "hint:" in as_written.stdout

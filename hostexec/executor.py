@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ckpt.replay.op_registry import BindContext, BoundNode, bind_node
+from ckpt.hostexec.op_registry import BindContext, BoundNode, bind_node
 
 
 class OrderError(ValueError):

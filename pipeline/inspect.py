@@ -1,11 +1,16 @@
-"""Human-readable lines for `ckpt inspect`: sizes, baseline peaks, the floor, and Deeploy's view when lowered."""
+"""Human-readable lines for `ckpt inspect`: sizes, baseline peaks, the floor, and what a Deeploy target reserves."""
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 
-from ckpt.solver.baselines import baselines
-from ckpt.solver.simulate import plain_sequence, replay
-from ckpt.workflow import load_for_target
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.code_memory import code_memory
+from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.replay.predict import predicted_levels
+from ckpt.solver.baselines import Baselines, baselines
+from ckpt.solver.heap import heap_bytes
+from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
 def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None) -> Iterator[str]:
@@ -17,32 +22,35 @@ def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None)
     yield f"nodes            {len(graph.ops)}"
     yield f"tensors          {len(graph.tensor_bytes)} ({len(activations)} activations, {len(graph.aliases)} aliases)"
     yield f"persistent       {graph.persistent_bytes} B (weights, graph I/O; not counted against the budget)"
-    yield f"peak, graph order      {base.graph_order_peak} B"
-    yield f"peak, min-memory order {base.min_memory_peak} B"
+    yield f"peak, graph order      {base.graph_order_peak} B (first-fit heap {heap_bytes(graph, plain_sequence(graph))} B)"
+    minmem = plain_sequence(graph, list(base.min_memory_order))
+    yield f"peak, min-memory order {base.min_memory_peak} B (first-fit heap {heap_bytes(graph, minmem)} B)"
     yield f"single-op lower bound  {base.lower_bound} B (op {base.lower_bound_op})"
     if loaded.lowered is not None:
-        yield from _lowering_lines(loaded, base.graph_order_peak, progress)
-    result = replay(graph, plain_sequence(graph))
+        yield from _lowering_lines(loaded, base, progress)
+    result = memory_trace(graph, plain_sequence(graph))
     yield f"largest tensors live at the graph-order peak (after op {graph.ops[result.peak_index].name}):"
     for buf in result.live_at(result.peak_index)[:top]:
         yield f"  {buf.nbytes:>10} B  {buf.tensor}"
 
 
-def _lowering_lines(loaded, predicted: int, progress) -> Iterator[str]:
-    import tempfile
-
-    from ckpt.deeploy_bridge import generate_code
-    from ckpt.deeploy_bridge.code_memory import code_memory
-
+def _lowering_lines(loaded: LoadedModel, base: Baselines, progress) -> Iterator[str]:
     lowered = loaded.lowered
     yield f"lowered by Deeploy {lowered.deeploy_version}: {len(lowered.added_nodes)} nodes added, " \
           f"{len(lowered.removed_nodes)} removed, {len(lowered.renamed_nodes)} renamed"
     for name in lowered.added_nodes[:5]:
         yield f"  added  {name}"
+    yield "tiled flow, home level, static + arena = total (ckpt's layout of Deeploy's lifetimes):"
+    for label, order in (("graph order", [op.name for op in loaded.graph.ops]),
+                         ("min-memory order", list(base.min_memory_order))):
+        for level, fig in predicted_levels(lowered, [(name, 0) for name in order]).items():
+            yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
     progress("generating Deeploy's non-tiled code for the graph order")
     with tempfile.TemporaryDirectory(prefix="ckpt_inspect_") as out:
-        figures = generate_code(lowered.model, None, out, loaded.target, tiled=False, already_lowered=True)
+        figures = deeploy_bridge.generate_code(lowered.model, None, out, loaded.target, tiled=False,
+                                               already_lowered=True)
         code = code_memory(out)
+    predicted = base.graph_order_peak
     ratio = predicted / code.peak_bytes if code.peak_bytes else float("nan")
     yield f"graph-order peak: ckpt {predicted} B, Deeploy's generated code {code.peak_bytes} B live " \
           f"(ratio {ratio:.4f}; {code.heap_bytes()} B of first-fit L2 heap)"

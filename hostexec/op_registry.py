@@ -15,8 +15,8 @@ import onnx
 from onnx import defs, helper
 from onnx.reference.ops import load_op
 
-from ckpt.replay import training_ops as T
-from ckpt.replay.layout import DEEPLOY_ANNOTATIONS, channels_last, is_channels_last
+from ckpt.hostexec import training_ops as T
+from ckpt.hostexec.channels import DEEPLOY_ANNOTATIONS, channels_last, is_channels_last
 
 Kernel = Callable[..., Sequence[np.ndarray]]
 

@@ -1,0 +1,147 @@
+"""The arenas of Deeploy's tiled flow, laid out by ckpt: inside Deeploy's tiler, and predicted without it.
+
+In the tiled flow Deeploy gives every buffer of a memory level a static offset in one arena per level
+(`Tiler._convertCtxtToStaticSchedule`: arena = highest end address). With `memoryAllocStrategy = "MiniMalloc"`
+it first tiles, then asks `Tiler.minimalloc` for the offsets of one block list per level: the whole network's
+at the home level, one per layer at the others (deeploy_bridge.tilers.CkptLayoutTiler answers in process,
+through `place_blocks`). What Deeploy hands over, and what ckpt predicts from a schedule alone (`home_blocks`),
+follows Deeploy 0.2.1's home-level rules (TilingExtension/MemoryScheduler.py `_calculateLifetimes`,
+`_dealiasLifetimeMap`; checked block for block on CCT2_FT2, tests/test_arena_deeploy.py):
+
+- the blocks are the non-constant buffers a layer reads or writes: locals and graph I/O alike; constants are
+  static (outside the arena) and per-layer transients live in tiles;
+- a local lives from its producer to its last reader (to the last layer if nobody reads it); graph I/O from
+  the first to the last layer that touches it, a graph input from layer 0, a graph output to one past the last
+  layer;
+- a view (a Reshape-like output Deeploy aliases to its input, `_alias`) costs nothing: the code points it
+  into its source's bytes, whose block stays alive as long as any view of it is read. Deeploy's MiniMalloc
+  path hands views over with their full size although nothing is ever placed there; ckpt leaves them out, so
+  the arena is not inflated by bytes no one uses. (Deeploy does not extend a graph input's block over its
+  views' reads; ckpt does, so a view is never overwritten.)
+- sizes are prod(shape) * type width; ckpt rounds them up to Deeploy's 4-byte word
+  (`MemoryScheduler.byteAlignment`), so every offset stays word-aligned as Tetris's are.
+The prediction names blocks as Deeploy does (`deeploy_tensor_name`), so both sides lay out the same list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from Deeploy.DeeployTypes import TransientBuffer
+from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
+
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.layout import Block, Layout, aligned, lay_out
+
+from .errors import BridgeError
+
+ALIGNMENT = MemoryScheduler.byteAlignment
+
+
+@dataclass
+class LayoutLog:
+    """What the tiler's allocator did in one Deeploy run: the calls made and, per level, the largest layout
+    (every block list of a level shares the level's one arena; the home level has a single, whole-network list)."""
+
+    calls: int = 0
+    layouts: dict[str, Layout] | None = None
+
+    def record(self, level: str, layout: Layout) -> None:
+        self.calls += 1
+        known = (self.layouts or {}).get(level)
+        if known is None or (layout.size, layout.live_max) > (known.size, known.live_max):
+            self.layouts = {**(self.layouts or {}), level: layout}
+
+
+def deeploy_block_size(buffer, constraint, level: str) -> int:
+    """Bytes Deeploy's MiniMalloc path counts for one block (Tiler.minimalloc's rule)."""
+    if constraint is None:
+        if isinstance(buffer, TransientBuffer):
+            return int(buffer.size)
+        return int(np.prod(buffer.shape) * buffer._type.referencedType.typeWidth // 8)
+    tile = constraint.tensorMemoryConstraints[buffer.name].memoryConstraints[level]
+    if isinstance(buffer, TransientBuffer):
+        return int(tile.size)
+    return int(tile.size * buffer._type.referencedType.typeWidth // 8 * tile.multiBufferCoefficient)
+
+
+def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None
+                 ) -> Layout:
+    """Give every block of one of Deeploy's block lists its address range (`_addrSpace`), a view its root's;
+    refuse a layout that does not fit `capacity`."""
+    names = {block.name for block in memory_map}
+    spans = {block.name: (int(block.lifetime[0]), int(block.lifetime[1])) for block in memory_map}
+    roots: dict[str, str | None] = {}
+    for block in memory_map:
+        source = getattr(ctxt.lookup(block.name), "_alias", None)
+        if isinstance(source, str) and (source in names or ctxt.is_global(source)):
+            root = ctxt.dealiasBuffer(block.name)
+            roots[block.name] = root if root in names else None
+    last = {name: span[1] for name, span in spans.items()}
+    for view, root in roots.items():
+        if root is not None:
+            last[root] = max(last[root], spans[view][1])
+    blocks = [Block(block.name, spans[block.name][0], last[block.name], deeploy_block_size(
+              ctxt.lookup(block.name), constraint, level)) for block in memory_map if block.name not in roots]
+    layout = lay_out(blocks, ALIGNMENT)
+    if layout.size > capacity:
+        raise BridgeError(f"the {level} arena needs {layout.size} B (live maximum {layout.live_max} B) but {level} "
+                          f"has {capacity} B free: raise the level's size or tighten the schedule's budget")
+    sizes = {b.name: aligned(b.size, ALIGNMENT) for b in blocks}
+    by_name = {block.name: block for block in memory_map}
+    for name, offset in layout.offsets.items():
+        by_name[name]._addrSpace = (offset, offset + sizes[name])
+    for view, root in roots.items():
+        by_name[view]._addrSpace = by_name[root]._addrSpace if root is not None else (0, 0)
+    if log is not None:
+        log.record(level, layout)
+    return layout
+
+
+# --------------------------------------------------------------------------- the prediction
+
+
+def deeploy_tensor_name(name: str) -> str:
+    """The name Deeploy's front end gives a tensor of a graph it already lowered: `_tensor` appended unless
+    present, graph I/O (input_i / output_i) kept."""
+    head, _, index = name.partition("_")
+    if head in ("input", "output") and index.isdigit() or name.endswith("_tensor"):
+        return name
+    return f"{name}_tensor"
+
+
+def home_blocks(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph: TrainGraph,
+                graph_inputs: frozenset[str], graph_outputs: frozenset[str]) -> list[Block]:
+    """Deeploy's home-level block list for layers run in `order` ((node, inputs, outputs) each), by the rules
+    of the module doc; views are left out (they cost nothing) and their reads extend their root."""
+    constants = {t for t in graph.tensor_bytes if t not in graph.producer and t not in graph_inputs}
+    first: dict[str, int] = {}
+    touched: dict[str, int] = {}
+    read: set[str] = set()
+    for step, (_, inputs, outputs) in enumerate(order):
+        for tensor in (*inputs, *outputs):
+            if tensor and tensor not in constants:
+                first.setdefault(tensor, step)
+                touched[tensor] = step
+        read.update(t for t in inputs if t)
+    end = len(order)
+    span: dict[str, tuple[int, int]] = {}
+    for tensor, start in first.items():
+        stop = touched[tensor]
+        if tensor in graph_outputs:
+            stop = end
+        elif tensor not in graph_inputs and tensor not in read:
+            stop = end - 1                 # a local nobody reads: Deeploy keeps it to the last layer
+        span[tensor] = (0 if tensor in graph_inputs else start, stop)
+    for tensor, (_, stop) in list(span.items()):
+        root = graph.root(tensor)
+        if root != tensor and root in span:
+            span[root] = (span[root][0], max(span[root][1], stop))
+    return [Block(deeploy_tensor_name(t), a, b, graph.tensor_bytes[t]) for t, (a, b) in span.items()
+            if graph.root(t) == t]
+
+
+def predict_layout(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph: TrainGraph,
+                   graph_inputs: frozenset[str], graph_outputs: frozenset[str]) -> Layout:
+    """The home-level arena ckpt predicts for `order`: the same layout code Deeploy's tiler runs with ckpt."""
+    return lay_out(home_blocks(order, graph, graph_inputs, graph_outputs), ALIGNMENT)

@@ -1,0 +1,55 @@
+"""The targets ckpt knows and the Deeploy configuration it measures in: one definition, read everywhere.
+
+Code generation, the tiled flow's memory levels, the gvsoc harness and the CI files Deeploy adopts all take
+their values from `DeeploySetup`, so they cannot drift apart. The defaults are Deeploy's CI values for the CCT
+training graphs (L1 128,000 B, L2 1,024,000 B, default level L3, 8 cluster cores).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+TARGETS = ("none", "siracusa", "gap9")      # "none": the ONNX as it is, no Deeploy
+DEEPLOY_TARGETS = ("siracusa", "gap9")
+
+
+class Flow(str, Enum):
+    """Which of Deeploy's flows the schedule is deployed with: what the budget is checked on."""
+
+    TILED = "tiled"              # static arenas per memory level (what Deeploy's CI runs the CCT training with)
+    NON_TILED = "non-tiled"      # one L2 heap: the generated code mallocs and frees every buffer
+
+    @classmethod
+    def default_for(cls, target: str) -> Flow:
+        return cls.TILED if target in DEEPLOY_TARGETS else cls.NON_TILED
+
+
+class Allocator(str, Enum):
+    """How the tiled flow lays out each memory level's arena."""
+
+    CKPT = "ckpt"        # ckpt's own static layout (omnimalloc), in process, through Deeploy's MiniMalloc hook
+    TETRIS = "tetris"    # Deeploy's TetrisRandom, for comparison
+
+    @property
+    def deeploy_strategy(self) -> str:
+        """The value of Deeploy's `Tiler.memoryAllocStrategy` this allocator runs under."""
+        return "MiniMalloc" if self is Allocator.CKPT else "TetrisRandom"
+
+
+@dataclass(frozen=True)
+class DeeploySetup:
+    """Memory levels, cores and allocator of a Deeploy deployment."""
+
+    l1: int = 128_000
+    l2: int = 1_024_000
+    l3: int = 64_000_000
+    default_mem_level: str = "L3"
+    n_cores: int = 8
+    allocator: Allocator = Allocator.CKPT
+
+    def as_dict(self) -> dict:
+        return {"l1": self.l1, "l2": self.l2, "l3": self.l3, "default_mem_level": self.default_mem_level,
+                "n_cores": self.n_cores, "allocator": self.allocator.value}
+
+
+DEFAULT_SETUP = DeeploySetup()

@@ -1,0 +1,128 @@
+"""Writing what ckpt produces: every file appears whole or not at all, never over something the user did not ask
+for, and the same content gives the same bytes.
+
+- `atomic_write` writes through a temp file in the same folder and renames it into place.
+- `check_output_file` / `check_output_dir` refuse, before any work starts, a path ckpt must not write: a
+  device, a directory where a file is wanted (or the reverse), a path below a regular file, an empty name, a
+  folder that cannot be written.
+- `staged_dir` builds a folder beside its final place and moves it in; files ckpt did not write are never
+  deleted.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ckpt.errors import CkptError
+
+STDOUT = "-"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | Path, content: str | bytes) -> None:
+    """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode a plain open would
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, doc: dict) -> None:
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    atomic_write(path, data)
+
+
+def write_output(path: str, text: str) -> None:
+    """`-` writes to stdout; any other path is written atomically (checked with check_output_file first)."""
+    if path == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write(path, text)
+
+
+def _writable_folder(folder: Path, what: str) -> None:
+    """The nearest existing ancestor of `folder` must be a directory ckpt may create entries in."""
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise CkptError(f"{what} '{folder}' lies below '{probe}', which is a file", "choose a path in a folder")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise CkptError(f"{what} '{folder}' cannot be created: '{probe}' is not writable",
+                        "choose a folder you can write to")
+
+
+def check_output_file(path: str, allow_stdout: bool = True) -> None:
+    """Refuse, before any work, an output path that is not a regular file or a new path in a writable folder."""
+    if path == STDOUT and allow_stdout:
+        return
+    if not path or not path.strip():
+        raise CkptError("the output path is empty", "name a file, e.g. -o seq.json")
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        mode = os.stat(target).st_mode if target.exists() else 0
+        if stat.S_ISDIR(mode):
+            raise CkptError(f"output '{path}' is a directory", "name a file inside it, e.g. -o DIR/seq.json")
+        if target.exists() and not stat.S_ISREG(mode):
+            raise CkptError(f"output '{path}' is not a regular file (a device, pipe or socket)",
+                            "name a regular file" + (", or - for stdout" if allow_stdout else ""))
+        if not os.access(target, os.W_OK):
+            raise CkptError(f"output '{path}' is not writable", "choose another file")
+    _writable_folder(target.parent if str(target.parent) else Path("."), "the folder of output")
+
+
+def check_output_dir(path: str | Path) -> None:
+    """Refuse an output folder that is a file or cannot be created."""
+    if not str(path).strip():
+        raise CkptError("the output folder is empty", "name a folder, e.g. -o out")
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise CkptError(f"output folder '{folder}' is a file", "name a folder")
+    _writable_folder(folder, "output folder")
+
+
+def make_dirs(folder: Path) -> None:
+    """mkdir -p with the umask's mode (what a plain mkdir gives), never narrower."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+@contextmanager
+def staged_dir(final: Path) -> Iterator[Path]:
+    """Yield a temp folder next to `final`; on success it replaces `final`, which must hold nothing but what a
+    previous stage of ckpt wrote there (the caller checks ownership before asking for a replacement)."""
+    make_dirs(final.parent)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())   # mkdtemp makes 0700; the folder gets a plain mkdir's mode
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)

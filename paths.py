@@ -1,0 +1,27 @@
+"""Where ckpt keeps and finds things: its cache (lowered graphs, the built-in example) and the shared models."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent
+
+
+def cache_root() -> Path:
+    """$CKPT_CACHE_DIR, else ~/.cache/ckpt: lowered graphs under lowered/, generated examples under examples/."""
+    env = os.environ.get("CKPT_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "ckpt"
+
+
+def lowered_cache_dir() -> Path:
+    return cache_root() / "lowered"
+
+
+def examples_cache_dir() -> Path:
+    return cache_root() / "examples"
+
+
+def shared_models() -> Path:
+    """$CKPT_SHARED_MODELS, else ../shared/models beside the repository (where CI puts the copy)."""
+    env = os.environ.get("CKPT_SHARED_MODELS")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "models"

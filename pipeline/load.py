@@ -1,0 +1,31 @@
+"""The graph a schedule is solved on: Deeploy's lowered graph for a Deeploy target, else the ONNX as it is."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.records import LoweredGraph
+from ckpt.solver.costs import CostModel
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.onnx_loader import load_graph, model_path, read_model
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    graph: TrainGraph
+    target: str
+    model_sha256: str
+    lowered: LoweredGraph | None = None     # when a Deeploy target lowered it
+
+
+def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None) -> LoadedModel:
+    """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target."""
+    read_model(source)
+    sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
+    if target == "none":
+        return LoadedModel(load_graph(source, cost_model=cost_model), target, sha)
+    lowered = deeploy_bridge.lower(source, target)
+    graph = load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model, scratch=lowered.transients)
+    return LoadedModel(graph, target, sha, lowered)

@@ -1,0 +1,283 @@
+"""One operating point, in two tasks a sweep can run anywhere: solve it, then replay the schedule it gets.
+
+Between the two the sweep may give a point a cheaper schedule found at a tighter budget (`carried`), so a
+looser budget never costs more than a tighter one. Each task takes a picklable record and writes what it finds
+into the point's folder before it returns, through a temp file and a rename:
+
+  points/<label>/solved.json   the solve's outcome (schedule document or why there is none), keyed
+  points/<label>/seq.json      the schedule the point replays (its own, or one carried from a tighter point)
+  points/<label>/replay/       the replay (report.json, rewired.onnx, order.json, code/)
+  points/<label>/point.json    the finished point: its row and stage times, keyed; written last
+
+A task that fails unexpectedly (a bug) returns a row saying so and stores nothing, so a rerun tries again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from ckpt.deeploy_bridge.setup import Flow
+from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.files import write_json
+from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, solved_row
+from ckpt.pipeline.solve import schedule_document, solve_model
+from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.schedule_file import dumps, write_schedule
+from ckpt.solver.baselines import graph_order_peak
+from ckpt.solver.budget import Budget
+from ckpt.solver.solve import SolveOptions, solve
+
+SOLVED = "solved.json"
+SCHEDULE = "seq.json"
+REPLAY = "replay"
+RECORD = "point.json"
+KEY_FORMAT = 2  # bump when the meaning of a stored point changes
+
+
+def label_of(fraction: float) -> str:
+    return f"{fraction:g}"
+
+
+def content_key(parts: dict) -> str:
+    """sha256 over the sorted JSON of everything that decides a result."""
+    blob = json.dumps({"format": KEY_FORMAT, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PointFolder:
+    """Where one point's files live: the one definition of the layout (see the module doc)."""
+
+    path: Path
+
+    @property
+    def solved(self) -> Path:
+        return self.path / SOLVED
+
+    @property
+    def schedule(self) -> Path:
+        return self.path / SCHEDULE
+
+    @property
+    def replay(self) -> Path:
+        return self.path / REPLAY
+
+    @property
+    def record(self) -> Path:
+        return self.path / RECORD
+
+    def read(self, which: Path, key: str) -> dict | None:
+        """A stored JSON record carrying `key`, or None (absent, unreadable, or another key)."""
+        try:
+            record = json.loads(which.read_text())
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) and record.get("key") == key else None
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    label: str                       # "baseline" or the budget fraction as written ("0.8")
+    fraction: float | None           # None for the baseline (the graph order, no recompute)
+    budget_bytes: int | None
+
+
+@dataclass(frozen=True)
+class SolveTask:
+    spec: PointSpec
+    model: str
+    target: str
+    solve: SolveOptions              # budget None: set from the spec's bytes
+    folder: str
+    key: str
+    lower_bound: int
+    show_progress: bool = True
+    flow: Flow | None = None         # the deployment the budget is checked on (None: the target's default)
+
+
+@dataclass(frozen=True)
+class SolveRecord:
+    """A point's solve: its schedule document, or the row saying why it has none."""
+
+    key: str
+    label: str
+    doc: dict | None
+    row: dict | None                 # asdict(PointRow) of a point without a schedule
+    seconds: float
+    stored: bool = True
+
+
+@dataclass(frozen=True)
+class ReplayTask:
+    spec: PointSpec
+    model: str
+    doc: dict                        # the schedule the point replays
+    solver_seconds: float | None
+    replay: ReplayOptions
+    folder: str
+    key: str
+    note: str = ""                   # said in the row: where the schedule came from, when carried
+    show_progress: bool = True
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    key: str
+    label: str
+    row: dict
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    stored: bool = True
+
+
+def _say(label: str, show: bool):
+    def say(message: str) -> None:
+        if show:
+            print(f"[ckpt] [{label}] {message}", file=sys.stderr, flush=True)
+    return say
+
+
+# --------------------------------------------------------------------------- solving
+
+
+def solve_point(task: SolveTask) -> SolveRecord:
+    """Solve one point and store the outcome in its folder (a failure by a bug is returned, not stored)."""
+    say = _say(task.spec.label, task.show_progress)
+    folder = PointFolder(Path(task.folder))
+    start = time.perf_counter()
+    try:
+        doc, row, seconds = _solve(task, say)
+        stored = True
+    except Exception as err:                       # a bug or late bad input: keep the row, do not store it
+        doc, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
+                                   str(err) if isinstance(err, CkptError) else f"{type(err).__name__}: {err}")
+        seconds, stored = time.perf_counter() - start, False
+    record = SolveRecord(task.key, task.spec.label, doc, None if row is None else asdict(row), round(seconds, 3),
+                         stored)
+    if stored:
+        write_json(folder.solved, asdict(record))
+    say("solved: " + (doc["solver"]["status"] if doc else f"{row.status} ({row.reason})"))
+    return record
+
+
+def _solve(task: SolveTask, say) -> tuple[dict | None, PointRow | None, float]:
+    """(schedule document, None, solver seconds), or (None, the row saying why there is none, seconds)."""
+    spec = task.spec
+    start = time.perf_counter()
+    if spec.fraction is None:
+        say("baseline schedule (graph order, no recompute)")
+        return baseline_document(load_for_target(task.model, task.target), task.solve), None, 0.0
+    if spec.budget_bytes < task.lower_bound:
+        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
+                               f"budget {spec.budget_bytes} B is below the single-op lower bound "
+                               f"{task.lower_bound} B: no schedule can fit"), 0.0
+    budget = Budget(text=spec.label, fraction=spec.fraction)
+    say("solve")
+    try:
+        doc, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow)
+    except InfeasibleBudget as err:
+        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
+                               "infeasible" if err.proven else "no schedule", str(err)), \
+            time.perf_counter() - start
+    return doc, None, result.seconds
+
+
+def baseline_document(loaded: LoadedModel, options: SolveOptions) -> dict:
+    """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule document:
+    solve() in the graph's own order with its own peak as the budget returns exactly that."""
+    peak = graph_order_peak(loaded.graph)
+    options = replace(options, budget=peak, order="graph", objective="cost", cost_cap=None)
+    result = solve(loaded.graph, options)
+    if result.recomputes:
+        raise CkptError(f"the graph order does not fit its own peak {peak} B", "report this: baselines disagree")
+    doc = schedule_document(loaded, None, result, options)
+    doc["solver"].update(status=BASELINE, method="none", name="none", gap=None, time_limit=None)
+    return doc
+
+
+# --------------------------------------------------------------------------- the schedule a point replays
+
+
+def checked_bytes(doc: dict) -> int:
+    """The figure a schedule's budget is held to (the deployed figure the solve checked)."""
+    predicted = doc["predicted"]
+    return predicted.get("checked_bytes") or predicted["peak_bytes"]
+
+
+def carried(own: dict | None, others: list[tuple[str, dict]], budget_bytes: int, tolerance: float
+            ) -> tuple[dict | None, str]:
+    """The cheapest schedule that fits this point: its own, or one solved at another point (`others`, label and
+    document) whose checked figure fits `budget_bytes` and costs less. A carried document keeps its schedule and
+    figures; its budget is this point's and its status is judged against this point's own lower bound."""
+    best, note = own, ""
+    best_cost = own["predicted"]["recompute_cost"] if own else math.inf
+    for label, doc in others:
+        cost = doc["predicted"]["recompute_cost"]
+        if checked_bytes(doc) <= budget_bytes and cost < best_cost:
+            best, best_cost, note = doc, cost, label
+    if best is own or own is None and best is None:
+        return own, ""
+    chosen = json.loads(json.dumps(best))
+    chosen["budget"] = own["budget"] if own else {**chosen["budget"], "bytes": budget_bytes}
+    bound = (own or {}).get("solver", {}).get("cost_lower_bound")
+    gap = None if bound is None else (0.0 if best_cost <= bound else (best_cost - bound) / best_cost)
+    status = "optimal" if gap is not None and gap <= tolerance else chosen["solver"]["status"]
+    chosen["solver"] = {**chosen["solver"], "status": status, "gap": None if gap is None else round(gap, 6),
+                        "cost_lower_bound": bound, "carried_from": note}
+    return chosen, f"schedule carried from budget {note} (cheaper, and it fits)"
+
+
+# --------------------------------------------------------------------------- replaying
+
+
+def replay_key(doc: dict, replay: ReplayOptions, model_sha256: str) -> str:
+    """What decides a replay's result: the schedule as replayed, the model and the replay options."""
+    options = asdict(replay)
+    options["deeploy_root"] = str(replay.deeploy_root) if replay.deeploy_root else None
+    options.pop("record_time", None)
+    return content_key({"schedule": dumps(doc), "model": model_sha256, "replay": options})
+
+
+def replay_point(task: ReplayTask) -> PointRecord:
+    """Write the point's seq.json, replay it (Deeploy, host check, gvsoc) and store the finished point."""
+    say = _say(task.spec.label, task.show_progress)
+    folder = PointFolder(Path(task.folder))
+    stage = {"replay": 0.0, "verify": 0.0}
+    row = solved_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.doc, task.solver_seconds,
+                     "not verified", task.note, f"points/{task.spec.label}/{SCHEDULE}")
+    folder.record.unlink(missing_ok=True)           # a crash midway leaves the point unfinished
+    stored = True
+    try:
+        write_schedule(folder.schedule, task.doc)
+        say(f"replay: {task.doc['predicted']['recomputes']} recomputes, predicted peak "
+            f"{task.doc['predicted']['peak_bytes']} B")
+        start = time.perf_counter()
+        options = replace(task.replay, overwrite=True)   # the point folder is the sweep's own
+        result = replay_schedule(folder.schedule, task.model, folder.replay, options, say)
+        total = time.perf_counter() - start
+        stage["verify"] = result.verification.seconds if result.verification is not None else 0.0
+        stage["replay"] = total - stage["verify"]
+        row = replayed_row(row, result.report, gvsoc_asked=task.replay.deeploy_root is not None)
+    except CkptError as err:
+        row = replace(row, check="replay failed", reason=f"replay refused or failed: {err}")
+    except Exception as err:                          # a bug: say so in the row, retry on the next run
+        row = replace(row, check="replay failed", status="error", reason=f"{type(err).__name__}: {err}")
+        stored = False
+    record = PointRecord(task.key, task.spec.label, asdict(row), {k: round(v, 3) for k, v in stage.items()}, stored)
+    if stored:
+        write_json(folder.record, asdict(record))
+    say(f"done: {row.status}" + (f" ({row.reason})" if row.reason else ""))
+    return record
+
+
+def finished_row(record: dict) -> PointRow | None:
+    """The row of a stored point record, or None when another ckpt version wrote it."""
+    try:
+        return PointRow(**record["row"])
+    except (KeyError, TypeError):
+        return None

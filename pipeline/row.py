@@ -1,0 +1,123 @@
+"""One operating point as a row: what a sweep tabulates and plots, whatever happened to the point.
+
+A field is None ("-") where it was not measured and `reason` says why, so an infeasible, timed-out or
+unverified point is visible rather than missing. Rows are made here only: from a schedule document and its
+replay report, or from the reason a point has neither.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ckpt.replay.report import GvsocSection, ReplayReport, VerificationSection
+
+BASELINE = "baseline"
+NOT_VERIFIED = "not verified"
+
+
+@dataclass(frozen=True)
+class PointRow:
+    """One operating point of a sweep (bytes unless named otherwise)."""
+
+    label: str                       # "baseline" or the budget fraction as given ("0.8")
+    budget_fraction: float | None
+    budget_bytes: int | None
+    predicted_peak: int | None       # ckpt's replay semantics on the graph it solved on
+    replayed_peak: int | None        # the same on the rewired graph the replay deploys
+    heap: int | None                 # first-fit L2 heap the non-tiled code needs
+    deeploy_nontiled: int | None     # Deeploy's own non-tiled counter
+    arena_predicted: int | None      # ckpt's predicted arena at the tiled flow's home level
+    arena_l3: int | None             # the tiled flow's arenas as the generated code reserves them
+    arena_l2: int | None
+    arena_l1: int | None
+    total_home: int | None           # static + arena at the home level: what the chip must hold there
+    persistent_bytes: int | None
+    recomputes: int | None
+    clones_kept: int | None
+    recompute_cost: int | None       # cycles (ckpt's cost model) the recomputes add
+    cost_increase_pct: float | None  # ... as % of the baseline step
+    cycles: str                      # gvsoc's train cycles, or "not simulated"
+    errors: str                      # "N/M" (gvsoc's when simulated, else the host's golden check), or why not
+    check: str                       # replayed order vs graph order: bit-identical, MISWIRED, not verified, -
+    status: str                      # solver status (optimal, feasible, heuristic, baseline), or infeasible, ...
+    reason: str                      # why a point has no verified schedule, or what its Errors mean ("" if nothing)
+    gap: float | None
+    seconds: float | None            # solver seconds (timed: differs run to run)
+    schedule: str | None             # the point's seq.json, relative to the sweep folder
+
+    @property
+    def verified(self) -> bool:
+        return self.check == "bit-identical" and self.replayed_peak is not None
+
+
+def empty_row(label: str, fraction: float | None, budget_bytes: int | None, status: str, reason: str) -> PointRow:
+    """A point without a schedule: only its budget, its status and why."""
+    return PointRow(label=label, budget_fraction=fraction, budget_bytes=budget_bytes, predicted_peak=None,
+                    replayed_peak=None, heap=None, deeploy_nontiled=None, arena_predicted=None, arena_l3=None,
+                    arena_l2=None, arena_l1=None, total_home=None, persistent_bytes=None, recomputes=None,
+                    clones_kept=None, recompute_cost=None, cost_increase_pct=None, cycles="not simulated",
+                    errors=NOT_VERIFIED, check="-", status=status, reason=reason, gap=None, seconds=None,
+                    schedule=None)
+
+
+def solved_row(label: str, fraction: float | None, budget_bytes: int | None, doc: dict, seconds: float | None,
+               check: str, reason: str, schedule: str) -> PointRow:
+    """A point with a schedule document, before (or without) its replay."""
+    predicted, solver = doc["predicted"], doc["solver"]
+    return replace(empty_row(label, fraction, budget_bytes, solver["status"], reason),
+                   predicted_peak=predicted["peak_bytes"], heap=predicted.get("heap_bytes"),
+                   persistent_bytes=predicted["persistent_bytes"], recomputes=predicted["recomputes"],
+                   recompute_cost=predicted["recompute_cost"], cost_increase_pct=predicted["cost_increase_pct"],
+                   check=check, gap=_finite(solver["gap"]), seconds=None if seconds is None else round(seconds, 1),
+                   schedule=schedule)
+
+
+def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> PointRow:
+    """`row` completed with what its replay measured."""
+    memory = report.memory
+    check, errors, reason = _verification(report.verification)
+    cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc, gvsoc_asked)
+    home = (report.deeploy or {}).get("tiled")
+    home_level = home.setup["default_mem_level"] if home else None
+    home_figures = memory.levels.get(home_level) if home_level else None
+    level = lambda name: memory.levels[name].arena if name in memory.levels else None  # noqa: E731
+    return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
+                   arena_predicted=home_figures.predicted_arena if home_figures else None,
+                   arena_l3=level("L3"), arena_l2=level("L2"), arena_l1=level("L1"),
+                   total_home=home_figures.total if home_figures else None,
+                   persistent_bytes=memory.persistent_replayed, clones_kept=report.replay.clones_kept,
+                   cycles=cycles, errors=gvsoc_errors or errors, check=check,
+                   reason="; ".join(r for r in (row.reason, reason, gvsoc_reason) if r))
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _verification(found: VerificationSection) -> tuple[str, str, str]:
+    """(check, Errors, reason): the replay against the graph order, and the golden comparison on the host."""
+    if found.status == "skipped":
+        return NOT_VERIFIED, NOT_VERIFIED, f"not verified: {found.reason}"
+    golden, base = found.golden, found.baseline_golden
+    errors = f"{golden.errors}/{golden.compared}" if golden else "no goldens"
+    if found.status == "miswired":
+        schedule = found.schedule
+        return "MISWIRED", errors, (f"unverified: the replay differs from the graph order "
+                                    f"({len(schedule.differing)} tensor versions differ, "
+                                    f"{len(schedule.stale_reads)} stale reads)")
+    reason = ""
+    if golden and base and golden.errors > base.errors:
+        reason = f"golden Errors {golden.errors} above the graph order's {base.errors}"
+    elif golden and golden.errors:
+        reason = f"Errors {errors} as in the graph order" + (" (see `ckpt verify`'s hint)" if found.hint else "")
+    return "bit-identical", errors, reason
+
+
+def _gvsoc(gvsoc: GvsocSection, asked: bool) -> tuple[str, str | None, str]:
+    """(cycles, gvsoc's Errors or None, reason); why gvsoc did not run is a reason only when it was asked for."""
+    if gvsoc.status == "measured":
+        cycles = str(gvsoc.train_cycles) if gvsoc.train_cycles is not None else "no BENCH line"
+        return cycles, f"{gvsoc.errors}/{gvsoc.total}", ""
+    if gvsoc.status == "failed":
+        return "gvsoc failed", None, f"gvsoc failed: {gvsoc.reason}"
+    return "not simulated", None, f"not simulated: {gvsoc.reason}" if asked else ""

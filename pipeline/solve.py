@@ -1,0 +1,234 @@
+"""The library's front door for one schedule: model -> (Deeploy bridge) lowered graph -> solver -> document.
+
+The budget holds on what the device reserves, not only on live bytes. The solver works on the live activation
+peak; the figure the budget is checked on depends on the flow the schedule is deployed with:
+- `--budget` with the non-tiled flow (target none, or --flow non-tiled): the first-fit heap the generated code
+  needs for its activations, fragmentation included (solver.heap);
+- `--budget` with the tiled flow: the live activation peak, which is the activations' share of the home arena
+  once ckpt lays it out (the arena adds the graph I/O that lives there; the document reports it);
+- `--budget-total LEVEL=SIZE` (tiled flow): static constants + the arena ckpt predicts at that level.
+Where the checked figure goes over, the live budget is tightened and the schedule solved again, until the figure
+fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
+The CLI only parses arguments and prints.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ckpt.deeploy_bridge.setup import Flow
+from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.replay.predict import predicted_levels
+from ckpt.replay.matching import schedule_fingerprint
+from ckpt.solver.baselines import graph_order_peak
+from ckpt.solver.budget import Budget, LevelTotal
+from ckpt.solver.costs import CostModel
+from ckpt.solver.heap import GRANULE
+from ckpt.solver.simulate import Sequence
+from ckpt.solver.solve import SolveOptions, SolveResult, solve
+
+MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget
+
+
+@dataclass(frozen=True)
+class SolveRequest:
+    source: str
+    target: str
+    budget: Budget | None              # None: objective peak, or a level total
+    total: LevelTotal | None = None
+    options: SolveOptions = SolveOptions(budget=None)
+    costs: CostModel | None = None
+    warm_starts: tuple[dict, ...] = ()
+    record_time: bool = False
+    flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
+
+    @property
+    def deployed_flow(self) -> Flow:
+        return self.flow or Flow.default_for(self.target)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The deployed figure a schedule was held to: its name, its bytes, and the limit it had to fit."""
+
+    name: str                          # peak_bytes | heap_bytes | total_<level>
+    nbytes: int
+    limit: int | None
+    live_budget: int | None            # the live budget the final solve ran with
+    levels: dict | None = None         # per level, when the tiled flow was predicted
+
+
+def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[dict, SolveResult]:
+    """Solve the request and return the schedule document (what seq.json holds) with the solve's result."""
+    progress(f"loading {request.source} for target {request.target}")
+    loaded = load_for_target(request.source, request.target, request.costs)
+    starts = warm_start_sequences(loaded, request.warm_starts)
+    result, options, checked = _solve_deployed(loaded, request, starts, progress)
+    return schedule_document(loaded, request.budget, result, options, request.record_time, checked,
+                             request.total), result
+
+
+def warm_start_sequences(loaded: LoadedModel, docs: tuple[dict, ...]) -> list[Sequence]:
+    """The sequences of earlier schedule files solved on this very graph (others are refused)."""
+    fingerprint = loaded.graph.fingerprint()
+    found = []
+    for doc in docs:
+        if schedule_fingerprint(doc) not in (None, fingerprint):
+            raise CkptError("a --warm-start schedule was solved on another graph",
+                            "give schedules solved on this model and --target")
+        found.append(list(doc["seq"]))
+    return found
+
+
+def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Sequence], progress
+                    ) -> tuple[SolveResult, SolveOptions, Checked]:
+    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the
+    excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
+    options = request.options
+    if options.objective == "peak":
+        result = solve(loaded.graph, options, progress, incumbents=starts)
+        return result, options, Checked("peak_bytes", result.peak_bytes, None, None)
+    limit = _limit(loaded, request)
+    live = limit if request.total is None else _first_live_budget(loaded, request.total)
+    deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
+    best_over: tuple[int, SolveResult] | None = None
+    fits_above, none_below = None, None          # live budgets known to give a schedule / to give none
+    for _ in range(MAX_TIGHTENINGS):
+        attempt = replace(options, budget=live, backend=replace(options.backend, time_limit=_left(deadline)))
+        try:
+            result = solve(loaded.graph, attempt, progress, incumbents=starts)
+        except InfeasibleBudget as err:
+            if best_over is None:
+                raise
+            none_below = live
+            if fits_above is None or fits_above - none_below <= GRANULE or _spent(deadline):
+                raise _cannot_fit(request, limit, best_over, err) from None
+            live = (fits_above + none_below) // 2
+            continue
+        checked = _checked(loaded, request, result, limit, live)
+        if checked.nbytes <= limit:
+            return result, replace(options, budget=live), checked    # the user's time limit, not what was left
+        progress(f"{checked.name} {checked.nbytes} B is over the budget {limit} B by {checked.nbytes - limit} B: "
+                 "tightening the live budget")
+        best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
+        fits_above = min(live, result.peak_bytes)
+        step = max(checked.nbytes - limit, GRANULE)
+        live = fits_above - step if none_below is None else max(none_below + 1, fits_above - step)
+        if live <= (none_below or 0) or _spent(deadline):
+            break
+    raise _cannot_fit(request, limit, best_over, None)
+
+
+def _spent(deadline: float | None) -> bool:
+    return deadline is not None and deadline - time.perf_counter() <= 0
+
+
+def _limit(loaded: LoadedModel, request: SolveRequest) -> int:
+    if request.total is not None:
+        return request.total.nbytes
+    return request.budget.resolve(graph_order_peak(loaded.graph))
+
+
+def _first_live_budget(loaded: LoadedModel, total: LevelTotal) -> int:
+    """Live bytes a level total leaves once its static part and the graph I/O that is always there are out."""
+    levels = predicted_levels(loaded.lowered, [(op.name, 0) for op in loaded.graph.ops])
+    static = levels[total.level].static if total.level in levels else 0
+    return max(1, total.nbytes - static)
+
+
+def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, limit: int, live: int) -> Checked:
+    if request.total is None and request.deployed_flow is Flow.NON_TILED:
+        return Checked("heap_bytes", max(result.heap_bytes, result.peak_bytes), limit, live)
+    if request.total is None:
+        return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result))
+    levels = predicted_levels(loaded.lowered, result.seq)
+    level = levels.get(request.total.level)
+    if level is None:
+        raise CkptError(f"the tiled flow places nothing at {request.total.level}",
+                        f"give the total of a level that holds the arena ({', '.join(sorted(levels))})")
+    return Checked(f"total_{request.total.level}", level.total, limit, live, _levels_doc(loaded, result, levels))
+
+
+def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = None) -> dict | None:
+    """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
+    if loaded.lowered is None:
+        return None
+    levels = levels or predicted_levels(loaded.lowered, result.seq)
+    return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total}
+            for name, fig in sorted(levels.items())}
+
+
+def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveResult] | None,
+                err: InfeasibleBudget | None) -> InfeasibleBudget:
+    if request.total is not None:
+        what = f"the {request.total.level} total (static + arena)"
+    else:
+        what = "the first-fit heap" if request.deployed_flow is Flow.NON_TILED else "the live peak"
+    if best_over is None:
+        return err or InfeasibleBudget(f"no schedule fits {limit} B", "raise the budget")
+    nbytes, result = best_over
+    return InfeasibleBudget(f"{what} cannot fit {limit} B: the closest schedule found needs {nbytes} B "
+                            f"({nbytes - limit} B over) with a live peak of {result.peak_bytes} B",
+                            f"raise the budget to at least {nbytes} B", proven=err is not None and err.proven)
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.5, deadline - time.perf_counter())
+
+
+def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveResult, options: SolveOptions,
+                      record_time: bool = False, checked: Checked | None = None,
+                      total: LevelTotal | None = None) -> dict:
+    """The seq.json content. Wall-clock seconds only with record_time: same inputs, byte-identical file."""
+    base_peak = result.baselines.graph_order_peak
+    checked = checked or Checked("peak_bytes", result.peak_bytes, None, options.budget)
+    solver = {"name": options.backend.name if result.variables else "none", "method": options.method,
+              "status": result.status, "gap": None if result.gap is None else round(result.gap, 6),
+              "cost_lower_bound": result.cost_lower_bound,
+              "variables": result.variables, "variables_unpruned": result.variables_unpruned,
+              "constraints": result.constraints, "time_limit": options.backend.time_limit,
+              "stage_order": options.order, "objective": options.objective, "space": result.space}
+    if record_time:
+        solver["seconds"] = round(result.seconds, 3)
+    if total is not None:
+        budget_doc = {"text": total.text, "fraction": None, "bytes": total.nbytes, "level": total.level}
+    elif budget is not None:
+        budget_doc = budget.as_dict(base_peak)
+    else:
+        budget_doc = {"text": None, "fraction": None, "bytes": None}
+    predicted = {
+        "peak_bytes": result.peak_bytes,
+        "heap_bytes": result.heap_bytes,
+        "checked": checked.name,
+        "checked_bytes": checked.nbytes,
+        "live_budget_bytes": checked.live_budget,
+        "booked_peak_bytes": result.booked_peak_bytes,
+        "baseline_peak_bytes": base_peak,
+        "min_memory_order_peak_bytes": result.baselines.min_memory_peak,
+        "persistent_bytes": result.persistent_bytes,
+        "lower_bound_bytes": result.baselines.lower_bound,
+        "recomputes": result.recomputes,
+        "recompute_cost": result.recompute_cost,
+        "cost_increase_pct": round(result.cost_increase_pct, 4),
+    }
+    if checked.levels is not None:
+        predicted["levels"] = checked.levels
+    return {
+        "seq": [[name, flag] for name, flag in result.seq],
+        "graph": {"nodes": len(loaded.graph.ops), "names_sha256": loaded.graph.fingerprint(),
+                  "model_sha256": loaded.model_sha256, "target": loaded.target},
+        "budget": budget_doc,
+        "predicted": predicted,
+        "solver": solver,
+    }
+
+
+def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
+                options: SolveOptions | None = None, cost_model: CostModel | None = None,
+                progress=lambda msg: None, flow: Flow | None = None) -> tuple[dict, SolveResult]:
+    """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
+    request = SolveRequest(str(source), target, budget, None, options or SolveOptions(budget=None), cost_model,
+                           flow=flow)
+    return solve_and_document(request, progress)

@@ -1,0 +1,51 @@
+"""What a schedule will reserve on the device, predicted before any Deeploy run: the tiled flow's home arena.
+
+The schedule is replayed on the lowered graph exactly as `ckpt replay` does (replay.plan), and the home
+level's blocks are laid out by the same code Deeploy's tiler runs with ckpt's allocator
+(deeploy_bridge.arena), so the prediction is the arena the generated code will reserve.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.records import LoweredGraph
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.plan import ReplayPlan, plan_replay
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.layout import Layout
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.simulate import Sequence
+
+
+@dataclass(frozen=True)
+class PredictedLevel:
+    static: int          # constants placed at the level, outside the arena
+    arena: int           # the arena ckpt's layout needs
+    live_max: int        # the most bytes alive at once among the level's blocks (the arena's floor)
+
+    @property
+    def total(self) -> int:
+        return self.static + self.arena
+
+
+def home_layout(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> Layout:
+    """The home level's layout for a replay plan on its rewired graph (`graph`, aliases carried over)."""
+    order = [(e.name, e.inputs, e.outputs) for e in plan.executions]
+    return deeploy_bridge.predict_layout(order, graph, inputs, outputs)
+
+
+def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_SETUP.default_mem_level
+                     ) -> dict[str, PredictedLevel]:
+    """The home level of the tiled flow for `seq` on the lowered graph (static + arena)."""
+    view = view_of_model(lowered.model)
+    plan = plan_replay(view, list(seq))
+    rewired = apply_to_model(lowered.model, plan)
+    graph = load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
+                       scratch=rewired_scratch(plan, lowered.transients))
+    inits = {t.name for t in rewired.graph.initializer}
+    inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
+    outputs = frozenset(o.name for o in rewired.graph.output)
+    layout = home_layout(plan, graph, inputs, outputs)
+    return {home: PredictedLevel(lowered.constant_bytes, layout.size, layout.live_max)}

@@ -1,0 +1,240 @@
+"""report.json of a replay as a typed record: written and read here only, so a renamed field fails at once.
+
+Every reader (the sweep's rows, the CI figures, the Deeploy CI files) takes a `ReplayReport`, never a dict.
+`ReplayReport.read(path)` / `.write(path)` round-trip the JSON; the same report gives the same bytes.
+"""
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+
+from ckpt.errors import CkptError
+from ckpt.files import write_json
+
+NOT_SIMULATED = "not simulated"
+
+
+@dataclass(frozen=True)
+class FingerprintRecord:
+    schedule: str | None       # the schedule's names_sha256 (None: a bare {"seq": ...} file)
+    graph: str                 # the replayed graph's
+    status: str                # match | absent | forced
+
+
+@dataclass(frozen=True)
+class ScheduleSection:
+    path: str
+    sha256: str
+    entries: int
+    matched: int
+    rate: float
+    missing: list[str]
+    fingerprint: FingerprintRecord
+    solved_on: dict
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    path: str
+    sha256: str
+    target: str
+    same_as_solved: bool | None
+    deeploy_version: str | None
+    nodes: int
+
+
+@dataclass(frozen=True)
+class ReplaySection:
+    """What the replay ran: counts, then the names behind them."""
+
+    schedule_entries: int
+    matched_entries: int
+    recomputes: int
+    clones_kept: int
+    clones_pruned: int
+    originals_pruned: int
+    unscheduled_nodes_placed: int
+    stale_nodes_dropped: int
+    executions: int
+    clones: list[str]
+    pruned: list[str]
+    unscheduled: list[str]
+    stale: list[str]
+
+
+@dataclass(frozen=True)
+class LevelMemory:
+    """One memory level of the tiled flow, bytes: what the device reserves there and what explains it."""
+
+    arena: int | None                  # the arena Deeploy's generated code reserves (Network.c)
+    predicted_arena: int | None        # ckpt's layout of its model of Deeploy's lifetimes (home level only)
+    live_max: int | None               # the most bytes alive at once among the blocks Deeploy laid out
+    static: int | None                 # constants Deeploy places at this level outside the arena
+
+    @property
+    def total(self) -> int | None:
+        """What the level must hold: static + arena."""
+        return None if self.arena is None or self.static is None else self.static + self.arena
+
+
+@dataclass(frozen=True)
+class MemorySection:
+    predicted_peak: int | None         # the schedule file's figure (on the graph it was solved on)
+    replayed_peak: int                 # ckpt's replay semantics on the rewired graph
+    heap: int                          # the first-fit L2 heap the non-tiled code needs (fragmentation included)
+    deeploy_non_tiled: int | None      # Deeploy's own non-tiled counter (worstCaseBufferSize)
+    persistent_predicted: int | None
+    persistent_replayed: int
+    deeploy_non_tiled_static: int | None
+    baseline_peak: int | None
+    peak_index: int
+    peak_after: str | None
+    levels: dict[str, LevelMemory] = field(default_factory=dict)   # tiled flow, per level
+
+
+@dataclass(frozen=True)
+class FlowFigures:
+    """Deeploy's own figures for one flow (non_tiled, tiled)."""
+
+    worst_case: dict[str, int]
+    dynamic_peak: dict[str, int]
+    arena: dict[str, int]
+    static: dict[str, int]
+    setup: dict
+    layers: int
+    code_files: list[str]
+    home_live: dict[str, int]
+    allocator_calls: int = 0
+    seconds: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class WorstRecord:
+    tensor: str
+    index: list[int]
+    actual: float
+    expected: float
+    abs_diff: float
+
+
+@dataclass(frozen=True)
+class GoldenRecord:
+    """The device harness's line for these outputs: errors out of compared elements."""
+
+    errors: int
+    compared: int
+    tensors: int
+    failed: list[str]
+    worst: WorstRecord | None
+    nan_inputs: list[str] = field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        return f"Errors: {self.errors} out of {self.compared}"
+
+
+@dataclass(frozen=True)
+class ScheduleCheckRecord:
+    executions: int
+    clones_kept: int
+    clones_pruned: int
+    versions_compared: int
+    differing: list[str]
+    stale_reads: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differing and not self.stale_reads
+
+
+@dataclass(frozen=True)
+class VerificationSection:
+    """status: bit-identical | miswired | skipped (then `reason`)."""
+
+    status: str
+    reason: str | None = None
+    golden: GoldenRecord | None = None
+    baseline_golden: GoldenRecord | None = None
+    schedule: ScheduleCheckRecord | None = None
+    hint: str | None = None
+    fixed_bias_gelu: list[str] = field(default_factory=list)
+    seconds: float | None = None
+
+    @property
+    def replay_errors(self) -> int | None:
+        """Tensor versions differing from the graph order plus reads of stale versions (None: not checked)."""
+        if self.schedule is None:
+            return None
+        return len(self.schedule.differing) + len(self.schedule.stale_reads)
+
+
+@dataclass(frozen=True)
+class GvsocSection:
+    """status: measured | failed | not simulated; figures only when gvsoc printed them."""
+
+    status: str
+    reason: str | None = None
+    errors: int | None = None
+    total: int | None = None
+    train_cycles: int | None = None
+    opt_cycles: int | None = None
+    trainable_bytes: int | None = None
+    bench: dict[str, int] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    returncode: int | None = None
+    log: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    ok: bool
+    schedule: ScheduleSection
+    model: ModelSection
+    replay: ReplaySection
+    memory: MemorySection
+    deeploy: dict[str, FlowFigures] | None
+    verification: VerificationSection
+    gvsoc: GvsocSection
+    files: dict[str, str | None]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def write(self, path: Path) -> None:
+        write_json(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> ReplayReport:
+        return _build(cls, doc)
+
+    @classmethod
+    def read(cls, path: Path) -> ReplayReport:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise CkptError(f"'{path}' is not a replay report of this ckpt version ({type(exc).__name__}: {exc})",
+                            "replay the schedule again with `ckpt replay`") from None
+
+
+def _build(kind, value):
+    """Rebuild a value of type `kind` (a dataclass, a container of them, or a plain type) from its JSON form."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        if value is None:
+            return None
+        return _build(options[0], value) if len(options) == 1 else value
+    if is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        known = {f.name for f in fields(kind)}
+        unknown = set(value) - known
+        if unknown:
+            raise KeyError(f"unknown field(s) {sorted(unknown)} for {kind.__name__}")
+        return kind(**{name: _build(hints[name], item) for name, item in value.items()})
+    if origin is dict and value is not None:
+        _, item_kind = typing.get_args(kind)
+        return {k: _build(item_kind, v) for k, v in value.items()}
+    return value

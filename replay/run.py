@@ -1,0 +1,312 @@
+"""`ckpt replay`: a schedule in; the graph and order Deeploy deploys, its code, and what it costs, out.
+
+One replay plan (replay.plan) is made on the graph the schedule runs on (Deeploy's lowered graph, or the ONNX
+as is for target none) and everything else is measured on it:
+- ckpt's figures on the rewired graph: the live peak (solver.simulate), the first-fit heap of the non-tiled
+  code (solver.heap), and for a Deeploy target the arena ckpt predicts per level (deeploy_bridge.arena);
+- Deeploy's figures: one Deeploy run per flow (non-tiled, then tiled with code), each with a ReplayScheduler
+  doing the same rewiring on Deeploy's own graph, and checked to have run exactly the planned order;
+- the host check (replay.verification) and, when a Deeploy harness is at hand, gvsoc (replay.gvsoc).
+The folder holds rewired.onnx, order.json, report.json and code/; same inputs give the same bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+from onnx_graphsurgeon.logger import G_LOGGER
+
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup
+from ckpt.errors import CkptError
+from ckpt.files import make_dirs, write_bytes, write_json
+from ckpt.replay.folder import (
+    CODE,
+    GVSOC_LOG,
+    ORDER,
+    REPORT,
+    REWIRED,
+    check_replay_folder,
+    default_outdir,
+    install_code,
+    previous_code_files,
+)
+from ckpt.replay.graph_view import GraphView
+from ckpt.replay.gvsoc import HarnessSetup, gvsoc_line, not_simulated, run_harness
+from ckpt.replay.matching import schedule_fingerprint
+from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.plan import ReplayPlan, plan_replay
+from ckpt.replay.predict import home_layout
+from ckpt.replay.report import (
+    FingerprintRecord,
+    FlowFigures,
+    GvsocSection,
+    LevelMemory,
+    MemorySection,
+    ModelSection,
+    ReplayReport,
+    ReplaySection,
+    ScheduleSection,
+    VerificationSection,
+)
+from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.replay.verification import VerifyReport, host_check, verification_section
+from ckpt.schedule_file import read_schedule
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.heap import heap_bytes
+from ckpt.solver.layout import Layout
+from ckpt.solver.onnx_loader import load_graph, model_path, read_model
+from ckpt.solver.simulate import MemoryTrace, memory_trace, plain_sequence
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    target: str | None = None              # None: the target the schedule was solved for
+    force: bool = False                    # replay despite another graph's fingerprint (never under 90% match)
+    verify: bool = True
+    deeploy_root: Path | None = None       # a Deeploy checkout with the training harness, for gvsoc
+    record_time: bool = False              # put wall-clock seconds in report.json (then not reproducible)
+    overwrite: bool = False                # write into a non-empty folder ckpt did not write (its files only)
+    deeploy: DeeploySetup = DEFAULT_SETUP
+    harness: HarnessSetup = field(default_factory=HarnessSetup)
+
+
+@dataclass
+class ReplayResult:
+    outdir: Path
+    plan: ReplayPlan
+    report: ReplayReport
+    verification: VerifyReport | None      # when the host check ran
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+
+@dataclass(frozen=True)
+class _Rewired:
+    """The replay applied to the ONNX graph, and ckpt's figures on it."""
+
+    model: onnx.ModelProto
+    graph: TrainGraph
+    trace: MemoryTrace
+    heap: int
+    home: Layout | None               # the tiled flow's home arena ckpt predicts (Deeploy targets)
+
+
+def schedule_target(doc: dict, asked: str | None) -> str:
+    """The target a schedule replays on: the one asked for, else the one it was solved for."""
+    target = asked or (doc.get("graph") or {}).get("target") or "none"
+    if target not in TARGETS:
+        raise CkptError(f"unknown target '{target}'", f"use one of {', '.join(TARGETS)}")
+    return target
+
+
+def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path | None = None,
+                    options: ReplayOptions = ReplayOptions(), progress=lambda msg: None) -> ReplayResult:
+    """Replay `schedule` on `model` for the target; write and return the report (see the module doc)."""
+    schedule = Path(schedule)
+    doc = read_schedule(schedule)
+    target = schedule_target(doc, options.target)
+    outdir = Path(outdir) if outdir is not None else default_outdir(schedule)
+    check_replay_folder(outdir, options.overwrite)
+    original = read_model(model)
+    lowered = None
+    if target != "none":
+        progress(f"lowering {model} for {target} (cached after the first time)")
+        lowered = deeploy_bridge.lower(model, target)
+    base = lowered.model if lowered else original
+    view = view_of_model(base)
+    plan = plan_replay(view, doc["seq"], fingerprint=schedule_fingerprint(doc), force=options.force)
+    progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
+             f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
+    rewired = _rewire(base, view, plan, lowered)
+    make_dirs(outdir)
+    previous = previous_code_files(outdir)
+    flows = _deeploy_flows(base, doc, target, outdir, previous, options, progress) if lowered else {}
+    verification = _verify(model, original, base, lowered, plan, options, progress)
+    gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
+    report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
+                     options)
+    write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
+    write_json(outdir / ORDER, {"order": plan.order, "clones": {e.name: e.source for e in plan.executions if e.clone}})
+    report.write(outdir / REPORT)
+    return ReplayResult(outdir, plan, report, verification)
+
+
+def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None) -> _Rewired:
+    model = apply_to_model(base, plan)
+    home = None
+    if lowered:
+        graph = load_graph(model, aliases=rewired_aliases(view, plan, lowered.aliases),
+                           scratch=rewired_scratch(plan, lowered.transients))
+        inits = {t.name for t in model.graph.initializer}
+        home = home_layout(plan, graph, frozenset(i.name for i in model.graph.input if i.name not in inits),
+                           frozenset(o.name for o in model.graph.output))
+    else:
+        graph = load_graph(model)
+    seq = plain_sequence(graph, plan.order)
+    return _Rewired(model, graph, memory_trace(graph, seq), heap_bytes(graph, seq), home)
+
+
+# --------------------------------------------------------------------------- the measurements
+
+
+def _deeploy_flows(base: onnx.ModelProto, doc: dict, target: str, outdir: Path, previous: list[str],
+                   options: ReplayOptions, progress) -> dict[str, MemoryFigures]:
+    """Deeploy's non-tiled and tiled figures for the replayed order; the tiled run writes code/."""
+    setup = options.deeploy
+    flows = {}
+    for tiled in (False, True):
+        progress(f"Deeploy {'tiled' if tiled else 'non-tiled'} run with the replay as its scheduler"
+                 + (f" ({setup.allocator.value} allocator)" if tiled else ""))
+        scheduler = ReplayScheduler.from_document(doc, force=options.force)
+        with G_LOGGER.suppress(G_LOGGER.ERROR):      # clones share constants by name: gs warns, harmlessly
+            if tiled:
+                staged = Path(tempfile.mkdtemp(dir=outdir, prefix=f".{CODE}."))
+                figures = deeploy_bridge.deploy(base, scheduler, target, tiled=True, setup=setup, code_dir=staged)
+                figures.code_files = install_code(staged, outdir / CODE, previous)
+            else:
+                figures = deeploy_bridge.deploy(base, scheduler, target, tiled=False, setup=setup)
+        if figures.order != scheduler.plan.order:
+            raise CkptError(f"Deeploy ran {len(figures.order)} layers, not the {len(scheduler.plan.order)} "
+                            "executions the replay planned", "report this: the replay and Deeploy disagree")
+        flows["tiled" if tiled else "non_tiled"] = figures
+    return flows
+
+
+def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPlan, options: ReplayOptions,
+            progress) -> VerifyReport | str | None:
+    """The host check's report, or why it did not run."""
+    if not options.verify:
+        return "--no-verify"
+    folder = model_path(model).parent
+    if not (folder / "inputs.npz").is_file():
+        return f"no inputs.npz in {folder}"
+    return host_check(folder, original, base, lowered.io_names if lowered else None,
+                      lowered.target if lowered else "none", plan, progress)
+
+
+def _gvsoc(model, schedule: Path, target: str, outdir: Path, options: ReplayOptions, progress) -> GvsocSection:
+    if target == "none":
+        return not_simulated("target none has no device to simulate")
+    progress("gvsoc: checking for Deeploy's training harness")
+    return run_harness(options.deeploy_root, target, model_path(model).parent, schedule, outdir / GVSOC_LOG,
+                       options.harness, options.deeploy)
+
+
+# --------------------------------------------------------------------------- report.json
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph | None, view: GraphView,
+            plan: ReplayPlan, rewired: _Rewired, flows: dict[str, MemoryFigures],
+            verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions) -> ReplayReport:
+    predicted = doc.get("predicted") or {}
+    solved_on = doc.get("graph") or {}
+    model_sha = _sha256(model_path(model))
+    non_tiled, tiled = flows.get("non_tiled"), flows.get("tiled")
+    trace = rewired.trace
+    memory = MemorySection(
+        predicted_peak=predicted.get("peak_bytes"), replayed_peak=trace.peak_bytes, heap=rewired.heap,
+        deeploy_non_tiled=sum(non_tiled.worst_case.values()) if non_tiled else None,
+        persistent_predicted=predicted.get("persistent_bytes"), persistent_replayed=rewired.graph.persistent_bytes,
+        deeploy_non_tiled_static=sum(non_tiled.static.values()) if non_tiled else None,
+        baseline_peak=predicted.get("baseline_peak_bytes"), peak_index=trace.peak_index,
+        peak_after=plan.order[trace.peak_index] if plan.order else None,
+        levels=_levels(rewired, tiled) if tiled else {})
+    check = verification if isinstance(verification, VerifyReport) else None
+    section = verification_section(check, verification if isinstance(verification, str) else None,
+                                   options.record_time)
+    ok = section.status != "miswired" and not (gvsoc.status == "measured" and gvsoc.errors)
+    return ReplayReport(
+        ok=ok,
+        schedule=ScheduleSection(str(schedule), _sha256(schedule), plan.match.entries, plan.match.matched,
+                                 round(plan.match.rate, 6), list(plan.match.missing),
+                                 FingerprintRecord(plan.fingerprint.schedule, plan.fingerprint.graph,
+                                                   plan.fingerprint.status), solved_on),
+        model=ModelSection(str(model), model_sha, target,
+                           (solved_on.get("model_sha256") == model_sha) if solved_on else None,
+                           lowered.deeploy_version if lowered else None, len(view.live)),
+        replay=ReplaySection(**plan.counts(), clones=[e.name for e in plan.executions if e.clone],
+                             pruned=[e.name for e in plan.pruned], unscheduled=list(plan.unscheduled),
+                             stale=list(plan.stale)),
+        memory=memory,
+        deeploy={name: _flow(f, options) for name, f in flows.items()} or None,
+        verification=section,
+        gvsoc=gvsoc,
+        files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None, "gvsoc_log": gvsoc.log})
+
+
+def _levels(rewired: _Rewired, tiled: MemoryFigures) -> dict[str, LevelMemory]:
+    """Per memory level of the tiled flow: the emitted arena, ckpt's predicted one (home level), the live
+    maximum of the blocks Deeploy laid out, and the static constants."""
+    home = tiled.setup.default_mem_level
+    predicted = rewired.home.size if rewired.home is not None else None
+    levels = sorted(set(tiled.arena) | set(tiled.static))
+    return {level: LevelMemory(arena=tiled.arena.get(level), live_max=tiled.live_max.get(level),
+                               predicted_arena=predicted if level == home else None,
+                               static=tiled.static.get(level))
+            for level in levels}
+
+
+def _flow(figures: MemoryFigures, options: ReplayOptions) -> FlowFigures:
+    seconds = {k: round(v, 3) for k, v in figures.timings.as_dict().items()} if options.record_time else None
+    return FlowFigures(worst_case=dict(figures.worst_case), dynamic_peak=dict(figures.dynamic_peak),
+                       arena=dict(figures.arena), static=dict(figures.static), setup=figures.setup.as_dict(),
+                       layers=len(figures.order), code_files=sorted(figures.code_files),
+                       home_live=dict(figures.home_live), allocator_calls=figures.allocator_calls, seconds=seconds)
+
+
+# --------------------------------------------------------------------------- the human summary
+
+
+def summary_lines(result: ReplayResult) -> list[str]:
+    r = result.report
+    sched, rep, mem = r.schedule, r.replay, r.memory
+    lines = [f"replayed {sched.path} on {r.model.path} (target {r.model.target}): "
+             f"{sched.matched}/{sched.entries} entries matched ({100 * sched.rate:.1f}%), "
+             f"fingerprint {sched.fingerprint.status}",
+             f"{rep.executions} executions: {rep.recomputes} recomputes, {rep.clones_kept} clones kept, "
+             f"{rep.clones_pruned} clones pruned, {rep.originals_pruned} originals pruned, "
+             f"{rep.unscheduled_nodes_placed} unnamed nodes placed, {rep.stale_nodes_dropped} stale nodes dropped",
+             f"activation peak: predicted {_b(mem.predicted_peak)} | ckpt replayed {_b(mem.replayed_peak)} | "
+             f"first-fit heap {_b(mem.heap)}"
+             + (f" | Deeploy non-tiled counter {_b(mem.deeploy_non_tiled)}" if mem.deeploy_non_tiled else ""),
+             f"persistent: predicted {_b(mem.persistent_predicted)} | replayed {_b(mem.persistent_replayed)}"
+             + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
+    if mem.levels and r.deeploy:
+        setup = r.deeploy["tiled"].setup
+        lines.append(f"Deeploy tiled ({setup['allocator']} allocator, L1 {setup['l1']}, L2 {setup['l2']}), per level "
+                     "static + arena = total:")
+        for level, fig in sorted(mem.levels.items()):
+            extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
+            lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
+                         f"blocks {_b(fig.live_max)}{extra}")
+    check = result.verification
+    if check is not None:
+        lines.append(check.schedule.line())
+        if check.golden is not None:
+            base = check.baseline_golden
+            lines.append(f"golden (device harness rule): {check.golden.line}"
+                         + (f" (graph order: {base.line})" if base is not None else ""))
+        if check.hint:
+            lines.append(check.hint)
+    else:
+        lines.append(f"verify: skipped ({r.verification.reason})")
+    lines.append(gvsoc_line(r.gvsoc))
+    files = [REWIRED, ORDER, REPORT] + ([f"{CODE}/"] if r.files["code"] else [])
+    lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
+    return lines
+
+
+def _b(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B"
