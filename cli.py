@@ -17,10 +17,12 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow
 from ckpt.errors import CkptError, ExitCode
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+ALLOCATORS = [a.value for a in Allocator]
+FLOWS = [f.value for f in Flow]
 
 
 class FiniteFloat(click.FloatRange):
@@ -84,6 +86,9 @@ def cli() -> None:
                    "constants + arena (e.g. L3=2MB); needs a Deeploy target.")
 @click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True,
               help="Solve on Deeploy's lowered graph for this target, or on the ONNX as it is.")
+@click.option("--flow", type=click.Choice(FLOWS), default=None,
+              help="The deployment --budget is checked on: non-tiled (the first-fit heap) or tiled (the live peak; "
+                   "the arena is reported) [default: tiled for a Deeploy target, non-tiled for none].")
 @click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
 @click.option("--objective", type=click.Choice(["cost", "peak"]), default="cost", show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
@@ -104,8 +109,8 @@ def cli() -> None:
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
 @one_line_errors
-def solve_command(model, budget, budget_total, target, output, objective, cost_cap, method, solver, time_limit, gap,
-                  threads, order, cost_file, warm_start, record_time):
+def solve_command(model, budget, budget_total, target, flow, output, objective, cost_cap, method, solver, time_limit,
+                  gap, threads, order, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.files import check_output_file, write_output
     from ckpt.pipeline.solve import SolveRequest, solve_and_document
@@ -117,15 +122,17 @@ def solve_command(model, budget, budget_total, target, output, objective, cost_c
 
     check_output_file(output)
     total = parse_total(budget_total) if budget_total else None
-    if total is not None and target not in DEEPLOY_TARGETS:
-        raise CkptError("--budget-total holds a tiled Deeploy deployment", "add --target siracusa (or gap9)")
+    if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
+        raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
+                        "add --target siracusa (or gap9)")
     parsed = None if objective == "peak" or total is not None else parse_budget(budget)
     costs = CostModel.from_json(cost_file) if cost_file else None
     starts = [read_schedule(path) for path in warm_start]
     source = _model_or_default(model)
     options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
                            backend=SolverOptions(solver, time_limit, gap, threads))
-    request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time)
+    request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
+                           Flow(flow) if flow else None)
     doc, result = solve_and_document(request, progress)
     write_output(output, dumps(doc))
     _print_solve_summary(doc, result, output)
@@ -191,8 +198,9 @@ def example_command(kind, output, **options):
 @click.option("-o", "--outdir", default=None, help="Output folder [default: <schedule>_replay next to it].")
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
-@click.option("--allocator", type=click.Choice(["ckpt", "tetris"]), default="ckpt", show_default=True,
-              help="How the tiled flow lays out its arenas: ckpt's layout, or Deeploy's TetrisRandom.")
+@click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
+              help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
+                   "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
 @click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of the replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
@@ -203,7 +211,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, force,
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from dataclasses import replace
 
-    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
     from ckpt.replay.folder import check_replay_folder, default_outdir
     from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
     from ckpt.schedule_file import read_schedule
@@ -252,13 +260,16 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
               help="Number of budgets, evenly spaced (instead of --step).")
 @click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
 @click.option("--target", type=click.Choice(TARGETS), default="siracusa", show_default=True)
+@click.option("--flow", type=click.Choice(FLOWS), default=None,
+              help="The deployment budgets are checked on [default: tiled for a Deeploy target, else non-tiled].")
 @click.option("-o", "--outdir", default="sweep", show_default=True, help="Sweep folder (reused to resume).")
 @click.option("--jobs", type=click.IntRange(min=0), default=0, help="Points run in parallel [default: the core count].")
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
 @click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
-@click.option("--allocator", type=click.Choice(["ckpt", "tetris"]), default="ckpt", show_default=True,
-              help="How the tiled flow lays out its arenas: ckpt's layout, or Deeploy's TetrisRandom.")
+@click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
+              help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
+                   "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
 @click.option("--no-carry", is_flag=True, help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
@@ -268,7 +279,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
-def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_limit, method, solver, allocator,
+def sweep_command(budget_range, step, points, model, target, flow, outdir, jobs, time_limit, method, solver, allocator,
                   no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
     from dataclasses import replace
@@ -277,7 +288,7 @@ def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
     from ckpt.ci.emit import check_emit_target, emit_ci_configs
-    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
     from ckpt.files import check_output_dir
     from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import SolverOptions
@@ -289,7 +300,7 @@ def sweep_command(budget_range, step, points, model, target, outdir, jobs, time_
         check_emit_target(target)
         check_output_dir(emit_ci)
     options = SweepOptions(
-        fractions=tuple(fractions), target=target, jobs=jobs, carry=not no_carry,
+        fractions=tuple(fractions), target=target, jobs=jobs, carry=not no_carry, flow=Flow(flow) if flow else None,
         solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,

@@ -11,6 +11,8 @@ from pathlib import Path
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 
+CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
+
 
 def dumps(doc: dict) -> str:
     """JSON with one seq entry per line (readable diffs), everything else indented, keys in a fixed order."""

@@ -25,19 +25,27 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
 
-from ckpt.solver.budget import parse_budget
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.code_memory import code_memory
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
 from ckpt.errors import CkptError
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve import solve_model
+from ckpt.replay.onnx_graph import apply_to_model, view_of_model
+from ckpt.replay.plan import plan_replay
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
+from ckpt.solver.budget import parse_budget
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
 from ckpt.solver.solve import SolveOptions
-from ckpt.pipeline.solve import load_for_target, solve_model
+
+TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 TARGET = "siracusa"
@@ -76,31 +84,26 @@ HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code he
 
 def apply_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
     """The lowered graph with one node per execution of `seq` (clones for recomputes), and its run order."""
-    from ckpt.replay.onnx_graph import apply_to_model, view_of_model
-    from ckpt.replay.plan import plan_replay
-
     plan = plan_replay(view_of_model(model), seq)
     return apply_to_model(model, plan), plan.order
 
 
 def measure(row: Row, lowered, tiled: bool) -> None:
     """Fill the Deeploy columns of `row`: one non-tiled run with code, one tiled run."""
-    from ckpt.deeploy_bridge import deeploy_memory, generate_code
-    from ckpt.deeploy_bridge.code_memory import code_memory
-
     if row.recomputes:
         model, order = apply_schedule(lowered.model, row.seq)
     else:
         model, order = lowered.model, [name for name, _ in row.seq]
     with tempfile.TemporaryDirectory(prefix="ckpt_fidelity_") as code_dir:
-        figures = generate_code(model, order, code_dir, TARGET, tiled=False, already_lowered=True)
+        figures = deeploy_bridge.generate_code(model, order, code_dir, TARGET, tiled=False, already_lowered=True)
         code = code_memory(code_dir)
     row.deeploy_nt = sum(figures.worst_case.values())
     row.code_live, row.code_heap = code.peak_bytes, code.heap_bytes()
     if code.leaked or code.double_frees or code.foreign_frees:
         row.note += f" code: {len(code.leaked)} leaked, {len(code.double_frees)} double-freed blocks"
     if tiled:
-        tiled_figures = deeploy_memory(model, order, TARGET, tiled=True, already_lowered=True)
+        tiled_figures = deeploy_bridge.deeploy_memory(model, order, TARGET, tiled=True, setup=TETRIS,
+                                                      already_lowered=True)
         row.tiled, row.tiled_live = tiled_figures.arena, tiled_figures.home_live.get("local")
 
 
@@ -112,7 +115,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
         for method in methods:
             options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
             try:
-                _, result, used = solve_model(model, parse_budget(str(fraction)), TARGET, options)
+                doc, result = solve_model(model, parse_budget(str(fraction)), TARGET, options)
             except CkptError as err:
                 errors.append(f"{method}: {str(err).splitlines()[0][:70]}")
                 continue
@@ -120,7 +123,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
             dropped = len(result.seq) - len(seq)
             note = result.status + (f", {dropped} dead executions dropped (peak before "
                                     f"{result.peak_bytes})" if dropped else "")
-            rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=used.budget,
+            rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=doc["predicted"]["live_budget_bytes"],
                             predicted=memory_trace(graph, seq).peak_bytes, note=note))
             break
         else:

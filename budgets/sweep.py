@@ -23,6 +23,7 @@ from ckpt.budgets.store import SweepStore
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt import deeploy_bridge
 from ckpt.errors import CkptError, ExitCode
+from ckpt.deeploy_bridge.setup import Flow
 from ckpt.files import atomic_write, check_output_dir
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.point import (
@@ -62,6 +63,7 @@ class SweepOptions:
     jobs: int = 0                                    # 0: the core count
     show_progress: bool = True                       # workers print per-stage progress on stderr
     carry: bool = True                               # give looser points a cheaper schedule a tighter one found
+    flow: Flow | None = None                         # the deployment budgets are checked on (None: target's)
 
 
 @dataclass
@@ -150,9 +152,10 @@ def _solve_all(model: str, store: SweepStore, options: SweepOptions, loaded: Loa
     for spec in specs:
         # the baseline is the graph order whatever the solver options: they are not part of its key
         key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
-                           "solver": solver if spec.fraction is not None else None})
+                           "solver": solver if spec.fraction is not None else None,
+                           "flow": options.flow.value if options.flow and spec.fraction is not None else None})
         task = SolveTask(spec, model, options.target, options.solve, str(store.point(spec.label).path), key,
-                         base.lower_bound, options.show_progress)
+                         base.lower_bound, options.show_progress, options.flow)
         stored = store.point(spec.label).read(store.point(spec.label).solved, key)
         if stored is not None:
             records[spec.label] = SolveRecord(**stored)

@@ -19,7 +19,8 @@ _WHERE = {
     "BridgeError": "errors", "lower": "lowering", "deeploy_memory": "memory", "deploy": "memory",
     "generate_code": "memory", "remove_stale_scratch": "pipeline", "run_count": "pipeline",
     "LoweredGraph": "records", "MemoryFigures": "records", "StageTimings": "records", "make_scheduler": "scheduler",
-    "is_lowered": "sources", "deeploy_version": "versions", "predict_layout": "arena",
+    "is_lowered": "sources", "deeploy_version": "versions", "home_blocks": "arena", "lay_out_home": "arena",
+    "deeploy_tensor_name": "arena",
 }
 __all__ = sorted(_WHERE)
 

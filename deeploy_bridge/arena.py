@@ -30,6 +30,7 @@ import numpy as np
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 
+from ckpt.schedule_file import CLONE_TAG
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.layout import Block, Layout, aligned, lay_out
 
@@ -45,12 +46,14 @@ class LayoutLog:
 
     calls: int = 0
     layouts: dict[str, Layout] | None = None
+    blocks: dict[str, list[Block]] | None = None     # level -> the blocks behind its recorded layout
 
-    def record(self, level: str, layout: Layout) -> None:
+    def record(self, level: str, layout: Layout, blocks: list[Block]) -> None:
         self.calls += 1
         known = (self.layouts or {}).get(level)
         if known is None or (layout.size, layout.live_max) > (known.size, known.live_max):
             self.layouts = {**(self.layouts or {}), level: layout}
+            self.blocks = {**(self.blocks or {}), level: blocks}
 
 
 def deeploy_block_size(buffer, constraint, level: str) -> int:
@@ -94,7 +97,7 @@ def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, 
     for view, root in roots.items():
         by_name[view]._addrSpace = by_name[root]._addrSpace if root is not None else (0, 0)
     if log is not None:
-        log.record(level, layout)
+        log.record(level, layout, blocks)
     return layout
 
 
@@ -103,7 +106,11 @@ def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, 
 
 def deeploy_tensor_name(name: str) -> str:
     """The name Deeploy's front end gives a tensor of a graph it already lowered: `_tensor` appended unless
-    present, graph I/O (input_i / output_i) kept."""
+    present, graph I/O (input_i / output_i) kept. A replay's clone (`<tensor>__ck<k>`) is made on Deeploy's
+    graph after that renaming, from the renamed tensor."""
+    base, tag, k = name.rpartition(CLONE_TAG)
+    if tag and k.isdigit():
+        return f"{deeploy_tensor_name(base)}{tag}{k}"
     head, _, index = name.partition("_")
     if head in ("input", "output") and index.isdigit() or name.endswith("_tensor"):
         return name
@@ -141,7 +148,6 @@ def home_blocks(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph
             if graph.root(t) == t]
 
 
-def predict_layout(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph: TrainGraph,
-                   graph_inputs: frozenset[str], graph_outputs: frozenset[str]) -> Layout:
-    """The home-level arena ckpt predicts for `order`: the same layout code Deeploy's tiler runs with ckpt."""
-    return lay_out(home_blocks(order, graph, graph_inputs, graph_outputs), ALIGNMENT)
+def lay_out_home(blocks: list[Block]) -> Layout:
+    """The home-level arena ckpt predicts for `home_blocks`: the same layout code Deeploy's tiler runs."""
+    return lay_out(blocks, ALIGNMENT)

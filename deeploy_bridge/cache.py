@@ -15,7 +15,7 @@ from typing import Optional, Union
 
 import onnx
 
-FORMAT_VERSION = 3  # 2: metadata carries per-node transient (scratch) bytes; 3: key holds lowering options only
+FORMAT_VERSION = 4  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes
 
 
 def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: str) -> str:

@@ -145,7 +145,7 @@ def deploy(model: ModelLike,
         mid_end(run)
         back_end(run)
         d = run.deployer
-        home, live, calls = {}, {}, 0
+        home, live, calls, placed_by, laid_out = {}, {}, 0, {}, {}
         if "map" in kept:
             peaks = lifetime_peaks(d.ctxt, kept["map"], setup.default_mem_level)
             home = {"all": peaks.all_buffers, "local": peaks.local, "io": peaks.io_bytes}
@@ -153,6 +153,8 @@ def deploy(model: ModelLike,
         log = getattr(d.tiler, "layout_log", None) if tiled else None
         if log is not None and log.layouts:
             live = {level: layout.live_max for level, layout in log.layouts.items()}
+            placed_by = {level: layout.allocator for level, layout in log.layouts.items()}
+            laid_out = {level: tuple(blocks) for level, blocks in (log.blocks or {}).items()}
             calls = log.calls
         dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
         worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
@@ -167,6 +169,8 @@ def deploy(model: ModelLike,
                                 home_live=home,
                                 live_max=live,
                                 allocator_calls=calls,
+                                placed_by=placed_by,
+                                laid_out=laid_out,
                                 setup=setup,
                                 timings=run.timings)
         if code_dir is not None:

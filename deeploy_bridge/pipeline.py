@@ -29,7 +29,7 @@ from Deeploy.TilingExtension.TilerExtension import TilerDeployerWrapper
 from .errors import BridgeError
 from .input_types import pointer_types
 from .records import StageTimings
-from .setup import DEFAULT_SETUP, DeeploySetup
+from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
 from .versions import deeploy_version
@@ -109,6 +109,11 @@ def quiet_deeploy(level: int = logging.WARNING):
 def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
     """Wrap a deployer for the tiled flow: memory levels L3/L2/L1, annotation passes, the tiler and its allocator."""
     setup = opts.setup
+    if setup.allocator is Allocator.MINIMALLOC and not os.path.isfile(
+            os.path.join(os.environ.get("MINIMALLOC_INSTALL_DIR", ""), "minimalloc")):
+        raise BridgeError("allocator minimalloc runs $MINIMALLOC_INSTALL_DIR/minimalloc, which is not there: "
+                          "point MINIMALLOC_INSTALL_DIR at a folder holding it (ckpt installs one beside its own "
+                          "`ckpt` script), or use the ckpt allocator")
     l3 = MemoryLevel(name="L3", neighbourNames=["L2"], size=setup.l3)
     l2 = MemoryLevel(name="L2", neighbourNames=["L3", "L1"], size=setup.l2)
     l1 = MemoryLevel(name="L1", neighbourNames=["L2"], size=setup.l1)

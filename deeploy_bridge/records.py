@@ -7,6 +7,8 @@ from typing import Optional
 
 import onnx
 
+from ckpt.solver.layout import Block
+
 from .setup import DEFAULT_SETUP, DeeploySetup
 
 
@@ -90,6 +92,8 @@ class MemoryFigures:
     # list; the largest per-layer list elsewhere): a floor for the arena the allocator can reach.
     live_max: dict[str, int] = field(default_factory=dict)
     allocator_calls: int = 0  # tiled with ckpt's allocator: block lists Deeploy asked it to lay out
+    placed_by: dict[str, str] = field(default_factory=dict)  # ckpt's allocator: level -> what placed its largest list
+    laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's allocator: level -> those blocks
     setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
     timings: StageTimings = field(default_factory=StageTimings)
     code_dir: Optional[Path] = None  # where Network.c / Network.h were written, if asked

@@ -27,13 +27,14 @@ class Flow(str, Enum):
 class Allocator(str, Enum):
     """How the tiled flow lays out each memory level's arena."""
 
-    CKPT = "ckpt"        # ckpt's own static layout (omnimalloc), in process, through Deeploy's MiniMalloc hook
-    TETRIS = "tetris"    # Deeploy's TetrisRandom, for comparison
+    CKPT = "ckpt"            # ckpt's own static layout (omnimalloc), in process, through Deeploy's MiniMalloc hook
+    TETRIS = "tetris"        # Deeploy's TetrisRandom, for comparison
+    MINIMALLOC = "minimalloc"   # Deeploy's own MiniMalloc path: $MINIMALLOC_INSTALL_DIR/minimalloc per layer
 
     @property
     def deeploy_strategy(self) -> str:
         """The value of Deeploy's `Tiler.memoryAllocStrategy` this allocator runs under."""
-        return "MiniMalloc" if self is Allocator.CKPT else "TetrisRandom"
+        return "TetrisRandom" if self is Allocator.TETRIS else "MiniMalloc"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
   needs for its activations, fragmentation included (solver.heap);
 - `--budget` with the tiled flow: the live activation peak, which is the activations' share of the home arena
   once ckpt lays it out (the arena adds the graph I/O that lives there; the document reports it);
-- `--budget-total LEVEL=SIZE` (tiled flow): static constants + the arena ckpt predicts at that level.
+- `--budget-total LEVEL=SIZE` (tiled flow, home level): static constants + the arena ckpt predicts there. The
+  solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
+  bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
 Where the checked figure goes over, the live budget is tightened and the schedule solved again, until the figure
 fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
 The CLI only parses arguments and prints.
@@ -17,7 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import Flow
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
@@ -27,7 +29,8 @@ from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
 from ckpt.solver.heap import GRANULE
 from ckpt.solver.simulate import Sequence
-from ckpt.solver.solve import SolveOptions, SolveResult, solve
+from ckpt.solver.resident import arena_resident, real_sequence, resident_sequence
+from ckpt.solver.solve import SolveOptions, SolveResult, result_on, solve
 
 MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget
 
@@ -58,6 +61,7 @@ class Checked:
     limit: int | None
     live_budget: int | None            # the live budget the final solve ran with
     levels: dict | None = None         # per level, when the tiled flow was predicted
+    activations_at_peak: int | None = None   # live activations where the checked arena peaks (None: a heap)
 
 
 def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[dict, SolveResult]:
@@ -90,13 +94,16 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
     if options.objective == "peak":
         result = solve(loaded.graph, options, progress, incumbents=starts)
         return result, options, Checked("peak_bytes", result.peak_bytes, None, None)
+    if request.total is not None:
+        return _solve_total(loaded, request, starts, progress)
     limit = _limit(loaded, request)
-    live = limit if request.total is None else _first_live_budget(loaded, request.total)
+    live = limit
     deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
     best_over: tuple[int, SolveResult] | None = None
     fits_above, none_below = None, None          # live budgets known to give a schedule / to give none
     for _ in range(MAX_TIGHTENINGS):
-        attempt = replace(options, budget=live, backend=replace(options.backend, time_limit=_left(deadline)))
+        attempt = replace(options, budget=live, backend=replace(options.backend, time_limit=_left(deadline)),
+                          explain=best_over is None)
         try:
             result = solve(loaded.graph, attempt, progress, incumbents=starts)
         except InfeasibleBudget as err:
@@ -114,8 +121,8 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
                  "tightening the live budget")
         best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
         fits_above = min(live, result.peak_bytes)
-        step = max(checked.nbytes - limit, GRANULE)
-        live = fits_above - step if none_below is None else max(none_below + 1, fits_above - step)
+        wanted = fits_above - max(checked.nbytes - limit, GRANULE)
+        live = wanted if none_below is None else max(none_below + 1, wanted)
         if live <= (none_below or 0) or _spent(deadline):
             break
     raise _cannot_fit(request, limit, best_over, None)
@@ -126,29 +133,55 @@ def _spent(deadline: float | None) -> bool:
 
 
 def _limit(loaded: LoadedModel, request: SolveRequest) -> int:
-    if request.total is not None:
-        return request.total.nbytes
     return request.budget.resolve(graph_order_peak(loaded.graph))
 
 
-def _first_live_budget(loaded: LoadedModel, total: LevelTotal) -> int:
-    """Live bytes a level total leaves once its static part and the graph I/O that is always there are out."""
-    levels = predicted_levels(loaded.lowered, [(op.name, 0) for op in loaded.graph.ops])
-    static = levels[total.level].static if total.level in levels else 0
-    return max(1, total.nbytes - static)
+def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequence], progress
+                 ) -> tuple[SolveResult, SolveOptions, Checked]:
+    """Solve against the home arena itself (see the module doc), then check the predicted total."""
+    total, home = request.total, DEFAULT_SETUP.default_mem_level
+    if total.level != home:
+        raise CkptError(f"ckpt predicts the tiled flow's home level ({home}), not {total.level}",
+                        f"give --budget-total {home}=SIZE")
+    static = loaded.lowered.constant_bytes
+    if total.nbytes <= static:
+        raise InfeasibleBudget(f"the {home} constants alone take {static} B, more than {total.nbytes} B",
+                               f"raise the budget above {static} B")
+    model = loaded.lowered.model
+    inits = {t.name for t in model.graph.initializer}
+    resident = arena_resident(loaded.graph, frozenset(i.name for i in model.graph.input if i.name not in inits),
+                              frozenset(o.name for o in model.graph.output))
+    arena = total.nbytes - static
+    options = request.options
+    deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
+    for attempt_number in range(MAX_TIGHTENINGS):
+        attempt = replace(options, budget=arena, explain=attempt_number == 0,
+                          backend=replace(options.backend, time_limit=_left(deadline)))
+        try:
+            result = solve(resident, attempt, progress, incumbents=[resident_sequence(s) for s in starts])
+        except InfeasibleBudget as err:
+            raise InfeasibleBudget(f"the {home} total cannot fit {total.nbytes} B (constants {static} B + an arena "
+                                   f"of {arena} B): {err.problem}", "raise the budget", proven=err.proven) from None
+        real = result_on(loaded.graph, result, real_sequence(result.seq))
+        levels = predicted_levels(loaded.lowered, real.seq)
+        checked = Checked(f"total_{home}", levels[home].total, total.nbytes, arena,
+                          _levels_doc(loaded, real, levels), levels[home].activations_at_peak)
+        if checked.nbytes <= total.nbytes:
+            return real, replace(options, budget=arena), checked
+        excess = checked.nbytes - total.nbytes             # the layout could not reach the live maximum
+        progress(f"{checked.name} {checked.nbytes} B is over {total.nbytes} B by {excess} B: tightening the arena")
+        arena -= max(excess, GRANULE)
+        if _spent(deadline):
+            break
+    raise InfeasibleBudget(f"the {home} total (static + arena) cannot fit {total.nbytes} B: the closest schedule "
+                           f"found needs {checked.nbytes} B", f"raise the budget to at least {checked.nbytes} B",
+                           proven=False)
 
 
 def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, limit: int, live: int) -> Checked:
-    if request.total is None and request.deployed_flow is Flow.NON_TILED:
+    if request.deployed_flow is Flow.NON_TILED:
         return Checked("heap_bytes", max(result.heap_bytes, result.peak_bytes), limit, live)
-    if request.total is None:
-        return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result))
-    levels = predicted_levels(loaded.lowered, result.seq)
-    level = levels.get(request.total.level)
-    if level is None:
-        raise CkptError(f"the tiled flow places nothing at {request.total.level}",
-                        f"give the total of a level that holds the arena ({', '.join(sorted(levels))})")
-    return Checked(f"total_{request.total.level}", level.total, limit, live, _levels_doc(loaded, result, levels))
+    return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result))
 
 
 def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = None) -> dict | None:
@@ -156,16 +189,13 @@ def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = 
     if loaded.lowered is None:
         return None
     levels = levels or predicted_levels(loaded.lowered, result.seq)
-    return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total}
-            for name, fig in sorted(levels.items())}
+    return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total,
+                   "activations_at_peak": fig.activations_at_peak} for name, fig in sorted(levels.items())}
 
 
 def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveResult] | None,
                 err: InfeasibleBudget | None) -> InfeasibleBudget:
-    if request.total is not None:
-        what = f"the {request.total.level} total (static + arena)"
-    else:
-        what = "the first-fit heap" if request.deployed_flow is Flow.NON_TILED else "the live peak"
+    what = "the first-fit heap" if request.deployed_flow is Flow.NON_TILED else "the live peak"
     if best_over is None:
         return err or InfeasibleBudget(f"no schedule fits {limit} B", "raise the budget")
     nbytes, result = best_over

@@ -14,7 +14,7 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.layout import Layout
+from ckpt.solver.layout import Block, Layout, peak_step
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import Sequence
 
@@ -24,6 +24,7 @@ class PredictedLevel:
     static: int          # constants placed at the level, outside the arena
     arena: int           # the arena ckpt's layout needs
     live_max: int        # the most bytes alive at once among the level's blocks (the arena's floor)
+    activations_at_peak: int = 0   # of those, activations (the rest is graph I/O, which recompute cannot move)
 
     @property
     def total(self) -> int:
@@ -32,8 +33,12 @@ class PredictedLevel:
 
 def home_layout(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> Layout:
     """The home level's layout for a replay plan on its rewired graph (`graph`, aliases carried over)."""
+    return deeploy_bridge.lay_out_home(home_blocks(plan, graph, inputs, outputs))
+
+
+def home_blocks(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> list[Block]:
     order = [(e.name, e.inputs, e.outputs) for e in plan.executions]
-    return deeploy_bridge.predict_layout(order, graph, inputs, outputs)
+    return deeploy_bridge.home_blocks(order, graph, inputs, outputs)
 
 
 def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_SETUP.default_mem_level
@@ -47,5 +52,9 @@ def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_S
     inits = {t.name for t in rewired.graph.initializer}
     inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
     outputs = frozenset(o.name for o in rewired.graph.output)
-    layout = home_layout(plan, graph, inputs, outputs)
-    return {home: PredictedLevel(lowered.constant_bytes, layout.size, layout.live_max)}
+    blocks = home_blocks(plan, graph, inputs, outputs)
+    layout = deeploy_bridge.lay_out_home(blocks)
+    step, _ = peak_step(blocks)
+    io = {deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs}
+    activations = sum(b.size for b in blocks if b.first <= step <= b.last and b.name not in io)
+    return {home: PredictedLevel(lowered.constant_bytes, layout.size, layout.live_max, activations)}

@@ -16,6 +16,7 @@ from ckpt.errors import CkptError
 NEVER_RECOMPUTE_OPS = frozenset({
     "Dropout", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
     "Bernoulli", "SGD", "Adam", "Momentum", "InPlaceAccumulatorV2", "InPlaceAccumulator",
+    "CkptGraphInputs", "CkptGraphOutputs",        # solver.resident's synthetic ops: graph I/O, written once
 })
 
 

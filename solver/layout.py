@@ -54,15 +54,21 @@ def aligned(size: int, alignment: int) -> int:
 
 def live_max(blocks: list[Block]) -> int:
     """The most bytes alive at one step."""
+    return peak_step(blocks)[1]
+
+
+def peak_step(blocks: list[Block]) -> tuple[int, int]:
+    """(the first step where the most bytes are alive, those bytes)."""
     events: dict[int, int] = {}
     for b in blocks:
         events[b.first] = events.get(b.first, 0) + b.size
         events[b.last + 1] = events.get(b.last + 1, 0) - b.size
-    level = peak = 0
+    level, peak, where = 0, 0, 0
     for step in sorted(events):
         level += events[step]
-        peak = max(peak, level)
-    return peak
+        if level > peak:
+            peak, where = level, step
+    return where, peak
 
 
 def lay_out(blocks: list[Block], alignment: int = 4) -> Layout:

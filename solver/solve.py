@@ -37,6 +37,7 @@ class SolveOptions:
     method: str = "milp"
     backend: SolverOptions = field(default_factory=SolverOptions)
     focus: str = "seed"                    # "seed": a focused model seeds the exact one; "only": focused only; "off"
+    explain: bool = True                   # on an infeasible budget, spend time finding the smallest feasible peak
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,14 @@ def _cost(staged: TrainGraph, decisions: Decisions) -> int:
     return decisions.cost(staged)
 
 
+def result_on(graph: TrainGraph, result: SolveResult, seq: Sequence) -> SolveResult:
+    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`."""
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
+                   base_cost=sum(graph.op_cost.values()),
+                   stage_order=tuple(name for name in result.stage_order if name in graph.index))
+
+
 def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
             start: float, sizes: tuple[int, int, int]) -> SolveResult:
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
@@ -281,6 +290,8 @@ def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, stage
     if timed_out:
         return InfeasibleBudget(f"no schedule found within the time limit for budget {options.budget} B "
                                 "(not proven infeasible)", "raise --time-limit or the budget", proven=False)
+    if not options.explain:
+        return InfeasibleBudget(f"no schedule fits {options.budget} B", "raise the budget")
     progress("budget is infeasible: finding the smallest feasible peak")
     minimum, proven = minimum_peak(staged, replace(options.backend, time_limit=_share(
         options.backend.time_limit, MINIMUM_SHARE)))

@@ -1,0 +1,74 @@
+"""`minimalloc`: ckpt's layout behind the command-line contract of Google's MiniMalloc, for Deeploy's own runners.
+
+Deeploy's tiler, with `memoryAllocStrategy = "MiniMalloc"`, runs `$MINIMALLOC_INSTALL_DIR/minimalloc
+--capacity=N --input=IN.csv --output=OUT.csv` once per layer and memory level: input rows `id,lower,upper,size`
+(upper exclusive), output rows `id,lower,upper,size,offset` (Deeploy reads the offset from the last column, the
+size from the one before). `pip install ckpt` puts this program on the venv's PATH, so
+`MINIMALLOC_INSTALL_DIR=$(dirname $(which minimalloc))` lets Deeploy's runners use ckpt's layout
+(solver.layout). The CSV does not say which blocks are views, so they keep their own space here; ckpt's own
+tiled runs lay out in process and leave views out (deeploy_bridge.arena). Exit codes: 0 laid out, 1 bad input,
+2 the layout does not fit the capacity.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+from ckpt.files import atomic_write
+from ckpt.solver.layout import Block, aligned, lay_out
+
+
+def read_blocks(text: str) -> list[Block]:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [c.strip() for c in rows[0][:4]] != ["id", "lower", "upper", "size"]:
+        raise ValueError("the input must start with the header id,lower,upper,size")
+    blocks = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        try:
+            name, lower, upper, size = row[0], int(row[1]), int(row[2]), int(float(row[3]))
+        except (IndexError, ValueError):
+            raise ValueError(f"row {number} is not id,lower,upper,size: {','.join(row)}") from None
+        if upper <= lower or size < 0:
+            raise ValueError(f"row {number} ({name}) has an empty lifetime or a negative size")
+        blocks.append(Block(name, lower, upper - 1, size))
+    return blocks
+
+
+def write_offsets(blocks: list[Block], offsets: dict[str, int], alignment: int) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["id", "lower", "upper", "size", "offset"])
+    for b in blocks:
+        writer.writerow([b.name, b.first, b.last + 1, aligned(b.size, alignment) if b.size else 0,
+                         offsets.get(b.name, 0)])
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="minimalloc", description=__doc__.splitlines()[0])
+    parser.add_argument("--capacity", type=int, required=True, help="bytes the memory level has free")
+    parser.add_argument("--input", required=True, help="CSV of id,lower,upper,size")
+    parser.add_argument("--output", required=True, help="CSV to write, id,lower,upper,size,offset")
+    parser.add_argument("--alignment", type=int, default=4, help="offset and size granule (Deeploy's word: 4)")
+    args = parser.parse_args(argv)
+    try:
+        blocks = read_blocks(Path(args.input).read_text())
+    except (OSError, ValueError) as err:
+        print(f"minimalloc: {args.input}: {err}", file=sys.stderr)
+        return 1
+    layout = lay_out(blocks, args.alignment)
+    if layout.size > args.capacity:
+        print(f"minimalloc: the layout needs {layout.size} B (live maximum {layout.live_max} B), more than the "
+              f"capacity {args.capacity} B", file=sys.stderr)
+        return 2
+    atomic_write(args.output, write_offsets(blocks, layout.offsets, args.alignment))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The tiled flow's home arena with ckpt's allocator in Deeploy's tiler, against ckpt's prediction.
+
+ckpt predicts, from a schedule alone, the block list Deeploy's tiler hands its allocator at the home level
+(deeploy_bridge.arena.home_blocks): it must be that list, block for block, so that the arena the generated code
+reserves is the one ckpt checked the budget on.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from onnx_graphsurgeon.logger import G_LOGGER
+
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+from ckpt.examples import write_example
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve import solve_model
+from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.plan import plan_replay
+from ckpt.replay.predict import home_blocks, predicted_levels
+from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.solver.budget import parse_budget
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.solve import SolveOptions
+from replay_support import FT2, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
+
+pytestmark = [needs_models, pytest.mark.deeploy]
+
+
+def _tiled(model, doc: dict, allocator: Allocator = Allocator.CKPT):
+    with G_LOGGER.suppress(G_LOGGER.ERROR):
+        return deeploy_bridge.deploy(model, ReplayScheduler.from_document(doc), "siracusa", tiled=True,
+                                     setup=replace(DEFAULT_SETUP, allocator=allocator))
+
+
+def _predicted_blocks(lowered, doc: dict) -> set[tuple]:
+    view = view_of_model(lowered.model)
+    plan = plan_replay(view, [tuple(e) for e in doc["seq"]])
+    rewired = apply_to_model(lowered.model, plan)
+    graph = load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
+                       scratch=rewired_scratch(plan, lowered.transients))
+    inits = {t.name for t in rewired.graph.initializer}
+    inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
+    outputs = frozenset(o.name for o in rewired.graph.output)
+    return {(b.name, b.first, b.last, b.size) for b in home_blocks(plan, graph, inputs, outputs)}
+
+
+@pytest.fixture(scope="module")
+def ft2(lowering_cache):
+    return load_for_target(FT2, "siracusa")
+
+
+@pytest.fixture(scope="module")
+def schedules(ft2):
+    """The graph order, and a schedule with recomputes (clones, views of clones) at 0.7 of the live peak."""
+    order = {"seq": [[op.name, 0] for op in ft2.graph.ops]}
+    doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(budget=None, method="greedy"))
+    return {"graph order": order, "0.7": doc}
+
+
+@pytest.mark.parametrize("which", ["graph order", "0.7"])
+def test_predicted_home_blocks_are_deeploys_and_the_arena_is_the_predicted_one(ft2, schedules, which):
+    doc = schedules[which]
+    figures = _tiled(ft2.lowered.model, doc)
+    deeploy_blocks = {(b.name, b.first, b.last, b.size) for b in figures.laid_out["L3"]}
+    assert deeploy_blocks == _predicted_blocks(ft2.lowered, doc)
+    predicted = predicted_levels(ft2.lowered, [tuple(e) for e in doc["seq"]])["L3"]
+    assert figures.arena["L3"] == predicted.arena == figures.live_max["L3"] == predicted.live_max
+    assert figures.static["L3"] == predicted.static == ft2.lowered.constant_bytes
+    assert figures.allocator_calls == 2 * len(figures.order) + 1      # L3 once, then L2 and L1 per layer
+
+
+def test_ckpt_arena_is_smaller_than_tetris_and_never_over_a_level(ft2, schedules):
+    doc = schedules["0.7"]
+    ckpt, tetris = _tiled(ft2.lowered.model, doc), _tiled(ft2.lowered.model, doc, Allocator.TETRIS)
+    assert ckpt.arena["L3"] < tetris.arena["L3"]
+    assert all(ckpt.arena[level] <= size for level, size in (("L1", DEFAULT_SETUP.l1), ("L2", DEFAULT_SETUP.l2)))
+
+
+def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
+    """`--budget-total L3=...`: the solver works on the arena itself; the generated code then reserves exactly
+    the total the schedule was checked on."""
+    static, baseline = ft2.lowered.constant_bytes, predicted_levels(ft2.lowered, [(op.name, 0) for op in
+                                                                                  ft2.graph.ops])["L3"]
+    total = static + baseline.arena - 64 * 1024
+    from ckpt.pipeline.solve import SolveRequest, solve_and_document
+    from ckpt.solver.budget import LevelTotal
+
+    doc, result = solve_and_document(SolveRequest(str(FT2), "siracusa", None, LevelTotal(f"L3={total}", "L3", total),
+                                                  SolveOptions(budget=None)))
+    assert doc["predicted"]["checked"] == "total_L3" and doc["predicted"]["checked_bytes"] <= total
+    figures = _tiled(ft2.lowered.model, doc)
+    assert figures.static["L3"] + figures.arena["L3"] == doc["predicted"]["checked_bytes"]
+    assert doc["predicted"]["levels"]["L3"]["arena"] == figures.arena["L3"] < baseline.arena
+
+
+@pytest.mark.slow
+def test_deeploys_own_minimalloc_path_runs_ckpts_minimalloc_program(tmp_path, monkeypatch, lowering_cache):
+    """Deeploy's runners call $MINIMALLOC_INSTALL_DIR/minimalloc once per layer and level: the program pip
+    installs beside ckpt's script answers, and the code it generates reserves no more than the level holds."""
+    folder = tmp_path / "mlp"
+    write_example("mlp", folder)
+    lowered = load_for_target(folder, "siracusa").lowered
+    monkeypatch.setenv("MINIMALLOC_INSTALL_DIR", str(Path(sys.executable).parent))
+    assert os.path.isfile(Path(sys.executable).parent / "minimalloc")
+    doc = {"seq": [[n.name, 0] for n in lowered.model.graph.node]}
+    external = _tiled(lowered.model, doc, Allocator.MINIMALLOC)
+    inside = _tiled(lowered.model, doc)
+    assert 0 < inside.arena["L3"] <= external.arena["L3"] <= DEFAULT_SETUP.l3   # views take no room in process
+    assert external.arena["L1"] <= DEFAULT_SETUP.l1

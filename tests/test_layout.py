@@ -1,0 +1,77 @@
+"""ckpt's static layout (solver.layout) and the minimalloc program behind Deeploy's MiniMalloc contract."""
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ckpt.deeploy_bridge.minimalloc import main as minimalloc
+from ckpt.solver.layout import Block, aligned, lay_out, live_max, overlapping
+
+
+@st.composite
+def lifetimes(draw) -> list[Block]:
+    steps = draw(st.integers(1, 40))
+    count = draw(st.integers(0, 60))
+    blocks = []
+    for i in range(count):
+        first = draw(st.integers(0, steps - 1))
+        last = draw(st.integers(first, steps - 1))
+        size = draw(st.one_of(st.integers(1, 64), st.integers(1, 4096), st.sampled_from([0, 32768, 65536])))
+        blocks.append(Block(f"b{i}", first, last, size))
+    return blocks
+
+
+@settings(max_examples=150, deadline=None)
+@given(lifetimes(), st.sampled_from([1, 4, 8]))
+def test_every_layout_is_valid_aligned_and_between_the_live_maximum_and_the_sum(blocks, alignment):
+    layout = lay_out(blocks, alignment)
+    sized = [Block(b.name, b.first, b.last, aligned(b.size, alignment)) for b in blocks if b.size]
+    assert set(layout.offsets) == {b.name for b in sized}
+    assert overlapping(sized, layout.offsets) is None
+    assert all(offset % alignment == 0 for offset in layout.offsets.values())
+    assert live_max(sized) == layout.live_max <= layout.size <= sum(b.size for b in sized)
+    assert layout.size == max((layout.offsets[b.name] + b.size for b in sized), default=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lifetimes(), st.randoms(use_true_random=False))
+def test_the_same_blocks_in_any_order_give_the_same_layout(blocks, shuffler):
+    shuffled = list(blocks)
+    shuffler.shuffle(shuffled)
+    assert lay_out(blocks) == lay_out(shuffled)
+
+
+def test_a_chain_of_short_lives_reuses_one_place():
+    blocks = [Block(f"x{i}", i, i + 1, 100) for i in range(10)]        # each overlaps only its neighbours
+    layout = lay_out(blocks)
+    assert layout.size == layout.live_max == 2 * 100
+
+
+def test_the_checker_finds_an_overlap():
+    blocks = [Block("a", 0, 3, 8), Block("b", 2, 5, 8)]
+    assert overlapping(blocks, {"a": 0, "b": 4}) == ("a", "b")
+    assert overlapping(blocks, {"a": 0, "b": 8}) is None
+    assert overlapping([Block("a", 0, 1, 8), Block("b", 2, 3, 8)], {"a": 0, "b": 0}) is None
+
+
+def test_minimalloc_program_follows_deeploys_contract(tmp_path):
+    """Rows id,lower,upper(exclusive),size in; the same rows with the offset last out; exit 2 when over."""
+    rng = random.Random(3)
+    rows = ["id,lower,upper,size"]
+    for i in range(40):
+        lower = rng.randrange(30)
+        rows.append(f"t{i}_tensor,{lower},{lower + rng.randrange(1, 8)},{rng.choice([4, 40, 4096, 32768])}")
+    (tmp_path / "in.csv").write_text("\n".join(rows) + "\n")
+    assert minimalloc(["--capacity=10000000", f"--input={tmp_path / 'in.csv'}", f"--output={tmp_path / 'out.csv'}"]) == 0
+    out = (tmp_path / "out.csv").read_text().splitlines()
+    assert out[0] == "id,lower,upper,size,offset" and len(out) == 41
+    placed = [Block(r[0], int(r[1]), int(r[2]) - 1, int(r[3])) for r in (line.split(",") for line in out[1:])]
+    offsets = {line.split(",")[0]: int(line.split(",")[-1]) for line in out[1:]}
+    assert overlapping(placed, offsets) is None
+    top = max(offsets[b.name] + b.size for b in placed)
+    assert minimalloc([f"--capacity={top - 1}", f"--input={tmp_path / 'in.csv'}",
+                       f"--output={tmp_path / 'over.csv'}"]) == 2 and not (tmp_path / "over.csv").exists()
+    (tmp_path / "bad.csv").write_text("name,from,to\n")
+    assert minimalloc(["--capacity=10", f"--input={tmp_path / 'bad.csv'}", f"--output={tmp_path / 'x.csv'}"]) == 1
