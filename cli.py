@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import signal
 import sys
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -50,8 +52,14 @@ def one_line_errors(command):
     return wrapper
 
 
+INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AT"   # tests: a real SIGINT once a progress line starts with this text
+
+
 def progress(message: str) -> None:
     click.echo(f"[ckpt] {message}", err=True)
+    hook = os.environ.get(INTERRUPT_HOOK)
+    if hook and message.startswith(hook):
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def _default_model() -> str:

@@ -10,8 +10,6 @@ sweep folder ends up holding points/, sweep.md, sweep.csv, sweep.json, pareto.pn
 """
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -45,7 +43,6 @@ from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.solve import SolveOptions
 
-INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AFTER"   # "solve:N" / "replay:N": SIGINT to itself after N tasks (tests)
 
 
 class SweepInterrupted(CkptError):
@@ -118,9 +115,8 @@ def _sweep(model: str, store: SweepStore, options: SweepOptions, executor, progr
     for path in store.clean_partial() + deeploy_bridge.remove_stale_scratch():
         progress(f"removed {path} left by an interrupted run")
     specs = _specs(options, base)
-    hook = _InterruptHook.from_env()
-    solved = _solve_all(model, store, options, loaded, base, specs, executor, hook, progress)
-    finished, ran = _replay_all(model, store, options, loaded, specs, solved, executor, hook, progress)
+    solved = _solve_all(model, store, options, loaded, base, specs, executor, progress)
+    finished, ran = _replay_all(model, store, options, loaded, specs, solved, executor, progress)
     rows = [_row_of(spec, solved[spec.label], finished.get(spec.label)) for spec in specs]
     stages = {"lowering": lowering, "solve": sum(solved[label].seconds for label in solved if label in ran),
               "replay": 0.0, "verify": 0.0}
@@ -143,7 +139,7 @@ def _specs(options: SweepOptions, base: Baselines) -> list[PointSpec]:
 
 
 def _solve_all(model: str, store: SweepStore, options: SweepOptions, loaded: LoadedModel, base: Baselines,
-               specs: list[PointSpec], executor, hook, progress) -> dict[str, SolveRecord]:
+               specs: list[PointSpec], executor, progress) -> dict[str, SolveRecord]:
     common = {"fingerprint": loaded.graph.fingerprint(), "model_sha256": loaded.model_sha256,
               "target": options.target}
     solver = asdict(replace(options.solve, budget=None))
@@ -171,7 +167,7 @@ def _solve_all(model: str, store: SweepStore, options: SweepOptions, loaded: Loa
         records[task.spec.label] = record
         store.log(f"solved {task.spec.label}: " + (record.doc["solver"]["status"] if record.doc
                                                     else f"{record.row['status']} ({record.row['reason']})"))
-        hook.count("solve")
+        progress(f"point {task.spec.label} solved")
 
     _run_tasks(executor, solve_point, tasks, done, lambda t, why: SolveRecord(
         t.key, t.spec.label, None, asdict(empty_row(t.spec.label, t.spec.fraction, t.spec.budget_bytes, "error",
@@ -183,7 +179,7 @@ def _solve_all(model: str, store: SweepStore, options: SweepOptions, loaded: Loa
 
 
 def _replay_all(model: str, store: SweepStore, options: SweepOptions, loaded: LoadedModel, specs: list[PointSpec],
-                solved: dict[str, SolveRecord], executor, hook, progress) -> tuple[dict[str, PointRecord], list[str]]:
+                solved: dict[str, SolveRecord], executor, progress) -> tuple[dict[str, PointRecord], list[str]]:
     finished: dict[str, PointRecord] = {}
     tasks = []
     found = [(s.label, solved[s.label].doc) for s in specs if s.fraction is not None and solved[s.label].doc]
@@ -216,7 +212,6 @@ def _replay_all(model: str, store: SweepStore, options: SweepOptions, loaded: Lo
         store.log(f"ran {task.spec.label}: {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
         progress(f"point {task.spec.label} finished ({len(ran)}/{len(tasks)} run): {row['status']}, "
                  f"check {row['check']}")
-        hook.count("replay")
 
     _run_tasks(executor, replay_point, tasks, done, lambda t, why: PointRecord(
         t.key, t.spec.label, asdict(replace(empty_row(t.spec.label, t.spec.fraction, t.spec.budget_bytes, "error",
@@ -262,30 +257,6 @@ def _run_tasks(executor, fn: Callable, tasks: list, done: Callable, lost: Callab
             queue = [running.pop(f) for f in list(running)] + queue    # the broken pool took them down too
             progress(f"a worker process died: running {len(queue)} task(s) again")
             executor.renew()
-
-
-@dataclass
-class _InterruptHook:
-    """For tests: interrupt the sweep with a real SIGINT once N tasks of a phase have finished."""
-
-    phase: str | None = None
-    after: int = 0
-    seen: int = 0
-
-    @classmethod
-    def from_env(cls) -> _InterruptHook:
-        value = os.environ.get(INTERRUPT_HOOK, "")
-        if ":" not in value:
-            return cls()
-        phase, count = value.split(":", 1)
-        return cls(phase, int(count))
-
-    def count(self, phase: str) -> None:
-        if phase != self.phase:
-            return
-        self.seen += 1
-        if self.seen == self.after:
-            os.kill(os.getpid(), signal.SIGINT)
 
 
 # --------------------------------------------------------------------------- reports

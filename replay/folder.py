@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ckpt.errors import CkptError
@@ -53,6 +55,22 @@ def _is_ckpt_report(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and {"schedule", "model", "replay", "memory"} <= set(doc)
+
+
+@contextmanager
+def replay_folder(outdir: Path) -> Iterator[None]:
+    """Create `outdir` for a replay; if the replay stops (Ctrl-C, an error), remove its staging folders and the
+    folder itself when it made it and nothing was finished in it."""
+    made = not outdir.exists()
+    make_dirs(outdir)
+    try:
+        yield
+    except BaseException:
+        for staged in outdir.glob(f".{CODE}.*"):
+            shutil.rmtree(staged, ignore_errors=True)
+        if made and not any(outdir.iterdir()):
+            outdir.rmdir()
+        raise
 
 
 def install_code(staged: Path, final: Path, previous: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup
 from ckpt.errors import CkptError
-from ckpt.files import make_dirs, write_bytes, write_json
+from ckpt.files import write_bytes, write_json
 from ckpt.replay.folder import (
     CODE,
     GVSOC_LOG,
@@ -34,6 +34,7 @@ from ckpt.replay.folder import (
     default_outdir,
     install_code,
     previous_code_files,
+    replay_folder,
 )
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import HarnessSetup, gvsoc_line, not_simulated, run_harness
@@ -126,16 +127,17 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered)
-    make_dirs(outdir)
-    previous = previous_code_files(outdir)
-    flows = _deeploy_flows(base, doc, target, outdir, previous, options, progress) if lowered else {}
-    verification = _verify(model, original, base, lowered, plan, options, progress)
-    gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
-    report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
-                     options)
-    write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
-    write_json(outdir / ORDER, {"order": plan.order, "clones": {e.name: e.source for e in plan.executions if e.clone}})
-    report.write(outdir / REPORT)
+    with replay_folder(outdir):
+        previous = previous_code_files(outdir)
+        flows = _deeploy_flows(base, doc, target, outdir, previous, options, progress) if lowered else {}
+        verification = _verify(model, original, base, lowered, plan, options, progress)
+        gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
+        report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
+                         options)
+        write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
+        write_json(outdir / ORDER, {"order": plan.order,
+                                    "clones": {e.name: e.source for e in plan.executions if e.clone}})
+        report.write(outdir / REPORT)
     return ReplayResult(outdir, plan, report, verification)
 
 

@@ -12,10 +12,12 @@ from functools import cached_property
 
 from ckpt.errors import CkptError
 
+# Ops that update weights or optimizer state: a training step has at least one (or a gradient op).
+OPTIMIZER_OPS = frozenset({"SGD", "Adam", "AdamW", "Momentum", "InPlaceAccumulatorV2", "InPlaceAccumulator"})
 # Ops whose re-execution would not reproduce the same values, or that update state.
-NEVER_RECOMPUTE_OPS = frozenset({
+NEVER_RECOMPUTE_OPS = OPTIMIZER_OPS | frozenset({
     "Dropout", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
-    "Bernoulli", "SGD", "Adam", "Momentum", "InPlaceAccumulatorV2", "InPlaceAccumulator",
+    "Bernoulli",
     "CkptGraphInputs", "CkptGraphOutputs",        # solver.resident's synthetic ops: graph I/O, written once
 })
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
+from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.errors import CkptError
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
-from ckpt.solver.graph import Op, TrainGraph, toposort
+from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
 
 
 def model_path(source: str | Path) -> Path:
@@ -42,12 +43,15 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
     """Build the solver's graph record. `aliases` overrides the op-type default (the bridge passes Deeploy's);
     `scratch` is each op's per-execution working memory (the bridge passes Deeploy's transient buffers)."""
     model = read_model(source)
-    graph = gs.import_onnx(model)
+    with G_LOGGER.suppress(G_LOGGER.ERROR):     # its warnings (an UNDEFINED type, say) are handled below
+        graph = gs.import_onnx(model)
     ops = toposort([_op(node, i) for i, node in enumerate(graph.nodes)])
+    check_training_graph(ops, source)
     tensors = graph.tensors()
     if _missing_sizes(ops, tensors):
         tensors = _tensors_after_inference(model)
     used = _used_tensors(ops)
+    _resolve_undefined_types(ops, tensors)
     sizes = {name: _bytes(tensors[name]) for name in used}
     unknown = sorted(name for name, size in sizes.items() if size is None)
     if unknown:
@@ -60,6 +64,39 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
     return TrainGraph(ops=tuple(ops), tensor_bytes=sizes, persistent=persistent, aliases=alias_map,
                       op_cost=estimate_costs(ops, {n: _shape(tensors[n]) for n in used}, cost_model),
                       scratch={op: int(b) for op, b in (scratch or {}).items() if op in names and b})
+
+
+def check_training_graph(ops: list[Op], source) -> None:
+    """A training step updates weights: refuse a graph with neither an optimizer nor a gradient op."""
+    if not any(op.op_type in OPTIMIZER_OPS or "Grad" in op.op_type for op in ops):
+        where = source if not isinstance(source, onnx.ModelProto) else "the model"
+        raise CkptError(f"'{where}' has no backward or optimizer op: it is not a training graph",
+                        "export the whole training step (forward, backward and the optimizer update)")
+
+
+def _resolve_undefined_types(ops: list[Op], tensors: dict[str, gs.Tensor]) -> None:
+    """Give a tensor whose element type the file leaves UNDEFINED the type of its producer's first typed input,
+    which is what the ops of these graphs compute in (arithmetic, activations and their gradients)."""
+    producer = {t: op for op in ops for t in op.outputs}
+    for op in ops:
+        for name in op.outputs:
+            tensor = tensors.get(name)
+            if tensor is None or isinstance(tensor, gs.Constant) or _known_dtype(tensor.dtype):
+                continue
+            typed = [tensors[t].dtype for t in producer[name].inputs
+                     if t in tensors and _known_dtype(tensors[t].dtype)]
+            if not typed:
+                raise CkptError(f"tensor '{name}' has an undefined element type and op '{op.name}' has no typed "
+                                "input to take one from", "give it an elem_type in the model's value_info")
+            tensor.dtype = typed[0]
+
+
+def _known_dtype(dtype) -> bool:
+    if dtype is None:
+        return False
+    if isinstance(dtype, (int, np.integer)):
+        return int(dtype) in onnx.mapping.TENSOR_TYPE_MAP
+    return True
 
 
 def _op(node: gs.Node, index: int) -> Op:
@@ -90,7 +127,7 @@ def _bytes(tensor: gs.Tensor) -> int | None:
     if isinstance(tensor, gs.Constant):
         return int(tensor.values.nbytes)
     shape, dtype = tensor.shape, tensor.dtype
-    if shape is None or dtype is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+    if shape is None or not _known_dtype(dtype) or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
         return None
     try:
         itemsize = np.dtype(dtype).itemsize

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ckpt.budgets.ranges import parse_range
-from ckpt.budgets.sweep import INTERRUPT_HOOK
+from ckpt.cli import INTERRUPT_HOOK
 from ckpt.replay.report import ReplayReport
 from ckpt.examples import write_example
 
@@ -109,12 +109,13 @@ def test_rerun_skips_finished_points_and_resumes_new_ones(swept, mlp):
 
 
 def test_ctrl_c_keeps_finished_points_and_leaves_no_partial_file(mlp, tmp_path):
-    """A real SIGINT, sent by the sweep to itself once its first replay has finished (a test hook, so the
-    interrupt lands at a known stage and the test cannot race the work)."""
+    """A real SIGINT, sent by the sweep to itself once its first replay (the baseline's, with one job) has
+    finished: a test hook, so the interrupt lands at a known stage and the test cannot race the work."""
     outdir = tmp_path / "out"
     args = [sys.executable, "-m", "ckpt", "sweep", "0.7:0.9", "--step", "0.2", "--model", str(mlp), "-o",
             str(outdir), "--target", "none", "--jobs", "1", "--time-limit", "30"]
-    run = subprocess.run(args, capture_output=True, text=True, env={**os.environ, INTERRUPT_HOOK: "replay:1"})
+    run = subprocess.run(args, capture_output=True, text=True,
+                         env={**os.environ, INTERRUPT_HOOK: "point baseline finished"})
     assert run.returncode == 130 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("error: interrupted: finished points are kept")
     assert not list(outdir.rglob(".*.tmp")) and not list(outdir.rglob(".code.*"))
