@@ -70,11 +70,11 @@ def _default_model() -> str:
 
 
 def _model_or_default(model: str | None) -> str:
-    from ckpt.solver.onnx_loader import read_model
+    from ckpt.solver.onnx_loader import check_training_graph
 
     if model is None:
         return _default_model()
-    read_model(model)     # a missing or non-ONNX model is refused before anything else runs
+    check_training_graph(model)     # a missing, non-ONNX or inference model is refused before anything runs
     return model
 
 
@@ -108,9 +108,13 @@ def cli() -> None:
               help="Seconds for the whole solve (wall clock).")
 @click.option("--gap", type=FiniteFloat(min=0, max=1, max_open=True), default=1e-4, show_default=True,
               help="Relative optimality gap to stop at.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: one).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Solver threads [default: 1, which makes the answer independent of the machine and its load].")
 @click.option("--order", type=click.Choice(["minmem", "graph"]), default="minmem", show_default=True,
               help="Stage order: a memory-minimising topological order, or the graph's own.")
+@click.option("--views", type=click.Choice(["remade", "fixed"]), default="remade", show_default=True,
+              help="Views (Reshape-like, free) re-made where they are read, or made once: the larger space is the "
+                   "default; a proof is relative to the space chosen.")
 @click.option("--costs", "cost_file", default=None, help="JSON of per-op-type cost coefficients.")
 @click.option("--warm-start", "warm_start", multiple=True, metavar="SEQ_JSON",
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
@@ -118,7 +122,7 @@ def cli() -> None:
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, output, objective, cost_cap, method, solver, time_limit,
-                  gap, threads, order, cost_file, warm_start, record_time):
+                  gap, threads, order, views, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.files import check_output_file, write_output
     from ckpt.pipeline.solve import SolveRequest, solve_and_document
@@ -138,7 +142,7 @@ def solve_command(model, budget, budget_total, target, flow, output, objective, 
     starts = [read_schedule(path) for path in warm_start]
     source = _model_or_default(model)
     options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
-                           backend=SolverOptions(solver, time_limit, gap, threads))
+                           views=views, backend=SolverOptions(solver, time_limit, gap, threads or 1))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
                            Flow(flow) if flow else None)
     doc, result = solve_and_document(request, progress)

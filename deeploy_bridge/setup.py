@@ -7,13 +7,13 @@ training graphs (L1 128,000 B, L2 1,024,000 B, default level L3, 8 cluster cores
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 TARGETS = ("none", "siracusa", "gap9")      # "none": the ONNX as it is, no Deeploy
 DEEPLOY_TARGETS = ("siracusa", "gap9")
 
 
-class Flow(str, Enum):
+class Flow(StrEnum):
     """Which of Deeploy's flows the schedule is deployed with: what the budget is checked on."""
 
     TILED = "tiled"              # static arenas per memory level (what Deeploy's CI runs the CCT training with)
@@ -24,7 +24,7 @@ class Flow(str, Enum):
         return cls.TILED if target in DEEPLOY_TARGETS else cls.NON_TILED
 
 
-class Allocator(str, Enum):
+class Allocator(StrEnum):
     """How the tiled flow lays out each memory level's arena."""
 
     CKPT = "ckpt"            # ckpt's own static layout (omnimalloc), in process, through Deeploy's MiniMalloc hook

@@ -9,7 +9,7 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.onnx_loader import load_graph, model_path, read_model
+from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class LoadedModel:
 
 def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None) -> LoadedModel:
     """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target."""
-    read_model(source)
+    check_training_graph(source)
     sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
     if target == "none":
         return LoadedModel(load_graph(source, cost_model=cost_model), target, sha)

@@ -31,7 +31,7 @@ from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import dumps, write_schedule
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.solve import Objective, SolveOptions, StageOrder, Views, solve
 
 SOLVED = "solved.json"
 SCHEDULE = "seq.json"
@@ -191,7 +191,8 @@ def baseline_document(loaded: LoadedModel, options: SolveOptions) -> dict:
     """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule document:
     solve() in the graph's own order with its own peak as the budget returns exactly that."""
     peak = graph_order_peak(loaded.graph)
-    options = replace(options, budget=peak, order="graph", objective="cost", cost_cap=None)
+    options = replace(options, budget=peak, order=StageOrder.GRAPH, objective=Objective.COST, cost_cap=None,
+                      views=Views.FIXED)
     result = solve(loaded.graph, options)
     if result.recomputes:
         raise CkptError(f"the graph order does not fit its own peak {peak} B", "report this: baselines disagree")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 
+import onnx_graphsurgeon as gs
+
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.matching import MIN_MATCH, schedule_fingerprint
 from ckpt.replay.plan import Execution, ReplayPlan, plan_replay
@@ -61,8 +63,6 @@ def _nodes_by_name(graph, order: list[str]) -> list | None:
 
 def apply_to_gs(graph, plan: ReplayPlan) -> list:
     """Rewire `graph` in place to the plan; returns its nodes in run order."""
-    import onnx_graphsurgeon as gs
-
     live = {n.name: n for n in graph.nodes if any(t.name for t in n.outputs)}
     tensors = dict(graph.tensors())
     ordered = []
@@ -90,8 +90,6 @@ def _inputs(source, e: Execution, tensors: dict) -> list:
     the same name over the same array (gs's shallow copy): Deeploy finds the name already hoisted and the
     clone reads that one buffer. Nothing is copied, in memory or in the generated code.
     """
-    import onnx_graphsurgeon as gs
-
     found = []
     for old, new in zip(source.inputs, e.inputs):
         if isinstance(old, gs.Constant) and old.name == new:

@@ -1,4 +1,10 @@
-"""Run a PuLP model on HiGHS (through highspy) or CBC, and say honestly how it ended."""
+"""Run a PuLP model on HiGHS (through highspy) or CBC, and say honestly how it ended.
+
+Everything ckpt asks HiGHS beyond PuLP's interface lives here: the warm start, the objective target, the dual
+bound, whether an answer is held, whether the time limit ended the run. Runs are single-threaded unless asked
+otherwise: HiGHS's parallel search takes a different path per thread count (and a machine, or a CI runner, with
+one free core has one), so one thread is what makes the same inputs give the same answer everywhere.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -7,30 +13,53 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 
+import highspy
 import pulp
 
 from ckpt.errors import CkptError
 
-SOLVERS = ("highs", "cbc")
+
+class Backend(StrEnum):
+    HIGHS = "highs"
+    CBC = "cbc"
+
+
+class RunStatus(StrEnum):
+    """How one solver run ended."""
+
+    OPTIMAL = "optimal"          # within the gap tolerance
+    FEASIBLE = "feasible"        # stopped (time, target) with a solution
+    INFEASIBLE = "infeasible"    # proven: no solution exists
+    NO_SOLUTION = "no_solution"  # stopped without a solution (proves nothing)
 
 
 @dataclass(frozen=True)
 class SolverOptions:
-    name: str = "highs"
+    name: Backend | str = Backend.HIGHS
     time_limit: float | None = 600.0
     gap: float = 1e-4
-    threads: int | None = None
+    threads: int | None = 1          # None: the solver's choice (HiGHS: one per core, load-dependent paths)
     verbose: bool = False
+
+    @property
+    def backend(self) -> Backend:
+        try:
+            return Backend(self.name)
+        except ValueError:
+            raise CkptError(f"unknown solver '{self.name}'", f"choose one of {', '.join(b.value for b in Backend)}") \
+                from None
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """status: optimal | feasible (stopped with a solution) | infeasible | no_solution (stopped without one)."""
-
-    status: str
+    status: RunStatus
     gap: float | None
     seconds: float
+    dual_bound: float = 0.0          # the best bound the solver proved on the objective (0: none)
+    has_answer: bool = False         # the solver holds a feasible solution to read
+    timed_out: bool = False          # the time limit ended the run: another machine load may answer otherwise
 
 
 @contextlib.contextmanager
@@ -63,8 +92,6 @@ class _HiGHSWithStart(pulp.HiGHS):
             super().createAndConfigureSolver(lp)
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
-        import highspy
-
         # HiGHS keeps one thread pool per process, sized by the first run; a later run asking for another
         # thread count is refused ("scheduler has already been initialized") and solves nothing.
         reset = getattr(highspy.Highs, "resetThreadScheduler", None)   # absent from old highspy releases
@@ -83,13 +110,9 @@ class _HiGHSWithStart(pulp.HiGHS):
 def make_solver(options: SolverOptions, start: dict[str, float] | None = None,
                 stop_at: float | None = None) -> pulp.LpSolver:
     common = dict(msg=options.verbose, timeLimit=options.time_limit, gapRel=options.gap, threads=options.threads)
-    if options.name == "highs":
-        if not pulp.HiGHS().available():
-            raise CkptError("HiGHS is not available (highspy is not installed)", "pip install highspy, or use --solver cbc")
+    if options.backend is Backend.HIGHS:
         return _HiGHSWithStart(start, stop_at, **common, random_seed=0)
-    if options.name == "cbc":
-        return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
-    raise CkptError(f"unknown solver '{options.name}'", f"choose one of {', '.join(SOLVERS)}")
+    return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
 
 
 def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None,
@@ -104,30 +127,56 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
     lp.solve(solver)
     seconds = time.perf_counter() - began
     status = _status(lp)
-    if status == "infeasible" and options.name == "cbc" and options.time_limit and seconds >= 0.9 * options.time_limit:
-        status = "no_solution"  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
-    return Outcome(status=status, gap=_gap(lp, options, status), seconds=seconds)
+    timed_out = _timed_out(lp, options, seconds)
+    if status is RunStatus.INFEASIBLE and options.backend is Backend.CBC and timed_out:
+        status = RunStatus.NO_SOLUTION  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
+    return Outcome(status=status, gap=_gap(lp, options, status), seconds=seconds, dual_bound=_dual_bound(lp),
+                   has_answer=_has_answer(lp, status), timed_out=timed_out)
 
 
-def _status(lp: pulp.LpProblem) -> str:
+def _status(lp: pulp.LpProblem) -> RunStatus:
     if lp.status == pulp.LpStatusInfeasible or lp.sol_status == pulp.LpSolutionInfeasible:
-        return "infeasible"
+        return RunStatus.INFEASIBLE
     if lp.sol_status == pulp.LpSolutionOptimal:
-        return "optimal"
+        return RunStatus.OPTIMAL
     if lp.sol_status == pulp.LpSolutionIntegerFeasible:
-        return "feasible"
-    return "no_solution"
+        return RunStatus.FEASIBLE
+    return RunStatus.NO_SOLUTION
 
 
-def _gap(lp: pulp.LpProblem, options: SolverOptions, status: str) -> float | None:
+def _highs(lp: pulp.LpProblem):
+    return getattr(lp, "solverModel", None) if isinstance(getattr(lp, "solverModel", None), highspy.Highs) else None
+
+
+def _gap(lp: pulp.LpProblem, options: SolverOptions, status: RunStatus) -> float | None:
     """Relative gap between the incumbent and the best bound; None where the solver does not tell."""
-    model = getattr(lp, "solverModel", None)
-    if options.name == "highs" and model is not None:
-        try:
-            gap = float(model.getInfo().mip_gap)
-        except Exception:
-            gap = None
-        if gap is not None and math.isfinite(gap):   # HiGHS says inf with no finite bound: unknown, not JSON
+    model = _highs(lp)
+    if model is not None:
+        gap = float(model.getInfo().mip_gap)
+        if math.isfinite(gap):   # HiGHS says inf with no finite bound: unknown, not JSON
             return max(0.0, gap)
     # CBC does not say its final gap: "optimal" means within the tolerance, so that is all it proves
-    return options.gap if status == "optimal" else None
+    return options.gap if status is RunStatus.OPTIMAL else None
+
+
+def _dual_bound(lp: pulp.LpProblem) -> float:
+    """HiGHS's proven bound on the objective, rounded down (valid whether or not the run finished); 0 if none."""
+    model = _highs(lp)
+    if model is None:
+        return 0.0
+    bound = float(model.getInfo().mip_dual_bound)
+    return float(math.floor(bound)) if math.isfinite(bound) and bound > 0 else 0.0
+
+
+def _has_answer(lp: pulp.LpProblem, status: RunStatus) -> bool:
+    model = _highs(lp)
+    if model is None:
+        return status in (RunStatus.OPTIMAL, RunStatus.FEASIBLE)
+    return model.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
+
+
+def _timed_out(lp: pulp.LpProblem, options: SolverOptions, seconds: float) -> bool:
+    model = _highs(lp)
+    if model is not None:
+        return model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+    return bool(options.time_limit) and seconds >= 0.9 * options.time_limit

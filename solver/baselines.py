@@ -1,7 +1,7 @@
 """Orders without recompute, and the floor no schedule can go below."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -132,5 +132,4 @@ def baselines(graph: TrainGraph) -> Baselines:
 
 def reorder(graph: TrainGraph, order: list[str]) -> TrainGraph:
     """The same graph with its ops in another topological order (the MILP's stage order)."""
-    from dataclasses import replace
     return replace(graph, ops=tuple(graph.ops[graph.index[name]] for name in order))

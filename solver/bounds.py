@@ -38,9 +38,10 @@ import time
 
 import pulp
 
-from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import Span, by_first_reader, exactly
+from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.realise import Span, by_first_reader, placed_exactly
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
@@ -69,25 +70,34 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
-                joint: int = 8) -> Bound:
+                joint: int = 8, threads: int | None = 1) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first), then the `joint` strongest points together, growing by the stages where the answer's realised
-    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost)."""
-    deadline = time.perf_counter() + (math.inf if seconds is None else seconds)
+    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost). HiGHS runs on
+    `threads` (see backends: one thread keeps the answer independent of the machine)."""
+    deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
     best, singles = Bound(0.0, ()), []
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return best
-        found = point_bound(problem, budget, [t], _limit(deadline))
+        found = point_bound(problem, budget, [t], _limit(deadline), threads=deadline.threads)
         singles.append((found.cost, t))
         best = max(best, found, key=lambda b: b.cost)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    return _grown(problem, budget, strongest, best, deadline, enough, every=list(levels))
+    return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, every=list(levels))
 
 
-def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: float, enough: float,
-           every: list[int]) -> Bound:
+@dataclass(frozen=True)
+class _Deadline:
+    """When the bound's time is up, and the threads its HiGHS runs get."""
+
+    at: float
+    threads: int | None
+
+
+def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: _Deadline,
+                               enough: float, every: list[int]) -> Bound:
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
     overflows only while recompute chains run (intermediates no point sees), the exact placement of the
@@ -96,8 +106,9 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
     headroom: dict[int, int] = {}
     sketch, schedules = None, []
     while chosen and _left(deadline) > 0 and best.cost < enough:
-        relaxation = _Relaxation(problem, budget, chosen, dict(headroom))
-        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if headroom else None)
+        relaxation = _Relaxation(problem, budget, chosen, dict(headroom), threads=deadline.threads)
+        # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
+        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if best.cost > 0 else None)
         if not headroom:
             best = max(best, found, key=lambda b: b.cost)
         if math.isinf(found.cost) or not relaxation.answered:
@@ -105,8 +116,8 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
         answer = relaxation.answer()
         sketch = by_first_reader(problem.graph, answer)
         overflow, in_recomputes = _overflow(problem, sketch, budget)
-        if not overflow:   # a real schedule: if it costs what the bound proves, it is optimal
-            schedules.append(sketch)
+        if not overflow and not holds_two_versions(problem.graph, sketch):
+            schedules.append(sketch)   # a schedule of the space: if it costs what the bound proves, it is optimal
             break
         added = [t for t in overflow if t not in chosen][:GROWTH]
         if added:   # a new round over more points, without headroom: it proves a bound again
@@ -114,17 +125,18 @@ def _grown(problem: Problem, budget: int, chosen: list[int], best: Bound, deadli
             continue
         if not in_recomputes:
             break
-        placed = None if headroom else exactly(problem.graph, answer, budget, _limit(deadline))
+        placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(deadline),
+                                                      deadline.threads)
         schedules += [placed] if placed is not None else []
         if placed is not None and placed.cost(problem.graph) <= _as_cheap_as(best.cost):
             break
         for t, excess in in_recomputes.items():
             headroom[t] = headroom.get(t, 0) + excess
-    return _finished(problem, budget, best, schedules, sketch, deadline, enough, every)
+    return _with_last_resort_bound(problem, budget, best, schedules, sketch, deadline, enough, every)
 
 
-def _finished(problem: Problem, budget: int, best: Bound, schedules: list[Decisions], sketch: Decisions | None,
-              deadline: float, enough: float, every: list[int]) -> Bound:
+def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, schedules: list[Decisions],
+                            sketch: Decisions | None, deadline: _Deadline, enough: float, every: list[int]) -> Bound:
     """The bound with the cheapest schedule found. If that does not meet it, the time left goes to the last
     resort for a proof: every binding point, with memory checked while every segment's recomputes run. Valid
     and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
@@ -132,7 +144,7 @@ def _finished(problem: Problem, budget: int, best: Bound, schedules: list[Decisi
     cheapest = min(schedules, key=lambda d: d.cost(problem.graph), default=None)
     unmet = cheapest is None or cheapest.cost(problem.graph) > _as_cheap_as(best.cost)
     if unmet and _left(deadline) > 0 and best.cost < enough:
-        strongest = point_bound(problem, budget, every, _limit(deadline), chains=True)
+        strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
         best = max(best, strongest, key=lambda b: b.cost)
     return replace(best, schedule=cheapest, sketch=sketch)
 
@@ -154,29 +166,22 @@ def _overflow(problem: Problem, schedule: Decisions, budget: int) -> tuple[list[
     return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t)), during
 
 
-def _left(deadline: float) -> float:
-    return deadline - time.perf_counter()
+def _left(deadline: _Deadline) -> float:
+    return deadline.at - time.perf_counter()
 
 
-def _limit(deadline: float) -> float | None:
-    return None if math.isinf(deadline) else max(0.0, _left(deadline))
+def _limit(deadline: _Deadline) -> float | None:
+    return None if math.isinf(deadline.at) else max(0.0, _left(deadline))
 
 
 def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None,
-                chains: bool = False) -> Bound:
+                chains: bool = False, threads: int | None = 1) -> Bound:
     """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
     which is valid whether or not the relaxation was solved to the end. `chains`: also check memory while
     the recomputes of each segment run."""
     points = sorted(set(points))
-    return _Relaxation(problem, budget, points, chained=frozenset(points if chains else ())).solve(seconds)
-
-
-def _dual_bound(lp: pulp.LpProblem) -> float:
-    try:
-        bound = float(lp.solverModel.getInfo().mip_dual_bound)
-    except Exception:
-        return 0.0
-    return float(math.floor(bound)) if math.isfinite(bound) and bound > 0 else 0.0
+    return _Relaxation(problem, budget, points, chained=frozenset(points if chains else ()),
+                       threads=threads).solve(seconds)
 
 
 @dataclass
@@ -186,6 +191,7 @@ class _Relaxation:
     points: list[int]
     headroom: dict[int, int] = field(default_factory=dict)   # point -> bytes left free there (a heuristic)
     chained: frozenset[int] = frozenset()   # points whose segment before them is checked while it recomputes
+    threads: int | None = 1
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
@@ -193,24 +199,19 @@ class _Relaxation:
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
     H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
     M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
+    answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
 
     def solve(self, seconds: float | None, target: float | None = None) -> Bound:
-        """The bound this relaxation proves. With headroom the answer is all that is wanted: a looser gap
-        does, and HiGHS stops early at one costing `target` or less (a bound that low is proven already)."""
+        """The bound this relaxation proves. HiGHS stops early at an answer costing `target` or less (a bound
+        that low is proven already); with headroom the answer is all that is wanted, so a looser gap does."""
         self.build()
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
-        outcome = run(self.lp, SolverOptions(name="highs", time_limit=seconds, gap=gap), stop_at=target)
-        if outcome.status == "infeasible":
+        outcome = run(self.lp, SolverOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
+                      stop_at=target)
+        self.answered = outcome.has_answer
+        if outcome.status is RunStatus.INFEASIBLE:
             return Bound(math.inf, tuple(self.points))
-        return Bound(_dual_bound(self.lp), tuple(self.points))
-
-    @property
-    def answered(self) -> bool:
-        """Whether HiGHS holds an answer (a feasible point of the relaxation) to realise."""
-        try:
-            return self.lp.solverModel.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
-        except Exception:
-            return False
+        return Bound(outcome.dual_bound, tuple(self.points))
 
     def build(self) -> None:
         for s in range(len(self.points)):

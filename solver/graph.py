@@ -7,6 +7,7 @@ an input's buffer (aliases). Everything the MILP and the replay simulator read c
 from __future__ import annotations
 
 import hashlib
+import heapq
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -141,8 +142,6 @@ def toposort(ops: list[Op]) -> list[Op]:
 
 def stable_order(deps: dict[int, set[int]]) -> list[int]:
     """Kahn's algorithm taking the smallest ready key first; keys on a cycle are left out."""
-    import heapq
-
     waiting = {i: len(d) for i, d in deps.items()}
     dependants: dict[int, list[int]] = {i: [] for i in deps}
     for i, d in deps.items():

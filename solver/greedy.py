@@ -22,6 +22,8 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None) -> De
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there. `start`: the
     recomputes to begin from (say, a near miss to repair) instead of none."""
     decisions = start or Decisions(frozenset())
+    if holds_two_versions(graph, decisions):
+        return None               # outside the space, and adding recomputes cannot bring it back
     result = memory_trace(graph, decisions.sequence(graph))
     for _ in range(MAX_STEPS):
         if result.peak_bytes <= budget:

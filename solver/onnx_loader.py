@@ -46,7 +46,6 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
     with G_LOGGER.suppress(G_LOGGER.ERROR):     # its warnings (an UNDEFINED type, say) are handled below
         graph = gs.import_onnx(model)
     ops = toposort([_op(node, i) for i, node in enumerate(graph.nodes)])
-    check_training_graph(ops, source)
     tensors = graph.tensors()
     if _missing_sizes(ops, tensors):
         tensors = _tensors_after_inference(model)
@@ -66,11 +65,10 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
                       scratch={op: int(b) for op, b in (scratch or {}).items() if op in names and b})
 
 
-def check_training_graph(ops: list[Op], source) -> None:
-    """A training step updates weights: refuse a graph with neither an optimizer nor a gradient op."""
-    if not any(op.op_type in OPTIMIZER_OPS or "Grad" in op.op_type for op in ops):
-        where = source if not isinstance(source, onnx.ModelProto) else "the model"
-        raise CkptError(f"'{where}' has no backward or optimizer op: it is not a training graph",
+def check_training_graph(source: str | Path) -> None:
+    """A training step updates weights: refuse a model with neither an optimizer nor a gradient op."""
+    if not any(node.op_type in OPTIMIZER_OPS or "Grad" in node.op_type for node in read_model(source).graph.node):
+        raise CkptError(f"'{source}' has no backward or optimizer op: it is not a training graph",
                         "export the whole training step (forward, backward and the optimizer update)")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckpt.solver import milp
-from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.backends import Backend, SolverOptions, run
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions
@@ -39,15 +39,16 @@ def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
     return Decisions(frozenset((t, i) for (_, i), t in placed.items()))
 
 
-def exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None) -> Decisions | None:
+def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None,
+                   threads: int | None = 1) -> Decisions | None:
     """The cheapest schedule that recomputes only these ops, or the producers of their inputs, within their
     spans, if one fits the budget. The producers let a chain's input be remade rather than kept (a residual
     CNN at 0.5 needs that); going further up costs ten times the time and found nothing more here."""
     spans = _with_input_producers(graph, answer)
     allowed = frozenset((t, s.op) for s in spans for t in range(max(s.first, s.op) + 1, s.last + 1))
     model = milp.build(Problem(graph, only=allowed), budget)
-    outcome = run(model.lp, SolverOptions(name="highs", time_limit=seconds, gap=1e-6))
-    if outcome.status not in ("optimal", "feasible"):
+    outcome = run(model.lp, SolverOptions(name=Backend.HIGHS, time_limit=seconds, gap=1e-6, threads=threads))
+    if not outcome.has_answer:
         return None
     return Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
 

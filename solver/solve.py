@@ -2,64 +2,137 @@
 
 Several solvers sit behind this one signature (`method`): the exact MILP (warm-started from the greedy
 heuristic) and the greedy heuristic alone, so they can be swapped and compared in a benchmark.
+
+The schedule space: a fixed stage order (a memory-minimising list order, or the graph's own), any op recomputed
+in any later stage, one version of a buffer at a time; views are re-made where they are read (solver.views),
+or, with `views=fixed`, made once. A proof ("optimal", "infeasible") is relative to that space, and the result
+says which (`space`).
+
+Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The lower bound runs
+until 80% of it, the focused model until 90%, the exact model until the end; what a stage leaves goes to the
+next, and no stage starts with less than half a second left. A HiGHS run stops at its own deadline; the
+overshoot is the time to build and read one model.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver import milp
-from ckpt.solver.backends import Outcome, SolverOptions, run
+from ckpt.solver.backends import Outcome, RunStatus, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
 from ckpt.solver.bounds import Bound, lower_bound
+from ckpt.solver.canonical import canonical
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy, holds_two_versions, polish
+from ckpt.solver.heap import heap_bytes
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
-from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import Sequence, drop_dead, memory_trace
+from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.smallest import FeasibleRange, smallest_feasible_budget
+from ckpt.solver.views import Collapsed, collapsed, expanded, view_cost
 
-METHODS = ("milp", "greedy")
-BOUND_SHARE = 0.8     # of the time limit for the relaxation: its bound is the proof, and its answer often the optimum
-FOCUS_SHARE = 0.7     # of the time limit for the focused model, which finds good schedules far sooner
-MINIMUM_SHARE = 0.25  # of the time limit for finding the smallest feasible peak after an infeasible budget
-ORDERS = ("minmem", "graph")
+
+class Status(StrEnum):
+    """What is known of a returned schedule."""
+
+    OPTIMAL = "optimal"        # within the gap tolerance of a proven lower bound
+    FEASIBLE = "feasible"      # a solver's schedule, with a gap to the best bound
+    HEURISTIC = "heuristic"    # a heuristic's schedule
+
+
+class Method(StrEnum):
+    MILP = "milp"
+    GREEDY = "greedy"
+
+
+class Objective(StrEnum):
+    COST = "cost"              # the cheapest schedule under the budget
+    PEAK = "peak"              # the lowest peak under the cost cap
+
+
+class StageOrder(StrEnum):
+    MINMEM = "minmem"          # a memory-minimising list order
+    GRAPH = "graph"            # the graph's own order
+
+
+class Views(StrEnum):
+    REMADE = "remade"          # re-made (free) where they are read: solver.views
+    FIXED = "fixed"            # made once, where the stage order makes them
+
+
+class Focus(StrEnum):
+    SEED = "seed"              # a model restricted to stages where a reader may run seeds the exact one
+    ONLY = "only"              # the restricted model alone (it can cut off the optimum)
+    OFF = "off"
+
+
+BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
+FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
+MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
 
 
 @dataclass(frozen=True)
 class SolveOptions:
     budget: int | None                     # bytes; None with objective "peak"
-    objective: str = "cost"                # "cost": cheapest under budget; "peak": lowest peak under cost_cap
+    objective: Objective = Objective.COST
     cost_cap: int | None = None
-    order: str = "minmem"                  # the stage order: min-memory list schedule or the graph's own
-    method: str = "milp"
+    order: StageOrder = StageOrder.MINMEM
+    method: Method = Method.MILP
     backend: SolverOptions = field(default_factory=SolverOptions)
-    focus: str = "seed"                    # "seed": a focused model seeds the exact one; "only": focused only; "off"
-    explain: bool = True                   # on an infeasible budget, spend time finding the smallest feasible peak
+    focus: Focus = Focus.SEED
+    views: Views = Views.REMADE
+    explain: bool = True                   # on an infeasible budget, spend what is left finding the smallest peak
+
+    def __post_init__(self) -> None:       # the enums accept their values as plain strings (the CLI's, JSON's)
+        for name, kind in (("objective", Objective), ("order", StageOrder), ("method", Method), ("focus", Focus),
+                           ("views", Views)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class TimePlan:
+    """Wall-clock deadlines of one solve (see the module doc)."""
+
+    start: float
+    limit: float | None
+
+    def left(self, until: float = 1.0) -> float | None:
+        """Seconds left until `until` of the limit (None: no limit)."""
+        return None if self.limit is None else max(0.0, self.start + until * self.limit - time.perf_counter())
+
+    def allows(self, until: float = 1.0) -> bool:
+        left = self.left(until)
+        return left is None or left >= MIN_STAGE_SECONDS
+
+    def backend(self, options: SolverOptions, until: float = 1.0) -> SolverOptions:
+        return replace(options, time_limit=self.left(until))
 
 
 @dataclass(frozen=True)
 class SolveResult:
     seq: Sequence                          # what runs: the decisions' sequence less executions nobody reads
-    decisions: Decisions                   # the MILP's recomputes (stage, op) over `stage_order`
+    decisions: Decisions                   # the recomputes (stage, op) over `stage_order` (views taken out)
     stage_order: tuple[str, ...]
     peak_bytes: int                        # replayed peak of `seq`: what the schedule really uses
     heap_bytes: int                        # first-fit L2 heap that serves `seq` (fragmentation included)
     booked_peak_bytes: int | None          # what the MILP booked for it (None when no MILP ran)
     baselines: Baselines
     persistent_bytes: int
-    recomputes: int
+    recomputes: int                        # recompute executions in `seq` (a re-made view is one, for free)
     recompute_cost: int
     base_cost: int
-    status: str
+    status: Status
     gap: float | None
     seconds: float
     variables: int
     constraints: int
     variables_unpruned: int
-    space: str = "stage-order"            # the schedules a proof is relative to (see README)
+    space: str = ""                        # the schedules a proof is relative to
+    timed_out: bool = False                # a solver run ended on its time limit: another load may answer otherwise
 
     @property
     def cost_lower_bound(self) -> int | None:
@@ -71,42 +144,79 @@ class SolveResult:
         return 100.0 * self.recompute_cost / self.base_cost if self.base_cost else 0.0
 
 
+def space_of(options: SolveOptions) -> str:
+    return f"stage order {options.order.value}, views {options.views.value}, one version of a buffer at a time"
+
+
 def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None,
           incumbents: list[Sequence] | None = None) -> SolveResult:
     """The cheapest schedule under the budget (or the lowest peak under the cost cap). `incumbents`: schedules
     found before (say, at a tighter budget); the cheapest that fits is a start, and the answer if none is cheaper."""
-    start = time.perf_counter()
+    plan = TimePlan(time.perf_counter(), options.backend.time_limit)
+    if options.views is Views.FIXED:
+        return _solve(graph, options, plan, progress, incumbents or [])
+    views = collapsed(graph)
+    if not views.view_ops:
+        return replace(_solve(graph, options, plan, progress, incumbents or []), space=space_of(options))
+    names = {graph.ops[i].name for i in views.view_ops}
+    starts = [[(n, f) for n, f in seq if n not in names] for seq in incumbents or []]
+    return _expanded_result(graph, views, _solve(views.without_views, options, plan, progress, starts))
+
+
+def _expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) -> SolveResult:
+    """A result on the graph without views as a result on the real one: views written back where they are read."""
+    seq = expanded(views, result.seq)
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
+                   recomputes=sum(flag for _, flag in seq), recompute_cost=view_cost(graph, seq, views),
+                   base_cost=sum(graph.op_cost.values()))
+
+
+def result_on(graph: TrainGraph, result: SolveResult, seq: Sequence) -> SolveResult:
+    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`."""
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
+                   base_cost=sum(graph.op_cost.values()),
+                   stage_order=tuple(name for name in result.stage_order if name in graph.index))
+
+
+def _solve(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, incumbents: list[Sequence]
+           ) -> SolveResult:
     base = baselines(graph)
-    order = list(base.min_memory_order) if options.order == "minmem" else [op.name for op in graph.ops]
+    order = list(base.min_memory_order) if options.order is StageOrder.MINMEM else [op.name for op in graph.ops]
     staged = reorder(graph, order)
     if options.budget is not None and options.budget < base.lower_bound:
-        raise _infeasible(graph, options, base, staged, progress)
+        raise _infeasible(options, base, staged, plan, progress)
     free_run = Decisions(frozenset())
-    plain_peak = base.min_memory_peak if options.order == "minmem" else base.graph_order_peak
-    if options.objective == "cost" and plain_peak <= options.budget:
-        return _result(staged, base, free_run, None, Outcome("optimal", 0.0, 0.0), start, (0, 0, 0))
+    plain_peak = base.min_memory_peak if options.order is StageOrder.MINMEM else base.graph_order_peak
+    if options.objective is Objective.COST and plain_peak <= options.budget:
+        return _result(staged, base, free_run, None, Outcome(RunStatus.OPTIMAL, 0.0, 0.0), plan, (0, 0, 0), options)
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
-    heuristic = greedy(staged, options.budget) if options.objective == "cost" else free_run
-    if options.objective == "cost":
-        heuristic = _cheaper(staged, heuristic, *_fitting(staged, incumbents or [], options.budget))
-    if options.method == "greedy":
+    heuristic = greedy(staged, options.budget) if options.objective is Objective.COST else free_run
+    if options.objective is Objective.COST:
+        heuristic = _cheaper(staged, heuristic, *_fitting(staged, incumbents, options.budget))
+    if options.method is Method.GREEDY:
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
                                    "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
         heuristic = polish(staged, heuristic, options.budget)
-        return _result(staged, base, heuristic, None, Outcome("heuristic", None, 0.0), start, (0, 0, 0))
-    return _solve_milp(staged, base, options, heuristic, start, progress)
+        return _result(staged, base, heuristic, None, _heuristic(), plan, (0, 0, 0), options)
+    return _solve_milp(staged, base, options, heuristic, plan, progress)
+
+
+def _heuristic() -> Outcome:
+    return Outcome(RunStatus.FEASIBLE, None, 0.0)
 
 
 def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heuristic: Decisions | None,
-                start: float, progress) -> SolveResult:
+                plan: TimePlan, progress) -> SolveResult:
     """Bound first, then the focused model and the exact one, each stopping once a schedule meets the bound."""
-    budget = options.budget if options.objective == "cost" else None
-    problem = Problem(staged, focus=options.focus == "only")
-    floor = _floor(problem, options, heuristic, progress) if budget is not None else Bound(0.0, ())
+    budget = options.budget if options.objective is Objective.COST else None
+    problem = Problem(staged, focus=options.focus is Focus.ONLY)
+    floor = _floor(problem, options, heuristic, plan, progress) if budget is not None else Bound(0.0, ())
     if math.isinf(floor.cost):
-        raise _infeasible(staged, options, base, staged, progress)
+        raise _infeasible(options, base, staged, plan, progress)
     # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
     # or from the relaxation's where that is cheaper.
     relaxed = _from_relaxation(staged, floor, budget)
@@ -114,76 +224,76 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     polished, heuristic = _cheaper(staged, polished, relaxed), _cheaper(staged, heuristic, relaxed)
     if _meets_floor(staged, polished, floor, options):
         progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
-        return _result(staged, base, polished, None, _bounded(Outcome("heuristic", None, 0.0),
-                       _cost(staged, polished), floor.cost, options), start, (0, 0, 0))
-    enough = _enough(floor.cost, options.backend.gap)
-    heuristic, backend = _focused_seed(staged, options, heuristic, start, progress, enough)
+        return _result(staged, base, polished, None, _bounded(_heuristic(), _cost(staged, polished), floor.cost,
+                                                              options), plan, (0, 0, 0), options)
+    target = _cost_meeting_floor(floor.cost, options.backend.gap)
+    heuristic, timed_out = _focused_seed(staged, options, heuristic, plan, progress, target)
     if _meets_floor(staged, heuristic, floor, options):
         progress(f"the focused model's schedule meets the lower bound {floor.cost:.0f}: optimal")
-        return _result(staged, base, heuristic, None, _bounded(Outcome("feasible", None, 0.0),
-                       _cost(staged, heuristic), floor.cost, options), start, (0, 0, 0))
-    found = _run_model(problem, budget, options, backend, heuristic, progress, "exact", enough)
-    if found is None or (found[0].status == "infeasible" and heuristic is not None):
-        return _known_schedule(staged, base, options, found, heuristic, polished, floor, start, progress)
+        return _result(staged, base, heuristic, None, _bounded(_heuristic(), _cost(staged, heuristic), floor.cost,
+                                                               options), plan, (0, 0, 0), options)
+    found = _run_model(problem, budget, options, plan.backend(options.backend), heuristic, progress, "exact",
+                       target) if plan.allows() else None
+    timed_out = timed_out or found is None or found[0].timed_out
+    if found is None or (found[0].status is RunStatus.INFEASIBLE and heuristic is not None):
+        return _known_schedule(staged, base, options, found, heuristic, polished, floor, plan, progress, timed_out)
     outcome, chosen, booked, sizes = found
-    if outcome.status == "infeasible":
-        raise _infeasible(staged, options, base, staged, progress)
+    if outcome.status is RunStatus.INFEASIBLE:
+        raise _infeasible(options, base, staged, plan, progress)
     if budget is not None:
         solver_bound = _cost(staged, chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
-        if outcome.status != "optimal":
+        if outcome.status is not RunStatus.OPTIMAL:
             better = _cheaper(staged, polish(staged, chosen, budget), polished)
             chosen, booked = better, (booked if better == chosen else None)
         outcome = _bounded(outcome, _cost(staged, chosen), max(floor.cost, solver_bound), options)
-    return _result(staged, base, chosen, booked, outcome, start, sizes)
+    return _result(staged, base, chosen, booked, replace(outcome, timed_out=timed_out), plan, sizes, options)
 
 
 def _known_schedule(staged: TrainGraph, base: Baselines, options: SolveOptions, found, heuristic: Decisions | None,
-                    polished: Decisions | None, floor: Bound, start: float, progress) -> SolveResult:
+                    polished: Decisions | None, floor: Bound, plan: TimePlan, progress, timed_out: bool
+                    ) -> SolveResult:
     """The exact model gave nothing usable: return the best schedule already checked, or say none was found."""
     if heuristic is None:
-        raise _infeasible(staged, options, base, staged, progress, timed_out=True)
-    if found is not None:
+        raise _infeasible(options, base, staged, plan, progress, timed_out=True)
+    if found is not None and found[0].status is RunStatus.INFEASIBLE:
         # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
         # says so when its time runs out): keep the known schedule rather than believe it.
-        progress(f"{options.backend.name} reported infeasible although a checked schedule fits; keeping it")
-    budget = options.budget if options.objective == "cost" else None
+        progress(f"{options.backend.backend.value} reported infeasible although a checked schedule fits; keeping it")
+    budget = options.budget if options.objective is Objective.COST else None
     best = _cheaper(staged, polish(staged, heuristic, budget) if budget is not None else heuristic, polished)
-    outcome = _bounded(Outcome("heuristic", None, 0.0), _cost(staged, best), floor.cost, options)
-    return _result(staged, base, best, None, outcome, start, found[3] if found else (0, 0, 0))
+    outcome = replace(_bounded(_heuristic(), _cost(staged, best), floor.cost, options), timed_out=timed_out)
+    return _result(staged, base, best, None, outcome, plan, found[3] if found else (0, 0, 0), options)
 
 
 def _meets_floor(staged: TrainGraph, decisions: Decisions | None, floor: Bound, options: SolveOptions) -> bool:
     """A schedule within the gap tolerance of a proven floor needs no solver to call it optimal."""
-    return (decisions is not None and options.objective == "cost" and floor.cost > 0
+    return (decisions is not None and options.objective is Objective.COST and floor.cost > 0
             and _gap(_cost(staged, decisions), floor.cost) <= options.backend.gap)
 
 
-def _enough(floor: float, tolerance: float) -> float | None:
+def _cost_meeting_floor(floor: float, tolerance: float) -> float | None:
     """The cost at which a schedule is within the gap tolerance of the proven floor (None: no floor)."""
     return floor / (1 - tolerance) if 0 < floor and tolerance < 1 else None
 
 
-def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, start: float,
-                  progress, enough: float | None = None) -> tuple[Decisions | None, SolverOptions]:
-    """Run the focused model on its share of the time; return the better start and the exact model's backend."""
-    if options.focus != "seed" or options.objective != "cost":
-        return heuristic, options.backend
-    share = replace(options.backend, time_limit=_share(options.backend.time_limit, FOCUS_SHARE,
-                                                       time.perf_counter() - start))
-    seeded = _run_model(Problem(staged, focus=True), options.budget, options, share, heuristic, progress, "focused",
-                        enough)
+def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decisions | None, plan: TimePlan,
+                  progress, target: float | None = None) -> tuple[Decisions | None, bool]:
+    """Run the focused model until its deadline; return the better start, and whether it ran out of time."""
+    if options.focus is not Focus.SEED or options.objective is not Objective.COST or not plan.allows(FOCUS_UNTIL):
+        return heuristic, False
+    seeded = _run_model(Problem(staged, focus=True), options.budget, options,
+                        plan.backend(options.backend, FOCUS_UNTIL), heuristic, progress, "focused", target)
     if seeded is not None:
         heuristic = _cheaper(staged, heuristic, seeded[1])
-    remaining = _share(options.backend.time_limit, 1.0, time.perf_counter() - start)
-    return heuristic, replace(options.backend, time_limit=remaining)
+    return heuristic, seeded is None or seeded[0].timed_out
 
 
-def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None, progress) -> Bound:
-    """The relaxation's lower bound on the cost (solver/bounds.py), within its share of the time limit.
-    It holds for every schedule over the stage order, so the focus setting of `problem` does not matter."""
+def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None, plan: TimePlan, progress) -> Bound:
+    """The relaxation's lower bound on the cost (solver/bounds.py), until its deadline. It holds for every
+    schedule over the stage order, so the focus setting of `problem` does not matter."""
     progress("lower bound: memory at the binding points")
-    enough = _cost(problem.graph, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
-    floor = lower_bound(problem, options.budget, _share(options.backend.time_limit, BOUND_SHARE), enough)
+    known = _cost(problem.graph, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
+    floor = lower_bound(problem, options.budget, plan.left(BOUND_UNTIL), known, threads=options.backend.threads)
     progress(f"lower bound {floor.cost:.0f} cycles from {len(floor.points)} point(s)")
     return floor
 
@@ -198,7 +308,7 @@ def _bounded(outcome: Outcome, cost: int, floor: float, options: SolveOptions) -
     if outcome.gap is None and floor <= 0:
         return outcome
     gap = _gap(cost, floor)
-    return Outcome("optimal" if gap <= options.backend.gap else outcome.status, gap, outcome.seconds)
+    return replace(outcome, status=RunStatus.OPTIMAL if gap <= options.backend.gap else outcome.status, gap=gap)
 
 
 def _run_model(problem: Problem, budget: int | None, options: SolveOptions, backend: SolverOptions,
@@ -207,16 +317,16 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, back
     staged = problem.graph
     model = milp.build(problem, budget, options.cost_cap)
     sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
-    progress(f"{label} MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints, "
-             f"{backend.time_limit:.0f} s limit" if backend.time_limit else f"{label} MILP: {sizes[0]} variables")
+    limit = f", {backend.time_limit:.1f} s left" if backend.time_limit is not None else ""
+    progress(f"{label} MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints{limit}")
     warm = None
     if start_from is not None:
         warm = milp.start_values(model, set(start_from.recomputes),
                                  needed_retentions(staged, start_from.sequence(staged)))
     outcome = run(model.lp, backend, warm, stop_at)
-    if outcome.status == "infeasible":
+    if outcome.status is RunStatus.INFEASIBLE:
         return outcome, None, None, sizes
-    if outcome.status == "no_solution":
+    if not outcome.has_answer:
         return None
     chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
     booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
@@ -248,33 +358,29 @@ def _cheaper(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | N
     return min(found, key=lambda c: _cost(staged, c)) if found else None
 
 
-def _share(limit: float | None, fraction: float, used: float = 0.0) -> float | None:
-    return None if limit is None else max(1.0, fraction * limit - used)
-
-
 def _cost(staged: TrainGraph, decisions: Decisions) -> int:
     return decisions.cost(staged)
 
 
-def result_on(graph: TrainGraph, result: SolveResult, seq: Sequence) -> SolveResult:
-    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`."""
-    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
-                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
-                   base_cost=sum(graph.op_cost.values()),
-                   stage_order=tuple(name for name in result.stage_order if name in graph.index))
+def _status(outcome: Outcome) -> Status:
+    if outcome.status is RunStatus.OPTIMAL:
+        return Status.OPTIMAL
+    return Status.FEASIBLE if outcome.gap is not None else Status.HEURISTIC
 
 
 def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: int | None, outcome: Outcome,
-            start: float, sizes: tuple[int, int, int]) -> SolveResult:
+            plan: TimePlan, sizes: tuple[int, int, int], options: SolveOptions) -> SolveResult:
+    if options.objective is Objective.COST and decisions.recomputes:
+        decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
-    cost = _cost(staged, decisions)
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
         peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
-        recomputes=len(decisions.recomputes), recompute_cost=cost, base_cost=sum(staged.op_cost.values()),
-        status=outcome.status, gap=outcome.gap, seconds=time.perf_counter() - start,
-        variables=sizes[0], constraints=sizes[1], variables_unpruned=sizes[2])
+        recomputes=sum(flag for _, flag in seq), recompute_cost=_cost(staged, decisions),
+        base_cost=sum(staged.op_cost.values()), status=_status(outcome), gap=outcome.gap,
+        seconds=time.perf_counter() - plan.start, variables=sizes[0], constraints=sizes[1],
+        variables_unpruned=sizes[2], space=space_of(options), timed_out=outcome.timed_out)
 
 
 def unpruned_variables(problem: Problem) -> int:
@@ -284,33 +390,34 @@ def unpruned_variables(problem: Problem) -> int:
     return n * (n - 1) // 2 + n * len(problem.buffers + problem.pins) + n * edges + n * (n + 1) // 2
 
 
-def _infeasible(graph: TrainGraph, options: SolveOptions, base: Baselines, staged: TrainGraph, progress,
+def _infeasible(options: SolveOptions, base: Baselines, staged: TrainGraph, plan: TimePlan, progress,
                 timed_out: bool = False) -> InfeasibleBudget:
-    """An error stating the smallest budget that could work: the solver's proven minimum where it has one."""
+    """An error stating the smallest budget that could work: exact where the time left decides it."""
     if timed_out:
         return InfeasibleBudget(f"no schedule found within the time limit for budget {options.budget} B "
                                 "(not proven infeasible)", "raise --time-limit or the budget", proven=False)
     if not options.explain:
         return InfeasibleBudget(f"no schedule fits {options.budget} B", "raise the budget")
-    progress("budget is infeasible: finding the smallest feasible peak")
-    minimum, proven = minimum_peak(staged, replace(options.backend, time_limit=_share(
-        options.backend.time_limit, MINIMUM_SHARE)))
-    if proven:
-        floor = f"the proven minimum peak is {minimum} B"
+    known = FeasibleRange(max(base.lower_bound, (options.budget or 0) + 1),
+                          memory_trace(staged, plain_sequence(staged)).peak_bytes)
+    if plan.allows():
+        progress("budget is infeasible: finding the smallest feasible budget")
+        known = smallest_feasible_budget(staged, known.low, plan.left(), options.backend.threads)
+    if known.exact:
+        floor = f"the smallest feasible budget is {known.low} B (proven)"
     else:
-        # the budget itself is proven too small here, so the answer is above it whatever the solver reached
-        least = max(base.lower_bound, minimum, (options.budget or 0) + 1)
-        floor = f"the smallest feasible budget is at least {least} B"
+        floor = f"the smallest feasible budget is between {known.low} and {known.high} B"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
-                            f"(single-op lower bound {base.lower_bound} B)", "raise the budget")
+                            f"(single-op lower bound {base.lower_bound} B)", f"raise the budget to {known.high} B")
 
 
 def minimum_peak(staged: TrainGraph, backend: SolverOptions) -> tuple[int, bool]:
-    """Lowest peak any schedule over this stage order reaches, and whether the solver proved it."""
-    problem = Problem(staged)
-    model = milp.build(problem, None)
+    """Lowest peak any schedule over this stage order reaches, and whether the solver proved it (else a proven
+    lower bound on it)."""
+    model = milp.build(Problem(staged), None)
     outcome = run(model.lp, backend)
-    if outcome.status in ("optimal", "feasible"):
-        bound = model.lp.solverModel.getInfo().mip_dual_bound if backend.name == "highs" else model.peak.value()
-        return round(model.peak.value()) if outcome.status == "optimal" else int(bound), outcome.status == "optimal"
+    if outcome.status is RunStatus.OPTIMAL:
+        return round(model.peak.value()), True
+    if outcome.has_answer:
+        return max(int(outcome.dual_bound), baselines(staged).lower_bound), False
     return baselines(staged).lower_bound, False

@@ -76,18 +76,23 @@ def test_no_binding_point_means_no_bound():
     assert lower_bound(problem, 10**9, seconds=None).cost == 0
 
 
-def test_bound_proves_cct2_ft2_points_optimal(shared_models):
-    """At 0.8, 0.7 and 0.6 of the graph-order peak the bound meets the schedule found: proven optimal."""
+@pytest.mark.slow
+@pytest.mark.parametrize("views, costs", [("fixed", (245760, 1056768, 3850240)),
+                                          ("remade", (245760, 999424, 2736128))])
+def test_bound_proves_cct2_ft2_points_optimal(shared_models, views, costs):
+    """At 0.8, 0.7 and 0.6 of the graph-order peak the bound meets the schedule found: proven optimal. Views
+    re-made where they are read (the larger space) make 0.7 and 0.6 cheaper, and the proof quicker."""
     graph = load_graph(shared_models / "cct2_ft2")
     base = baselines(graph)
-    for fraction, cost in ((0.8, 245760), (0.7, 1056768), (0.6, 3850240)):
-        result = solve(graph, SolveOptions(budget=int(fraction * base.graph_order_peak),
+    for fraction, cost in zip((0.8, 0.7, 0.6), costs):
+        result = solve(graph, SolveOptions(budget=int(fraction * base.graph_order_peak), views=views,
                                            backend=SolverOptions(time_limit=60)))
-        assert result.status == "optimal" and result.gap < 1e-6
-        assert result.recompute_cost == cost
+        assert result.status == "optimal" and result.gap < 1e-6 and not result.timed_out
+        assert result.recompute_cost == cost and views in result.space
         assert result.peak_bytes <= fraction * base.graph_order_peak
 
 
+@pytest.mark.slow
 def test_a_view_reads_only_the_version_it_was_made_from(shared_models):
     """CCT2_FT2 at 0.6: V's projection is read through a Reshape. Recomputing the projection later gives a new
     buffer that the Reshape never sees, so it cannot feed a recompute of the Transpose behind the Reshape.
@@ -112,6 +117,7 @@ def test_highs_stops_at_a_schedule_as_cheap_as_asked():
     assert pulp.value(model.lp.objective) <= 10**6
 
 
+@pytest.mark.slow
 def test_headroom_finds_the_schedule_a_recompute_chain_overflows(shared_models):
     """CCT2_FT2 at 0.58: over its points the relaxation proves 3,850,240 cycles, but its answer realised
     overflows while MatMul, Mul and Softmax are recomputed before stage 96 (their intermediates meet no point).
@@ -150,6 +156,7 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
+@pytest.mark.slow
 def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
     """Residual CNN at 0.3: above the single-op bound, yet the relaxation proves no schedule fits. The error
     must not suggest a smallest budget at or below the one just refused."""
@@ -160,11 +167,11 @@ def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
     assert budget > base.lower_bound
     with pytest.raises(InfeasibleBudget) as refused:
         solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=4)))
-    found = re.search(r"smallest feasible budget is at least (\d+) B|minimum peak is (\d+) B", str(refused.value))
-    stated = int(found.group(1) or found.group(2))
-    assert stated > budget
+    found = re.search(r"smallest feasible budget is (?:between )?(\d+)", str(refused.value))
+    assert int(found.group(1)) > budget
 
 
+@pytest.mark.slow
 def test_memory_during_recompute_chains_proves_what_points_cannot(tmp_path):
     """Residual CNN at 0.5: over every point the bound is 348,160 cycles; checking memory while each segment's
     recomputes run lifts it to the 360,448-cycle schedule's cost, which makes that schedule optimal."""

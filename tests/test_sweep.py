@@ -87,6 +87,7 @@ def test_every_point_schedule_replays_with_ckpt_replay(swept, mlp, tmp_path):
         assert again.memory == kept.memory and again.verification.status == "bit-identical"
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_points_and_resumes_new_ones(swept, mlp):
     outdir, _ = swept
     stored = {p: (outdir / "points" / p / "solved.json").stat().st_mtime_ns for p in ("baseline", "0.9", "0.2")}
@@ -108,6 +109,7 @@ def test_rerun_skips_finished_points_and_resumes_new_ones(swept, mlp):
     assert "1 point(s) run, 1 skipped" in other_limit.stdout           # solver options are part of the key
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_points_and_leaves_no_partial_file(mlp, tmp_path):
     """A real SIGINT, sent by the sweep to itself once its first replay (the baseline's, with one job) has
     finished: a test hook, so the interrupt lands at a known stage and the test cannot race the work."""

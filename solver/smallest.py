@@ -1,0 +1,77 @@
+"""The smallest budget any schedule fits: what a refusal states, exactly wherever the time allows.
+
+A budget is shown feasible by a schedule that fits it (the greedy heuristic's, or one the point relaxation
+realises), and infeasible by the relaxation having no answer at all (solver/bounds.py: every schedule maps onto
+it). Between the single-op floor (no schedule goes below it) and the stage order's own peak (which needs no
+recompute), a bisection on those two tests closes in on the smallest feasible budget; a budget neither test
+decides leaves a range.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ckpt.solver.bounds import lower_bound
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.greedy import greedy
+from ckpt.solver.problem import Problem
+from ckpt.solver.simulate import memory_trace, plain_sequence
+
+PROBE_SECONDS = 2.0      # the relaxation's time per undecided budget
+
+
+@dataclass(frozen=True)
+class FeasibleRange:
+    """No schedule fits below `low`; one fits `high`. Exact when they meet."""
+
+    low: int
+    high: int
+
+    @property
+    def exact(self) -> bool:
+        return self.low == self.high
+
+
+def smallest_feasible_budget(staged: TrainGraph, floor: int, seconds: float | None,
+                             threads: int | None = 1) -> FeasibleRange:
+    """Between `floor` (proven: no schedule fits below it) and the stage order's own peak: the largest budget
+    shown infeasible and the smallest shown feasible, each found by its own bisection (a budget neither test
+    decides counts against both), until they meet or the time is up."""
+    deadline = math.inf if seconds is None else time.perf_counter() + seconds
+    low, high = floor, memory_trace(staged, plain_sequence(staged)).peak_bytes
+    if _fits(staged, low):
+        return FeasibleRange(low, low)
+    problem = Problem(staged)
+    verdicts: dict[int, bool | None] = {}
+
+    def decide(budget: int) -> bool | None:
+        if budget not in verdicts:
+            left = min(PROBE_SECONDS, deadline - time.perf_counter())
+            verdicts[budget] = _decide(staged, problem, budget, left, threads) if left > 0 else None
+        return verdicts[budget]
+
+    lo, hi = low, high                      # feasibility: the smallest budget shown to fit lies in (lo, hi]
+    while hi - lo > 1 and time.perf_counter() < deadline:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decide(mid) is True else (mid, hi)
+    high = hi
+    lo, hi = low, high                      # infeasibility: the largest budget shown not to fit lies in [lo, hi)
+    while hi - lo > 1 and time.perf_counter() < deadline:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if decide(mid) is False else (lo, mid)
+    return FeasibleRange(lo + 1 if decide(lo) is False else low, high)
+
+
+def _fits(staged: TrainGraph, budget: int) -> bool:
+    return greedy(staged, budget) is not None
+
+
+def _decide(staged: TrainGraph, problem: Problem, budget: int, seconds: float, threads: int | None) -> bool | None:
+    """True: a schedule fits `budget`; False: none can; None: undecided in the time given."""
+    if _fits(staged, budget):
+        return True
+    bound = lower_bound(problem, budget, max(seconds, 0.1), threads=threads)
+    if math.isinf(bound.cost):
+        return False
+    return True if bound.schedule is not None else None

@@ -1,0 +1,98 @@
+"""The package's parts import one way only, and only at module level.
+
+solver (no Deeploy) <- hostexec <- deeploy_bridge <- replay <- pipeline (one point) <- budgets (sweeps) <- ci <- cli,
+on top of a foundation (errors, paths, files, schedule_file) everything may read. A part imports from its own
+part or from a lower rank. Imports inside functions are allowed in cli.py alone: each command loads what it
+runs, so `ckpt --help` and the commands without Deeploy start at once.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RANK = {"errors": 0, "paths": 0, "files": 1, "schedule_file": 2, "solver": 3, "hostexec": 4, "examples": 5,
+        "deeploy_bridge": 5, "replay": 6, "pipeline": 7, "budgets": 8, "ci": 9, "cli": 10, "__main__": 11,
+        "__init__": 0}
+FUNCTION_IMPORTS_ALLOWED = {"cli"}
+
+
+def _modules() -> list[Path]:
+    skip = {".venv", "tests", "bench", "build", ".git"}
+    return [p for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)]
+
+
+def _part(path: Path) -> str:
+    parts = path.relative_to(ROOT).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _imports(path: Path) -> list[tuple[str, bool, int]]:
+    """(ckpt part imported, inside a function, line) for every import of a ckpt module in `path`."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            names = []
+            if isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                names = [child.module] + ([f"{child.module}.{a.name}" for a in child.names]
+                                          if child.module == "ckpt" else [])
+            elif isinstance(child, ast.ImportFrom) and child.level > 0:
+                names = [f"ckpt.{_part(path)}"]
+            elif isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            for name in names:
+                pieces = name.split(".")
+                if pieces[0] == "ckpt" and len(pieces) > 1:
+                    found.append((pieces[1], in_function, child.lineno))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_every_part_has_a_rank():
+    assert {_part(p) for p in _modules()} <= set(RANK)
+
+
+def test_imports_go_down_only():
+    wrong = [f"{p.relative_to(ROOT)}:{line} imports ckpt.{target}"
+             for p in _modules() for target, _, line in _imports(p)
+             if target != _part(p) and RANK.get(target, 99) >= RANK[_part(p)]]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_cycle_between_parts():
+    edges: dict[str, set[str]] = {}
+    for p in _modules():
+        for target, _, _ in _imports(p):
+            if target != _part(p):
+                edges.setdefault(_part(p), set()).add(target)
+
+    def reaches(a: str, b: str, seen: frozenset = frozenset()) -> bool:
+        return any(x == b or (x not in seen and reaches(x, b, seen | {x})) for x in edges.get(a, ()))
+
+    assert not [a for a in edges if reaches(a, a)]
+
+
+def test_imports_inside_functions_only_where_allowed():
+    inside = [f"{p.relative_to(ROOT)}:{line}" for p in _modules() for _, in_function, line in _imports(p)
+              if in_function and _part(p) not in FUNCTION_IMPORTS_ALLOWED]
+    assert not inside, "\n".join(inside)
+    third_party = []
+    for p in _modules():
+        if _part(p) in FUNCTION_IMPORTS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                third_party += [f"{p.relative_to(ROOT)}:{n.lineno}" for n in ast.walk(node)
+                                if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not third_party, "\n".join(third_party)
+
+
+def test_the_solver_knows_nothing_of_deeploy():
+    for p in (ROOT / "solver").glob("*.py"):
+        assert "Deeploy" not in {n.module.split(".")[0] for n in ast.walk(ast.parse(p.read_text()))
+                                  if isinstance(n, ast.ImportFrom) and n.module}, p
