@@ -213,7 +213,8 @@ def example_command(kind, output, **options):
 @click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
               help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
                    "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
-@click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@click.option("--force", is_flag=True,
+              help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of the replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
               help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc.")
@@ -247,7 +248,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, force,
               help="Run the ONNX as is, or Deeploy's lowered graph [default: the schedule's target, else none].")
 @click.option("--fix-bias-gelu", is_flag=True,
               help="Rewire GeluGrad nodes that read the pre-bias tensor (a known export defect) before comparing.")
-@click.option("--force", is_flag=True, help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@click.option("--force", is_flag=True,
+              help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @one_line_errors
 def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
     """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz as Deeploy's harness does
@@ -282,7 +284,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
               help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
                    "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
-@click.option("--no-carry", is_flag=True, help="Keep each point's own schedule even where a tighter point's is cheaper.")
+@click.option("--no-carry", is_flag=True,
+              help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
               help="Deeploy checkout with the training harness, toolchain and gvsoc: simulate each point.")

@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from onnx_graphsurgeon.logger import G_LOGGER
 

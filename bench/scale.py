@@ -63,8 +63,8 @@ def graph_label(kind: str, size: int) -> str:
 
 def prepare(kind: str, size: int, embed_dim: int, conv_channels: int, budget_text: str):
     """(graph, staged graph in the MILP's stage order, budget in bytes): what solve() itself will use."""
-    from ckpt.solver.budget import parse_budget
     from ckpt.solver.baselines import baselines, reorder
+    from ckpt.solver.budget import parse_budget
     from ckpt.solver.onnx_loader import load_graph
     graph = load_graph(make_model(kind, size, embed_dim, conv_channels))
     base = baselines(graph)
@@ -189,7 +189,8 @@ def run_row(job: dict, watchdog: float) -> dict:
         else:
             proc.join()
             code = proc.exitcode
-            why = f"signal {-code}" + (" (out of memory?)" if code == -9 else "") if code and code < 0 else f"exit {code}"
+            killed = f"signal {-code}" + (" (out of memory?)" if code == -9 else "")
+            why = killed if code and code < 0 else f"exit {code}"
             result = {"status": f"killed: worker died, {why}"}
         result["seconds"] = time.perf_counter() - start
     else:
@@ -261,7 +262,8 @@ def print_fits(rows: list[tuple[dict, int, dict]], target_nodes: int = 1000) -> 
     for job, nodes, res in rows:
         groups.setdefault((job["method"], job["solver"]), []).append((nodes, res))
     for (method, solver), entries in groups.items():
-        solved = [(n, r) for n, r in entries if r.get("seconds") and r["status"] in ("optimal", "feasible", "heuristic", "built")]
+        solved = [(n, r) for n, r in entries
+                  if r.get("seconds") and r["status"] in ("optimal", "feasible", "heuristic", "built")]
         capped = sum(1 for _, r in solved if r["status"] != "optimal" and method == "milp")
         for label, key in (("seconds", "seconds"), ("variables", "variables"), ("constraints", "constraints")):
             if method == "greedy" and key != "seconds":
@@ -301,8 +303,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes and 60 s limits")
     args = parser.parse_args()
 
-    from ckpt.solver.budget import parse_budget
     from ckpt.errors import CkptError
+    from ckpt.solver.budget import parse_budget
     from ckpt.solver.problem import Problem
     try:
         parse_budget(args.budget)

@@ -51,7 +51,8 @@ def main() -> None:
             try:
                 r = solve(graph, options)
             except CkptError as err:
-                print(row(fraction, name, ["-", "-", f"{time.perf_counter() - start:.1f}", str(err)[:60], "-", "-", "-"]))
+                cells = ["-", "-", f"{time.perf_counter() - start:.1f}", str(err)[:60], "-", "-", "-"]
+                print(row(fraction, name, cells))
                 continue
             gap = "-" if r.gap is None else f"{100 * r.gap:.2f}%"
             print(row(fraction, name, [f"{r.variables} ({r.variables_unpruned})", r.constraints, f"{r.seconds:.1f}",

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ckpt import deeploy_bridge
 from ckpt.budgets.executors import LocalExecutor, default_jobs
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.store import SweepStore
 from ckpt.budgets.table import csv_text, json_text, markdown_table
-from ckpt import deeploy_bridge
-from ckpt.errors import CkptError, ExitCode
 from ckpt.deeploy_bridge.setup import Flow
+from ckpt.errors import CkptError, ExitCode
 from ckpt.files import atomic_write, check_output_dir
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.point import (
@@ -42,7 +42,6 @@ from ckpt.pipeline.row import BASELINE, PointRow, empty_row
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.solve import SolveOptions
-
 
 
 class SweepInterrupted(CkptError):

@@ -8,7 +8,6 @@ from dataclasses import asdict, fields
 
 from ckpt.pipeline.row import PointRow
 
-
 COLUMNS = [
     ("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
     ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),

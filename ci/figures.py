@@ -3,7 +3,8 @@
 Failing rules: name drift (under 90% of the schedule's entries match, or the graph fingerprint changed), a
 replay whose outputs are not bit-identical to the graph order's (recompute changes no numbers, so any
 difference is a wiring error), golden Errors above the baseline's (the device harness's count), any peak more
-than 1% above the baseline's, and a home arena in the generated code other than the one ckpt predicted. Recomputes and clones kept are shown beside them and flagged when they change, without failing:
+than 1% above the baseline's, and a home arena in the generated code other than the one ckpt predicted.
+Recomputes and clones kept are shown beside them and flagged when they change, without failing:
 a changed count with unchanged peaks and outputs is a different schedule, not a broken one.
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ class CiFigures:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, doc: dict) -> "CiFigures":
+    def from_dict(cls, doc: dict) -> CiFigures:
         return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
 
     @classmethod

@@ -11,7 +11,6 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional, Union
 
 import onnx
 
@@ -24,11 +23,11 @@ def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: st
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def entry_path(cache_dir: Union[str, Path], key: str) -> Path:
+def entry_path(cache_dir: str | Path, key: str) -> Path:
     return Path(cache_dir) / f"{key}.onnx"
 
 
-def load(cache_dir: Union[str, Path], key: str) -> Optional[onnx.ModelProto]:
+def load(cache_dir: str | Path, key: str) -> onnx.ModelProto | None:
     path = entry_path(cache_dir, key)
     if not path.is_file():
         return None
@@ -38,7 +37,7 @@ def load(cache_dir: Union[str, Path], key: str) -> Optional[onnx.ModelProto]:
         return None
 
 
-def store(cache_dir: Union[str, Path], key: str, model: onnx.ModelProto) -> Path:
+def store(cache_dir: str | Path, key: str, model: onnx.ModelProto) -> Path:
     """Atomically write ``model`` as the entry for ``key``."""
     directory = Path(cache_dir)
     directory.mkdir(parents=True, exist_ok=True)

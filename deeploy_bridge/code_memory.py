@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
 
 from ckpt.solver.heap import smallest_heap
 
@@ -44,7 +43,7 @@ class Block:
     name: str
     nbytes: int
     allocated_in: int
-    freed_in: Optional[int]  # None: never freed inside RunNetwork
+    freed_in: int | None  # None: never freed inside RunNetwork
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ def parse_network_c(source: str) -> CodeMemory:
     return tracker.result()
 
 
-def code_memory(code_dir: Union[str, Path]) -> CodeMemory:
+def code_memory(code_dir: str | Path) -> CodeMemory:
     """``parse_network_c`` of ``code_dir/Network.c`` (as written by ``generate_code``)."""
     return parse_network_c((Path(code_dir) / "Network.c").read_text())
 
@@ -149,9 +148,9 @@ class _Tracker:
         self.foreign_frees: list[str] = []
         self.events: list[tuple[str, int]] = []
         self.level = 0
-        self.kind: Optional[str] = "call"  # current layer: None (open), "call" (closed), "named" (passthrough)
+        self.kind: str | None = "call"  # current layer: None (open), "call" (closed), "named" (passthrough)
 
-    def _open(self, name: str = "", kind: Optional[str] = None) -> int:
+    def _open(self, name: str = "", kind: str | None = None) -> int:
         self.layers.append(name)
         self.levels.append(self.level)
         self.kind = kind

@@ -9,7 +9,6 @@ graph that goes back into Deeploy (e.g. after a replay rewired it) is recognised
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import numpy as np
 import onnx
@@ -57,7 +56,7 @@ def _tensor_elem_type(tensor, deeploy_types: dict[str, str]) -> int:
         return int(tensor.dtype) if isinstance(tensor.dtype, int) else onnx.TensorProto.UNDEFINED
 
 
-def export_lowered(graph, deeploy_types: dict[str, str], meta: dict, opset_model: Optional[onnx.ModelProto] = None
+def export_lowered(graph, deeploy_types: dict[str, str], meta: dict, opset_model: onnx.ModelProto | None = None
                    ) -> onnx.ModelProto:
     """gs.Graph (Deeploy's in-memory lowered graph) -> ModelProto with full value_info + metadata."""
     g = graph.copy()

@@ -7,8 +7,6 @@ runner does). Without values we fall back to the ONNX element type.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import onnx
 from Deeploy.AbstractDataTypes import PointerClass
@@ -47,15 +45,15 @@ def type_for_values(values: np.ndarray) -> str:
     return minimalFloatType(flat).typeName
 
 
-def infer_input_types(graph: onnx.GraphProto, values: Optional[dict[str, np.ndarray]],
-                      known: Optional[dict[str, str]] = None) -> dict[str, str]:
+def infer_input_types(graph: onnx.GraphProto, values: dict[str, np.ndarray] | None,
+                      known: dict[str, str] | None = None) -> dict[str, str]:
     """Map lowered input names (input_i) to Deeploy type names.
 
     ``known`` (already-lowered graphs) wins; then npz values; then the ONNX element type.
     """
     initializers = {t.name for t in graph.initializer}
     real_inputs = [i for i in graph.input if i.name not in initializers]
-    by_position: list[Optional[np.ndarray]] = [None] * len(real_inputs)
+    by_position: list[np.ndarray | None] = [None] * len(real_inputs)
     if values:
         names = [i.name for i in real_inputs]
         if all(n in values for n in names):

@@ -5,7 +5,6 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional, Union
 
 import onnx
 import onnx_graphsurgeon as gs
@@ -21,8 +20,8 @@ from .naming import io_mapping, node_diff
 from .pipeline import DeployOptions, front_end, mid_end, start
 from .records import LoweredGraph, StageTimings
 from .scheduler import make_scheduler
-from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .setup import DEFAULT_SETUP, TARGETS
+from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
 from .versions import deeploy_version
 
@@ -71,7 +70,7 @@ def _lower_none(source) -> LoweredGraph:
 def lower(model_dir_or_onnx_path: ModelLike,
           target: str = "siracusa",
           *,
-          cache_dir: Optional[Union[str, Path]] = None,
+          cache_dir: str | Path | None = None,
           n_cores: int = DEFAULT_SETUP.n_cores,
           use_cache: bool = True,
           inputs=None) -> LoweredGraph:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional, Union
 
 import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
@@ -121,9 +120,9 @@ def deploy(model: ModelLike,
            *,
            tiled: bool = True,
            setup: DeeploySetup = DEFAULT_SETUP,
-           code_dir: Optional[Union[str, Path]] = None,
+           code_dir: str | Path | None = None,
            inputs=None,
-           already_lowered: Optional[bool] = None) -> MemoryFigures:
+           already_lowered: bool | None = None) -> MemoryFigures:
     """One full Deeploy run for ``order``: memory figures, and code written to ``code_dir`` if given.
 
     ``model``: model folder / .onnx path / ModelProto. A graph produced by ``lower`` (or a rewired copy
@@ -192,7 +191,7 @@ def deeploy_memory(model_dir_or_path: ModelLike, order_or_scheduler: Order = Non
     return deploy(model_dir_or_path, order_or_scheduler, target, **options)
 
 
-def generate_code(model: ModelLike, order: Order, out_dir: Union[str, Path], target: str = "siracusa",
+def generate_code(model: ModelLike, order: Order, out_dir: str | Path, target: str = "siracusa",
                   **kwargs) -> MemoryFigures:
     """Run Deeploy's back end for ``order`` and write Network.c / Network.h (+ hex/) into ``out_dir``.
 

@@ -12,9 +12,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from Deeploy import AbstractDataTypes
 from Deeploy.DeeployTypes import _NoVerbosity
@@ -86,7 +86,7 @@ class DeeployRun:
     deployer: object
     options: DeployOptions
     timings: StageTimings = field(default_factory=StageTimings)
-    workdir: Optional[tempfile.TemporaryDirectory] = None
+    workdir: tempfile.TemporaryDirectory | None = None
 
     def close(self) -> None:
         if self.workdir is not None:
@@ -157,7 +157,7 @@ def _mapped_ops(opts: DeployOptions) -> set:
     return ops
 
 
-_BASE_TYPE_NAMES: Optional[set] = None
+_BASE_TYPE_NAMES: set | None = None
 
 
 def _forget_generated_structs() -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import onnx
 
@@ -56,7 +55,7 @@ class LoweredGraph:
     timings: StageTimings = field(default_factory=StageTimings)
     constant_bytes: int = 0  # constants Deeploy deploys (static, outside any arena), with its bound types
     from_cache: bool = False
-    cache_path: Optional[Path] = None
+    cache_path: Path | None = None
 
     @property
     def renamed_nodes(self) -> dict[str, str]:
@@ -96,5 +95,5 @@ class MemoryFigures:
     laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's allocator: level -> those blocks
     setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
     timings: StageTimings = field(default_factory=StageTimings)
-    code_dir: Optional[Path] = None  # where Network.c / Network.h were written, if asked
+    code_dir: Path | None = None  # where Network.c / Network.h were written, if asked
     code_files: list[str] = field(default_factory=list)

@@ -8,11 +8,11 @@ because Deeploy may hand over a different graph object each time.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence, Union
+from collections.abc import Callable, Sequence
 
 from .errors import BridgeError
 
-Order = Union[Sequence[str], Callable, None]
+Order = Sequence[str] | Callable | None
 
 
 def _as_nodes(result) -> list:

@@ -8,14 +8,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
 
 import numpy as np
 import onnx
 
 from .errors import BridgeError
 
-ModelLike = Union[str, Path, onnx.ModelProto]
+ModelLike = str | Path | onnx.ModelProto
 
 #: metadata_props key under which the bridge stores its JSON metadata in a lowered model.
 LOWERED_META_KEY = "ckpt.deeploy_bridge.lowered"
@@ -27,11 +26,11 @@ class ModelSource:
 
     model: onnx.ModelProto
     sha256: str
-    inputs: Optional[dict[str, np.ndarray]]  # values from inputs.npz, keyed by npz name, file order
+    inputs: dict[str, np.ndarray] | None  # values from inputs.npz, keyed by npz name, file order
     label: str  # for messages
 
     @property
-    def lowered_meta(self) -> Optional[dict]:
+    def lowered_meta(self) -> dict | None:
         """Bridge metadata if this model is a graph the bridge lowered earlier, else None."""
         for prop in self.model.metadata_props:
             if prop.key == LOWERED_META_KEY:
@@ -50,9 +49,9 @@ class ModelSource:
             [o.name for o in g.output] == [f"output_{i}" for i in range(len(g.output))]
 
 
-def load_source(model: ModelLike, inputs: Optional[Union[str, Path, dict]] = None) -> ModelSource:
+def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> ModelSource:
     """Load a model folder (network.onnx [+ inputs.npz]), an .onnx path, or take a ModelProto as is."""
-    npz_path: Optional[Path] = None
+    npz_path: Path | None = None
     if isinstance(model, onnx.ModelProto):
         proto = model
         data = proto.SerializeToString()
@@ -70,7 +69,7 @@ def load_source(model: ModelLike, inputs: Optional[Union[str, Path, dict]] = Non
         data = onnx_path.read_bytes()
         proto = onnx.load_from_string(data)
         label = str(onnx_path)
-    values: Optional[dict[str, np.ndarray]] = None
+    values: dict[str, np.ndarray] | None = None
     if isinstance(inputs, dict):
         values = {k: np.asarray(v) for k, v in inputs.items()}
     elif inputs is not None:

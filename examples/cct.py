@@ -9,18 +9,29 @@ frozen; a trained block updates its q/k/v/proj/linear1/linear2 weights.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 import numpy as np
 import onnx
 
 from .builder import INT64, MS_DOMAIN, GraphBuilder, Tensor
-from .ops import (DEFAULT_LR, GradSet, bias_grad, gelu_grad, init_bias, init_weight, linear,
-                  linear_input_grad, linear_weight_grad, sgd_updates, softmax_ce_loss)
+from .ops import (
+    DEFAULT_LR,
+    GradSet,
+    bias_grad,
+    gelu_grad,
+    init_bias,
+    init_weight,
+    linear,
+    linear_input_grad,
+    linear_weight_grad,
+    sgd_updates,
+    softmax_ce_loss,
+)
 
 LN_EPS = 1e-5
-Train = Union[str, Sequence[Union[int, str]]]
+Train = str | Sequence[int | str]
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,7 @@ class TrainSet:
     fc: bool
 
     @staticmethod
-    def parse(train: Train, blocks: int) -> "TrainSet":
+    def parse(train: Train, blocks: int) -> TrainSet:
         """``"all"``, ``"classifier"`` (fc only: a linear probe like cct2_lp), ``"none"``, or a
         list of block indices and/or ``"pool"``, ``"fc"``, ``"head"`` (pool + fc)."""
         if isinstance(train, str):
@@ -153,16 +164,16 @@ def _tokenizer(gb: GraphBuilder, rng: np.random.Generator, image: Tensor, layers
                channels: int, embed_dim: int) -> Tensor:
     """Frozen Conv(3x3)/Relu/MaxPool(3x3, stride 2) stack, flattened to [B, seq, embed_dim]."""
     x = image
-    for l in range(layers):
-        cin, cout = x.shape[1], (embed_dim if l == layers - 1 else channels)
-        w = gb.initializer(f"tokenizer_conv_{l}_weight", init_weight(rng, cin * 9, (cout, cin, 3, 3)))
+    for layer in range(layers):
+        cin, cout = x.shape[1], (embed_dim if layer == layers - 1 else channels)
+        w = gb.initializer(f"tokenizer_conv_{layer}_weight", init_weight(rng, cin * 9, (cout, cin, 3, 3)))
         b, _, h, wd = x.shape
-        x = gb.op("Conv", [x, w], f"tokenizer_conv_{l}_out", (b, cout, h, wd), name=f"tokenizer_conv_{l}_Conv",
+        x = gb.op("Conv", [x, w], f"tokenizer_conv_{layer}_out", (b, cout, h, wd), name=f"tokenizer_conv_{layer}_Conv",
                   auto_pad="NOTSET", dilations=[1, 1], group=1, kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                   strides=[1, 1])
-        x = gb.op("Relu", [x], f"tokenizer_relu_{l}_out", x.shape, name=f"tokenizer_relu_{l}_Relu")
-        x = gb.op("MaxPool", [x], f"tokenizer_pool_{l}_out", (b, cout, h // 2, wd // 2),
-                  name=f"tokenizer_pool_{l}_MaxPool", auto_pad="NOTSET", ceil_mode=0, dilations=[1, 1],
+        x = gb.op("Relu", [x], f"tokenizer_relu_{layer}_out", x.shape, name=f"tokenizer_relu_{layer}_Relu")
+        x = gb.op("MaxPool", [x], f"tokenizer_pool_{layer}_out", (b, cout, h // 2, wd // 2),
+                  name=f"tokenizer_pool_{layer}_MaxPool", auto_pad="NOTSET", ceil_mode=0, dilations=[1, 1],
                   kernel_shape=[3, 3], pads=[1, 1, 1, 1], storage_order=0, strides=[2, 2])
     b, c, h, wd = x.shape
     shape = gb.shape_const("tokenizer_flatten_shape", (b, c, h * wd))
@@ -184,10 +195,12 @@ def _block_forward(gb: GraphBuilder, rng: np.random.Generator, x0: Tensor, i: in
     dh = d // heads
     ln = {f"{k}_{t}": gb.initializer(f"{p}_{k}_{t}", (np.ones(d) if t == "weight" else np.zeros(d)).astype(np.float32))
           for k in ("pre_norm", "norm1") for t in ("weight", "bias")}
-    w = {n: gb.initializer(f"{p}_{n}_weight", init_weight(rng, d, (d, d))) for n in ("q_proj", "k_proj", "v_proj", "proj")}
+    w = {n: gb.initializer(f"{p}_{n}_weight", init_weight(rng, d, (d, d)))
+         for n in ("q_proj", "k_proj", "v_proj", "proj")}
     w["linear1"] = gb.initializer(f"{p}_linear1_weight", init_weight(rng, d, (d, mlp_dim)))
     w["linear2"] = gb.initializer(f"{p}_linear2_weight", init_weight(rng, mlp_dim, (mlp_dim, d)))
-    bias = {n: gb.initializer(f"{p}_{n}_bias", init_bias(rng, (w[n].shape[1],))) for n in ("proj", "linear1", "linear2")}
+    bias = {n: gb.initializer(f"{p}_{n}_bias", init_bias(rng, (w[n].shape[1],)))
+            for n in ("proj", "linear1", "linear2")}
 
     ln_pre = _layer_norm(gb, x0, ln["pre_norm_weight"], ln["pre_norm_bias"], f"{p}_pre_norm")
     heads_shape = gb.shape_const(f"attn_heads_shape_{b}x{s}x{heads}x{dh}", (b, s, heads, dh))
@@ -197,7 +210,8 @@ def _block_forward(gb: GraphBuilder, rng: np.random.Generator, x0: Tensor, i: in
         t = gb.op("Reshape", [t, heads_shape], f"{p}_attn_{n}_heads_out", (b, s, heads, dh),
                   name=f"{p}_attn_{n}_heads_Reshape")
         out_shape = tuple((b, s, heads, dh)[k] for k in perm)
-        proj_in[n] = gb.op("Transpose", [t], f"{p}_attn_{n}_t_out", out_shape, name=f"{p}_attn_{n}_Transpose", perm=perm)
+        proj_in[n] = gb.op("Transpose", [t], f"{p}_attn_{n}_t_out", out_shape, name=f"{p}_attn_{n}_Transpose",
+                           perm=perm)
     q_t, k_t, v_t = proj_in["q_proj"], proj_in["k_proj"], proj_in["v_proj"]
     sc = gb.op("MatMul", [q_t, k_t], f"{p}_attn_scores_out", (b, heads, s, s), name=f"{p}_attn_scores_MatMul")
     sc = gb.op("Mul", [sc, scale], f"{p}_attn_scaled_out", sc.shape, name=f"{p}_attn_scale_Mul")

@@ -10,8 +10,19 @@ import numpy as np
 import onnx
 
 from .builder import INT64, GraphBuilder
-from .ops import (DEFAULT_LR, GradSet, bias_grad, gelu_grad, init_bias, init_weight, linear,
-                  linear_input_grad, linear_weight_grad, sgd_updates, softmax_ce_loss)
+from .ops import (
+    DEFAULT_LR,
+    GradSet,
+    bias_grad,
+    gelu_grad,
+    init_bias,
+    init_weight,
+    linear,
+    linear_input_grad,
+    linear_weight_grad,
+    sgd_updates,
+    softmax_ce_loss,
+)
 
 
 def mlp(layers: int = 3, width: int = 64, batch: int = 4, in_dim: int = 32, classes: int = 10,

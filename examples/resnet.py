@@ -13,8 +13,19 @@ import numpy as np
 import onnx
 
 from .builder import INT64, GraphBuilder, Tensor
-from .ops import (DEFAULT_LR, GradSet, bias_grad, gelu_grad, init_bias, init_weight, linear,
-                  linear_input_grad, linear_weight_grad, sgd_updates, softmax_ce_loss)
+from .ops import (
+    DEFAULT_LR,
+    GradSet,
+    bias_grad,
+    gelu_grad,
+    init_bias,
+    init_weight,
+    linear,
+    linear_input_grad,
+    linear_weight_grad,
+    sgd_updates,
+    softmax_ce_loss,
+)
 
 _CONV = dict(auto_pad="NOTSET", dilations=[1, 1], group=1, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
 

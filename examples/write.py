@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 import numpy as np
 import onnx
@@ -49,7 +49,7 @@ def build(kind: str, **opts: object) -> onnx.ModelProto:
     try:
         return GENERATORS[kind](**opts)
     except (ValueError, TypeError) as exc:
-        raise CkptError(f"{kind} example options rejected ({exc})", f"see `ckpt example --help`") from None
+        raise CkptError(f"{kind} example options rejected ({exc})", "see `ckpt example --help`") from None
 
 
 def example_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ numbers are the same ones the NCHW graph computes, only the layout of the tensor
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import heapq
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import onnx

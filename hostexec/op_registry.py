@@ -7,8 +7,9 @@ cannot run these graphs anyway (SGD, GeluGrad and Gelu live in the default domai
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx

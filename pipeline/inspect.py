@@ -22,7 +22,8 @@ def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None)
     yield f"nodes            {len(graph.ops)}"
     yield f"tensors          {len(graph.tensor_bytes)} ({len(activations)} activations, {len(graph.aliases)} aliases)"
     yield f"persistent       {graph.persistent_bytes} B (weights, graph I/O; not counted against the budget)"
-    yield f"peak, graph order      {base.graph_order_peak} B (first-fit heap {heap_bytes(graph, plain_sequence(graph))} B)"
+    plain = plain_sequence(graph)
+    yield f"peak, graph order      {base.graph_order_peak} B (first-fit heap {heap_bytes(graph, plain)} B)"
     minmem = plain_sequence(graph, list(base.min_memory_order))
     yield f"peak, min-memory order {base.min_memory_peak} B (first-fit heap {heap_bytes(graph, minmem)} B)"
     yield f"single-op lower bound  {base.lower_bound} B (op {base.lower_bound_op})"

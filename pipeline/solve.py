@@ -22,14 +22,14 @@ from pathlib import Path
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.replay.predict import predicted_levels
 from ckpt.replay.matching import schedule_fingerprint
+from ckpt.replay.predict import predicted_levels
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
 from ckpt.solver.heap import GRANULE
-from ckpt.solver.simulate import Sequence
 from ckpt.solver.resident import arena_resident, real_sequence, resident_sequence
+from ckpt.solver.simulate import Sequence
 from ckpt.solver.solve import SolveOptions, SolveResult, result_on, solve
 
 MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget

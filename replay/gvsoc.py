@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, DeeploySetup
-from ckpt.replay.report import NOT_SIMULATED, GvsocSection
 from ckpt.files import atomic_write
+from ckpt.replay.report import NOT_SIMULATED, GvsocSection
 
 PLATFORMS = {"siracusa": "Siracusa", "gap9": "GAP9"}
 RUNNERS = {"siracusa": ("deeployTrainingRunner_tiled_siracusa.py", "deeployTrainingRunner_siracusa.py"),

@@ -19,10 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ckpt.errors import CkptError
-from ckpt.schedule_file import CLONE_TAG
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.matching import MIN_MATCH, Fingerprint, Match, check_fingerprint, match_schedule, require_match
-
+from ckpt.schedule_file import CLONE_TAG
 
 
 @dataclass(frozen=True)

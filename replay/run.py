@@ -52,7 +52,6 @@ from ckpt.replay.report import (
     ReplayReport,
     ReplaySection,
     ScheduleSection,
-    VerificationSection,
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.verification import VerifyReport, host_check, verification_section

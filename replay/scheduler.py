@@ -36,7 +36,7 @@ class ReplayScheduler:
         self.__name__ = "ckpt_replay_scheduler"   # Deeploy's repr reads scheduler.__name__
 
     @classmethod
-    def from_document(cls, doc: dict, force: bool = False) -> "ReplayScheduler":
+    def from_document(cls, doc: dict, force: bool = False) -> ReplayScheduler:
         """From a schedule file's content; its graph fingerprint is checked against Deeploy's graph."""
         return cls(doc["seq"], fingerprint=schedule_fingerprint(doc), force=force)
 

@@ -31,16 +31,15 @@ read).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 import math
 import time
+from dataclasses import dataclass, field, replace
 
 import pulp
 
 from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
-from ckpt.solver.problem import Problem
 from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.problem import Problem
 from ckpt.solver.realise import Span, by_first_reader, placed_exactly
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -204,7 +203,12 @@ class _Relaxation:
     def solve(self, seconds: float | None, target: float | None = None) -> Bound:
         """The bound this relaxation proves. HiGHS stops early at an answer costing `target` or less (a bound
         that low is proven already); with headroom the answer is all that is wanted, so a looser gap does."""
+        began = time.perf_counter()
         self.build()
+        if seconds is not None:          # the build counts against the time given
+            seconds -= time.perf_counter() - began
+            if seconds <= 0:
+                return Bound(0.0, tuple(self.points))
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
         outcome = run(self.lp, SolverOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
                       stop_at=target)
@@ -280,7 +284,7 @@ class _Relaxation:
     # --- constraint families ----------------------------------------------------------------------------
     def _inputs_available(self, s: int, i: int) -> None:
         """A recompute in segment s reads each input from a version present at point s or made in the segment."""
-        p, g, t = self.problem, self.problem.graph, self.points[s]
+        p, g, _t = self.problem, self.problem.graph, self.points[s]
         for y in dict.fromkeys(g.ops[i].inputs):
             if not g.is_activation(y):
                 continue
@@ -351,7 +355,7 @@ class _Relaxation:
         """Buffers a later recompute of a one-stage segment reads, which are there while recompute i runs:
         made by an earlier recompute, or there before the segment and not remade in it. Those still there
         at point s+1 are counted elsewhere (kept, or made for the point)."""
-        p, g, found = self.problem, self.problem.graph, {}
+        p, _g, found = self.problem, self.problem.graph, {}
         for k in (k for k in ops if k > i):
             for x in self.problem.input_buffers[k]:
                 if x in skip or x in found:

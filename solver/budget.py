@@ -77,4 +77,5 @@ def parse_total(text: str) -> LevelTotal:
     number, unit = _size(match.group(2), "--budget-total size")
     if unit == "" and number <= 1:
         raise CkptError(f"--budget-total '{text}' needs a size, not a fraction", "write e.g. L3=2MB")
-    return LevelTotal(text=text, level=match.group(1).upper(), nbytes=_whole_bytes(text, number, unit, "--budget-total"))
+    nbytes = _whole_bytes(text, number, unit, "--budget-total")
+    return LevelTotal(text=text, level=match.group(1).upper(), nbytes=nbytes)

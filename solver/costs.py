@@ -31,7 +31,7 @@ class CostModel:
         return mac, elem
 
     @classmethod
-    def from_json(cls, path: str | Path) -> "CostModel":
+    def from_json(cls, path: str | Path) -> CostModel:
         try:
             raw = json.loads(Path(path).read_text())
             per_mac = {k: float(v["per_mac"]) for k, v in raw.items() if "per_mac" in v}

@@ -10,6 +10,7 @@ nothing in time.
 from __future__ import annotations
 
 import bisect
+import time
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions, version_spans
@@ -18,9 +19,10 @@ from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace, stages_of
 MAX_STEPS = 400
 
 
-def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None) -> Decisions | None:
-    """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there. `start`: the
-    recomputes to begin from (say, a near miss to repair) instead of none."""
+def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadline: float | None = None
+           ) -> Decisions | None:
+    """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there (by `deadline`,
+    a time.perf_counter(), if given). `start`: the recomputes to begin from (say, a near miss to repair)."""
     decisions = start or Decisions(frozenset())
     if holds_two_versions(graph, decisions):
         return None               # outside the space, and adding recomputes cannot bring it back
@@ -28,6 +30,8 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None) -> De
     for _ in range(MAX_STEPS):
         if result.peak_bytes <= budget:
             return decisions
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         step = _best_step(graph, decisions, result, budget)
         if step is None:
             return None

@@ -7,6 +7,7 @@ solution checker, so what the MILP books is what `booked_levels` computes from i
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import pulp
@@ -15,15 +16,24 @@ from ckpt.solver.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.problem import Problem
 
 
+class BuildTimedOut(Exception):
+    """The model was not finished by the deadline given to `build` (big graphs take seconds to build)."""
+
+
 @dataclass
 class Model:
     problem: Problem
     lp: pulp.LpProblem
+    deadline: float | None = None          # time.perf_counter() by which the build must be done
     R: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)
     S: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)
     F: dict[tuple[int, str, int], pulp.LpVariable] = field(default_factory=dict)
     U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)
     peak: pulp.LpVariable | None = None
+
+    def check_time(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BuildTimedOut()
 
     def r(self, t: int, i: int):
         return 1 if i == t else self.R.get((t, i), 0)
@@ -41,16 +51,15 @@ class Model:
         return pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (t, i), v in self.R.items())
 
 
-def build(problem: Problem, budget: int | None, cost_cap: int | None = None) -> Model:
-    """Minimise recompute cost under `budget`; with budget None, minimise the peak under `cost_cap`."""
+def build(problem: Problem, budget: int | None, cost_cap: int | None = None, deadline: float | None = None) -> Model:
+    """Minimise recompute cost under `budget`; with budget None, minimise the peak under `cost_cap`. Raises
+    BuildTimedOut if the model is not built by `deadline` (time.perf_counter())."""
     lp = pulp.LpProblem("ckpt", pulp.LpMinimize)
-    m = Model(problem, lp)
-    _decisions(m)
-    _dependencies(m)
-    _retention_needs_a_source(m)
-    _pins_hold_their_buffer(m)
-    _one_version_at_a_time(m)
-    _free_after_last_use(m)
+    m = Model(problem, lp, deadline=deadline)
+    for family in (_decisions, _dependencies, _retention_needs_a_source, _pins_hold_their_buffer,
+                   _one_version_at_a_time, _free_after_last_use):
+        family(m)
+        m.check_time()
     _memory(m, budget)
     if budget is None:
         lp += m.peak
@@ -124,7 +133,9 @@ def _one_version_at_a_time(m: Model) -> None:
 def _free_after_last_use(m: Model) -> None:
     """F[t,e,k] = 1 exactly when k runs in t, no later reader of e runs in t, and e is not carried on."""
     p = m.problem
-    for (t, e, k), var in m.F.items():
+    for n_free, ((t, e, k), var) in enumerate(m.F.items()):
+        if n_free % 4096 == 0:
+            m.check_time()
         later = [m.r(t, j) for j in p.free_points(e) if k < j <= t]
         m.lp += var <= m.r(t, k), f"free_runs_{t}_{p.tensor_id[e]}_{k}"
         m.lp += var <= 1 - m.s(t + 1, e), f"free_dropped_{t}_{p.tensor_id[e]}_{k}"
@@ -141,6 +152,7 @@ def _memory(m: Model, budget: int | None) -> None:
         m.peak = pulp.LpVariable("peak", lowBound=0)
         limit = m.peak
     for t in range(p.n):
+        m.check_time()
         previous = None
         for k, change in stage_points(p, t, m.r, m.s, m.free):
             u = pulp.LpVariable(f"U_{t}_{k}", lowBound=0)

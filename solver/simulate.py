@@ -78,23 +78,69 @@ def stages_of(seq: Sequence) -> list[int]:
 
 
 def memory_trace(graph: TrainGraph, seq: Sequence) -> MemoryTrace:
-    """Run the memory side of `seq` on `graph`. Raises CkptError if an op reads a tensor not yet written."""
+    """Run the memory side of `seq` on `graph`. Raises CkptError if an op reads a tensor not yet written.
+    (The solvers call this thousands of times per solve: each op's reads and writes are looked up once per graph,
+    in `_tables`, and the loop touches nothing else.)"""
+    table = _tables(graph)
     newest: dict[str, int] = {}            # tensor -> buffer id of its newest version (-1: no buffer)
     owners: list[list] = []                # buffer id -> [tensor, bytes, written_at, last_read]
     allocated: list[list[int]] = []        # execution -> buffer ids it allocates
     for k, (name, _) in enumerate(seq):
-        op = graph.ops[_op_index(graph, name)]
-        for t in dict.fromkeys(op.inputs):
-            buf = _read(graph, newest, t, op.name)
+        entry = table.get(name)
+        if entry is None:
+            raise CkptError(f"schedule names op '{name}', which the graph does not have",
+                            "solve the schedule on this graph")
+        reads, writes = entry
+        for tensor, must_exist in reads:
+            buf = newest.get(tensor, -1) if tensor in newest or not must_exist else _unwritten(name, tensor)
             if buf >= 0:
                 owners[buf][3] = k
-        allocated.append([])
-        for t in op.outputs:
-            newest[t] = _write(graph, newest, owners, allocated[k], t, k)
+        fresh: list[int] = []
+        for tensor, owns, nbytes, source in writes:
+            if owns:                       # a buffer of its own
+                owners.append([tensor, nbytes, k, k])
+                fresh.append(len(owners) - 1)
+                newest[tensor] = len(owners) - 1
+            else:                          # an alias lives in its source's newest version; -1: no buffer
+                newest[tensor] = newest.get(source, -1) if source else -1
+        allocated.append(fresh)
     scratch = [graph.scratch.get(name, 0) for name, _ in seq]
     levels = [level + extra for level, extra in zip(_levels(len(seq), owners, allocated), scratch)]
     buffers = tuple(Buffer(t, n, w, r) for t, n, w, r in owners)
     return MemoryTrace(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
+
+
+def _unwritten(reader: str, tensor: str) -> int:
+    raise CkptError(f"op '{reader}' reads '{tensor}' before any op writes it",
+                    "the sequence is not a valid order for this graph")
+
+
+_TABLES: dict[int, tuple[TrainGraph, dict]] = {}
+
+
+def _tables(graph: TrainGraph) -> dict[str, tuple[tuple, tuple]]:
+    """Op name -> (reads: (tensor, is an activation), writes: (tensor, owns a buffer, its bytes, the activation
+    it aliases or None)), for every op of `graph`, computed once per graph object."""
+    known = _TABLES.get(id(graph))
+    if known is not None and known[0] is graph:
+        return known[1]
+    table = {}
+    for op in graph.ops:
+        reads = tuple((t, graph.is_activation(t)) for t in dict.fromkeys(op.inputs))
+        writes = []
+        for t in op.outputs:
+            if not graph.is_activation(t):
+                writes.append((t, False, 0, None))
+            elif t in graph.aliases:
+                source = graph.aliases[t]
+                writes.append((t, False, 0, source if graph.is_activation(source) else None))
+            else:
+                writes.append((t, True, graph.tensor_bytes[t], None))
+        table[op.name] = (reads, tuple(writes))
+    if len(_TABLES) > 64:
+        _TABLES.clear()
+    _TABLES[id(graph)] = (graph, table)
+    return table
 
 
 def _op_index(graph: TrainGraph, name: str) -> int:
@@ -103,27 +149,6 @@ def _op_index(graph: TrainGraph, name: str) -> int:
     except KeyError:
         raise CkptError(f"schedule names op '{name}', which the graph does not have",
                         "solve the schedule on this graph") from None
-
-
-def _read(graph: TrainGraph, newest: dict[str, int], tensor: str, reader: str) -> int:
-    if tensor in newest:
-        return newest[tensor]
-    if graph.is_activation(tensor):
-        raise CkptError(f"op '{reader}' reads '{tensor}' before any op writes it",
-                        "the sequence is not a valid order for this graph")
-    return -1
-
-
-def _write(graph: TrainGraph, newest: dict[str, int], owners: list[list], fresh: list[int],
-           tensor: str, k: int) -> int:
-    if not graph.is_activation(tensor):
-        return -1
-    if tensor in graph.aliases:
-        source = graph.aliases[tensor]
-        return newest.get(source, -1) if graph.is_activation(source) else -1
-    owners.append([tensor, graph.tensor_bytes[tensor], k, k])
-    fresh.append(len(owners) - 1)
-    return len(owners) - 1
 
 
 def _levels(n: int, owners: list[list], allocated: list[list[int]]) -> list[int]:

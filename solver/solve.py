@@ -70,6 +70,7 @@ class Focus(StrEnum):
     OFF = "off"
 
 
+GREEDY_UNTIL = 0.25      # the greedy heuristic (seconds on big graphs): a start, not a proof
 BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
@@ -107,6 +108,10 @@ class TimePlan:
     def allows(self, until: float = 1.0) -> bool:
         left = self.left(until)
         return left is None or left >= MIN_STAGE_SECONDS
+
+    def at(self, until: float = 1.0) -> float | None:
+        """The time.perf_counter() of that deadline (None: no limit)."""
+        return None if self.limit is None else self.start + until * self.limit
 
     def backend(self, options: SolverOptions, until: float = 1.0) -> SolverOptions:
         return replace(options, time_limit=self.left(until))
@@ -193,7 +198,8 @@ def _solve(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, i
         return _result(staged, base, free_run, None, Outcome(RunStatus.OPTIMAL, 0.0, 0.0), plan, (0, 0, 0), options)
     progress("greedy heuristic")
     # under a cost cap the plain order (no recompute, cost 0) is always a feasible start
-    heuristic = greedy(staged, options.budget) if options.objective is Objective.COST else free_run
+    heuristic = greedy(staged, options.budget, deadline=plan.at(GREEDY_UNTIL)) \
+        if options.objective is Objective.COST else free_run
     if options.objective is Objective.COST:
         heuristic = _cheaper(staged, heuristic, *_fitting(staged, incumbents, options.budget))
     if options.method is Method.GREEDY:
@@ -232,8 +238,8 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         progress(f"the focused model's schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, heuristic, None, _bounded(_heuristic(), _cost(staged, heuristic), floor.cost,
                                                                options), plan, (0, 0, 0), options)
-    found = _run_model(problem, budget, options, plan.backend(options.backend), heuristic, progress, "exact",
-                       target) if plan.allows() else None
+    found = _run_model(problem, budget, options, plan, 1.0, heuristic, progress, "exact", target) \
+        if plan.allows() else None
     timed_out = timed_out or found is None or found[0].timed_out
     if found is None or (found[0].status is RunStatus.INFEASIBLE and heuristic is not None):
         return _known_schedule(staged, base, options, found, heuristic, polished, floor, plan, progress, timed_out)
@@ -281,8 +287,8 @@ def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decision
     """Run the focused model until its deadline; return the better start, and whether it ran out of time."""
     if options.focus is not Focus.SEED or options.objective is not Objective.COST or not plan.allows(FOCUS_UNTIL):
         return heuristic, False
-    seeded = _run_model(Problem(staged, focus=True), options.budget, options,
-                        plan.backend(options.backend, FOCUS_UNTIL), heuristic, progress, "focused", target)
+    seeded = _run_model(Problem(staged, focus=True), options.budget, options, plan, FOCUS_UNTIL, heuristic,
+                        progress, "focused", target)
     if seeded is not None:
         heuristic = _cheaper(staged, heuristic, seeded[1])
     return heuristic, seeded is None or seeded[0].timed_out
@@ -311,11 +317,19 @@ def _bounded(outcome: Outcome, cost: int, floor: float, options: SolveOptions) -
     return replace(outcome, status=RunStatus.OPTIMAL if gap <= options.backend.gap else outcome.status, gap=gap)
 
 
-def _run_model(problem: Problem, budget: int | None, options: SolveOptions, backend: SolverOptions,
+def _run_model(problem: Problem, budget: int | None, options: SolveOptions, plan: TimePlan, until: float,
                start_from: Decisions | None, progress, label: str, stop_at: float | None = None):
-    """Build and solve one model: (outcome, decisions, booked peak, sizes), or None if it found nothing."""
+    """Build and solve one model by the plan's `until` deadline: (outcome, decisions, booked peak, sizes), or
+    None if it found nothing (or could not be built and run in time)."""
     staged = problem.graph
-    model = milp.build(problem, budget, options.cost_cap)
+    try:
+        model = milp.build(problem, budget, options.cost_cap, deadline=plan.at(until))
+    except milp.BuildTimedOut:
+        progress(f"{label} MILP: not built in the time left")
+        return None
+    if not plan.allows(until):
+        return None
+    backend = plan.backend(options.backend, until)
     sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
     limit = f", {backend.time_limit:.1f} s left" if backend.time_limit is not None else ""
     progress(f"{label} MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints{limit}")
@@ -362,8 +376,8 @@ def _cost(staged: TrainGraph, decisions: Decisions) -> int:
     return decisions.cost(staged)
 
 
-def _status(outcome: Outcome) -> Status:
-    if outcome.status is RunStatus.OPTIMAL:
+def _status(outcome: Outcome, tolerance: float) -> Status:
+    if outcome.status is RunStatus.OPTIMAL or (outcome.gap is not None and outcome.gap <= tolerance):
         return Status.OPTIMAL
     return Status.FEASIBLE if outcome.gap is not None else Status.HEURISTIC
 
@@ -373,12 +387,16 @@ def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: i
     if options.objective is Objective.COST and decisions.recomputes:
         decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
+    # What runs can cost less than the decisions: a recompute whose first run nobody reads only moves the op
+    # later. The proven bound on the decisions' cost still bounds it; the gap is the one of what runs.
+    planned, cost = _cost(staged, decisions), sum(staged.op_cost[name] for name, flag in seq if flag)
+    gap = None if outcome.gap is None else _gap(cost, planned * (1 - outcome.gap))
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
         peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
-        recomputes=sum(flag for _, flag in seq), recompute_cost=_cost(staged, decisions),
-        base_cost=sum(staged.op_cost.values()), status=_status(outcome), gap=outcome.gap,
+        recomputes=sum(flag for _, flag in seq), recompute_cost=cost,
+        base_cost=sum(staged.op_cost.values()), status=_status(replace(outcome, gap=gap), options.backend.gap), gap=gap,
         seconds=time.perf_counter() - plan.start, variables=sizes[0], constraints=sizes[1],
         variables_unpruned=sizes[2], space=space_of(options), timed_out=outcome.timed_out)
 

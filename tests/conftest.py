@@ -16,3 +16,14 @@ def shared_models() -> Path:
     if not (SHARED_MODELS / "cct2_ft2" / "network.onnx").is_file():
         pytest.skip(f"shared models not found at {SHARED_MODELS} (set CKPT_SHARED_MODELS)")
     return SHARED_MODELS
+
+
+@pytest.fixture(scope="session")
+def lowering_cache(tmp_path_factory):
+    """CKPT_CACHE_DIR for the session, in its base temp dir: lower(), solve_model() and CLI subprocesses all share
+    it, so Deeploy's front end runs once per model per session."""
+    path = tmp_path_factory.getbasetemp() / "ckpt-lowering-cache"
+    path.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CKPT_CACHE_DIR", str(path))
+        yield path

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from onnx_graphsurgeon.logger import G_LOGGER
+from replay_support import FT2, needs_models
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
@@ -26,7 +27,6 @@ from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.solve import SolveOptions
-from replay_support import FT2, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 

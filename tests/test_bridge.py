@@ -10,11 +10,19 @@ from pathlib import Path
 
 import onnx
 import pytest
-
-from ckpt.deeploy_bridge import (BridgeError, LoweredGraph, deeploy_memory, deeploy_version, generate_code, lower,
-                                 make_scheduler, run_count)
-
 from conftest import SHARED_MODELS as MODELS
+
+from ckpt.deeploy_bridge import (
+    BridgeError,
+    LoweredGraph,
+    deeploy_memory,
+    deeploy_version,
+    generate_code,
+    lower,
+    make_scheduler,
+    run_count,
+)
+
 FT2 = MODELS / "cct2_ft2"
 LP = MODELS / "cct2_lp"
 

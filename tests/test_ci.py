@@ -8,12 +8,12 @@ import sys
 from dataclasses import replace
 
 import pytest
+from conftest import SHARED_MODELS
+from replay_support import needs_models
 
 from ckpt.ci.check import CiCase, check, read_baseline
 from ckpt.ci.figures import CiFigures, compare
 from ckpt.schedule_file import read_schedule, write_schedule
-from conftest import SHARED_MODELS
-from replay_support import lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 BASE = CiFigures(entries=200, matched=200, fingerprint="a" * 64, predicted_peak=600_000, replayed_peak=600_000,
                  deeploy_nontiled=600_300, deeploy_tiled_l1=127_000, deeploy_tiled_l2=127_000,

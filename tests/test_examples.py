@@ -243,7 +243,7 @@ def _lower_in_subprocess(model: onnx.ModelProto, tmp_path: Path) -> dict[str, in
     path.write_bytes(model.SerializeToString())
     proc = subprocess.run([sys.executable, "-c", _LOWER, str(path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    line = [text for text in proc.stdout.splitlines() if text.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
 
 

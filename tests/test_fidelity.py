@@ -8,6 +8,8 @@ Real Deeploy, one lowering and one code generation (about 15 s).
 from __future__ import annotations
 
 import pytest
+from conftest import SHARED_MODELS
+from graphs import chain
 
 from ckpt.deeploy_bridge import generate_code, lower
 from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, parse_network_c
@@ -15,9 +17,6 @@ from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes, smallest_heap
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
-
-from conftest import SHARED_MODELS
-from graphs import chain
 
 FT2 = SHARED_MODELS / "cct2_ft2"
 DEEPLOY_WORST_CASE_FT2 = 1_114_368  # Deeploy 0.2.1 worstCaseBufferSize, CCT2_FT2 graph order, non-tiled

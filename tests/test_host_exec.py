@@ -7,9 +7,10 @@ import time
 import numpy as np
 import onnx
 import pytest
+from conftest import SHARED_MODELS as MODELS
 from onnx import helper
 
-from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
+from ckpt.hostexec.compare import bit_identical, compare_outputs
 from ckpt.hostexec.executor import (
     HostExecutor,
     OrderError,
@@ -20,9 +21,8 @@ from ckpt.hostexec.executor import (
     random_topological_order,
     run_graph,
 )
-from ckpt.hostexec.compare import bit_identical, compare_outputs
+from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
 
-from conftest import SHARED_MODELS as MODELS
 needs_models = pytest.mark.skipif(not (MODELS / "cct2_ft2" / "network.onnx").exists(),
                                   reason="shared CCT models not available")
 
@@ -190,7 +190,8 @@ def test_miswired_consumer_gives_errors(ft2):
     """A consumer reading another tensor of the same shape must fail the golden comparison."""
     m = onnx.ModelProto()
     m.CopyFrom(ft2.model)
-    node = next(n for n in m.graph.node if n.name == "node_91_classifier_blocks_0_norm1_Mul_LayerNormFusion__LayerNormalization")
+    name = "node_91_classifier_blocks_0_norm1_Mul_LayerNormFusion__LayerNormalization"
+    node = next(n for n in m.graph.node if n.name == name)
     assert node.input[0] == "node_0_classifier_blocks_0_Add__0"
     node.input[0] = "node_0_classifier_Add__0"  # block input instead of the residual sum: same [1, 64, 128]
     result = compare_outputs(run_graph(m, ft2.feeds), ft2.golden)

@@ -64,7 +64,8 @@ def test_minimalloc_program_follows_deeploys_contract(tmp_path):
         lower = rng.randrange(30)
         rows.append(f"t{i}_tensor,{lower},{lower + rng.randrange(1, 8)},{rng.choice([4, 40, 4096, 32768])}")
     (tmp_path / "in.csv").write_text("\n".join(rows) + "\n")
-    assert minimalloc(["--capacity=10000000", f"--input={tmp_path / 'in.csv'}", f"--output={tmp_path / 'out.csv'}"]) == 0
+    files = [f"--input={tmp_path / 'in.csv'}", f"--output={tmp_path / 'out.csv'}"]
+    assert minimalloc(["--capacity=10000000", *files]) == 0
     out = (tmp_path / "out.csv").read_text().splitlines()
     assert out[0] == "id,lower,upper,size,offset" and len(out) == 41
     placed = [Block(r[0], int(r[1]), int(r[2]) - 1, int(r[3])) for r in (line.split(",") for line in out[1:])]

@@ -1,12 +1,13 @@
 """The MILP books exactly what the replay uses: sound (never under) and tight (equal, stage by stage)."""
 import pulp
 import pytest
+from graphs import chain, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt.errors import InfeasibleBudget
-from ckpt.solver.accounting import booked_levels
 from ckpt.solver import milp
+from ckpt.solver.accounting import booked_levels
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.greedy import holds_two_versions, polish
@@ -15,7 +16,6 @@ from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import SolveOptions, solve
 from ckpt.solver.views import collapsed
-from graphs import chain, random_graphs
 
 EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 

@@ -5,21 +5,21 @@ import json
 
 import onnx_graphsurgeon as gs
 import pytest
+from replay_support import FT2, needs_models
 
-from ckpt.solver.budget import parse_budget
 from ckpt.errors import CkptError
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve import solve_model
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import plan_replay
-from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
+from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import read_schedule, write_schedule
+from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import memory_trace, plain_sequence
 from ckpt.solver.solve import SolveOptions
-from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
-from replay_support import FT2, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 

@@ -20,7 +20,8 @@ BENCH train_cycles=68630412 opt_cycles=140177 trainable_bytes=2114304
 """
 
 # A harness that prints the cycle count as a uint64 split, and a failing run.
-CAPTURED_SPLIT = "Errors: 3 out of 8\r\nBENCH train_cycles_hi=20 train_cycles_lo=3612894973 opt_cycles=56427 weight_sram=91136\r\n"
+CAPTURED_SPLIT = ("Errors: 3 out of 8\r\n"
+                  "BENCH train_cycles_hi=20 train_cycles_lo=3612894973 opt_cycles=56427 weight_sram=91136\r\n")
 
 
 def test_parser_reads_errors_and_bench_fields():

@@ -1,11 +1,11 @@
 """Real graphs from ../shared/models: the loader's figures, and sound and tight schedules on them."""
 import pytest
+from test_milp_invariants import assert_sound_and_tight
 
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.solve import SolveOptions, solve
-from test_milp_invariants import assert_sound_and_tight
 
 
 @pytest.fixture(scope="module", params=["cct2_ft2", "cct2_lp"])

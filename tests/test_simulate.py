@@ -1,9 +1,9 @@
 """The replay semantics on graphs small enough to count by hand."""
 import pytest
+from graphs import chain, make_graph
 
 from ckpt.errors import CkptError
 from ckpt.solver.simulate import memory_trace, plain_sequence
-from graphs import chain, make_graph
 
 
 def test_chain_holds_every_forward_activation_until_backward():

@@ -1,13 +1,13 @@
 """`solve --target siracusa` works on Deeploy's lowered graph itself: no name drift is possible."""
 import pytest
+from replay_support import FT2, LP, needs_models
 
-from ckpt.solver.budget import parse_budget
 from ckpt.deeploy_bridge import lower
+from ckpt.pipeline.solve import solve_model
 from ckpt.solver.backends import SolverOptions
+from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.solve import SolveOptions
-from ckpt.pipeline.solve import solve_model
-from replay_support import FT2, LP, lowering_cache, needs_models  # noqa: F401 - lowering_cache is a fixture
 
 
 @needs_models

@@ -16,8 +16,8 @@ import pytest
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.cli import INTERRUPT_HOOK
-from ckpt.replay.report import ReplayReport
 from ckpt.examples import write_example
+from ckpt.replay.report import ReplayReport
 
 SWEEP = ["--target", "none", "--jobs", "2", "--time-limit", "30"]
 

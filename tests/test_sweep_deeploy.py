@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from ckpt.examples import write_example
-from replay_support import lowering_cache  # noqa: F401 - a fixture: CKPT_CACHE_DIR for the session
 
 pytestmark = pytest.mark.deeploy
 

@@ -1,0 +1,110 @@
+"""Decisiveness benchmark (issue 15): does every budget get a decisive answer, alone and under load?
+
+For each graph (the shared models as they are and lowered for Siracusa; generated CCTs of 1, 2, 4 and 8 blocks,
+an MLP and a residual CNN), every budget from the single-op floor to 1.0 of the graph-order peak in steps of
+--step: the solver's answer on the live peak (`solve`, views re-made, one thread), with its status:
+  optimal      a schedule proven optimal in the space
+  infeasible   proven: no schedule of the space fits (below the floor, or the relaxation has no answer)
+  other        anything else (a schedule not proven optimal, or no schedule and no proof)
+Prints one table per graph (budget, status, cost, seconds) and a summary: cells per status, the slowest cell.
+--load N runs N more copies of this benchmark at once (their output discarded), so the timings are taken
+under that load; the answers must not change (the costs are compared with the run alone when --compare
+names its output).
+Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ckpt.errors import InfeasibleBudget
+from ckpt.examples import write_example
+from ckpt.paths import shared_models
+from ckpt.pipeline.load import load_for_target
+from ckpt.solver.backends import SolverOptions
+from ckpt.solver.baselines import baselines
+from ckpt.solver.solve import SolveOptions, Status, solve
+
+GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "cct1", "cct2", "cct4", "cct8", "mlp",
+          "resnet"]
+
+
+def graph_of(name: str, scratch: Path):
+    """The TrainGraph a name stands for (shared model, lowered or not; or a generated example)."""
+    model, _, target = name.partition("@")
+    if model.startswith("cct2_"):
+        return load_for_target(shared_models() / model, target or "none").graph
+    folder = scratch / model
+    if not (folder / "network.onnx").is_file():
+        kind, options = ("cct", {"blocks": int(model[3:]), "conv_channels": 32}) if model.startswith("cct") \
+            else (model, {})
+        write_example(kind, folder, golden=False, **options)
+    return load_for_target(folder, "none").graph
+
+
+def cell(graph, budget: int, limit: float) -> tuple[str, int | None, float]:
+    start = time.perf_counter()
+    try:
+        result = solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)))
+    except InfeasibleBudget as err:
+        return ("infeasible" if err.proven else "other"), None, time.perf_counter() - start
+    status = "optimal" if result.status is Status.OPTIMAL else "other"
+    return status, result.recompute_cost, time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=20.0)
+    parser.add_argument("--step", type=float, default=0.02)
+    parser.add_argument("--graphs", default=",".join(GRAPHS))
+    parser.add_argument("--load", type=int, default=0, help="copies of this benchmark to run at the same time")
+    parser.add_argument("--json", default=None, help="write the cells here")
+    parser.add_argument("--compare", default=None, help="a --json output whose costs and statuses must match")
+    args = parser.parse_args()
+    others = [subprocess.Popen([sys.executable, __file__, "--time-limit", str(args.time_limit), "--step",
+                                str(args.step), "--graphs", args.graphs], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL) for _ in range(args.load)]
+    cells, started = [], time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ckpt-decisive-") as scratch:
+        for name in args.graphs.split(","):
+            graph = graph_of(name, Path(scratch))
+            base = baselines(graph)
+            first = math.ceil(base.lower_bound / base.graph_order_peak / args.step - 1e-9)
+            fractions = [round(k * args.step, 4) for k in range(max(first - 1, 0), int(round(1 / args.step)) + 1)]
+            print(f"\n### {name}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, floor "
+                  f"{base.lower_bound} B ({base.lower_bound / base.graph_order_peak:.3f}), load {args.load}")
+            print("| budget | bytes | status | cost | s |\n|---|---|---|---|---|", flush=True)
+            for fraction in fractions:
+                budget = int(fraction * base.graph_order_peak)
+                status, cost, seconds = cell(graph, budget, args.time_limit)
+                cells.append({"graph": name, "fraction": fraction, "status": status, "cost": cost,
+                              "seconds": round(seconds, 2)})
+                print(f"| {fraction:.2f} | {budget} | {status} | {'-' if cost is None else cost} | {seconds:.1f} |",
+                      flush=True)
+    for process in others:
+        process.kill()
+    counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("optimal", "infeasible", "other")}
+    slowest = max(cells, key=lambda c: c["seconds"])
+    print(f"\n{len(cells)} cells: {counts['optimal']} optimal, {counts['infeasible']} proven infeasible, "
+          f"{counts['other']} other; slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
+          f"{slowest['seconds']:.1f} s; wall {time.perf_counter() - started:.0f} s with {args.load} other cop(ies)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")
+    if args.compare:
+        earlier = json.loads(Path(args.compare).read_text())
+        before = {(c["graph"], c["fraction"]): (c["status"], c["cost"]) for c in earlier}
+        changed = [c for c in cells if before.get((c["graph"], c["fraction"])) not in (None, (c["status"], c["cost"]))]
+        print(f"answers changed against {args.compare}: {len(changed)}" + "".join(
+            f"\n  {c['graph']} {c['fraction']:.2f}: {before[(c['graph'], c['fraction'])]} -> {(c['status'], c['cost'])}"
+            for c in changed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
