@@ -124,6 +124,7 @@ def cli() -> None:
 def solve_command(model, budget, budget_total, target, flow, output, objective, cost_cap, method, solver, time_limit,
                   gap, threads, order, views, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
+    from ckpt.budgets.progress import SolveProgress
     from ckpt.files import check_output_file, write_output
     from ckpt.pipeline.solve import SolveRequest, solve_and_document
     from ckpt.schedule_file import dumps, read_schedule
@@ -145,7 +146,8 @@ def solve_command(model, budget, budget_total, target, flow, output, objective, 
                            views=views, backend=SolverOptions(solver, time_limit, gap, threads or 1))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
                            Flow(flow) if flow else None)
-    doc, result = solve_and_document(request, progress)
+    with SolveProgress.for_terminal(progress) as live:
+        doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
     _print_solve_summary(doc, result, output)
 
@@ -272,12 +274,18 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--step", type=FiniteFloat(min=0, min_open=True), default=None, help="Budget step (default 0.1).")
 @click.option("--points", type=click.IntRange(min=1), default=None,
               help="Number of budgets, evenly spaced (instead of --step).")
-@click.option("--model", default=None, help="Model folder or .onnx [default: the built-in example].")
+@click.option("--model", "models", multiple=True,
+              help="Model folder or .onnx, repeatable: one folder per model and a combined table "
+                   "[default: the built-in example].")
 @click.option("--target", type=click.Choice(TARGETS), default="siracusa", show_default=True)
 @click.option("--flow", type=click.Choice(FLOWS), default=None,
               help="The deployment budgets are checked on [default: tiled for a Deeploy target, else non-tiled].")
 @click.option("-o", "--outdir", default="sweep", show_default=True, help="Sweep folder (reused to resume).")
-@click.option("--jobs", type=click.IntRange(min=0), default=0, help="Points run in parallel [default: the core count].")
+@click.option("--jobs", type=click.IntRange(min=0), default=0,
+              help="Points run in parallel on this machine [default: the core count].")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="Run the points on a Dask cluster through its scheduler (workers: ckpt installed, --nthreads 1, "
+                   "the sweep folder on a shared filesystem).")
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
 @click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
 @click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
@@ -294,11 +302,12 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
-def sweep_command(budget_range, step, points, model, target, flow, outdir, jobs, time_limit, method, solver, allocator,
-                  no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
+def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
+                  allocator, no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
     from dataclasses import replace
 
+    from ckpt.budgets.executors import DaskExecutor
     from ckpt.budgets.ranges import parse_range
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
@@ -320,16 +329,18 @@ def sweep_command(budget_range, step, points, model, target, flow, outdir, jobs,
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator))))
-    source = _model_or_default(model)
-    result = run_sweep(source, outdir, options, progress)
+    sources = [_model_or_default(m) for m in models] if models else [_model_or_default(None)]
+    executor = DaskExecutor(scheduler) if scheduler else None
+    result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
     click.echo(f"{len(result.ran)} point(s) run, {len(result.skipped)} skipped; {stages}; "
                f"total {result.seconds:.1f} s")
     click.echo(f"wrote {result.outdir}/: points/, " + ", ".join(p.name for p in result.files))
     if emit_ci:
-        written = emit_ci_configs(result, source, target, Path(emit_ci), ci_test_name)
-        click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
+        for source, part in zip(sources, result.models.values() if result.models else [result]):
+            written = emit_ci_configs(part, source, target, Path(emit_ci), ci_test_name if len(sources) == 1 else None)
+            click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
     sys.exit(1 if result.failed else 0)
 
 

@@ -4,12 +4,14 @@ Each point: solve on Deeploy's lowered graph, replay through Deeploy's non-tiled
 generation included) and verify on the host; the baseline (graph order, no recompute) is replayed too.
 Prints the sweep table and where the time went: lowering (once), then per point solve, replay (Deeploy) and
 verify, and the wall total. Points run in parallel, so the per-stage sums can exceed the wall time.
-Target (issue 7): under 3 minutes on a 2-core machine. Measured with the default time limit of 40 s: 102 s
-wall (load ~1): lowering 6.3 s, replay/Deeploy ~20 s per point, verify < 0.5 s; solve 10 s at 0.9 and 43 s at
-0.8 (both proven optimal against the point relaxation's bound), 44 s at 0.7 (2.8% gap); 0.6 is below the
-single-op lower bound. Session 1 measured 142 s with costs of +4.5/+8.1/+25.1% at 0.9/0.8/0.7, before the
-min-memory order stopped holding weight gradients to the end (now +0.37/+0.70/+4.44%).
+Target (issue 7): under 3 minutes on a 2-core machine.
+
+--executor dask runs the same sweep on a Dask LocalCluster (separate worker processes, one task each at a time,
+as many workers as --jobs), --executor both runs it locally and then on the cluster, each with a fresh lowering
+cache and folder, and prints whether the two tables agree and what each took (issue 17: the cluster path costs
+no more than its scheduling).
 Run: python bench/sweep.py [--model DIR] [--time-limit S] [--jobs N] [--outdir DIR] [--range 0.6:0.9]
+                           [--executor local|dask|both]
 (a fresh temporary folder unless --outdir is given; an existing --outdir resumes).
 """
 from __future__ import annotations
@@ -18,8 +20,12 @@ import argparse
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+from distributed import LocalCluster
+
+from ckpt.budgets.executors import DaskExecutor, default_jobs
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.budgets.table import terminal_table
@@ -33,6 +39,42 @@ def progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
+def _run(args, options: SweepOptions, label: str, tmp: Path):
+    """One sweep with its own lowering cache (the workers inherit it) and folder; locally or on a LocalCluster."""
+    if not args.warm_cache:
+        os.environ["CKPT_CACHE_DIR"] = str(tmp / f"lowering-cache-{label}")
+    outdir = Path(args.outdir) / label if args.outdir else tmp / f"sweep-{label}"
+    if label == "local":
+        return run_sweep(args.model, outdir, options, progress)
+    with LocalCluster(n_workers=default_jobs(options.jobs), threads_per_worker=1, processes=True,
+                      dashboard_address=None, scheduler_port=0) as cluster:
+        executor = DaskExecutor(cluster.scheduler_address)
+        try:
+            return run_sweep(args.model, outdir, options, progress, executor=executor)
+        finally:
+            executor.close()
+
+
+def _print_result(result, label: str) -> None:
+    print(f"## {label}")
+    print(terminal_table(result.rows))
+    print()
+    print("| point | solve s | replay (Deeploy) s | verify s |")
+    print("|---|---|---|---|")
+    for point, stages in result.point_seconds.items():
+        print(f"| {point} | {stages.get('solve', 0):.1f} | {stages.get('replay', 0):.1f} | "
+              f"{stages.get('verify', 0):.1f} |")
+    sums = result.stage_seconds
+    print(f"lowering {sums['lowering']:.1f} s (once); summed over points: solve {sums['solve']:.1f} s, "
+          f"replay/Deeploy {sums['replay']:.1f} s, verify {sums['verify']:.1f} s; "
+          f"wall total {result.seconds:.1f} s ({len(result.ran)} run, {len(result.skipped)} skipped)")
+    print()
+
+
+def _untimed(rows) -> list:
+    return [replace(row, seconds=None) for row in rows]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
@@ -40,6 +82,7 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=40.0)
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--outdir", default=None)
+    parser.add_argument("--executor", choices=("local", "dask", "both"), default="local")
     parser.add_argument("--warm-cache", action="store_true",
                         help="use the user's lowering cache (default: a fresh one, so lowering is timed for real)")
     args = parser.parse_args()
@@ -48,23 +91,24 @@ def main() -> int:
         return 1
     options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
                            solve=SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit)))
+    labels = ("local", "dask") if args.executor == "both" else (args.executor,)
+    print(f"model {args.model}, target siracusa, budgets {args.range}, time limit {args.time_limit:.0f} s, "
+          f"{default_jobs(options.jobs)} jobs (local processes or LocalCluster workers)")
     with tempfile.TemporaryDirectory(prefix="ckpt-bench-sweep-") as tmp:
-        if not args.warm_cache:
-            os.environ["CKPT_CACHE_DIR"] = str(Path(tmp) / "lowering-cache")   # the workers inherit it
-        result = run_sweep(args.model, Path(args.outdir or Path(tmp) / "sweep"), options, progress)
-        print(f"model {args.model}, target siracusa, budgets {args.range}, time limit {args.time_limit:.0f} s, "
-              f"{options.jobs or os.cpu_count()} jobs")
-        print(terminal_table(result.rows))
-        print()
-        print("| point | solve s | replay (Deeploy) s | verify s |")
+        results = {label: _run(args, options, label, Path(tmp)) for label in labels}
+    for label, result in results.items():
+        _print_result(result, label)
+    if len(results) == 2:
+        local, dask = results["local"], results["dask"]
+        same = _untimed(local.rows) == _untimed(dask.rows)
+        print("| executor | wall s | summed solve s | summed replay s |")
         print("|---|---|---|---|")
-        for label, stages in result.point_seconds.items():
-            print(f"| {label} | {stages.get('solve', 0):.1f} | {stages.get('replay', 0):.1f} | "
-                  f"{stages.get('verify', 0):.1f} |")
-        sums = result.stage_seconds
-        print(f"lowering {sums['lowering']:.1f} s (once); summed over points: solve {sums['solve']:.1f} s, "
-              f"replay/Deeploy {sums['replay']:.1f} s, verify {sums['verify']:.1f} s; "
-              f"wall total {result.seconds:.1f} s ({len(result.ran)} run, {len(result.skipped)} skipped)")
+        for label, result in results.items():
+            print(f"| {label} | {result.seconds:.1f} | {result.stage_seconds['solve']:.1f} | "
+                  f"{result.stage_seconds['replay']:.1f} |")
+        print(f"tables (without solver seconds) {'identical' if same else 'DIFFER'}; "
+              f"Dask wall / local wall = {dask.seconds / local.seconds:.2f}")
+        return 0 if same else 1
     return 0
 
 

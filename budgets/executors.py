@@ -1,18 +1,35 @@
 """Where a sweep's tasks run: fresh local processes, or a Dask cluster. Both take `submit(fn, task)`.
 
-Deeploy keeps global state, so every task gets a process of its own: locally a `ProcessPoolExecutor` (spawn,
-one task per child); on a cluster, Dask's distributed scheduler runs each task on a worker and reruns it
-elsewhere when that worker dies. Workers ignore Ctrl-C; the sweep handles it and stops them.
+Locally every task gets a process of its own (a `ProcessPoolExecutor`, spawn, one task per child), so nothing a
+Deeploy run leaves in its process meets the next one. On a cluster, Dask's distributed scheduler runs each task
+on a worker and reruns it elsewhere when that worker dies; a worker runs one task at a time (the Deeploy bridge
+builds every Deeploy object afresh per run, which is what lets a worker process run point after point). Workers
+ignore Ctrl-C; the sweep handles it and stops them.
+
+A Dask worker needs ckpt installed (the same version) and the sweep folder on a filesystem it shares with the
+sweep: `check` asks every worker before any task is sent, and refuses with one line naming the worker.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+from distributed import Client, KilledWorker
+from distributed import Future as DaskFuture
+from distributed import wait as dask_wait
+
+from ckpt.errors import CkptError
+from ckpt.files import atomic_write
+
+CONNECT_SECONDS = 10
 
 
 def _ignore_interrupts() -> None:
@@ -29,6 +46,9 @@ class LocalExecutor:
     @property
     def name(self) -> str:
         return f"{self.jobs} local worker process(es)"
+
+    def check(self, folder: Path) -> None:
+        """Local processes share this machine's files and ckpt: nothing to check."""
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -77,3 +97,87 @@ class LocalExecutor:
 
 def default_jobs(jobs: int) -> int:
     return jobs or os.cpu_count() or 1
+
+
+def _worker_view(probe: str) -> tuple[str, bool]:
+    """On a worker: (its ckpt version, whether it reads the sweep's probe file)."""
+    try:
+        seen = Path(probe).read_text() == "ckpt"
+    except OSError:
+        seen = False
+    return version("ckpt"), seen
+
+
+@dataclass
+class DaskExecutor:
+    """Tasks on a Dask cluster's workers, through its scheduler at `address` (tcp://HOST:PORT)."""
+
+    address: str
+    _client: Client | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return f"the Dask cluster at {self.address} ({self.slots} worker slot(s))"
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            try:
+                self._client = Client(self.address, timeout=CONNECT_SECONDS)
+            except (OSError, TimeoutError) as err:
+                raise CkptError(f"no Dask scheduler answers at {self.address} ({type(err).__name__})",
+                                "start one (dask scheduler) with workers (dask worker ADDRESS --nthreads 1), or "
+                                "drop --scheduler to run on this machine") from None
+        return self._client
+
+    @property
+    def slots(self) -> int:
+        return max(1, sum(self.client.nthreads().values()))
+
+    def check(self, folder: Path) -> None:
+        """Refuse a cluster whose workers run another ckpt, run tasks in threads, or cannot see `folder`."""
+        workers = self.client.nthreads()
+        if not workers:
+            raise CkptError(f"the Dask cluster at {self.address} has no workers", "start workers (dask worker)")
+        threaded = sorted(w for w, n in workers.items() if n != 1)
+        if threaded:
+            raise CkptError(f"Dask worker {threaded[0]} runs {workers[threaded[0]]} tasks at once",
+                            "start workers with --nthreads 1 (Deeploy is not thread-safe)")
+        probe = folder / f".ckpt-probe-{uuid.uuid4().hex}"
+        atomic_write(probe, "ckpt")
+        try:
+            views = self.client.run(_worker_view, str(probe))
+        finally:
+            probe.unlink(missing_ok=True)
+        mine = version("ckpt")
+        for worker, (theirs, seen) in sorted(views.items()):
+            if theirs != mine:
+                raise CkptError(f"Dask worker {worker} runs ckpt {theirs}, this sweep ckpt {mine}",
+                                "install the same ckpt on every worker")
+            if not seen:
+                raise CkptError(f"Dask worker {worker} cannot see the sweep folder {folder}",
+                                "put the sweep folder on a filesystem every worker mounts at the same path")
+
+    def submit(self, fn: Callable, task) -> DaskFuture:
+        return self.client.submit(fn, task, pure=False)
+
+    def wait_first(self, futures: Iterable[DaskFuture]) -> set[DaskFuture]:
+        return set(dask_wait(list(futures), return_when="FIRST_COMPLETED").done)
+
+    @staticmethod
+    def lost_worker(error: BaseException) -> bool:
+        """Dask reruns a task whose worker died by itself; a task that kept killing workers ends here."""
+        return isinstance(error, KilledWorker)
+
+    def renew(self) -> None:
+        """Nothing to rebuild: the scheduler still serves the workers left."""
+
+    def stop(self) -> None:
+        """Forget the running tasks (their worker processes finish them; every file lands whole or not at all)."""
+        if self._client is not None:
+            self._client.cancel(list(self._client.futures.values()), force=True)
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()

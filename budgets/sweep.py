@@ -1,15 +1,19 @@
-"""`ckpt sweep`: verified operating points across budgets in one command.
+"""`ckpt sweep`: verified operating points across budgets, for one model or several, in one command.
 
-The model is lowered once, in this process, before any task starts (the bridge's disk cache then serves every
-worker). Then, in two phases of tasks that each run in a process of their own (budgets.executors):
-1. solve every point (the baseline, then each budget);
-2. give each point the cheapest schedule that fits it, its own or one a tighter point found (so a looser
-   budget never costs more than a tighter one), and replay it (Deeploy, host check, gvsoc).
-Records already stored with the same key are reused, so an interrupted sweep resumes where it stopped. The
-sweep folder ends up holding points/, sweep.md, sweep.csv, sweep.json, pareto.png/svg and sweep.log.
+Each model is lowered once, in this process, before any task starts (the bridge's disk cache then serves every
+worker). Then, in two phases of tasks that run where the executor puts them (budgets.executors: local
+processes, or a Dask cluster):
+1. solve every point of every model (the baseline, then each budget);
+2. give each point the cheapest schedule that fits it, its own or one a tighter point of the same model found
+   (so a looser budget never costs more than a tighter one), and replay it (Deeploy, host check, gvsoc).
+Records already stored with the same key are reused, so an interrupted sweep resumes where it stopped, on any
+machine. One model's folder holds points/, sweep.md, sweep.csv, sweep.json, pareto.png/svg and sweep.log;
+with several models each has such a folder under OUTDIR/<model>/ and OUTDIR holds the combined tables.
 """
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -18,6 +22,7 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.budgets.executors import LocalExecutor, default_jobs
 from ckpt.budgets.plot import pareto_plot
+from ckpt.budgets.progress import SweepProgress
 from ckpt.budgets.store import SweepStore
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.deeploy_bridge.setup import Flow
@@ -41,7 +46,10 @@ from ckpt.pipeline.point import (
 from ckpt.pipeline.row import BASELINE, PointRow, empty_row
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
+from ckpt.solver.onnx_loader import model_path
 from ckpt.solver.solve import SolveOptions
+
+KILL_HOOK = "CKPT_TEST_KILL_WORKER_AT"   # tests: "<phase>:<label>" kills the worker running it, once (marker file)
 
 
 class SweepInterrupted(CkptError):
@@ -56,7 +64,7 @@ class SweepOptions:
     target: str = "siracusa"
     solve: SolveOptions = field(default_factory=lambda: SolveOptions(budget=None))
     replay: ReplayOptions = field(default_factory=ReplayOptions)
-    jobs: int = 0                                    # 0: the core count
+    jobs: int = 0                                    # 0: the core count (local processes)
     show_progress: bool = True                       # workers print per-stage progress on stderr
     carry: bool = True                               # give looser points a cheaper schedule a tighter one found
     flow: Flow | None = None                         # the deployment budgets are checked on (None: target's)
@@ -74,6 +82,7 @@ class SweepResult:
     stage_seconds: dict[str, float]                  # lowering, solve, replay, verify (summed over tasks run)
     seconds: float                                   # wall time of the whole sweep
     point_seconds: dict[str, dict[str, float]] = field(default_factory=dict)  # per point run: its stages
+    models: dict[str, SweepResult] = field(default_factory=dict)   # several models: each one's own result
 
     @property
     def failed(self) -> list[PointRow]:
@@ -81,181 +90,284 @@ class SweepResult:
         return [r for r in self.rows if r.status == "error" or r.check in ("MISWIRED", "replay failed")]
 
 
-def run_sweep(model: str | Path, outdir: str | Path, options: SweepOptions, progress=lambda msg: None,
-              executor=None) -> SweepResult:
+@dataclass
+class _Model:
+    """One model of the sweep: its folder, its lowered graph, its points."""
+
+    name: str
+    source: str
+    store: SweepStore
+    loaded: LoadedModel
+    base: Baselines
+    specs: list[PointSpec]
+    lowering: float
+
+
+def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
+              progress: Callable[[str], None] = lambda msg: None, executor=None) -> SweepResult:
     """Run (or resume) the sweep into `outdir`; see the module doc. Ctrl-C raises SweepInterrupted.
     `executor`: where tasks run (default: local processes, `options.jobs` at a time)."""
+    sources = [str(m) for m in (models if isinstance(models, list) else [models])]
     outdir = Path(outdir)
     check_output_dir(outdir)
-    store = SweepStore(outdir)
+    root = SweepStore(outdir)
     executor = executor or LocalExecutor(default_jobs(options.jobs))
+    board = SweepProgress.for_terminal(progress)
     try:
-        with store.locked():
-            return _sweep(str(model), store, options, executor, progress)
+        with root.locked(), board:
+            executor.check(outdir)
+            return _sweep(sources, root, options, executor, board)
     except KeyboardInterrupt:
         executor.stop()
-        store.clean_partial()
+        root.clean_partial()
         deeploy_bridge.remove_stale_scratch()
-        store.log("interrupted: finished points are kept")
-        raise SweepInterrupted(f"interrupted: finished points are kept in {outdir / 'points'}",
+        root.log("interrupted: finished points are kept")
+        raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
                                "rerun the same command to resume") from None
     finally:
         executor.close()
 
 
-def _sweep(model: str, store: SweepStore, options: SweepOptions, executor, progress) -> SweepResult:
+def _names(sources: list[str]) -> list[str]:
+    """A folder name per model: its folder's (or file's) name, numbered where two would clash."""
+    names = []
+    for source in sources:
+        path = model_path(source)
+        name = path.parent.name if path.name == "network.onnx" else path.stem
+        names.append(name if name not in names else f"{name}-{len(names)}")
+    return names
+
+
+def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor, board: SweepProgress
+           ) -> SweepResult:
     start = time.perf_counter()
-    progress(f"lowering {model} for target {options.target} once for the whole sweep")
-    loaded = load_for_target(model, options.target)
-    lowering = time.perf_counter() - start
+    if board.live:
+        options = replace(options, show_progress=False)     # the table shows each point's stage instead
+    several = len(sources) > 1
+    models = []
+    for name, source in zip(_names(sources), sources):
+        store = SweepStore(root.root / name) if several else root
+        models.append(_load(name, source, store, options, board))
+    for path in root.clean_partial() + deeploy_bridge.remove_stale_scratch():
+        board.note(f"removed {path} left by an interrupted run")
+    board.note(f"running tasks on {executor.name}")
+    solved = _solve_all(models, options, executor, board)
+    finished, ran = _replay_all(models, options, solved, executor, board)
+    results = {m.name: _result_of(m, options, solved, finished, ran, start) for m in models}
+    if not several:
+        return results[models[0].name]
+    rows = [replace(row, label=f"{name}/{row.label}", schedule=f"{name}/{row.schedule}" if row.schedule else None)
+            for name, result in results.items() for row in result.rows]
+    files = _write_tables(root.root, rows, {"models": sources, "target": options.target})
+    stages = {stage: sum(r.stage_seconds[stage] for r in results.values()) for stage in
+              ("lowering", "solve", "replay", "verify")}
+    return SweepResult(root.root, rows, [f"{n}/{label}" for n, r in results.items() for label in r.ran],
+                       [f"{n}/{label}" for n, r in results.items() for label in r.skipped],
+                       min(r.lower_bound for r in results.values()), max(r.baseline_peak for r in results.values()),
+                       files, stages, time.perf_counter() - start, {}, results)
+
+
+def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
+    started = time.perf_counter()
+    board.note(f"lowering {source} for target {options.target} once for the whole sweep")
+    loaded = load_for_target(source, options.target)
+    lowering = time.perf_counter() - started
     base = baselines(loaded.graph)
-    progress(f"{len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower bound "
-             f"{base.lower_bound} B ({lowering:.1f} s)")
-    for path in store.clean_partial() + deeploy_bridge.remove_stale_scratch():
-        progress(f"removed {path} left by an interrupted run")
-    specs = _specs(options, base)
-    solved = _solve_all(model, store, options, loaded, base, specs, executor, progress)
-    finished, ran = _replay_all(model, store, options, loaded, specs, solved, executor, progress)
-    rows = [_row_of(spec, solved[spec.label], finished.get(spec.label)) for spec in specs]
-    stages = {"lowering": lowering, "solve": sum(solved[label].seconds for label in solved if label in ran),
+    board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
+               f"bound {base.lower_bound} B ({lowering:.1f} s)")
+    specs = [PointSpec(BASELINE, None, None)] + [PointSpec(label_of(f), f, int(f * base.graph_order_peak))
+                                                 for f in options.fractions]
+    for spec in specs:
+        board.add(name, spec.label)
+    return _Model(name, source, store, loaded, base, specs, lowering)
+
+
+def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dict, ran: list, start: float
+               ) -> SweepResult:
+    labels = [s.label for s in model.specs]
+    mine_ran = [label for (name, label) in ran if name == model.name]
+    rows = [PointRow(**finished[model.name, label].row) if (model.name, label) in finished
+            else PointRow(**solved[model.name, label].row) for label in labels]
+    stages = {"lowering": model.lowering,
+              "solve": sum(solved[model.name, label].seconds for label in mine_ran),
               "replay": 0.0, "verify": 0.0}
-    for label in ran:
-        for stage, seconds in finished[label].stage_seconds.items():
+    for label in mine_ran:
+        for stage, seconds in finished[model.name, label].stage_seconds.items():
             stages[stage] += seconds
-    files = write_reports(store.root, rows, model, options, base.lower_bound, base.graph_order_peak)
-    return SweepResult(store.root, rows, ran, [s.label for s in specs if s.label not in ran], base.lower_bound,
-                       base.graph_order_peak, files, stages, time.perf_counter() - start,
-                       {label: finished[label].stage_seconds for label in ran})
-
-
-def _specs(options: SweepOptions, base: Baselines) -> list[PointSpec]:
-    """The baseline first, then each budget high to low."""
-    return [PointSpec(BASELINE, None, None)] + [
-        PointSpec(label_of(f), f, int(f * base.graph_order_peak)) for f in options.fractions]
+    files = write_reports(model.store.root, rows, model.source, options, model.base.lower_bound,
+                          model.base.graph_order_peak)
+    return SweepResult(model.store.root, rows, mine_ran, [label for label in labels if label not in mine_ran],
+                       model.base.lower_bound, model.base.graph_order_peak, files, stages,
+                       time.perf_counter() - start, {label: finished[model.name, label].stage_seconds
+                                                     for label in mine_ran})
 
 
 # --------------------------------------------------------------------------- phase 1: solve
 
 
-def _solve_all(model: str, store: SweepStore, options: SweepOptions, loaded: LoadedModel, base: Baselines,
-               specs: list[PointSpec], executor, progress) -> dict[str, SolveRecord]:
-    common = {"fingerprint": loaded.graph.fingerprint(), "model_sha256": loaded.model_sha256,
-              "target": options.target}
-    solver = asdict(replace(options.solve, budget=None))
-    records: dict[str, SolveRecord] = {}
+def _solve_all(models: list[_Model], options: SweepOptions, executor, board: SweepProgress
+               ) -> dict[tuple[str, str], SolveRecord]:
+    records: dict[tuple[str, str], SolveRecord] = {}
     tasks = []
-    for spec in specs:
-        # the baseline is the graph order whatever the solver options: they are not part of its key
-        key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
-                           "solver": solver if spec.fraction is not None else None,
-                           "flow": options.flow.value if options.flow and spec.fraction is not None else None})
-        task = SolveTask(spec, model, options.target, options.solve, str(store.point(spec.label).path), key,
-                         base.lower_bound, options.show_progress, options.flow)
-        stored = store.point(spec.label).read(store.point(spec.label).solved, key)
-        if stored is not None:
-            records[spec.label] = SolveRecord(**stored)
-            progress(f"point {spec.label}: solved before, reused")
-        else:
-            tasks.append(task)
+    solver = asdict(replace(options.solve, budget=None))
+    for model in models:
+        common = {"fingerprint": model.loaded.graph.fingerprint(), "model_sha256": model.loaded.model_sha256,
+                  "target": options.target}
+        for spec in model.specs:
+            # the baseline is the graph order whatever the solver options: they are not part of its key
+            key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
+                               "solver": solver if spec.fraction is not None else None,
+                               "flow": options.flow.value if options.flow and spec.fraction is not None else None})
+            folder = model.store.point(spec.label)
+            stored = folder.read(folder.solved, key)
+            if stored is not None:
+                records[model.name, spec.label] = SolveRecord(**stored)
+                board.stage(model.name, spec.label, "solved", _solve_status(records[model.name, spec.label]))
+                continue
+            tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
+                                           model.base.lower_bound, options.show_progress, options.flow)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
-    tasks.sort(key=lambda t: t.spec.fraction is None or t.spec.budget_bytes < t.lower_bound)
-    if tasks:
-        progress(f"solving {len(tasks)} point(s) on {executor.name}")
+    tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 
-    def done(task: SolveTask, record: SolveRecord) -> None:
-        records[task.spec.label] = record
-        store.log(f"solved {task.spec.label}: " + (record.doc["solver"]["status"] if record.doc
-                                                    else f"{record.row['status']} ({record.row['reason']})"))
-        progress(f"point {task.spec.label} solved")
+    def began(item) -> None:
+        board.stage(item[0].name, item[1].spec.label, "solving")
 
-    _run_tasks(executor, solve_point, tasks, done, lambda t, why: SolveRecord(
-        t.key, t.spec.label, None, asdict(empty_row(t.spec.label, t.spec.fraction, t.spec.budget_bytes, "error",
-                                                    why)), 0.0, stored=False), progress)
+    def done(item, record: SolveRecord) -> None:
+        model, task = item
+        records[model.name, task.spec.label] = record
+        model.store.log(f"solved {task.spec.label}: {_solve_status(record)}")
+        board.stage(model.name, task.spec.label, "solved", _solve_status(record))
+        if not board.live:
+            board.say(f"point {task.spec.label} solved")
+
+    def lost(item, why: str) -> SolveRecord:
+        task = item[1]
+        return SolveRecord(task.key, task.spec.label, None, asdict(empty_row(
+            task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why)), 0.0, stored=False)
+
+    _run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve")
     return records
+
+
+def _solve_status(record: SolveRecord) -> str:
+    return record.doc["solver"]["status"] if record.doc else record.row["status"]
 
 
 # --------------------------------------------------------------------------- phase 2: replay
 
 
-def _replay_all(model: str, store: SweepStore, options: SweepOptions, loaded: LoadedModel, specs: list[PointSpec],
-                solved: dict[str, SolveRecord], executor, progress) -> tuple[dict[str, PointRecord], list[str]]:
-    finished: dict[str, PointRecord] = {}
+def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[str, str], SolveRecord],
+                executor, board: SweepProgress) -> tuple[dict[tuple[str, str], PointRecord], list[tuple[str, str]]]:
+    finished: dict[tuple[str, str], PointRecord] = {}
     tasks = []
-    found = [(s.label, solved[s.label].doc) for s in specs if s.fraction is not None and solved[s.label].doc]
-    for spec in specs:
-        record = solved[spec.label]
-        doc, note = record.doc, ""
-        if spec.fraction is not None and options.carry:
-            doc, note = carried(doc, [(label, d) for label, d in found if label != spec.label], spec.budget_bytes,
-                                options.solve.backend.gap)
-        if doc is None:
-            continue
-        key = replay_key(doc, options.replay, loaded.model_sha256)
-        folder = store.point(spec.label)
-        stored = folder.read(folder.record, key)
-        if stored is not None and finished_row(stored) is not None:
-            finished[spec.label] = PointRecord(**stored)
-            store.log(f"skipped {spec.label}: finished before with the same key {key[:12]}")
-            progress(f"point {spec.label}: finished before, skipped")
-            continue
-        tasks.append(ReplayTask(spec, model, doc, record.seconds, options.replay, str(folder.path), key, note,
-                                options.show_progress))
-    if tasks:
-        progress(f"replaying {len(tasks)} point(s) on {executor.name}")
-    ran: list[str] = []
+    for model in models:
+        found = [(s.label, solved[model.name, s.label].doc) for s in model.specs
+                 if s.fraction is not None and solved[model.name, s.label].doc]
+        for spec in model.specs:
+            record = solved[model.name, spec.label]
+            doc, note = record.doc, ""
+            if spec.fraction is not None and options.carry:
+                doc, note = carried(doc, [(label, d) for label, d in found if label != spec.label],
+                                    spec.budget_bytes, options.solve.backend.gap)
+            if doc is None:
+                board.stage(model.name, spec.label, "done", record.row["status"])
+                continue
+            key = replay_key(doc, options.replay, model.loaded.model_sha256)
+            folder = model.store.point(spec.label)
+            stored = folder.read(folder.record, key)
+            if stored is not None and finished_row(stored) is not None:
+                finished[model.name, spec.label] = PointRecord(**stored)
+                model.store.log(f"skipped {spec.label}: finished before with the same key {key[:12]}")
+                board.stage(model.name, spec.label, "done", f"{stored['row']['status']} (earlier run)")
+                if not board.live:
+                    board.say(f"point {spec.label}: finished before, skipped")
+                continue
+            tasks.append((model, ReplayTask(spec, model.source, doc, record.seconds, options.replay,
+                                            str(folder.path), key, note, options.show_progress)))
+    ran: list[tuple[str, str]] = []
 
-    def done(task: ReplayTask, record: PointRecord) -> None:
-        finished[task.spec.label] = record
-        ran.append(task.spec.label)
+    def began(item) -> None:
+        board.stage(item[0].name, item[1].spec.label, "replaying")
+
+    def done(item, record: PointRecord) -> None:
+        model, task = item
+        finished[model.name, task.spec.label] = record
+        ran.append((model.name, task.spec.label))
         row = record.row
-        store.log(f"ran {task.spec.label}: {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
-        progress(f"point {task.spec.label} finished ({len(ran)}/{len(tasks)} run): {row['status']}, "
-                 f"check {row['check']}")
+        model.store.log(f"ran {task.spec.label}: {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
+        board.stage(model.name, task.spec.label, "done", f"{row['status']}, {row['check']}")
+        if not board.live:
+            board.say(f"point {task.spec.label} finished ({len(ran)}/{len(tasks)} run): {row['status']}, "
+                      f"check {row['check']}")
 
-    _run_tasks(executor, replay_point, tasks, done, lambda t, why: PointRecord(
-        t.key, t.spec.label, asdict(replace(empty_row(t.spec.label, t.spec.fraction, t.spec.budget_bytes, "error",
-                                                      why), check="replay failed")), {}, stored=False), progress)
-    return finished, [s.label for s in specs if s.label in ran]
+    def lost(item, why: str) -> PointRecord:
+        task = item[1]
+        row = replace(empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why),
+                      check="replay failed")
+        return PointRecord(task.key, task.spec.label, asdict(row), {}, stored=False)
 
-
-def _row_of(spec: PointSpec, solved: SolveRecord, finished: PointRecord | None) -> PointRow:
-    if finished is not None:
-        return PointRow(**finished.row)
-    return PointRow(**solved.row)
+    _run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay")
+    order = {(m.name, s.label): k for k, (m, s) in enumerate((m, s) for m in models for s in m.specs)}
+    return finished, sorted(ran, key=order.get)
 
 
 # --------------------------------------------------------------------------- running tasks
 
 
-def _run_tasks(executor, fn: Callable, tasks: list, done: Callable, lost: Callable, progress) -> None:
-    """Run `fn` over `tasks` on the executor, at most `executor.slots` at a time, calling `done(task, result)` in
-    the sweep process as each ends. A task whose worker process died is tried once more on a fresh pool, then
-    recorded by `lost`."""
-    queue, tries = list(tasks), {id(t): 0 for t in tasks}
+def run_task(fn: Callable, phase: str, task):
+    """What a worker runs: `fn(task)`. (Tests can make the worker running a given point die first, once.)"""
+    hook = os.environ.get(KILL_HOOK, "")
+    if hook == f"{phase}:{task.spec.label}":
+        marker = Path(task.folder) / f".killed-{phase}"
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+    return fn(task)
+
+
+def _run_tasks(executor, fn: Callable, items: list, began: Callable, done: Callable, lost: Callable,
+               board: SweepProgress, phase: str) -> None:
+    """Run `fn` over the tasks of `items` ((model, task) pairs) on the executor, at most `executor.slots` at a
+    time, calling `done(item, result)` in the sweep process as each ends. A task whose worker process died is
+    tried once more (on a fresh pool, locally; Dask reruns it by itself), then recorded by `lost`."""
+    queue, tries = list(items), {id(item): 0 for item in items}
     running: dict = {}
     while queue or running:
         while queue and len(running) < executor.slots:
-            task = queue.pop(0)
-            running[executor.submit(fn, task)] = task
+            item = queue.pop(0)
+            running[executor.submit(_bound(fn, phase), item[1])] = item
+            began(item)
         broken = False
-        for future in sorted(executor.wait_first(running), key=lambda f: tasks.index(running[f])):
-            task = running.pop(future)
+        for future in sorted(executor.wait_first(running), key=lambda f: items.index(running[f])):
+            item = running.pop(future)
             error = future.exception()
             if error is None:
-                done(task, future.result())
+                done(item, future.result())
             elif executor.lost_worker(error):
                 broken = True
-                tries[id(task)] += 1
-                if tries[id(task)] < 2:
-                    queue.insert(0, task)
+                tries[id(item)] += 1
+                if tries[id(item)] < 2:
+                    queue.insert(0, item)
                 else:
-                    done(task, lost(task, f"worker process died twice ({type(error).__name__})"))
+                    done(item, lost(item, f"worker process died twice ({type(error).__name__})"))
             else:
-                done(task, lost(task, f"{type(error).__name__}: {error}"))
+                done(item, lost(item, f"{type(error).__name__}: {error}"))
         if broken:
-            queue = [running.pop(f) for f in list(running)] + queue    # the broken pool took them down too
-            progress(f"a worker process died: running {len(queue)} task(s) again")
+            queue = [running.pop(f) for f in list(running)] + queue    # a broken pool took them down too
+            board.note(f"a worker process died: running {len(queue)} task(s) again")
             executor.renew()
+
+
+@dataclass(frozen=True)
+class _bound:
+    """`run_task(fn, phase, task)` as a picklable one-argument callable."""
+
+    fn: Callable
+    phase: str
+
+    def __call__(self, task):
+        return run_task(self.fn, self.phase, task)
 
 
 # --------------------------------------------------------------------------- reports
@@ -263,17 +375,22 @@ def _run_tasks(executor, fn: Callable, tasks: list, done: Callable, lost: Callab
 
 def write_reports(outdir: Path, rows: list[PointRow], model: str, options: SweepOptions, lower_bound: int,
                   baseline_peak: int) -> list[Path]:
-    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG)."""
+    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep."""
     header = {"model": model, "target": options.target, "baseline_peak_bytes": baseline_peak,
               "lower_bound_bytes": lower_bound, "method": options.solve.method,
               "time_limit": options.solve.backend.time_limit}
-    title = f"# ckpt sweep: {Path(model).name} (target {options.target})\n\n"
     facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
              f"Seconds are wall time and differ run to run.\n\n")
+    written = _write_tables(outdir, rows, header, f"{Path(model).name} (target {options.target})", facts)
+    title = f"{Path(model).name} ({options.target}): replayed peak against recompute cost"
+    return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
+
+
+def _write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "", facts: str = "") -> list[Path]:
+    title = f"# ckpt sweep: {what or ', '.join(header.get('models', []))}\n\n"
     written = []
     for name, text in (("sweep.md", title + facts + markdown_table(rows)), ("sweep.csv", csv_text(rows)),
                        ("sweep.json", json_text(rows, header))):
         atomic_write(outdir / name, text)
         written.append(outdir / name)
-    title = f"{Path(model).name} ({options.target}): replayed peak against recompute cost"
-    return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
+    return written

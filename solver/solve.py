@@ -202,6 +202,8 @@ def _solve(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, i
         if options.objective is Objective.COST else free_run
     if options.objective is Objective.COST:
         heuristic = _cheaper(staged, heuristic, *_fitting(staged, incumbents, options.budget))
+        if heuristic is not None:
+            progress(f"incumbent {_cost(staged, heuristic)} cycles (greedy)")
     if options.method is Method.GREEDY:
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
@@ -228,6 +230,8 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     relaxed = _from_relaxation(staged, floor, budget)
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
     polished, heuristic = _cheaper(staged, polished, relaxed), _cheaper(staged, heuristic, relaxed)
+    if polished is not None and budget is not None:
+        progress(f"incumbent {_cost(staged, polished)} cycles (relaxation and polish)")
     if _meets_floor(staged, polished, floor, options):
         progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, polished, None, _bounded(_heuristic(), _cost(staged, polished), floor.cost,
@@ -291,6 +295,8 @@ def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decision
                         progress, "focused", target)
     if seeded is not None:
         heuristic = _cheaper(staged, heuristic, seeded[1])
+        if heuristic is not None:
+            progress(f"incumbent {_cost(staged, heuristic)} cycles (focused MILP)")
     return heuristic, seeded is None or seeded[0].timed_out
 
 
