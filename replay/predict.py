@@ -41,9 +41,17 @@ def home_blocks(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], out
     return deeploy_bridge.home_blocks(order, graph, inputs, outputs)
 
 
-def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_SETUP.default_mem_level
-                     ) -> dict[str, PredictedLevel]:
-    """The home level of the tiled flow for `seq` on the lowered graph (static + arena)."""
+@dataclass(frozen=True)
+class HomeBlocks:
+    """The blocks Deeploy's tiler will hand its allocator at the home level for a schedule, and the graph I/O
+    among them (resident whatever the schedule does)."""
+
+    blocks: list[Block]
+    io: frozenset[str]           # the blocks' names that are graph inputs or outputs
+
+
+def predicted_home_blocks(lowered: LoweredGraph, seq: Sequence) -> HomeBlocks:
+    """Replay `seq` on the lowered graph as `ckpt replay` does and list the home level's blocks."""
     view = view_of_model(lowered.model)
     plan = plan_replay(view, list(seq))
     rewired = apply_to_model(lowered.model, plan)
@@ -52,9 +60,15 @@ def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_S
     inits = {t.name for t in rewired.graph.initializer}
     inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
     outputs = frozenset(o.name for o in rewired.graph.output)
-    blocks = home_blocks(plan, graph, inputs, outputs)
-    layout = deeploy_bridge.lay_out_home(blocks)
-    step, _ = peak_step(blocks)
-    io = {deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs}
-    activations = sum(b.size for b in blocks if b.first <= step <= b.last and b.name not in io)
+    return HomeBlocks(home_blocks(plan, graph, inputs, outputs),
+                      frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs))
+
+
+def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_SETUP.default_mem_level
+                     ) -> dict[str, PredictedLevel]:
+    """The home level of the tiled flow for `seq` on the lowered graph (static + arena)."""
+    predicted = predicted_home_blocks(lowered, seq)
+    layout = deeploy_bridge.lay_out_home(predicted.blocks)
+    step, _ = peak_step(predicted.blocks)
+    activations = sum(b.size for b in predicted.blocks if b.first <= step <= b.last and b.name not in predicted.io)
     return {home: PredictedLevel(lowered.constant_bytes, layout.size, layout.live_max, activations)}

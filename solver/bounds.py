@@ -39,6 +39,7 @@ import pulp
 
 from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
 from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.milp import BuildTimedOut
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import Span, by_first_reader, placed_exactly
 from ckpt.solver.schedule import Decisions
@@ -199,12 +200,17 @@ class _Relaxation:
     H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
     M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
     answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
+    deadline: float | None = None           # time.perf_counter() by which the build must be done
 
     def solve(self, seconds: float | None, target: float | None = None) -> Bound:
         """The bound this relaxation proves. HiGHS stops early at an answer costing `target` or less (a bound
         that low is proven already); with headroom the answer is all that is wanted, so a looser gap does."""
         began = time.perf_counter()
-        self.build()
+        self.deadline = None if seconds is None else began + seconds
+        try:
+            self.build()
+        except BuildTimedOut:            # the strongest form over every point can take minutes to build
+            return Bound(0.0, tuple(self.points))
         if seconds is not None:          # the build counts against the time given
             seconds -= time.perf_counter() - began
             if seconds <= 0:
@@ -218,9 +224,12 @@ class _Relaxation:
         return Bound(outcome.dual_bound, tuple(self.points))
 
     def build(self) -> None:
+        """The relaxation's constraint families; BuildTimedOut once the deadline passes."""
         for s in range(len(self.points)):
+            self._check_time()
             self._presence(s)
         for s in range(len(self.points)):
+            self._check_time()
             self._needs(s)
             self._fits(s)
         for s in range(1, len(self.points)):
@@ -230,6 +239,10 @@ class _Relaxation:
                 self._fits_while_recomputing(s)
         cost = self.problem.graph.op_cost
         self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
+
+    def _check_time(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BuildTimedOut()
 
     # --- variables ------------------------------------------------------------------------------------
     def _presence(self, s: int) -> None:
@@ -339,7 +352,12 @@ class _Relaxation:
         done: set[int] = set()
         while todo := sorted(i for (q, i) in self.D if q == s and i not in done):
             ops = sorted(i for (q, i) in self.D if q == s)
+            readers: dict[str, list[int]] = {}
+            for r in ops:
+                for x in self.problem.input_buffers[r]:
+                    readers.setdefault(x, []).append(r)
             for i in todo:
+                self._check_time()
                 done.add(i)
                 outputs, inputs = set(g.ops[i].outputs), self.problem.input_buffers[i]
                 terms = [size[y] * self._read_while_recomputing(s, i, y, y in kept) for y in inputs]
@@ -348,10 +366,11 @@ class _Relaxation:
                     skip = outputs | set(inputs)
                     terms += [size[x] * self._made_for_point(s, j, x) for j in ops if j < i
                               for x in g.ops[j].outputs if x in self.at[s + 1] and x not in skip]
-                    terms += [size[x] * v for x, v in self._read_later(s, i, ops, skip).items()]
+                    terms += [size[x] * v for x, v in self._read_later(s, i, ops, skip, readers).items()]
                 self.lp += pulp.lpSum(terms) + p.alloc[i] * self.D[s, i] <= self.budget, f"fits_recompute_{s}_{i}"
 
-    def _read_later(self, s: int, i: int, ops: list[int], skip: set[str]) -> dict[str, pulp.LpVariable]:
+    def _read_later(self, s: int, i: int, ops: list[int], skip: set[str], readers_of: dict[str, list[int]]
+                    ) -> dict[str, pulp.LpVariable]:
         """Buffers a later recompute of a one-stage segment reads, which are there while recompute i runs:
         made by an earlier recompute, or there before the segment and not remade in it. Those still there
         at point s+1 are counted elsewhere (kept, or made for the point)."""
@@ -367,7 +386,7 @@ class _Relaxation:
                     source = 1 - (self.D[s, j] if (s, j) in self.D else 0)
                 else:
                     continue
-                readers = [self.D[s, r] for r in ops if r > i and x in self.problem.input_buffers[r]]
+                readers = [self.D[s, r] for r in readers_of[x] if r > i]
                 name = f"{s}_{i}_{p.tensor_id[x]}"
                 found[x] = pulp.LpVariable(f"V_{name}", lowBound=0, upBound=1)
                 for n, reader in enumerate(readers):

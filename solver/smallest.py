@@ -18,7 +18,8 @@ from ckpt.solver.greedy import greedy
 from ckpt.solver.problem import Problem
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
-PROBE_SECONDS = 2.0      # the relaxation's time per undecided budget
+PROBE_SECONDS = 2.0      # the least time a budget's probe gets (greedy, then the relaxation)
+PROBE_SHARE = 0.25       # ... and the share of the time left it may take: early probes halve the widest range
 
 
 @dataclass(frozen=True)
@@ -40,14 +41,14 @@ def smallest_feasible_budget(staged: TrainGraph, floor: int, seconds: float | No
     decides counts against both), until they meet or the time is up."""
     deadline = math.inf if seconds is None else time.perf_counter() + seconds
     low, high = floor, memory_trace(staged, plain_sequence(staged)).peak_bytes
-    if _fits(staged, low):
+    if _fits(staged, low, min(deadline, time.perf_counter() + _probe_seconds(deadline))):
         return FeasibleRange(low, low)
     problem = Problem(staged)
     verdicts: dict[int, bool | None] = {}
 
     def decide(budget: int) -> bool | None:
         if budget not in verdicts:
-            left = min(PROBE_SECONDS, deadline - time.perf_counter())
+            left = min(_probe_seconds(deadline), deadline - time.perf_counter())
             verdicts[budget] = _decide(staged, problem, budget, left, threads) if left > 0 else None
         return verdicts[budget]
 
@@ -63,15 +64,21 @@ def smallest_feasible_budget(staged: TrainGraph, floor: int, seconds: float | No
     return FeasibleRange(lo + 1 if decide(lo) is False else low, high)
 
 
-def _fits(staged: TrainGraph, budget: int) -> bool:
-    return greedy(staged, budget) is not None
+def _probe_seconds(deadline: float) -> float:
+    return max(PROBE_SECONDS, PROBE_SHARE * (deadline - time.perf_counter()))
+
+
+def _fits(staged: TrainGraph, budget: int, deadline: float) -> bool:
+    """Whether the greedy heuristic fits `budget` by `deadline` (False also when it ran out of time)."""
+    return greedy(staged, budget, deadline=None if math.isinf(deadline) else deadline) is not None
 
 
 def _decide(staged: TrainGraph, problem: Problem, budget: int, seconds: float, threads: int | None) -> bool | None:
     """True: a schedule fits `budget`; False: none can; None: undecided in the time given."""
-    if _fits(staged, budget):
+    began = time.perf_counter()
+    if _fits(staged, budget, began + seconds):
         return True
-    bound = lower_bound(problem, budget, max(seconds, 0.1), threads=threads)
+    bound = lower_bound(problem, budget, max(seconds - (time.perf_counter() - began), 0.1), threads=threads)
     if math.isinf(bound.cost):
         return False
     return True if bound.schedule is not None else None

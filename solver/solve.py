@@ -227,7 +227,7 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         raise _infeasible(options, base, staged, plan, progress)
     # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
     # or from the relaxation's where that is cheaper.
-    relaxed = _from_relaxation(staged, floor, budget)
+    relaxed = _from_relaxation(staged, floor, budget, plan.at())
     polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
     polished, heuristic = _cheaper(staged, polished, relaxed), _cheaper(staged, heuristic, relaxed)
     if polished is not None and budget is not None:
@@ -353,11 +353,13 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, plan
     return outcome, chosen, booked, sizes
 
 
-def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None) -> Decisions | None:
-    """The relaxation's schedule, or its near miss made to fit by the greedy heuristic; polished."""
+def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None
+                     ) -> Decisions | None:
+    """The relaxation's schedule, or its near miss made to fit by the greedy heuristic by `deadline`; polished."""
     if budget is None:
         return None
-    found = floor.schedule or (greedy(staged, budget, start=floor.sketch) if floor.sketch else None)
+    found = floor.schedule or (greedy(staged, budget, start=floor.sketch, deadline=deadline) if floor.sketch
+                               else None)
     return polish(staged, found, budget) if found is not None else None
 
 

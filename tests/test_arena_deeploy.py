@@ -20,12 +20,9 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.solve import solve_model
-from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
-from ckpt.replay.plan import plan_replay
-from ckpt.replay.predict import home_blocks, predicted_levels
+from ckpt.replay.predict import predicted_home_blocks, predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.solve import SolveOptions
 
 pytestmark = [needs_models, pytest.mark.deeploy]
@@ -38,15 +35,8 @@ def _tiled(model, doc: dict, allocator: Allocator = Allocator.CKPT):
 
 
 def _predicted_blocks(lowered, doc: dict) -> set[tuple]:
-    view = view_of_model(lowered.model)
-    plan = plan_replay(view, [tuple(e) for e in doc["seq"]])
-    rewired = apply_to_model(lowered.model, plan)
-    graph = load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
-                       scratch=rewired_scratch(plan, lowered.transients))
-    inits = {t.name for t in rewired.graph.initializer}
-    inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
-    outputs = frozenset(o.name for o in rewired.graph.output)
-    return {(b.name, b.first, b.last, b.size) for b in home_blocks(plan, graph, inputs, outputs)}
+    blocks = predicted_home_blocks(lowered, [tuple(e) for e in doc["seq"]]).blocks
+    return {(b.name, b.first, b.last, b.size) for b in blocks}
 
 
 @pytest.fixture(scope="module")

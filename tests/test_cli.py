@@ -1,15 +1,10 @@
 """The command line as a user meets it: files written, reproducible, and one-line errors."""
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_support import ckpt
 
 from ckpt.examples import write_example
-
-
-def ckpt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -2,19 +2,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_support import ckpt
 
 from ckpt.examples import write_example
 from ckpt.replay.report import ReplayReport
 from ckpt.schedule_file import read_schedule, write_schedule
-
-
-def ckpt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

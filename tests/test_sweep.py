@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from cli_support import ckpt
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.cli import INTERRUPT_HOOK
@@ -21,9 +22,6 @@ from ckpt.replay.report import ReplayReport
 
 SWEEP = ["--target", "none", "--jobs", "2", "--time-limit", "30"]
 
-
-def ckpt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def log_lines(outdir, word):

@@ -3,10 +3,9 @@ including a worker killed in the middle of a point, and sweeps of several models
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_support import ckpt
 from distributed import LocalCluster
 
 from ckpt.budgets.sweep import KILL_HOOK
@@ -15,9 +14,6 @@ from ckpt.examples import write_example
 pytestmark = pytest.mark.slow
 SWEEP = ["--target", "none", "--time-limit", "30"]
 
-
-def ckpt(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, env=env)
 
 
 @pytest.fixture(scope="module")
