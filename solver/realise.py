@@ -10,6 +10,7 @@ The relaxation says which ops run again between two points, not where: an answer
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ckpt.solver import milp
@@ -44,10 +45,18 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
     """The cheapest schedule that recomputes only these ops, or the producers of their inputs, within their
     spans, if one fits the budget. The producers let a chain's input be remade rather than kept (a residual
     CNN at 0.5 needs that); going further up costs ten times the time and found nothing more here."""
+    began = time.perf_counter()
     spans = _with_input_producers(graph, answer)
     allowed = frozenset((t, s.op) for s in spans for t in range(max(s.first, s.op) + 1, s.last + 1))
-    model = milp.build(Problem(graph, only=allowed), budget)
-    outcome = run(model.lp, SolverOptions(name=Backend.HIGHS, time_limit=seconds, gap=1e-6, threads=threads))
+    problem = Problem(graph, only=allowed)
+    try:   # the model's build counts against the time given: on big graphs it takes longer than the solve
+        model = milp.build(problem, budget, deadline=None if seconds is None else began + seconds)
+    except milp.BuildTimedOut:
+        return None
+    left = None if seconds is None else seconds - (time.perf_counter() - began)
+    if left is not None and left <= 0:
+        return None
+    outcome = run(model.lp, SolverOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads))
     if not outcome.has_answer:
         return None
     return Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))

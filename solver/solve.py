@@ -10,8 +10,8 @@ says which (`space`).
 
 Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The lower bound runs
 until 80% of it, the focused model until 90%, the exact model until the end; what a stage leaves goes to the
-next, and no stage starts with less than half a second left. A HiGHS run stops at its own deadline; the
-overshoot is the time to build and read one model.
+next, and no stage starts with less than half a second left (a model run: more, by its size, for the handover
+to HiGHS). Model builds stop at their stage's deadline; a HiGHS run stops at its own.
 """
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ GREEDY_UNTIL = 0.25      # the greedy heuristic (seconds on big graphs): a start
 BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
+HANDOVER_SECONDS_PER_VARIABLE = 4e-5   # handing a built model to HiGHS and reading its answer back
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,10 @@ class TimePlan:
         """Seconds left until `until` of the limit (None: no limit)."""
         return None if self.limit is None else max(0.0, self.start + until * self.limit - time.perf_counter())
 
-    def allows(self, until: float = 1.0) -> bool:
+    def allows(self, until: float = 1.0, overhead: float = 0.0) -> bool:
+        """Whether a stage that needs `overhead` seconds before it does any work can still start."""
         left = self.left(until)
-        return left is None or left >= MIN_STAGE_SECONDS
+        return left is None or left >= MIN_STAGE_SECONDS + overhead
 
     def at(self, until: float = 1.0) -> float | None:
         """The time.perf_counter() of that deadline (None: no limit)."""
@@ -333,10 +335,11 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, plan
     except milp.BuildTimedOut:
         progress(f"{label} MILP: not built in the time left")
         return None
-    if not plan.allows(until):
+    sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
+    if not plan.allows(until, overhead=sizes[0] * HANDOVER_SECONDS_PER_VARIABLE):
+        progress(f"{label} MILP: built, but too little time left to run it")
         return None
     backend = plan.backend(options.backend, until)
-    sizes = (len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
     limit = f", {backend.time_limit:.1f} s left" if backend.time_limit is not None else ""
     progress(f"{label} MILP: {sizes[0]} variables ({sizes[2]} before pruning), {sizes[1]} constraints{limit}")
     warm = None
