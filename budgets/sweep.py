@@ -198,8 +198,9 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
                           model.base.graph_order_peak)
     return SweepResult(model.store.root, rows, mine_ran, [label for label in labels if label not in mine_ran],
                        model.base.lower_bound, model.base.graph_order_peak, files, stages,
-                       time.perf_counter() - start, {label: finished[model.name, label].stage_seconds
-                                                     for label in mine_ran})
+                       time.perf_counter() - start,
+                       {label: {**finished[model.name, label].stage_seconds, "solve": solved[model.name, label].seconds}
+                        for label in mine_ran})
 
 
 # --------------------------------------------------------------------------- phase 1: solve
