@@ -11,7 +11,8 @@ says which (`space`).
 Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The lower bound runs
 until 80% of it, the focused model until 90%, the exact model until the end; what a stage leaves goes to the
 next, and no stage starts with less than half a second left (a model run: more, by its size, for the handover
-to HiGHS). Model builds stop at their stage's deadline; a HiGHS run stops at its own.
+to HiGHS). Model builds stop at their stage's deadline; a HiGHS run stops at its own, checked only now and then,
+so every deadline keeps a share of the limit in reserve for that overrun.
 """
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answe
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
 HANDOVER_SECONDS_PER_VARIABLE = 4e-5   # handing a built model to HiGHS and reading its answer back
+RESERVE_SHARE = 0.05     # kept back from every deadline: a HiGHS run checks its time limit only now and then
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class TimePlan:
 
     def left(self, until: float = 1.0) -> float | None:
         """Seconds left until `until` of the limit (None: no limit)."""
-        return None if self.limit is None else max(0.0, self.start + until * self.limit - time.perf_counter())
+        deadline = self.at(until)
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
     def allows(self, until: float = 1.0, overhead: float = 0.0) -> bool:
         """Whether a stage that needs `overhead` seconds before it does any work can still start."""
@@ -113,7 +116,7 @@ class TimePlan:
 
     def at(self, until: float = 1.0) -> float | None:
         """The time.perf_counter() of that deadline (None: no limit)."""
-        return None if self.limit is None else self.start + until * self.limit
+        return None if self.limit is None else self.start + until * (1 - RESERVE_SHARE) * self.limit
 
     def backend(self, options: SolverOptions, until: float = 1.0) -> SolverOptions:
         return replace(options, time_limit=self.left(until))

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import onnx
@@ -228,3 +229,47 @@ def test_ctrl_c_in_replay_exits_130_and_leaves_no_folder(mlp, schedule, tmp_path
                         "running the replayed order")
     assert done.returncode == 130 and "interrupted" in one_line(done.stderr)
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- concurrent and leftover work
+HOLD_LOCK = """
+import fcntl, os, sys, time
+handle = open(sys.argv[1], "a+")
+fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+handle.truncate(0); handle.write(f"{os.getpid()}\\n"); handle.flush()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(capsys, mlp, tmp_path):
+    """Another live sweep holds the folder's lock: refused before any work, its process id named, nothing written."""
+    outdir = tmp_path / "sweep"
+    outdir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(outdir / "sweep.lock")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, _, err = run(capsys, "sweep", "--model", str(mlp), "--target", "none", "-o", str(outdir))
+        assert code == 1 and f"another sweep (process {holder.pid})" in one_line(err)
+        assert sorted(p.name for p in outdir.iterdir()) == ["sweep.lock"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.deeploy
+def test_deeploy_scratch_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
+    """What an interrupted run left in the temp folder goes at the next run; a running process's scratch stays,
+    and so does anything not named as ckpt's."""
+    from ckpt.deeploy_bridge.pipeline import SCRATCH_PREFIX, remove_stale_scratch  # Deeploy: this test only
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{SCRATCH_PREFIX}{int(gone.stdout)}_abc"
+    live = tmp_path / f"{SCRATCH_PREFIX}{os.getpid()}_abc"
+    other = tmp_path / "user_folder"
+    for folder in (dead, live, other):
+        (folder / "code").mkdir(parents=True)
+        (folder / "code" / "main.c").write_text("int main;\n")
+    assert remove_stale_scratch() == [dead]
+    assert not dead.exists() and live.is_dir() and (other / "code" / "main.c").is_file()
