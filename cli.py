@@ -21,6 +21,7 @@ import click
 
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow
 from ckpt.errors import CkptError, ExitCode
+from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ALLOCATORS = [a.value for a in Allocator]
@@ -98,21 +99,21 @@ def cli() -> None:
               help="The deployment --budget is checked on: non-tiled (the first-fit heap) or tiled (the live peak; "
                    "the arena is reported) [default: tiled for a Deeploy target, non-tiled for none].")
 @click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
-@click.option("--objective", type=click.Choice(["cost", "peak"]), default="cost", show_default=True,
+@click.option("--objective", type=click.Choice(values(Objective)), default=Objective.COST.value, show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
 @click.option("--cost-cap", type=click.IntRange(min=0), default=None,
               help="With --objective peak: most recompute cycles to spend.")
-@click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
-@click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
+@click.option("--method", type=click.Choice(values(Method)), default=Method.MILP.value, show_default=True)
+@click.option("--solver", type=click.Choice(values(Backend)), default=Backend.HIGHS.value, show_default=True)
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True,
               help="Seconds for the whole solve (wall clock).")
 @click.option("--gap", type=FiniteFloat(min=0, max=1, max_open=True), default=1e-4, show_default=True,
               help="Relative optimality gap to stop at.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Solver threads [default: 1, which makes the answer independent of the machine and its load].")
-@click.option("--order", type=click.Choice(["minmem", "graph"]), default="minmem", show_default=True,
+@click.option("--order", type=click.Choice(values(StageOrder)), default=StageOrder.MINMEM.value, show_default=True,
               help="Stage order: a memory-minimising topological order, or the graph's own.")
-@click.option("--views", type=click.Choice(["remade", "fixed"]), default="remade", show_default=True,
+@click.option("--views", type=click.Choice(values(Views)), default=Views.REMADE.value, show_default=True,
               help="Views (Reshape-like, free) re-made where they are read, or made once: the larger space is the "
                    "default; a proof is relative to the space chosen.")
 @click.option("--costs", "cost_file", default=None, help="JSON of per-op-type cost coefficients.")
@@ -287,8 +288,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
               help="Run the points on a Dask cluster through its scheduler (workers: ckpt installed, --nthreads 1, "
                    "the sweep folder on a shared filesystem).")
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
-@click.option("--method", type=click.Choice(["milp", "greedy"]), default="milp", show_default=True)
-@click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs", show_default=True)
+@click.option("--method", type=click.Choice(values(Method)), default=Method.MILP.value, show_default=True)
+@click.option("--solver", type=click.Choice(values(Backend)), default=Backend.HIGHS.value, show_default=True)
 @click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
               help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
                    "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")

@@ -19,11 +19,7 @@ import highspy
 import pulp
 
 from ckpt.errors import CkptError
-
-
-class Backend(StrEnum):
-    HIGHS = "highs"
-    CBC = "cbc"
+from ckpt.solver.options import Backend
 
 
 class RunStatus(StrEnum):

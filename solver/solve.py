@@ -30,6 +30,7 @@ from ckpt.solver.canonical import canonical
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy, holds_two_versions, polish
 from ckpt.solver.heap import heap_bytes
+from ckpt.solver.options import Focus, Method, Objective, StageOrder, Views
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
@@ -43,32 +44,6 @@ class Status(StrEnum):
     OPTIMAL = "optimal"        # within the gap tolerance of a proven lower bound
     FEASIBLE = "feasible"      # a solver's schedule, with a gap to the best bound
     HEURISTIC = "heuristic"    # a heuristic's schedule
-
-
-class Method(StrEnum):
-    MILP = "milp"
-    GREEDY = "greedy"
-
-
-class Objective(StrEnum):
-    COST = "cost"              # the cheapest schedule under the budget
-    PEAK = "peak"              # the lowest peak under the cost cap
-
-
-class StageOrder(StrEnum):
-    MINMEM = "minmem"          # a memory-minimising list order
-    GRAPH = "graph"            # the graph's own order
-
-
-class Views(StrEnum):
-    REMADE = "remade"          # re-made (free) where they are read: solver.views
-    FIXED = "fixed"            # made once, where the stage order makes them
-
-
-class Focus(StrEnum):
-    SEED = "seed"              # a model restricted to stages where a reader may run seeds the exact one
-    ONLY = "only"              # the restricted model alone (it can cut off the optimum)
-    OFF = "off"
 
 
 GREEDY_UNTIL = 0.25      # the greedy heuristic (seconds on big graphs): a start, not a proof
