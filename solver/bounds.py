@@ -39,7 +39,7 @@ import pulp
 
 from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
 from ckpt.solver.greedy import holds_two_versions
-from ckpt.solver.milp import BuildTimedOut
+from ckpt.solver.milp import BuildTimedOut, stop_if_past
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import Span, by_first_reader, placed_exactly
 from ckpt.solver.schedule import Decisions
@@ -226,10 +226,10 @@ class _Relaxation:
     def build(self) -> None:
         """The relaxation's constraint families; BuildTimedOut once the deadline passes."""
         for s in range(len(self.points)):
-            self._check_time()
+            stop_if_past(self.deadline)
             self._presence(s)
         for s in range(len(self.points)):
-            self._check_time()
+            stop_if_past(self.deadline)
             self._needs(s)
             self._fits(s)
         for s in range(1, len(self.points)):
@@ -239,10 +239,6 @@ class _Relaxation:
                 self._fits_while_recomputing(s)
         cost = self.problem.graph.op_cost
         self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
-
-    def _check_time(self) -> None:
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise BuildTimedOut()
 
     # --- variables ------------------------------------------------------------------------------------
     def _presence(self, s: int) -> None:
@@ -357,7 +353,7 @@ class _Relaxation:
                 for x in self.problem.input_buffers[r]:
                     readers.setdefault(x, []).append(r)
             for i in todo:
-                self._check_time()
+                stop_if_past(self.deadline)
                 done.add(i)
                 outputs, inputs = set(g.ops[i].outputs), self.problem.input_buffers[i]
                 terms = [size[y] * self._read_while_recomputing(s, i, y, y in kept) for y in inputs]

@@ -20,6 +20,12 @@ class BuildTimedOut(Exception):
     """The model was not finished by the deadline given to `build` (big graphs take seconds to build)."""
 
 
+def stop_if_past(deadline: float | None) -> None:
+    """Raise BuildTimedOut once `deadline` (time.perf_counter()) has passed: model builds call it between steps."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BuildTimedOut()
+
+
 @dataclass
 class Model:
     problem: Problem
@@ -32,8 +38,7 @@ class Model:
     peak: pulp.LpVariable | None = None
 
     def check_time(self) -> None:
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise BuildTimedOut()
+        stop_if_past(self.deadline)
 
     def r(self, t: int, i: int):
         return 1 if i == t else self.R.get((t, i), 0)
