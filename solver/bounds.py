@@ -39,6 +39,7 @@ import pulp
 
 from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
 from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.linear import at_least, at_most
 from ckpt.solver.milp import BuildTimedOut, stop_if_past
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import Span, by_first_reader, placed_exactly
@@ -286,8 +287,8 @@ class _Relaxation:
             name = f"{s}_{p.tensor_id[x]}"
             self.H[s, x] = pulp.LpVariable(f"H_{name}", lowBound=0, upBound=1)
             before = self.K[s, x] if (s, x) in self.K else 1   # made by op t_s itself: there at the point
-            self.lp += self.H[s, x] >= before + self.K[s + 1, x] - 1 - self._recompute(s, p.producer(x)), \
-                f"held_{name}"
+            self.lp += at_least([(1, self.H[s, x]), (-1, before), (-1, self.K[s + 1, x]),
+                                 (1, self._recompute(s, p.producer(x)))], -1, f"held_{name}")
         return self.H[s, x]
 
     # --- constraint families ----------------------------------------------------------------------------
@@ -356,14 +357,15 @@ class _Relaxation:
                 stop_if_past(self.deadline)
                 done.add(i)
                 outputs, inputs = set(g.ops[i].outputs), self.problem.input_buffers[i]
-                terms = [size[y] * self._read_while_recomputing(s, i, y, y in kept) for y in inputs]
-                terms += [size[x] * self._held(s, x) for x in kept if x not in outputs]
+                terms = [(size[y], self._read_while_recomputing(s, i, y, y in kept)) for y in inputs]
+                terms += [(size[x], self._held(s, x)) for x in kept if x not in outputs]
                 if in_order:
                     skip = outputs | set(inputs)
-                    terms += [size[x] * self._made_for_point(s, j, x) for j in ops if j < i
+                    terms += [(size[x], self._made_for_point(s, j, x)) for j in ops if j < i
                               for x in g.ops[j].outputs if x in self.at[s + 1] and x not in skip]
-                    terms += [size[x] * v for x, v in self._read_later(s, i, ops, skip, readers).items()]
-                self.lp += pulp.lpSum(terms) + p.alloc[i] * self.D[s, i] <= self.budget, f"fits_recompute_{s}_{i}"
+                    terms += [(size[x], v) for x, v in self._read_later(s, i, ops, skip, readers).items()]
+                terms.append((p.alloc[i], self.D[s, i]))
+                self.lp += at_most(terms, self.budget, f"fits_recompute_{s}_{i}")
 
     def _read_later(self, s: int, i: int, ops: list[int], skip: set[str], readers_of: dict[str, list[int]]
                     ) -> dict[str, pulp.LpVariable]:
@@ -377,23 +379,25 @@ class _Relaxation:
                     continue
                 j, there = p.producer(x), self.K.get((s + 1, x), 0)
                 if j in ops and j < i:
-                    source = self.D[s, j]
+                    source = [(1, self.D[s, j])]
                 elif (s, x) in self.K or j == self.points[s]:
-                    source = 1 - (self.D[s, j] if (s, j) in self.D else 0)
+                    source = [(1, 1), (-1, self.D.get((s, j), 0))]
                 else:
                     continue
                 readers = [self.D[s, r] for r in readers_of[x] if r > i]
                 name = f"{s}_{i}_{p.tensor_id[x]}"
                 found[x] = pulp.LpVariable(f"V_{name}", lowBound=0, upBound=1)
                 for n, reader in enumerate(readers):
-                    self.lp += found[x] >= source + reader - 1 - there, f"read_later_{name}_{n}"
+                    self.lp += at_least([(1, found[x]), *((-c, v) for c, v in source), (-1, reader), (1, there)],
+                                        -1, f"read_later_{name}_{n}")
         return found
 
     def _read_while_recomputing(self, s: int, i: int, y: str, kept: bool) -> pulp.LpVariable:
         """1 when recompute i of segment s runs and its input y is not counted as kept through the segment."""
         name = f"{s}_{i}_{self.problem.tensor_id[y]}"
         z = pulp.LpVariable(f"Z_{name}", lowBound=0, upBound=1)
-        self.lp += z >= self.D[s, i] - (self._held(s, y) if kept else 0), f"input_held_{name}"
+        self.lp += at_least([(1, z), (-1, self.D[s, i]), (1, self._held(s, y) if kept else 0)], 0,
+                            f"input_held_{name}")
         return z
 
     def _made_for_point(self, s: int, j: int, x: str) -> pulp.LpVariable:
@@ -401,7 +405,8 @@ class _Relaxation:
         name = f"{s}_{j}_{self.problem.tensor_id[x]}"
         if (s, x) not in self.M:
             self.M[s, x] = pulp.LpVariable(f"M_{name}", lowBound=0, upBound=1)
-            self.lp += self.M[s, x] >= self.D[s, j] + self.K[s + 1, x] - 1, f"made_for_point_{name}"
+            self.lp += at_least([(1, self.M[s, x]), (-1, self.D[s, j]), (-1, self.K[s + 1, x])], -1,
+                                f"made_for_point_{name}")
         return self.M[s, x]
 
     def _made_before_next_point(self, s: int) -> None:

@@ -68,14 +68,15 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, bud
         added = _with_chain(graph, decisions, result, seq, stage, producer, reader_stage)
         if not added:
             continue
+        cost = Decisions(added).cost(graph)
+        if cost and now / cost <= best_score:
+            continue              # even removing all the excess would not beat the best try: skip the replay
         trial = Decisions(decisions.recomputes | added)
         trial_seq = trial.sequence(graph)
-        if holds_two_versions(graph, trial, trial_seq):
-            continue
         new = memory_trace(graph, trial_seq)
         gain = now - excess(new, budget)
-        cost = Decisions(added).cost(graph)
-        if gain > 0 and gain / cost > best_score:
+        # the space check after the score: it is the dearer test, and only a better try needs it
+        if gain > 0 and gain / cost > best_score and not holds_two_versions(graph, trial, trial_seq):
             best, best_score = (trial, new), gain / cost
     return best
 

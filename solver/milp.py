@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pulp
 
 from ckpt.solver.accounting import all_levels, decision_terms, stage_points
+from ckpt.solver.linear import at_least, at_most, equal
 from ckpt.solver.problem import Problem
 
 
@@ -142,11 +143,13 @@ def _free_after_last_use(m: Model) -> None:
         if n_free % 4096 == 0:
             m.check_time()
         later = [m.r(t, j) for j in p.free_points(e) if k < j <= t]
-        m.lp += var <= m.r(t, k), f"free_runs_{t}_{p.tensor_id[e]}_{k}"
-        m.lp += var <= 1 - m.s(t + 1, e), f"free_dropped_{t}_{p.tensor_id[e]}_{k}"
+        runs, kept, name = m.r(t, k), m.s(t + 1, e), f"{t}_{p.tensor_id[e]}_{k}"
+        m.lp += at_most([(1, var), (-1, runs)], 0, f"free_runs_{name}")                   # var <= r
+        m.lp += at_most([(1, var), (1, kept)], 1, f"free_dropped_{name}")                 # var <= 1 - s
         for n, later_run in enumerate(later):
-            m.lp += var <= 1 - later_run, f"free_last_{t}_{p.tensor_id[e]}_{k}_{n}"
-        m.lp += var >= m.r(t, k) - m.s(t + 1, e) - pulp.lpSum(later), f"free_forced_{t}_{p.tensor_id[e]}_{k}"
+            m.lp += at_most([(1, var), (1, later_run)], 1, f"free_last_{name}_{n}")      # var <= 1 - later
+        m.lp += at_least([(1, var), (-1, runs), (1, kept), *((1, j) for j in later)], 0,  # var >= r - s - later
+                         f"free_forced_{name}")
 
 
 def _memory(m: Model, budget: int | None) -> None:
@@ -162,8 +165,8 @@ def _memory(m: Model, budget: int | None) -> None:
         for k, change in stage_points(p, t, m.r, m.s, m.free):
             u = pulp.LpVariable(f"U_{t}_{k}", lowBound=0)
             m.U[t, k] = u
-            m.lp += u == (change if previous is None else previous + change), f"level_{t}_{k}"
-            m.lp += u <= limit, f"budget_{t}_{k}"
+            m.lp += equal([(1, u), (-1, change), (-1, 0 if previous is None else previous)], 0, f"level_{t}_{k}")
+            m.lp += at_most([(1, u), (-1, limit)], 0, f"budget_{t}_{k}")
             previous = u
 
 
