@@ -287,7 +287,7 @@ class _Relaxation:
             name = f"{s}_{p.tensor_id[x]}"
             self.H[s, x] = pulp.LpVariable(f"H_{name}", lowBound=0, upBound=1)
             before = self.K[s, x] if (s, x) in self.K else 1   # made by op t_s itself: there at the point
-            self.lp += at_least([(1, self.H[s, x]), (-1, before), (-1, self.K[s + 1, x]),
+            self.lp += at_least([(1, self.H[s, x]), (-1, before), (-1, self.K[s + 1, x]),   # H >= before + K' - 1 - D
                                  (1, self._recompute(s, p.producer(x)))], -1, f"held_{name}")
         return self.H[s, x]
 
@@ -379,9 +379,9 @@ class _Relaxation:
                     continue
                 j, there = p.producer(x), self.K.get((s + 1, x), 0)
                 if j in ops and j < i:
-                    source = [(1, self.D[s, j])]
+                    source = [(1, self.D[s, j])]                           # made by recompute j
                 elif (s, x) in self.K or j == self.points[s]:
-                    source = [(1, 1), (-1, self.D.get((s, j), 0))]
+                    source = [(1, 1), (-1, self.D.get((s, j), 0))]         # 1 - D: there before, not remade
                 else:
                     continue
                 readers = [self.D[s, r] for r in readers_of[x] if r > i]
@@ -389,7 +389,7 @@ class _Relaxation:
                 found[x] = pulp.LpVariable(f"V_{name}", lowBound=0, upBound=1)
                 for n, reader in enumerate(readers):
                     self.lp += at_least([(1, found[x]), *((-c, v) for c, v in source), (-1, reader), (1, there)],
-                                        -1, f"read_later_{name}_{n}")
+                                        -1, f"read_later_{name}_{n}")    # V >= source + reader - 1 - there
         return found
 
     def _read_while_recomputing(self, s: int, i: int, y: str, kept: bool) -> pulp.LpVariable:
@@ -397,7 +397,7 @@ class _Relaxation:
         name = f"{s}_{i}_{self.problem.tensor_id[y]}"
         z = pulp.LpVariable(f"Z_{name}", lowBound=0, upBound=1)
         self.lp += at_least([(1, z), (-1, self.D[s, i]), (1, self._held(s, y) if kept else 0)], 0,
-                            f"input_held_{name}")
+                            f"input_held_{name}")                        # Z >= D - H
         return z
 
     def _made_for_point(self, s: int, j: int, x: str) -> pulp.LpVariable:
@@ -406,7 +406,7 @@ class _Relaxation:
         if (s, x) not in self.M:
             self.M[s, x] = pulp.LpVariable(f"M_{name}", lowBound=0, upBound=1)
             self.lp += at_least([(1, self.M[s, x]), (-1, self.D[s, j]), (-1, self.K[s + 1, x])], -1,
-                                f"made_for_point_{name}")
+                                f"made_for_point_{name}")                # M >= D + K' - 1
         return self.M[s, x]
 
     def _made_before_next_point(self, s: int) -> None:
