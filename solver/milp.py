@@ -16,6 +16,8 @@ from ckpt.solver.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.linear import at_least, at_most, equal
 from ckpt.solver.problem import Problem
 
+CHECK_EVERY = 4096   # rows between two looks at the clock in the longest families (a look costs a system call)
+
 
 class BuildTimedOut(Exception):
     """The model was not finished by the deadline given to `build` (big graphs take seconds to build)."""
@@ -79,12 +81,15 @@ def build(problem: Problem, budget: int | None, cost_cap: int | None = None, dea
 def _decisions(m: Model) -> None:
     p = m.problem
     for i in range(p.n):
+        m.check_time()
         for t in p.recompute_stages(i):
             m.R[t, i] = pulp.LpVariable(f"R_{t}_{i}", cat="Binary")
     for x in p.buffers + p.pins:
+        m.check_time()
         for t in p.retain_stages(x):
             m.S[t, x] = pulp.LpVariable(f"S_{t}_{p.tensor_id[x]}", cat="Binary")
     for e in p.buffers:
+        m.check_time()
         for t in p.present_stages(e):
             for k in p.free_points(e):
                 if k < t and (t, k) in m.R:
@@ -96,6 +101,7 @@ def _dependencies(m: Model) -> None:
     p, g = m.problem, m.problem.graph
     tracked = set(p.buffers) | set(p.pins)
     for j in range(p.n):
+        m.check_time()
         inputs = [x for x in dict.fromkeys(g.ops[j].inputs) if x in tracked]
         for t in [j, *p.recompute_stages(j)]:
             for x in inputs:
@@ -110,7 +116,9 @@ def _dependencies(m: Model) -> None:
 def _retention_needs_a_source(m: Model) -> None:
     """A buffer is carried into t+1 only if it was there in t: carried in, or (re)computed in t."""
     p = m.problem
-    for (t, x), var in m.S.items():
+    for n, ((t, x), var) in enumerate(m.S.items()):
+        if n % CHECK_EVERY == 0:
+            m.check_time()
         made = p.producer(x)
         if t - 1 == made:
             continue
@@ -131,7 +139,9 @@ def _pins_hold_their_buffer(m: Model) -> None:
 def _one_version_at_a_time(m: Model) -> None:
     """Recomputing a buffer that was carried in would hold two versions: carry it or recompute it, not both."""
     p = m.problem
-    for (t, e), var in m.S.items():
+    for n, ((t, e), var) in enumerate(m.S.items()):
+        if n % CHECK_EVERY == 0:
+            m.check_time()
         if e in p.buffers and (t, p.producer(e)) in m.R:
             m.lp += var + m.R[t, p.producer(e)] <= 1, f"onever_{t}_{p.tensor_id[e]}"
 
@@ -140,7 +150,7 @@ def _free_after_last_use(m: Model) -> None:
     """F[t,e,k] = 1 exactly when k runs in t, no later reader of e runs in t, and e is not carried on."""
     p = m.problem
     for n_free, ((t, e, k), var) in enumerate(m.F.items()):
-        if n_free % 4096 == 0:
+        if n_free % CHECK_EVERY == 0:
             m.check_time()
         later = [m.r(t, j) for j in p.free_points(e) if k < j <= t]
         runs, kept, name = m.r(t, k), m.s(t + 1, e), f"{t}_{p.tensor_id[e]}_{k}"
