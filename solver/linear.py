@@ -14,9 +14,10 @@ Item = pulp.LpVariable | pulp.LpAffineExpression | int | float
 Term = tuple[float, Item]
 
 
-def affine(terms: Iterable[Term], constant: float = 0.0) -> pulp.LpAffineExpression:
-    """sum(coefficient * item) + constant, as one expression."""
+def affine(terms: Iterable[Term]) -> pulp.LpAffineExpression:
+    """sum(coefficient * item), as one expression (numbers among the items go to its constant)."""
     coefficients: dict[pulp.LpVariable, float] = {}
+    constant = 0.0
     for coefficient, item in terms:
         if isinstance(item, pulp.LpVariable):
             coefficients[item] = coefficients.get(item, 0) + coefficient

@@ -16,7 +16,7 @@ from ckpt.solver.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.linear import at_least, at_most, equal
 from ckpt.solver.problem import Problem
 
-CHECK_EVERY = 4096   # rows between two looks at the clock in the longest families (a look costs a system call)
+CHECK_EVERY = 4096   # iterations between two looks at the clock in the families that loop over every row
 
 
 class BuildTimedOut(Exception):
