@@ -35,7 +35,8 @@ class Collapsed:
         views = {t for i in gone for t in g.ops[i].outputs}
         ops = tuple(Op(op.name, op.op_type, tuple(dict.fromkeys(g.root(t) if t in views else t for t in op.inputs)),
                        op.outputs) for i, op in enumerate(g.ops) if i not in gone)
-        aliases = {t: s for t, s in g.aliases.items() if t not in views}
+        # a view that stays, made from one taken out, is made from that one's root now
+        aliases = {t: g.root(s) if s in views else s for t, s in g.aliases.items() if t not in views}
         costs = {op.name: g.op_cost[op.name] for op in ops}
         return replace(g, ops=ops, aliases=aliases, op_cost=costs)
 
