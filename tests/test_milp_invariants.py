@@ -1,7 +1,7 @@
 """The MILP books exactly what the replay uses: sound (never under) and tight (equal, stage by stage)."""
 import pulp
 import pytest
-from graphs import chain, random_graphs
+from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -139,3 +139,25 @@ def test_polish_only_drops_recomputes_the_budget_does_not_need(graph, picks):
     for key in polished.recomputes:   # nothing left that could go on its own
         rest = Decisions(polished.recomputes - {key})
         assert holds_two_versions(graph, rest) or memory_trace(graph, rest.sequence(graph)).peak_bytes > budget
+
+
+def test_a_view_with_scratch_made_from_a_remade_view_keeps_its_buffer():
+    """A view op with scratch stays in the graph the solver sees, while the view it is made from is taken out
+    (re-made where read): what it reads is that view's root buffer, which it keeps alive as before (hypothesis
+    found the solver booking that buffer as dead, and a schedule 4 B over the budget)."""
+    spec = [("n0", "Op", ["x"], ["t0"]), ("n4", "Op", ["x"], ["t4", "t4b"]),
+            ("n5", "Reshape", ["t0"], ["v5"]), ("n6", "Reshape", ["v5"], ["v6"]),
+            ("n7", "Op", ["t4", "v6"], ["t7"]), ("upd", "SGD", ["w", "t7"], ["w_new"])]
+    sizes = {"x": 4, "w": 4, "t0": 4, "t4": 4, "t4b": 8, "v5": 4, "v6": 4, "t7": 4, "w_new": 4}
+    graph = make_graph(spec, sizes, {"x", "w", "w_new"}, {"v5": "t0", "v6": "v5", "w_new": "w"},
+                       scratch={"n6": 4})
+    views = collapsed(graph)
+    assert [graph.ops[i].name for i in views.view_ops] == ["n5"]
+    assert views.without_views.root("v6") == "t0"
+    base = baselines(graph)
+    for budget in range(base.lower_bound, base.min_memory_peak + 1, 4):
+        try:
+            result = solve(graph, SolveOptions(budget=budget, backend=EXACT))
+        except InfeasibleBudget:
+            continue
+        assert_sound_and_tight(graph, result, budget)
