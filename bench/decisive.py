@@ -6,7 +6,8 @@ an MLP and a residual CNN), every budget from the single-op floor to 1.0 of the 
   optimal      a schedule proven optimal in the space
   infeasible   proven: no schedule of the space fits (below the floor, or the relaxation has no answer)
   other        anything else (a schedule not proven optimal, or no schedule and no proof)
-Prints one table per graph (budget, status, cost, seconds) and a summary: cells per status, the slowest cell.
+Prints one table per graph (budget, status, cost, gap to the proven bound, seconds) and a summary: cells per
+status, the largest gap left, the slowest cell.
 --load N runs N more copies of this benchmark at once (their output discarded), so the timings are taken
 under that load; the answers must not change (the costs are compared with the run alone when --compare
 names its output).
@@ -48,14 +49,19 @@ def graph_of(name: str, scratch: Path):
     return load_for_target(folder, "none").graph
 
 
-def cell(graph, budget: int, limit: float) -> tuple[str, int | None, float]:
+def cell(graph, budget: int, limit: float) -> tuple[str, int | None, float | None, float]:
+    """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds."""
     start = time.perf_counter()
     try:
         result = solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)))
     except InfeasibleBudget as err:
-        return ("infeasible" if err.proven else "other"), None, time.perf_counter() - start
+        return ("infeasible" if err.proven else "other"), None, None, time.perf_counter() - start
     status = "optimal" if result.status is Status.OPTIMAL else "other"
-    return status, result.recompute_cost, time.perf_counter() - start
+    return status, result.recompute_cost, result.gap, time.perf_counter() - start
+
+
+def gap_text(gap: float | None) -> str:
+    return "-" if gap is None else f"{100 * gap:.2f}%"
 
 
 def main() -> int:
@@ -79,20 +85,22 @@ def main() -> int:
             fractions = [round(k * args.step, 4) for k in range(max(first - 1, 0), int(round(1 / args.step)) + 1)]
             print(f"\n### {name}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, floor "
                   f"{base.lower_bound} B ({base.lower_bound / base.graph_order_peak:.3f}), load {args.load}")
-            print("| budget | bytes | status | cost | s |\n|---|---|---|---|---|", flush=True)
+            print("| budget | bytes | status | cost | gap | s |\n|---|---|---|---|---|---|", flush=True)
             for fraction in fractions:
                 budget = int(fraction * base.graph_order_peak)
-                status, cost, seconds = cell(graph, budget, args.time_limit)
-                cells.append({"graph": name, "fraction": fraction, "status": status, "cost": cost,
+                status, cost, gap, seconds = cell(graph, budget, args.time_limit)
+                cells.append({"graph": name, "fraction": fraction, "status": status, "cost": cost, "gap": gap,
                               "seconds": round(seconds, 2)})
-                print(f"| {fraction:.2f} | {budget} | {status} | {'-' if cost is None else cost} | {seconds:.1f} |",
-                      flush=True)
+                print(f"| {fraction:.2f} | {budget} | {status} | {'-' if cost is None else cost} | {gap_text(gap)} "
+                      f"| {seconds:.1f} |", flush=True)
     for process in others:
         process.kill()
     counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("optimal", "infeasible", "other")}
     slowest = max(cells, key=lambda c: c["seconds"])
+    others = [c for c in cells if c["status"] == "other" and c["cost"] is not None]
+    worst = max((c["gap"] for c in others if c["gap"] is not None), default=None)
     print(f"\n{len(cells)} cells: {counts['optimal']} optimal, {counts['infeasible']} proven infeasible, "
-          f"{counts['other']} other; slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
+          f"{counts['other']} other ({len(others)} with a schedule, largest gap {gap_text(worst)}); slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
           f"{slowest['seconds']:.1f} s; wall {time.perf_counter() - started:.0f} s with {args.load} other cop(ies)")
     if args.json:
         Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")

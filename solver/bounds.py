@@ -74,19 +74,48 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
                 joint: int = 8, threads: int | None = 1) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first), then the `joint` strongest points together, growing by the stages where the answer's realised
-    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost). HiGHS runs on
-    `threads` (see backends: one thread keeps the answer independent of the machine)."""
+    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost), or once a realised
+    answer fits and costs what the bound proves (often the case at the strongest single point, so a graph
+    with hundreds of binding points need not wait for all of them). HiGHS runs on `threads` (see backends:
+    one thread keeps the answer independent of the machine)."""
     deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
-    best, singles = Bound(0.0, ()), []
+    best, singles, found = Bound(0.0, ()), [], _Found()
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
-            return best
-        found = point_bound(problem, budget, [t], _limit(deadline), threads=deadline.threads)
-        singles.append((found.cost, t))
-        best = max(best, found, key=lambda b: b.cost)
+            return found.with_bound(problem, best)
+        relaxation = _Relaxation(problem, budget, [t], threads=deadline.threads)
+        bound = relaxation.solve(_limit(deadline))
+        singles.append((bound.cost, t))
+        if bound.cost > best.cost:
+            best = bound
+            if relaxation.answered and found.realised(problem, budget, relaxation.answer(), best.cost):
+                return found.with_bound(problem, best)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, every=list(levels))
+    return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
+
+
+@dataclass
+class _Found:
+    """What the relaxation's answers gave so far: schedules that fit, and the last answer's realised sketch."""
+
+    schedules: list[Decisions] = field(default_factory=list)
+    sketch: Decisions | None = None
+
+    def realised(self, problem: Problem, budget: int, answer: list[Span], bound: float) -> bool:
+        """Realise `answer` (each recompute before its first reader); keep it if it fits. True when it fits
+        and costs what `bound` proves: an optimal schedule, nothing more to look for."""
+        self.sketch = by_first_reader(problem.graph, answer)
+        if _overflow(problem, self.sketch, budget)[0] or holds_two_versions(problem.graph, self.sketch):
+            return False
+        self.schedules.append(self.sketch)
+        return self.sketch.cost(problem.graph) <= _as_cheap_as(bound)
+
+    def cheapest(self, problem: Problem) -> Decisions | None:
+        return min(self.schedules, key=lambda d: d.cost(problem.graph), default=None)
+
+    def with_bound(self, problem: Problem, bound: Bound) -> Bound:
+        return replace(bound, schedule=self.cheapest(problem), sketch=self.sketch)
 
 
 @dataclass(frozen=True)
@@ -98,28 +127,27 @@ class _Deadline:
 
 
 def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: _Deadline,
-                               enough: float, every: list[int]) -> Bound:
+                               enough: float, every: list[int], found: _Found) -> Bound:
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
     overflows only while recompute chains run (intermediates no point sees), the exact placement of the
     answer's recomputes is tried; failing that, those points keep the excess free in later rounds: a
     heuristic to find a schedule that fits, so those rounds prove nothing."""
     headroom: dict[int, int] = {}
-    sketch, schedules = None, []
     while chosen and _left(deadline) > 0 and best.cost < enough:
         relaxation = _Relaxation(problem, budget, chosen, dict(headroom), threads=deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
-        found = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if best.cost > 0 else None)
+        bound = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if best.cost > 0 else None)
         if not headroom:
-            best = max(best, found, key=lambda b: b.cost)
-        if math.isinf(found.cost) or not relaxation.answered:
+            best = max(best, bound, key=lambda b: b.cost)
+        if math.isinf(bound.cost) or not relaxation.answered:
             break
         answer = relaxation.answer()
-        sketch = by_first_reader(problem.graph, answer)
-        overflow, in_recomputes = _overflow(problem, sketch, budget)
-        if not overflow and not holds_two_versions(problem.graph, sketch):
-            schedules.append(sketch)   # a schedule of the space: if it costs what the bound proves, it is optimal
+        if found.realised(problem, budget, answer, best.cost):
             break
+        overflow, in_recomputes = _overflow(problem, found.sketch, budget)
+        if not overflow and not holds_two_versions(problem.graph, found.sketch):
+            break                      # it fits (kept by `found`), at a cost above the bound
         added = [t for t in overflow if t not in chosen][:GROWTH]
         if added:   # a new round over more points, without headroom: it proves a bound again
             chosen, headroom = sorted(chosen + added), {}
@@ -128,26 +156,26 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             break
         placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(deadline),
                                                       deadline.threads)
-        schedules += [placed] if placed is not None else []
+        found.schedules += [placed] if placed is not None else []
         if placed is not None and placed.cost(problem.graph) <= _as_cheap_as(best.cost):
             break
         for t, excess in in_recomputes.items():
             headroom[t] = headroom.get(t, 0) + excess
-    return _with_last_resort_bound(problem, budget, best, schedules, sketch, deadline, enough, every)
+    return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
 
 
-def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, schedules: list[Decisions],
-                            sketch: Decisions | None, deadline: _Deadline, enough: float, every: list[int]) -> Bound:
+def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _Found, deadline: _Deadline,
+                            enough: float, every: list[int]) -> Bound:
     """The bound with the cheapest schedule found. If that does not meet it, the time left goes to the last
     resort for a proof: every binding point, with memory checked while every segment's recomputes run. Valid
     and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
     graphs, so it only gets the time the rounds leave."""
-    cheapest = min(schedules, key=lambda d: d.cost(problem.graph), default=None)
+    cheapest = found.cheapest(problem)
     unmet = cheapest is None or cheapest.cost(problem.graph) > _as_cheap_as(best.cost)
     if unmet and _left(deadline) > 0 and best.cost < enough:
         strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
         best = max(best, strongest, key=lambda b: b.cost)
-    return replace(best, schedule=cheapest, sketch=sketch)
+    return found.with_bound(problem, best)
 
 
 def _as_cheap_as(bound: float) -> float:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import bisect
 import time
+from dataclasses import dataclass
+
+import numpy as np
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.schedule import Decisions, version_spans
@@ -39,14 +42,17 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
     return None
 
 
-def polish(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions:
-    """Drop recomputes the schedule does not need, dearest first, until none can go: whatever still fits
-    without one goes without it. A time-limited solver or the greedy often leaves one or two behind."""
+def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None) -> Decisions:
+    """Drop recomputes the schedule does not need, dearest first, until none can go (or `deadline`, a
+    time.perf_counter(), passes): whatever still fits without one goes without it. A time-limited solver or
+    the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time."""
     cost = graph.op_cost
     dropped = True
     while dropped:
         dropped = False
         for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
+            if deadline is not None and time.perf_counter() > deadline:
+                return decisions
             trial = Decisions(decisions.recomputes - {key})
             seq = trial.sequence(graph)
             if not holds_two_versions(graph, trial, seq) and memory_trace(graph, seq).peak_bytes <= budget:
@@ -60,25 +66,56 @@ def excess(result: MemoryTrace, budget: int) -> int:
 
 def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, budget: int
                ) -> tuple[Decisions, MemoryTrace] | None:
+    """The try with the most excess removed per cycle (the first of equals in candidate order). Tries are
+    replayed best bound first, and only while their bound (solver/greedy `_gain_bounds`) could still beat the
+    best replayed score: the same choice as replaying every try, at a fraction of the replays."""
     seq = decisions.sequence(graph)
     stage = stages_of(seq)
     now = excess(result, budget)
-    best, best_score = None, 0.0
-    for producer, reader_stage in _candidates(graph, seq, stage, result, budget):
-        added = _with_chain(graph, decisions, result, seq, stage, producer, reader_stage)
-        if not added:
-            continue
-        cost = Decisions(added).cost(graph)
-        if cost and now / cost <= best_score:
-            continue              # even removing all the excess would not beat the best try: skip the replay
+    over = np.maximum(np.asarray(result.levels, dtype=np.int64) - budget, 0)
+    reads, spans, tries = _read_positions(graph, seq), _spans(result), []
+    for n, (producer, reader_stage) in enumerate(_candidates(graph, seq, stage, result, budget, reads)):
+        added = _with_chain(graph, decisions, spans, stage, producer, reader_stage)
+        if added:
+            cost = Decisions(added).cost(graph)
+            bound = min(now, _gain_bound(graph, over, reads, spans, stage, added, reader_stage))
+            tries.append((bound / cost if cost else float("inf"), n, added, cost))
+    best, best_score, best_n = None, 0.0, len(tries)
+    for bound, n, added, cost in sorted(tries, key=lambda c: (-c[0], c[1])):
+        if bound <= 0 or bound < best_score:
+            break                 # no try left can beat the best one
+        if bound == best_score and n > best_n:
+            continue              # at best a tie, and the best one comes first
         trial = Decisions(decisions.recomputes | added)
         trial_seq = trial.sequence(graph)
         new = memory_trace(graph, trial_seq)
         gain = now - excess(new, budget)
+        if gain <= 0:
+            continue
+        score = gain / cost if cost else float("inf")
+        better = score > best_score or (score == best_score and n < best_n)
         # the space check after the score: it is the dearer test, and only a better try needs it
-        if gain > 0 and gain / cost > best_score and not holds_two_versions(graph, trial, trial_seq):
-            best, best_score = (trial, new), gain / cost
+        if better and not holds_two_versions(graph, trial, trial_seq):
+            best, best_score, best_n = (trial, new), score, n
     return best
+
+
+def _gain_bound(graph: TrainGraph, over, reads: dict[str, list[int]], spans: dict[str, list[tuple[int, int]]],
+                stage: list[int], added: frozenset[tuple[int, int]], t: int) -> int:
+    """At most the excess that recomputing `added` in stage t can remove: of their outputs, only a version
+    live into stage t can die earlier (between its last use before the stage and the stage's own op), and
+    no level drops by more than those versions' bytes (the recomputes themselves only add memory)."""
+    first = bisect.bisect_left(stage, t)
+    own = bisect.bisect_right(stage, t) - 1            # stage t's own (first) execution closes the stage
+    start, freed = own, 0
+    for x in (x for _, i in added for x in graph.ops[i].outputs):
+        for written, last in spans.get(x, ()):
+            if written < first <= last:
+                read = reads.get(x, [])
+                before = bisect.bisect_left(read, first)
+                start = min(start, max(written, read[before - 1] if before else -1))
+                freed += graph.buffer_bytes(x)
+    return int(np.minimum(over[start + 1:own], freed).sum()) if freed else 0
 
 
 def holds_two_versions(graph: TrainGraph, decisions: Decisions, seq: Sequence | None = None) -> bool:
@@ -100,22 +137,63 @@ def holds_two_versions(graph: TrainGraph, decisions: Decisions, seq: Sequence | 
     return False
 
 
-def _candidates(graph: TrainGraph, seq, stage, result: MemoryTrace, budget: int) -> list[tuple[int, int]]:
-    """(producer op, stage to recompute it in) for buffers held across an over-budget point."""
-    reads = _read_positions(graph, seq)
-    found: dict[tuple[int, int], None] = {}
-    for k, level in enumerate(result.levels):
-        if level <= budget:
+def _candidates(graph: TrainGraph, seq, stage, result: MemoryTrace, budget: int, reads: dict[str, list[int]]
+                ) -> list[tuple[int, int]]:
+    """(producer op, stage to recompute it in) for buffers held across an over-budget point, in the order they
+    are first met: by point, then largest buffer first (then by name)."""
+    over = [k for k, level in enumerate(result.levels) if level > budget]
+    facts = _Facts.of(graph)
+    roots_read = [facts.roots_read[graph.index[name]] for name, _ in seq]
+    found: dict[tuple[int, int], tuple[int, int, str]] = {}
+    for buf in result.buffers:
+        producer = graph.producer[buf.tensor]
+        if not buf.nbytes or not facts.recomputable[producer]:
             continue
-        reading = {graph.root(t) for t in graph.ops[graph.index[seq[k][0]]].inputs}
-        for buf in result.live_at(k):
-            if buf.tensor in reading or buf.written_at == k:
+        positions = reads.get(buf.tensor, [])
+        n, end = bisect.bisect_right(over, buf.written_at), bisect.bisect_right(over, buf.last_read)
+        while n < end:
+            k = over[n]
+            if buf.tensor in roots_read[k]:
+                n += 1
                 continue
-            producer = graph.producer[buf.tensor]
-            reader_stage = _next_read_stage(reads.get(buf.tensor, []), stage, k)
-            if reader_stage is not None and graph.recomputable(producer):
-                found[producer, reader_stage] = None
-    return list(found)
+            j = bisect.bisect_right(positions, k)
+            if j == len(positions):
+                break                  # nothing reads it later
+            read = positions[j]
+            if stage[read] > stage[k]:
+                key, met = (producer, stage[read]), (k, -buf.nbytes, buf.tensor)
+                if met < found.get(key, (len(seq),)):
+                    found[key] = met
+            n = bisect.bisect_left(over, read, n, end)   # points before that read give the same try, met later
+    return sorted(found, key=found.__getitem__)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the greedy asks of each op, thousands of times per step, looked up once per graph."""
+
+    recomputable: tuple[bool, ...]
+    roots_read: tuple[frozenset[str], ...]                 # buffers each op reads, directly or through a view
+    inputs: tuple[tuple[tuple[str, bool, bool, int], ...], ...]   # (root, an activation, a view, root's producer)
+
+    @staticmethod
+    def of(graph: TrainGraph) -> _Facts:
+        known = _FACTS.get(id(graph))
+        if known is not None and known[0] is graph:
+            return known[1]
+        ops = range(len(graph.ops))
+        facts = _Facts(
+            tuple(graph.recomputable(i) for i in ops),
+            tuple(frozenset(graph.root(t) for t in graph.ops[i].inputs) for i in ops),
+            tuple(tuple((graph.root(x), graph.is_activation(graph.root(x)), x in graph.aliases,
+                         graph.producer.get(x, -1)) for x in graph.ops[i].inputs) for i in ops))
+        if len(_FACTS) > 64:
+            _FACTS.clear()
+        _FACTS[id(graph)] = (graph, facts)
+        return facts
+
+
+_FACTS: dict[int, tuple[TrainGraph, _Facts]] = {}
 
 
 def _read_positions(graph: TrainGraph, seq) -> dict[str, list[int]]:
@@ -127,32 +205,31 @@ def _read_positions(graph: TrainGraph, seq) -> dict[str, list[int]]:
     return reads
 
 
-def _next_read_stage(positions: list[int], stage, after: int) -> int | None:
-    k = bisect.bisect_right(positions, after)
-    if k == len(positions):
-        return None
-    return stage[positions[k]] if stage[positions[k]] > stage[after] else None
+def _spans(result: MemoryTrace) -> dict[str, list[tuple[int, int]]]:
+    """Tensor -> (written at, last read) of each of its buffer versions."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for b in result.buffers:
+        found.setdefault(b.tensor, []).append((b.written_at, b.last_read))
+    return found
 
 
-def _with_chain(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, seq, stage, op: int, t: int
-                ) -> frozenset | None:
-    """Recompute `op` in stage t, plus producers of its inputs that are no longer live there."""
-    first_k = stage.index(t)
-    live = {b.tensor for b in result.buffers if b.written_at < first_k <= b.last_read}
+def _with_chain(graph: TrainGraph, decisions: Decisions, spans: dict[str, list[tuple[int, int]]], stage: list[int],
+                op: int, t: int) -> frozenset | None:
+    """Recompute `op` in stage t, plus producers of its inputs that have no version live into stage t."""
+    facts, first = _Facts.of(graph), bisect.bisect_left(stage, t)
     chosen: set[tuple[int, int]] = set()
     todo = [op]
     while todo:
         i = todo.pop()
         if (t, i) in chosen or (t, i) in decisions.recomputes:
             continue
-        if not graph.recomputable(i) or i >= t:
+        if not facts.recomputable[i] or i >= t:
             return None
         chosen.add((t, i))
-        for x in graph.ops[i].inputs:
-            root = graph.root(x)
-            if not graph.is_activation(root) or root in live:
+        for root, activation, view, producer in facts.inputs[i]:
+            if not activation or any(w < first <= r for w, r in spans.get(root, ())):
                 continue
-            if x in graph.aliases:
+            if view:
                 return None  # a view made earlier cannot be re-made: its op is never recomputed
-            todo.append(graph.producer[x])
+            todo.append(producer)
     return frozenset(chosen)

@@ -46,7 +46,7 @@ class Status(StrEnum):
     HEURISTIC = "heuristic"    # a heuristic's schedule
 
 
-GREEDY_UNTIL = 0.25      # the greedy heuristic (seconds on big graphs): a start, not a proof
+GREEDY_UNTIL = 0.5       # the greedy heuristic (seconds on big graphs, where its schedule may be all there is)
 BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
@@ -188,7 +188,7 @@ def _solve(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, i
         if heuristic is None:
             raise InfeasibleBudget(f"the greedy heuristic found no schedule for {options.budget} B "
                                    "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
-        heuristic = polish(staged, heuristic, options.budget)
+        heuristic = polish(staged, heuristic, options.budget, plan.at())
         return _result(staged, base, heuristic, None, _heuristic(), plan, (0, 0, 0), options)
     return _solve_milp(staged, base, options, heuristic, plan, progress)
 
@@ -207,8 +207,10 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         raise _infeasible(options, base, staged, plan, progress)
     # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
     # or from the relaxation's where that is cheaper.
+    # Polished first: it is quick, and the repair of the relaxation's near miss may take all the time left.
+    polished = polish(staged, heuristic, budget, plan.at()) if heuristic is not None and budget is not None \
+        else heuristic
     relaxed = _from_relaxation(staged, floor, budget, plan.at())
-    polished = polish(staged, heuristic, budget) if heuristic is not None and budget is not None else heuristic
     polished, heuristic = _cheaper(staged, polished, relaxed), _cheaper(staged, heuristic, relaxed)
     if polished is not None and budget is not None:
         progress(f"incumbent {_cost(staged, polished)} cycles (relaxation and polish)")
@@ -233,7 +235,7 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     if budget is not None:
         solver_bound = _cost(staged, chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
         if outcome.status is not RunStatus.OPTIMAL:
-            better = _cheaper(staged, polish(staged, chosen, budget), polished)
+            better = _cheaper(staged, polish(staged, chosen, budget, plan.at()), polished)
             chosen, booked = better, (booked if better == chosen else None)
         outcome = _bounded(outcome, _cost(staged, chosen), max(floor.cost, solver_bound), options)
     return _result(staged, base, chosen, booked, replace(outcome, timed_out=timed_out), plan, sizes, options)
@@ -250,7 +252,7 @@ def _known_schedule(staged: TrainGraph, base: Baselines, options: SolveOptions, 
         # says so when its time runs out): keep the known schedule rather than believe it.
         progress(f"{options.backend.backend.value} reported infeasible although a checked schedule fits; keeping it")
     budget = options.budget if options.objective is Objective.COST else None
-    best = _cheaper(staged, polish(staged, heuristic, budget) if budget is not None else heuristic, polished)
+    best = _cheaper(staged, polish(staged, heuristic, budget, plan.at()) if budget is not None else heuristic, polished)
     outcome = replace(_bounded(_heuristic(), _cost(staged, best), floor.cost, options), timed_out=timed_out)
     return _result(staged, base, best, None, outcome, plan, found[3] if found else (0, 0, 0), options)
 
@@ -341,7 +343,7 @@ def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadl
         return None
     found = floor.schedule or (greedy(staged, budget, start=floor.sketch, deadline=deadline) if floor.sketch
                                else None)
-    return polish(staged, found, budget) if found is not None else None
+    return polish(staged, found, budget, deadline) if found is not None else None
 
 
 def _fitting(staged: TrainGraph, sequences: list[Sequence], budget: int) -> list[Decisions]:

@@ -156,6 +156,21 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
+def test_the_strongest_point_alone_can_end_the_bound(tmp_path):
+    """Residual CNN at 0.8: the answer at the point of highest level, realised, fits and costs what that point
+    proves; the bound stops there, with that schedule, instead of solving every binding point alone (on an
+    8-block CCT, hundreds of them: the whole bound stage)."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    original = load_graph(tmp_path / "network.onnx")
+    problem = Problem(staged(original))
+    budget = int(0.8 * baselines(original).graph_order_peak)
+    assert len(over_budget_points(problem, budget)) > 1
+    bound = lower_bound(problem, budget, seconds=None)
+    assert len(bound.points) == 1 and bound.cost > 0
+    assert bound.schedule is not None and cost_of(problem.graph, bound.schedule) == bound.cost   # so: optimal
+    assert memory_trace(problem.graph, bound.schedule.sequence(problem.graph)).peak_bytes <= budget
+
+
 @pytest.mark.slow
 def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
     """Residual CNN at 0.3: above the single-op bound, yet the relaxation proves no schedule fits. The error
