@@ -112,7 +112,8 @@ def cli() -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Solver threads [default: 1, which makes the answer independent of the machine and its load].")
 @click.option("--order", type=click.Choice(values(StageOrder)), default=StageOrder.MINMEM.value, show_default=True,
-              help="Stage order: a memory-minimising topological order, or the graph's own.")
+              help="Stage order: a memory-minimising topological order, the graph's own, or a local search from the "
+                   "first whose every step is solved exactly (a proof then holds for the order it ends at).")
 @click.option("--views", type=click.Choice(values(Views)), default=Views.REMADE.value, show_default=True,
               help="Views (Reshape-like, free) re-made where they are read, or made once: the larger space is the "
                    "default; a proof is relative to the space chosen.")

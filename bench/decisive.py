@@ -11,7 +11,8 @@ status, the largest gap left, the slowest cell.
 --load N runs N more copies of this benchmark at once (their output discarded), so the timings are taken
 under that load; the answers must not change (the costs are compared with the run alone when --compare
 names its output).
-Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--json OUT]
+Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--order search]
+       [--json OUT] [--compare OUT]
 """
 from __future__ import annotations
 
@@ -49,11 +50,11 @@ def graph_of(name: str, scratch: Path):
     return load_for_target(folder, "none").graph
 
 
-def cell(graph, budget: int, limit: float) -> tuple[str, int | None, float | None, float]:
+def cell(graph, budget: int, limit: float, order: str = "minmem") -> tuple[str, int | None, float | None, float]:
     """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds."""
     start = time.perf_counter()
     try:
-        result = solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)))
+        result = solve(graph, SolveOptions(budget=budget, order=order, backend=SolverOptions(time_limit=limit)))
     except InfeasibleBudget as err:
         return ("infeasible" if err.proven else "other"), None, None, time.perf_counter() - start
     status = "optimal" if result.status is Status.OPTIMAL else "other"
@@ -70,12 +71,14 @@ def main() -> int:
     parser.add_argument("--step", type=float, default=0.02)
     parser.add_argument("--graphs", default=",".join(GRAPHS))
     parser.add_argument("--load", type=int, default=0, help="copies of this benchmark to run at the same time")
+    parser.add_argument("--order", default="minmem", help="stage order (--order search: a proof holds for the "
+                        "order the search ends at)")
     parser.add_argument("--json", default=None, help="write the cells here")
     parser.add_argument("--compare", default=None, help="a --json output whose costs and statuses must match")
     args = parser.parse_args()
-    others = [subprocess.Popen([sys.executable, __file__, "--time-limit", str(args.time_limit), "--step",
-                                str(args.step), "--graphs", args.graphs], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL) for _ in range(args.load)]
+    copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
+            args.graphs, "--order", args.order]
+    others = [subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.load)]
     cells, started = [], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt-decisive-") as scratch:
         for name in args.graphs.split(","):
@@ -88,7 +91,7 @@ def main() -> int:
             print("| budget | bytes | status | cost | gap | s |\n|---|---|---|---|---|---|", flush=True)
             for fraction in fractions:
                 budget = int(fraction * base.graph_order_peak)
-                status, cost, gap, seconds = cell(graph, budget, args.time_limit)
+                status, cost, gap, seconds = cell(graph, budget, args.time_limit, args.order)
                 cells.append({"graph": name, "fraction": fraction, "status": status, "cost": cost, "gap": gap,
                               "seconds": round(seconds, 2)})
                 print(f"| {fraction:.2f} | {budget} | {status} | {'-' if cost is None else cost} | {gap_text(gap)} "
@@ -100,7 +103,8 @@ def main() -> int:
     others = [c for c in cells if c["status"] == "other" and c["cost"] is not None]
     worst = max((c["gap"] for c in others if c["gap"] is not None), default=None)
     print(f"\n{len(cells)} cells: {counts['optimal']} optimal, {counts['infeasible']} proven infeasible, "
-          f"{counts['other']} other ({len(others)} with a schedule, largest gap {gap_text(worst)}); slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
+          f"{counts['other']} other ({len(others)} with a schedule, largest gap {gap_text(worst)}); "
+          f"slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
           f"{slowest['seconds']:.1f} s; wall {time.perf_counter() - started:.0f} s with {args.load} other cop(ies)")
     if args.json:
         Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")

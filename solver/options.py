@@ -23,6 +23,7 @@ class Objective(StrEnum):
 class StageOrder(StrEnum):
     MINMEM = "minmem"          # a memory-minimising list order
     GRAPH = "graph"            # the graph's own order
+    SEARCH = "search"          # a local search over orders from the min-memory one, each step solved exactly
 
 
 class Views(StrEnum):

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from ckpt.errors import InfeasibleBudget
-from ckpt.solver import milp
+from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.solver import milp, order_search
 from ckpt.solver.backends import Outcome, RunStatus, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
 from ckpt.solver.bounds import Bound, lower_bound
@@ -142,7 +142,7 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None,
         return _solve(graph, options, plan, progress, incumbents or [])
     views = collapsed(graph)
     if not views.view_ops:
-        return replace(_solve(graph, options, plan, progress, incumbents or []), space=space_of(options))
+        return _solve(graph, options, plan, progress, incumbents or [])
     names = {graph.ops[i].name for i in views.view_ops}
     starts = [[(n, f) for n, f in seq if n not in names] for seq in incumbents or []]
     return _expanded_result(graph, views, _solve(views.without_views, options, plan, progress, starts))
@@ -167,13 +167,46 @@ def result_on(graph: TrainGraph, result: SolveResult, seq: Sequence) -> SolveRes
 
 def _solve(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, incumbents: list[Sequence]
            ) -> SolveResult:
+    if options.order is StageOrder.SEARCH:
+        return _searched(graph, options, plan, progress, incumbents)
     base = baselines(graph)
     order = list(base.min_memory_order) if options.order is StageOrder.MINMEM else [op.name for op in graph.ops]
+    return _solve_over(graph, order, options, plan, progress, incumbents)
+
+
+def _searched(graph: TrainGraph, options: SolveOptions, plan: TimePlan, progress, incumbents: list[Sequence]
+              ) -> SolveResult:
+    """`--order search` (solver/order_search.py): each order it tries solved as any other, on the plan's time."""
+    if options.objective is not Objective.COST or options.budget is None:
+        raise CkptError("--order search looks for the cheapest schedule under a budget",
+                        "use --objective cost, or --order minmem with --objective peak")
+    base = baselines(graph)
+    if options.budget < base.lower_bound:      # below what one op needs, whatever the order
+        raise _infeasible(options, base, graph, plan, progress)
+    quiet = replace(options, explain=False)    # an order without a schedule is a step of the search, not an answer
+
+    def exact(order: list[str], seconds: float | None) -> SolveResult:
+        return _solve_over(graph, order, quiet, TimePlan(time.perf_counter(), seconds), lambda msg: None,
+                           incumbents)
+
+    found = order_search.search(graph, options.budget, list(base.min_memory_order), exact,
+                                lambda r: r.recompute_cost, plan.left(), progress)
+    if found.result is None:
+        raise InfeasibleBudget(f"no schedule fits {options.budget} B over the {found.solved} stage order(s) the "
+                               "search solved (not proven for other orders)", "raise the budget", proven=False)
+    return replace(found.result, seconds=time.perf_counter() - plan.start,
+                   space=f"stage order found by a local search from minmem ({found.solved} orders solved; a proof "
+                         f"holds for that order), views {options.views.value}, one version of a buffer at a time")
+
+
+def _solve_over(graph: TrainGraph, order: list[str], options: SolveOptions, plan: TimePlan, progress,
+                incumbents: list[Sequence]) -> SolveResult:
+    base = baselines(graph)
     staged = reorder(graph, order)
     if options.budget is not None and options.budget < base.lower_bound:
         raise _infeasible(options, base, staged, plan, progress)
     free_run = Decisions(frozenset())
-    plain_peak = base.min_memory_peak if options.order is StageOrder.MINMEM else base.graph_order_peak
+    plain_peak = memory_trace(staged, plain_sequence(staged)).peak_bytes
     if options.objective is Objective.COST and plain_peak <= options.budget:
         return _result(staged, base, free_run, None, Outcome(RunStatus.OPTIMAL, 0.0, 0.0), plan, (0, 0, 0), options)
     progress("greedy heuristic")

@@ -34,6 +34,15 @@ def test_solve_writes_a_schedule_deeploy_can_read(mlp_dir, tmp_path):
     assert set(doc["solver"]) >= {"name", "status", "gap", "variables", "constraints"}
 
 
+def test_order_search_records_the_space_its_answer_is_proven_in(mlp_dir, tmp_path):
+    out = tmp_path / "seq.json"
+    run = ckpt("solve", str(mlp_dir), "--budget", "0.8", "--order", "search", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["solver"]["stage_order"] == "search" and "local search" in doc["solver"]["space"]
+    assert doc["predicted"]["peak_bytes"] <= doc["budget"]["bytes"]
+
+
 def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):
     for name in ("a.json", "b.json"):
         assert ckpt("solve", str(mlp_dir), "--budget", "0.75", "-o", str(tmp_path / name)).returncode == 0
