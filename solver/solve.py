@@ -3,16 +3,17 @@
 Several solvers sit behind this one signature (`method`): the exact MILP (warm-started from the greedy
 heuristic) and the greedy heuristic alone, so they can be swapped and compared in a benchmark.
 
-The schedule space: a fixed stage order (a memory-minimising list order, or the graph's own), any op recomputed
-in any later stage, one version of a buffer at a time; views are re-made where they are read (solver.views),
-or, with `views=fixed`, made once. A proof ("optimal", "infeasible") is relative to that space, and the result
-says which (`space`).
+The schedule space: a fixed stage order (a memory-minimising list order, or the graph's own; `order=search`
+solves a local search's orders one by one, solver/order_search.py), any op recomputed in any later stage, one
+version of a buffer at a time; views are re-made where they are read (solver.views), or, with `views=fixed`,
+made once. A proof ("optimal", "infeasible") is relative to that space, and the result says which (`space`).
 
-Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The lower bound runs
-until 80% of it, the focused model until 90%, the exact model until the end; what a stage leaves goes to the
-next, and no stage starts with less than half a second left (a model run: more, by its size, for the handover
-to HiGHS). Model builds stop at their stage's deadline; a HiGHS run stops at its own, checked only now and then,
-so every deadline keeps a share of the limit in reserve for that overrun.
+Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The greedy heuristic runs
+until half of it (on large graphs its schedule may be all there is), the lower bound until 80%, the focused
+model until 90%, the exact model until the end; what a stage leaves goes to the next, and no stage starts with
+less than half a second left (a model run: more, by its size, for the handover to HiGHS). Model builds stop at
+their stage's deadline; a HiGHS run stops at its own, checked only now and then, so every deadline keeps a
+share of the limit in reserve for that overrun.
 """
 from __future__ import annotations
 
