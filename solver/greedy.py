@@ -67,7 +67,7 @@ def excess(result: MemoryTrace, budget: int) -> int:
 def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, budget: int
                ) -> tuple[Decisions, MemoryTrace] | None:
     """The try with the most excess removed per cycle (the first of equals in candidate order). Tries are
-    replayed best bound first, and only while their bound (solver/greedy `_gain_bounds`) could still beat the
+    replayed best bound first, and only while their bound (`_gain_bound`) could still beat the
     best replayed score: the same choice as replaying every try, at a fraction of the replays."""
     seq = decisions.sequence(graph)
     stage = stages_of(seq)
