@@ -47,6 +47,7 @@ from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 GROWTH = 4               # stages added per round: those where the realised schedule is furthest over
+SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
 
@@ -71,24 +72,29 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
-                joint: int = 8, threads: int | None = 1) -> Bound:
+                joint: int = 2, threads: int | None = 1, stall: int = SINGLES_STALL) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
-    first), then the `joint` strongest points together, growing by the stages where the answer's realised
-    schedule goes over the budget. Stops once the bound reaches `enough` (a known cost), or once a realised
-    answer fits and costs what the bound proves (often the case at the strongest single point, so a graph
-    with hundreds of binding points need not wait for all of them). HiGHS runs on `threads` (see backends:
-    one thread keeps the answer independent of the machine)."""
+    first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
+    graph the hundreds of others would take all the time), then the `joint` strongest points together,
+    growing by the stages where the answer's realised schedule goes over the budget (few to start with: a
+    round over many points can take longer than the whole limit, and grown rounds add the points that bind).
+    Stops once the bound reaches `enough` (a known cost), or once a realised answer fits and costs what the
+    bound proves (often the case at the strongest single point). HiGHS runs on `threads` (see backends: one
+    thread keeps the answer independent of the machine)."""
     deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
-    best, singles, found = Bound(0.0, ()), [], _Found()
+    best, singles, found, since_raised = Bound(0.0, ()), [], _Found(), 0
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return found.with_bound(problem, best)
+        if since_raised >= stall:
+            break
         relaxation = _Relaxation(problem, budget, [t], threads=deadline.threads)
         bound = relaxation.solve(_limit(deadline))
         singles.append((bound.cost, t))
+        since_raised += 1
         if bound.cost > best.cost:
-            best = bound
+            best, since_raised = bound, 0
             if relaxation.answered and found.realised(problem, budget, relaxation.answer(), best.cost):
                 return found.with_bound(problem, best)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
