@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ckpt.solver.graph import TrainGraph
+from ckpt.solver.memo import per_graph
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
@@ -144,22 +145,9 @@ def deferred(graph: TrainGraph, order: list[str]) -> list[str]:
     return order
 
 
-_KNOWN: dict[int, tuple[TrainGraph, Baselines]] = {}
-
-
+@per_graph
 def baselines(graph: TrainGraph) -> Baselines:
     """The graph's baselines, computed once per graph object (solvers ask for them several times)."""
-    known = _KNOWN.get(id(graph))
-    if known is not None and known[0] is graph:
-        return known[1]
-    found = _baselines(graph)
-    if len(_KNOWN) > 64:
-        _KNOWN.clear()
-    _KNOWN[id(graph)] = (graph, found)
-    return found
-
-
-def _baselines(graph: TrainGraph) -> Baselines:
     order = deferred(graph, min_memory_order(graph))
     bound, bound_op = single_op_lower_bound(graph)
     return Baselines(

@@ -72,7 +72,7 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
-                joint: int = 2, threads: int | None = 1, stall: int = SINGLES_STALL) -> Bound:
+                joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
     graph the hundreds of others would take all the time), then the `joint` strongest points together,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckpt.solver.graph import TrainGraph
+from ckpt.solver.memo import per_graph
 from ckpt.solver.schedule import Decisions, version_spans
 from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace, stages_of
 
@@ -177,23 +178,14 @@ class _Facts:
     inputs: tuple[tuple[tuple[str, bool, bool, int], ...], ...]   # (root, an activation, a view, root's producer)
 
     @staticmethod
+    @per_graph
     def of(graph: TrainGraph) -> _Facts:
-        known = _FACTS.get(id(graph))
-        if known is not None and known[0] is graph:
-            return known[1]
         ops = range(len(graph.ops))
-        facts = _Facts(
+        return _Facts(
             tuple(graph.recomputable(i) for i in ops),
             tuple(frozenset(graph.root(t) for t in graph.ops[i].inputs) for i in ops),
             tuple(tuple((graph.root(x), graph.is_activation(graph.root(x)), x in graph.aliases,
                          graph.producer.get(x, -1)) for x in graph.ops[i].inputs) for i in ops))
-        if len(_FACTS) > 64:
-            _FACTS.clear()
-        _FACTS[id(graph)] = (graph, facts)
-        return facts
-
-
-_FACTS: dict[int, tuple[TrainGraph, _Facts]] = {}
 
 
 def _read_positions(graph: TrainGraph, seq) -> dict[str, list[int]]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ckpt.errors import CkptError
 from ckpt.solver.graph import TrainGraph
+from ckpt.solver.memo import per_graph
 
 Sequence = list[tuple[str, int]]
 
@@ -115,15 +116,10 @@ def _unwritten(reader: str, tensor: str) -> int:
                     "the sequence is not a valid order for this graph")
 
 
-_TABLES: dict[int, tuple[TrainGraph, dict]] = {}
-
-
+@per_graph
 def _tables(graph: TrainGraph) -> dict[str, tuple[tuple, tuple]]:
     """Op name -> (reads: (tensor, is an activation), writes: (tensor, owns a buffer, its bytes, the activation
     it aliases or None)), for every op of `graph`, computed once per graph object."""
-    known = _TABLES.get(id(graph))
-    if known is not None and known[0] is graph:
-        return known[1]
     table = {}
     for op in graph.ops:
         reads = tuple((t, graph.is_activation(t)) for t in dict.fromkeys(op.inputs))
@@ -137,9 +133,6 @@ def _tables(graph: TrainGraph) -> dict[str, tuple[tuple, tuple]]:
             else:
                 writes.append((t, True, graph.tensor_bytes[t], None))
         table[op.name] = (reads, tuple(writes))
-    if len(_TABLES) > 64:
-        _TABLES.clear()
-    _TABLES[id(graph)] = (graph, table)
     return table
 
 
