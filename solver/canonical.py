@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.memo import per_graph
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
 
@@ -46,8 +47,19 @@ def _move_one_group(graph: TrainGraph, decisions: Decisions, budget: int) -> Dec
 
 def _reads(graph: TrainGraph, reader: int, writer: int) -> bool:
     """Whether op `reader` reads what op `writer` makes (directly or through a view of it)."""
-    made = set(graph.ops[writer].outputs)
-    return any(t in made or graph.root(t) in made for t in graph.ops[reader].inputs)
+    return reader in _readers(graph)[writer]
+
+
+@per_graph
+def _readers(graph: TrainGraph) -> tuple[frozenset[int], ...]:
+    """Op -> the ops that read what it makes, directly or through a view of it (asked for every pair of runs)."""
+    found: list[set[int]] = [set() for _ in graph.ops]
+    for j, op in enumerate(graph.ops):
+        for t in op.inputs:
+            for made in {t, graph.root(t)}:
+                if made in graph.producer:
+                    found[graph.producer[made]].add(j)
+    return tuple(frozenset(readers) for readers in found)
 
 
 def _groups(graph: TrainGraph, decisions: Decisions) -> list[tuple[int, tuple[int, ...]]]:
@@ -73,10 +85,10 @@ def _groups(graph: TrainGraph, decisions: Decisions) -> list[tuple[int, tuple[in
 def _first_reader_stage(graph: TrainGraph, decisions: Decisions, stage: int, group: tuple[int, ...]) -> int:
     """The stage of the first run outside the group, from `stage` on, that reads what the group makes (or runs
     one of its ops again): the group cannot move past it."""
-    members, stages = set(group), []
+    members, stages, readers = set(group), [], _readers(graph)
     for i in group:
-        stages += [j for j in range(stage, len(graph.ops)) if j not in members and _reads(graph, j, i)][:1]
+        stages += [min((j for j in readers[i] if j >= stage and j not in members), default=stage)]
         stages += [s for s, j in decisions.recomputes
-                   if j not in members and (s > stage or (s == stage and j > i)) and _reads(graph, j, i)]
+                   if j not in members and (s > stage or (s == stage and j > i)) and j in readers[i]]
         stages += [s for s, j in decisions.recomputes if j == i and s > stage]
     return min(stages, default=stage)

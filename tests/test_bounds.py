@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ckpt import examples
 from ckpt.errors import InfeasibleBudget
-from ckpt.solver import milp
+from ckpt.solver import bounds, milp
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
@@ -199,3 +199,28 @@ def test_memory_during_recompute_chains_proves_what_points_cannot(tmp_path):
     points = over_budget_points(problem, budget)
     assert point_bound(problem, budget, points).cost < 350000
     assert point_bound(problem, budget, points, chains=True).cost >= 360448 * (1 - 1e-4)
+
+
+def test_single_points_stop_after_a_run_that_raises_nothing(tmp_path, monkeypatch):
+    """Single points are solved highest level first; once `stall` in a row raise nothing, the rest are skipped
+    (on an 8-block CCT they took longer than the whole limit, and the strongest is among the highest)."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    original = load_graph(tmp_path / "network.onnx")
+    problem = Problem(staged(original))
+    budget = int(0.5 * baselines(original).graph_order_peak)
+    singles = []
+    solve_relaxation = bounds._Relaxation.solve
+
+    def spied(relaxation, *args, **kwargs):
+        found = solve_relaxation(relaxation, *args, **kwargs)
+        if len(relaxation.points) == 1:
+            singles.append(found.cost)
+        return found
+
+    monkeypatch.setattr(bounds._Relaxation, "solve", spied)
+    stall = 3
+    lower_bound(problem, budget, seconds=None, stall=stall)
+    assert 0 < len(singles) < len(over_budget_points(problem, budget))
+    raised = [k for k, cost in enumerate(singles) if cost > max(singles[:k], default=0.0)]
+    assert len(singles) == raised[-1] + 1 + stall       # stopped right after `stall` that raised nothing
+    assert all(b - a <= stall for a, b in zip(raised, raised[1:]))   # and no earlier run that long
