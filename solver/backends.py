@@ -19,7 +19,11 @@ import highspy
 import pulp
 
 from ckpt.errors import CkptError
+from ckpt.solver import watchdog
 from ckpt.solver.options import Backend
+
+KILL_SHARE = 1.1      # a HiGHS run is killed once it has run this share of its time limit...
+KILL_SECONDS = 1.0    # ...plus this: far past where it should have stopped
 
 
 class RunStatus(StrEnum):
@@ -114,65 +118,92 @@ def make_solver(options: SolverOptions, start: dict[str, float] | None = None,
 def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None,
         stop_at: float | None = None) -> Outcome:
     """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent, and HiGHS
-    stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on)."""
+    stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on). A HiGHS run with a time
+    limit runs in a child process that is killed once it overruns the limit by far (solver/watchdog.py): it
+    then ends with no answer, timed out."""
     if start:
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)
     solver = make_solver(options, start, stop_at)
     began = time.perf_counter()
-    lp.solve(solver)
+    if options.backend is Backend.HIGHS and options.time_limit is not None and watchdog.can_fork():
+        report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options.time_limit))
+        if report is not None:
+            report.apply_to(lp)
+    else:
+        report = _solved(lp, solver)
     seconds = time.perf_counter() - began
-    status = _status(lp)
-    timed_out = _timed_out(lp, options, seconds)
+    if report is None:
+        return Outcome(status=RunStatus.NO_SOLUTION, gap=None, seconds=seconds, timed_out=True)
+    status = report.status()
+    timed_out = report.time_limit_hit if report.time_limit_hit is not None else \
+        bool(options.time_limit) and seconds >= 0.9 * options.time_limit
     if status is RunStatus.INFEASIBLE and options.backend is Backend.CBC and timed_out:
         status = RunStatus.NO_SOLUTION  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
-    return Outcome(status=status, gap=_gap(lp, options, status), seconds=seconds, dual_bound=_dual_bound(lp),
-                   has_answer=_has_answer(lp, status), timed_out=timed_out)
+    return Outcome(status=status, gap=report.gap(options, status), seconds=seconds, dual_bound=report.dual_bound(),
+                   has_answer=report.has_answer(status), timed_out=timed_out)
 
 
-def _status(lp: pulp.LpProblem) -> RunStatus:
-    if lp.status == pulp.LpStatusInfeasible or lp.sol_status == pulp.LpSolutionInfeasible:
-        return RunStatus.INFEASIBLE
-    if lp.sol_status == pulp.LpSolutionOptimal:
-        return RunStatus.OPTIMAL
-    if lp.sol_status == pulp.LpSolutionIntegerFeasible:
-        return RunStatus.FEASIBLE
-    return RunStatus.NO_SOLUTION
+def kill_after(time_limit: float) -> float:
+    """Seconds after which a run with this limit is stopped from outside. HiGHS overruns its limit a little
+    in normal work (it looks at the clock between steps): only a run far past it is killed."""
+    return KILL_SHARE * time_limit + KILL_SECONDS
 
 
-def _highs(lp: pulp.LpProblem):
-    return getattr(lp, "solverModel", None) if isinstance(getattr(lp, "solverModel", None), highspy.Highs) else None
+@dataclass(frozen=True)
+class _Report:
+    """How a run ended, as plain data (it crosses from the watchdog's child): PuLP's statuses, the variables'
+    values by name, and what HiGHS says beyond them (None: the solver does not tell)."""
+
+    lp_status: int
+    sol_status: int
+    values: dict[str, float | None]
+    mip_gap: float | None = None
+    mip_dual_bound: float | None = None
+    primal_feasible: bool | None = None
+    time_limit_hit: bool | None = None
+
+    def apply_to(self, lp: pulp.LpProblem) -> None:
+        """Write the answer into `lp` as if it had been solved here."""
+        for var in lp.variables():   # (PuLP may add a variable of its own while it solves: not ours)
+            var.varValue = self.values[var.name]
+        lp.assignStatus(self.lp_status, self.sol_status)
+
+    def status(self) -> RunStatus:
+        if self.lp_status == pulp.LpStatusInfeasible or self.sol_status == pulp.LpSolutionInfeasible:
+            return RunStatus.INFEASIBLE
+        if self.sol_status == pulp.LpSolutionOptimal:
+            return RunStatus.OPTIMAL
+        if self.sol_status == pulp.LpSolutionIntegerFeasible:
+            return RunStatus.FEASIBLE
+        return RunStatus.NO_SOLUTION
+
+    def gap(self, options: SolverOptions, status: RunStatus) -> float | None:
+        """Relative gap between the incumbent and the best bound; None where the solver does not tell."""
+        if self.mip_gap is not None and math.isfinite(self.mip_gap):   # HiGHS says inf with no finite bound
+            return max(0.0, self.mip_gap)
+        # CBC does not say its final gap: "optimal" means within the tolerance, so that is all it proves
+        return options.gap if status is RunStatus.OPTIMAL else None
+
+    def dual_bound(self) -> float:
+        """HiGHS's proven bound on the objective, rounded down (valid whether or not the run finished); 0 if none."""
+        bound = self.mip_dual_bound
+        return float(math.floor(bound)) if bound is not None and math.isfinite(bound) and bound > 0 else 0.0
+
+    def has_answer(self, status: RunStatus) -> bool:
+        if self.primal_feasible is None:
+            return status in (RunStatus.OPTIMAL, RunStatus.FEASIBLE)
+        return self.primal_feasible
 
 
-def _gap(lp: pulp.LpProblem, options: SolverOptions, status: RunStatus) -> float | None:
-    """Relative gap between the incumbent and the best bound; None where the solver does not tell."""
-    model = _highs(lp)
-    if model is not None:
-        gap = float(model.getInfo().mip_gap)
-        if math.isfinite(gap):   # HiGHS says inf with no finite bound: unknown, not JSON
-            return max(0.0, gap)
-    # CBC does not say its final gap: "optimal" means within the tolerance, so that is all it proves
-    return options.gap if status is RunStatus.OPTIMAL else None
-
-
-def _dual_bound(lp: pulp.LpProblem) -> float:
-    """HiGHS's proven bound on the objective, rounded down (valid whether or not the run finished); 0 if none."""
-    model = _highs(lp)
-    if model is None:
-        return 0.0
-    bound = float(model.getInfo().mip_dual_bound)
-    return float(math.floor(bound)) if math.isfinite(bound) and bound > 0 else 0.0
-
-
-def _has_answer(lp: pulp.LpProblem, status: RunStatus) -> bool:
-    model = _highs(lp)
-    if model is None:
-        return status in (RunStatus.OPTIMAL, RunStatus.FEASIBLE)
-    return model.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
-
-
-def _timed_out(lp: pulp.LpProblem, options: SolverOptions, seconds: float) -> bool:
-    model = _highs(lp)
-    if model is not None:
-        return model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
-    return bool(options.time_limit) and seconds >= 0.9 * options.time_limit
+def _solved(lp: pulp.LpProblem, solver: pulp.LpSolver) -> _Report:
+    lp.solve(solver)
+    values = {var.name: var.varValue for var in lp.variables()}
+    model = getattr(lp, "solverModel", None)
+    if not isinstance(model, highspy.Highs):
+        return _Report(lp.status, lp.sol_status, values)
+    info = model.getInfo()
+    return _Report(lp.status, lp.sol_status, values, mip_gap=float(info.mip_gap),
+                   mip_dual_bound=float(info.mip_dual_bound),
+                   primal_feasible=info.primal_solution_status == 2,   # kSolutionStatusFeasible
+                   time_limit_hit=model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit)

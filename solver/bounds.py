@@ -46,7 +46,7 @@ from ckpt.solver.realise import Span, by_first_reader, placed_exactly
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
-GROWTH = 4               # stages added per round: those where the realised schedule is furthest over
+GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits

@@ -49,10 +49,12 @@ class Status(StrEnum):
 
 GREEDY_UNTIL = 0.5       # the greedy heuristic (seconds on big graphs, where its schedule may be all there is)
 BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
+BOUND_ALONE_UNTIL = 0.9  # ... when the models could not be built and run in the time after it: the rest is repair
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
 HANDOVER_SECONDS_PER_VARIABLE = 4e-5   # handing a built model to HiGHS and reading its answer back
 RESERVE_SHARE = 0.05     # kept back from every deadline: a HiGHS run checks its time limit only now and then
+BUILD_SECONDS_PER_RECOMPUTE = 6e-4   # building the exact model, per recompute variable (bench/solve.py's graphs)
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,9 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
     """Bound first, then the focused model and the exact one, each stopping once a schedule meets the bound."""
     budget = options.budget if options.objective is Objective.COST else None
     problem = Problem(staged, focus=options.focus is Focus.ONLY)
-    floor = _floor(problem, options, heuristic, plan, progress) if budget is not None else Bound(0.0, ())
+    models = budget is None or _models_fit(problem, plan)
+    floor = _floor(problem, options, heuristic, plan, progress, BOUND_UNTIL if models else BOUND_ALONE_UNTIL) \
+        if budget is not None else Bound(0.0, ())
     if math.isinf(floor.cost):
         raise _infeasible(options, base, staged, plan, progress)
     # The solver starts from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics),
@@ -252,6 +256,9 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
         progress(f"a schedule meets the lower bound {floor.cost:.0f}: optimal")
         return _result(staged, base, polished, None, _bounded(_heuristic(), _cost(staged, polished), floor.cost,
                                                               options), plan, (0, 0, 0), options)
+    if not models:
+        progress("models: too big to build and run in the time left, the bound had it")
+        return _known_schedule(staged, base, options, None, heuristic, polished, floor, plan, progress, True)
     target = _cost_meeting_floor(floor.cost, options.backend.gap)
     heuristic, timed_out = _focused_seed(staged, options, heuristic, plan, progress, target)
     if _meets_floor(staged, heuristic, floor, options):
@@ -316,12 +323,24 @@ def _focused_seed(staged: TrainGraph, options: SolveOptions, heuristic: Decision
     return heuristic, seeded is None or seeded[0].timed_out
 
 
-def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None, plan: TimePlan, progress) -> Bound:
+def _models_fit(problem: Problem, plan: TimePlan) -> bool:
+    """Whether the focused and exact models can be built, and run about as long, in the share of the limit
+    the bound leaves them. On big graphs the build alone takes longer: that share then goes to the bound. An
+    estimate from the model's size, not a clock, so the same inputs take the same path under any load."""
+    if plan.limit is None:
+        return True
+    recomputes = sum(len(problem.recompute_stages(i)) for i in range(problem.n))
+    share = (1 - BOUND_UNTIL) * (1 - RESERVE_SHARE) * plan.limit
+    return 2 * recomputes * BUILD_SECONDS_PER_RECOMPUTE <= share
+
+
+def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None, plan: TimePlan, progress,
+           until: float = BOUND_UNTIL) -> Bound:
     """The relaxation's lower bound on the cost (solver/bounds.py), until its deadline. It holds for every
     schedule over the stage order, so the focus setting of `problem` does not matter."""
     progress("lower bound: memory at the binding points")
     known = _cost(problem.graph, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
-    floor = lower_bound(problem, options.budget, plan.left(BOUND_UNTIL), known, threads=options.backend.threads)
+    floor = lower_bound(problem, options.budget, plan.left(until), known, threads=options.backend.threads)
     progress(f"lower bound {floor.cost:.0f} cycles from {len(floor.points)} point(s)")
     return floor
 

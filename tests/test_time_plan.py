@@ -1,0 +1,47 @@
+"""How solve() shares its time limit: models that cannot be built and run in their share leave it to the bound."""
+import onnx
+import pytest
+
+from ckpt import examples
+from ckpt.solver import milp
+from ckpt.solver import solve as solve_module
+from ckpt.solver.backends import SolverOptions
+from ckpt.solver.baselines import baselines, reorder
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.problem import Problem
+from ckpt.solver.simulate import memory_trace
+from ckpt.solver.solve import SolveOptions, Status, TimePlan, solve
+
+
+@pytest.fixture(scope="module")
+def resnet(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("resnet")
+    onnx.save(examples.resnet(), folder / "network.onnx")
+    return load_graph(folder / "network.onnx")
+
+
+def test_whether_models_fit_depends_on_size_and_limit_only(resnet):
+    problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
+    recomputes = sum(len(problem.recompute_stages(i)) for i in range(problem.n))
+    needed = 2 * recomputes * solve_module.BUILD_SECONDS_PER_RECOMPUTE
+    share = (1 - solve_module.BOUND_UNTIL) * (1 - solve_module.RESERVE_SHARE)
+    assert solve_module._models_fit(problem, TimePlan(0.0, None))
+    assert solve_module._models_fit(problem, TimePlan(0.0, 1.01 * needed / share))
+    assert not solve_module._models_fit(problem, TimePlan(0.0, 0.99 * needed / share))
+
+
+def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypatch):
+    """A limit too short for the models: none is built, and the schedule found is checked, fits and is
+    proven optimal by the bound alone (residual CNN at 0.7)."""
+    def refused(*args, **kwargs):
+        raise AssertionError("a model was built although it could not run in its share")
+
+    monkeypatch.setattr(milp, "build", refused)
+    budget = int(0.7 * baselines(resnet).graph_order_peak)
+    problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
+    limit = 5.0
+    assert not solve_module._models_fit(problem, TimePlan(0.0, limit))
+    messages = []
+    result = solve(resnet, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)), messages.append)
+    assert memory_trace(resnet, result.seq).peak_bytes <= budget
+    assert result.status is Status.OPTIMAL and result.recompute_cost > 0
