@@ -24,6 +24,7 @@ from ckpt.solver.options import Backend
 
 KILL_SHARE = 1.1      # a HiGHS run is killed once it has run this share of its time limit...
 KILL_SECONDS = 1.0    # ...plus this: far past where it should have stopped
+WATCHED_VARIABLES = 1000   # smaller models solve in milliseconds, less than the fork costs: they run here
 
 
 class RunStatus(StrEnum):
@@ -119,14 +120,14 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
         stop_at: float | None = None) -> Outcome:
     """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent, and HiGHS
     stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on). A HiGHS run with a time
-    limit runs in a child process that is killed once it overruns the limit by far (solver/watchdog.py): it
-    then ends with no answer, timed out."""
+    limit on a model of some size runs in a child process that is killed once it overruns the limit by far
+    (solver/watchdog.py): it then ends with no answer, timed out."""
     if start:
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)
     solver = make_solver(options, start, stop_at)
     began = time.perf_counter()
-    if options.backend is Backend.HIGHS and options.time_limit is not None and watchdog.can_fork():
+    if _watched(lp, options):
         report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options.time_limit))
         if report is not None:
             report.apply_to(lp)
@@ -142,6 +143,13 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
         status = RunStatus.NO_SOLUTION  # CBC's preprocessing says "infeasible" when its time runs out: not a proof
     return Outcome(status=status, gap=report.gap(options, status), seconds=seconds, dual_bound=report.dual_bound(),
                    has_answer=report.has_answer(status), timed_out=timed_out)
+
+
+def _watched(lp: pulp.LpProblem, options: SolverOptions) -> bool:
+    """Whether the run goes to the watchdog's child: a HiGHS run with a time limit, on a model big enough that
+    its run takes longer than the fork."""
+    return (options.backend is Backend.HIGHS and options.time_limit is not None and watchdog.can_fork()
+            and lp.numVariables() >= WATCHED_VARIABLES)
 
 
 def kill_after(time_limit: float) -> float:
