@@ -56,7 +56,7 @@ FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far soo
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
 HANDOVER_SECONDS_PER_VARIABLE = 4e-5   # handing a built model to HiGHS and reading its answer back
 RESERVE_SHARE = 0.05     # kept back from every deadline: a HiGHS run checks its time limit only now and then
-BUILD_SECONDS_PER_RECOMPUTE = 6e-4   # building the exact model, per recompute variable (bench/solve.py's graphs)
+BUILD_SECONDS_PER_RECOMPUTE = 6e-4   # building the exact model, per recompute variable (generated CNN and CCTs)
 
 
 @dataclass(frozen=True)
