@@ -260,7 +260,7 @@ def _solve_milp(staged: TrainGraph, base: Baselines, options: SolveOptions, heur
                                                               options), plan, (0, 0, 0), options)
     if not models:
         progress("models: too big to build and run in the time left, the bound had it")
-        return _known_schedule(staged, base, options, None, heuristic, polished, floor, plan, progress, True)
+        return _known_schedule(staged, base, options, None, heuristic, polished, floor, plan, progress, timed_out=True)
     target = _cost_meeting_floor(floor.cost, options.backend.gap)
     heuristic, timed_out = _focused_seed(staged, options, heuristic, plan, progress, target)
     if _meets_floor(staged, heuristic, floor, options):
