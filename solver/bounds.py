@@ -22,12 +22,13 @@ they are needed, like lazy constraints: solve over the strongest few, turn the a
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
-answer is placed exactly (solver/realise.py), and failing that, later rounds keep that excess free at the
-point. That is a heuristic: those rounds find schedules, not bounds, and solve() weighs what they find
-against the bound. An answer that never fits is still a start for a repair. If no schedule met the bound,
-the time left goes to the strongest form: every binding point, with memory also checked while each segment's
+answer is placed exactly (solver/realise.py), and failing that, memory is also checked while that segment's
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
-read).
+read), one segment a round: the rounds still prove bounds. Once every such segment is checked, later rounds
+keep the excess free at the point. That is a heuristic: those rounds find schedules, not bounds, and solve()
+weighs what they find against the bound. An answer that never fits is still a start for a repair. If no
+schedule met the bound, the time left goes to the strongest form: every binding point, every segment checked
+while it recomputes.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ GROWTH = 1               # stages added per round: the one where the realised sc
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
+LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
+LAST_RESORT_PRESENCE = 2000   # ... judged by its presence variables (a residual CNN: ~1,200; a 2-block CCT: ~5,000)
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,17 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
 
 
+def _growing_deadline(problem: Problem, deadline: _Deadline, every: list[int], enough: float) -> _Deadline:
+    """When no schedule is known (`enough` infinite), growing rounds stop early enough to leave the last
+    resort its share, if it is small enough to use it: below the smallest feasible budget it often proves
+    infeasibility in a second or two, where growing one checked segment at a time does not get there. With a
+    schedule known, the rounds get all the time. Judged by the model's size, not a clock."""
+    presence = sum(1 for t in every for x in problem.buffers if problem.producer(x) < t)
+    if math.isinf(deadline.at) or not math.isinf(enough) or presence > LAST_RESORT_PRESENCE:
+        return deadline
+    return replace(deadline, at=deadline.at - LAST_RESORT_SHARE * max(0.0, _left(deadline)))
+
+
 @dataclass
 class _Found:
     """What the relaxation's answers gave so far: schedules that fit, and the last answer's realised sketch."""
@@ -116,6 +130,11 @@ class _Found:
             return False
         self.schedules.append(self.sketch)
         return self.sketch.cost(problem.graph) <= _as_cheap_as(bound)
+
+    def meets(self, problem: Problem, bound: float) -> bool:
+        """Whether a schedule found so far costs what `bound` proves (the bound rose to it since)."""
+        cheapest = self.cheapest(problem)
+        return cheapest is not None and cheapest.cost(problem.graph) <= _as_cheap_as(bound)
 
     def cheapest(self, problem: Problem) -> Decisions | None:
         return min(self.schedules, key=lambda d: d.cost(problem.graph), default=None)
@@ -137,16 +156,21 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
     overflows only while recompute chains run (intermediates no point sees), the exact placement of the
-    answer's recomputes is tried; failing that, those points keep the excess free in later rounds: a
-    heuristic to find a schedule that fits, so those rounds prove nothing."""
+    answer's recomputes is tried; failing that, memory is checked while that segment recomputes (`chained`,
+    the segment shortened to start at the binding point before it: a short segment keeps the check tight),
+    one segment a round, furthest over first: still a bound. Once every such segment is checked, those points
+    keep the excess free in later rounds: a heuristic to find a schedule that fits, so those rounds prove
+    nothing."""
     headroom: dict[int, int] = {}
-    while chosen and _left(deadline) > 0 and best.cost < enough:
-        relaxation = _Relaxation(problem, budget, chosen, dict(headroom), threads=deadline.threads)
+    chained: set[int] = set()
+    growing = _growing_deadline(problem, deadline, every, enough)
+    while chosen and _left(growing) > 0 and best.cost < enough:
+        relaxation = _Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
-        bound = relaxation.solve(_limit(deadline), target=_as_cheap_as(best.cost) if best.cost > 0 else None)
+        bound = relaxation.solve(_limit(growing), target=_as_cheap_as(best.cost) if best.cost > 0 else None)
         if not headroom:
             best = max(best, bound, key=lambda b: b.cost)
-        if math.isinf(bound.cost) or not relaxation.answered:
+        if math.isinf(bound.cost) or not relaxation.answered or found.meets(problem, best.cost):
             break
         answer = relaxation.answer()
         if found.realised(problem, budget, answer, best.cost):
@@ -160,11 +184,17 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             continue
         if not in_recomputes:
             break
-        placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(deadline),
+        placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(growing),
                                                       deadline.threads)
         found.schedules += [placed] if placed is not None else []
         if placed is not None and placed.cost(problem.graph) <= _as_cheap_as(best.cost):
             break
+        unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
+        if unchecked and not headroom:
+            t = unchecked[0]
+            chained.add(t)
+            chosen = sorted({*chosen, t, *[b for b in every if b < t][-1:]})
+            continue
         for t, excess in in_recomputes.items():
             headroom[t] = headroom.get(t, 0) + excess
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)

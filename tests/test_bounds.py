@@ -201,6 +201,20 @@ def test_memory_during_recompute_chains_proves_what_points_cannot(tmp_path):
     assert point_bound(problem, budget, points, chains=True).cost >= 360448 * (1 - 1e-4)
 
 
+@pytest.mark.slow
+def test_growing_rounds_check_the_segment_a_recompute_chain_overflows(tmp_path):
+    """Residual CNN at 0.5: the growing rounds stall at 348,160 cycles, their answer overflowing only while a
+    recompute chain runs; checking memory during that one segment lifts the bound to the 360,448-cycle
+    optimum with a handful of points, where the last resort needs every one of them (tens of seconds)."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    original = load_graph(tmp_path / "network.onnx")
+    problem = Problem(staged(original))
+    budget = int(0.5 * baselines(original).graph_order_peak)
+    bound = lower_bound(problem, budget, seconds=15)
+    assert bound.cost >= 360448 * (1 - 1e-4)
+    assert len(bound.points) < len(over_budget_points(problem, budget)) // 2
+
+
 def test_single_points_stop_after_a_run_that_raises_nothing(tmp_path, monkeypatch):
     """Single points are solved highest level first; once `stall` in a row raise nothing, the rest are skipped
     (on an 8-block CCT they took longer than the whole limit, and the strongest is among the highest)."""
