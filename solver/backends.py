@@ -43,6 +43,8 @@ class SolverOptions:
     gap: float = 1e-4
     threads: int | None = 1          # None: the solver's choice (HiGHS: one per core, load-dependent paths)
     verbose: bool = False
+    ends_by: float | None = None     # time.perf_counter() at which the whole solve ends: a watched run still
+                                     # going then is killed, whatever its own time limit allows
 
     @property
     def backend(self) -> Backend:
@@ -128,7 +130,7 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
     solver = make_solver(options, start, stop_at)
     began = time.perf_counter()
     if _watched(lp, options):
-        report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options.time_limit))
+        report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options))
         if report is not None:
             report.apply_to(lp)
     else:
@@ -152,10 +154,12 @@ def _watched(lp: pulp.LpProblem, options: SolverOptions) -> bool:
             and lp.numVariables() >= WATCHED_VARIABLES)
 
 
-def kill_after(time_limit: float) -> float:
-    """Seconds after which a run with this limit is stopped from outside. HiGHS overruns its limit a little
-    in normal work (it looks at the clock between steps): only a run far past it is killed."""
-    return KILL_SHARE * time_limit + KILL_SECONDS
+def kill_after(options: SolverOptions) -> float:
+    """Seconds after which a run is stopped from outside. HiGHS overruns its time limit a little in normal
+    work (it looks at the clock between steps): only a run far past it is killed, or one still going when
+    the whole solve must end (a short run's overrun would otherwise carry the solve past its limit)."""
+    seconds = KILL_SHARE * options.time_limit + KILL_SECONDS
+    return seconds if options.ends_by is None else max(0.0, min(seconds, options.ends_by - time.perf_counter()))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ fifth (judged by their size, `_models_fit`), the bound runs until 90% instead an
 its answers. What a stage leaves goes to the next, and no stage starts with less than half a second left (a
 model run: more, by its size, for the handover to HiGHS). Model builds stop at their stage's deadline; a HiGHS
 run stops at its own, checked only now and then, so every deadline keeps a share of the limit in reserve for
-that overrun (and a run far past it is killed: solver/watchdog.py).
+that overrun (and a model run far past it, or still going at the limit, is killed: solver/watchdog.py).
 """
 from __future__ import annotations
 
@@ -99,7 +99,9 @@ class TimePlan:
         return None if self.limit is None else self.start + until * (1 - RESERVE_SHARE) * self.limit
 
     def backend(self, options: SolverOptions, until: float = 1.0) -> SolverOptions:
-        return replace(options, time_limit=self.left(until))
+        """Options for a run that stops by `until`, and is killed at the limit if it overruns that far."""
+        ends_by = None if self.limit is None else self.start + self.limit
+        return replace(options, time_limit=self.left(until), ends_by=ends_by)
 
 
 @dataclass(frozen=True)

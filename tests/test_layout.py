@@ -35,7 +35,7 @@ def test_every_layout_is_valid_aligned_and_between_the_live_maximum_and_the_sum(
     assert layout.size == max((layout.offsets[b.name] + b.size for b in sized), default=0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)   # a layout the greedies miss gets seconds of exact search
 @given(lifetimes(), st.randoms(use_true_random=False))
 def test_the_same_blocks_in_any_order_give_the_same_layout(blocks, shuffler):
     shuffled = list(blocks)

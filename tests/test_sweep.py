@@ -45,6 +45,7 @@ def swept(mlp, tmp_path_factory):
     return outdir, run
 
 
+@pytest.mark.slow   # a sweep in a subprocess
 def test_sweep_writes_every_output_with_the_baseline_first(swept, mlp):
     outdir, run = swept
     for name in ("sweep.md", "sweep.csv", "sweep.json", "pareto.png", "pareto.svg", "sweep.log"):
@@ -65,6 +66,7 @@ def test_sweep_writes_every_output_with_the_baseline_first(swept, mlp):
     assert not list(outdir.rglob("*.tmp"))
 
 
+@pytest.mark.slow   # a sweep in a subprocess
 def test_an_infeasible_point_stays_in_the_table_with_its_reason(swept):
     outdir, run = swept
     row = json.loads((outdir / "sweep.json").read_text())["points"][2]
@@ -74,6 +76,7 @@ def test_an_infeasible_point_stays_in_the_table_with_its_reason(swept):
     assert "no schedule: 0.2: infeasible" in (outdir / "pareto.svg").read_text()
 
 
+@pytest.mark.slow   # a sweep in a subprocess
 def test_every_point_schedule_replays_with_ckpt_replay(swept, mlp, tmp_path):
     outdir, _ = swept
     for label in ("baseline", "0.9"):

@@ -49,12 +49,20 @@ def test_a_run_in_the_child_answers_as_one_in_this_process(monkeypatch):
     at_home = run(here, SolverOptions(time_limit=None, gap=0.0))     # no limit: no child
     assert children == []
     watched = run(there, SolverOptions(time_limit=30, gap=0.0))
-    assert children == [backends.kill_after(30)]
+    assert children == [backends.kill_after(SolverOptions(time_limit=30))]
     assert at_home.status is watched.status is RunStatus.OPTIMAL
     assert (at_home.gap, at_home.dual_bound, at_home.has_answer) == \
         (watched.gap, watched.dual_bound, watched.has_answer)
     assert [v.varValue for v in here.variables()] == [v.varValue for v in there.variables()]
     assert pulp.value(here.objective) == pulp.value(there.objective) > 0
+
+
+def test_a_run_is_killed_when_the_whole_solve_ends_before_its_own_limit():
+    """A run with time left on its own limit is still stopped at the solve's end (`ends_by`)."""
+    ends_by = time.perf_counter() + 5
+    assert backends.kill_after(SolverOptions(time_limit=30, ends_by=ends_by)) <= 5
+    assert 30 < backends.kill_after(SolverOptions(time_limit=30)) < 60
+    assert backends.kill_after(SolverOptions(time_limit=30, ends_by=ends_by - 10)) == 0.0
 
 
 def test_a_run_that_overruns_far_ends_timed_out_without_an_answer(monkeypatch):
