@@ -60,7 +60,7 @@ class Bound:
     cost: float                 # no schedule over this stage order is cheaper
     points: tuple[int, ...]     # the stages whose first-run memory the relaxation checked
     schedule: Decisions | None = None   # the relaxation's answer as a schedule that replays within the budget
-    sketch: Decisions | None = None     # else its last answer realised, which overflows: a start for a repair
+    sketches: tuple[Decisions, ...] = ()   # its answers realised that overflow, newest last: starts for a repair
 
 
 def over_budget_points(problem: Problem, budget: int) -> list[int]:
@@ -117,16 +117,19 @@ def _growing_deadline(problem: Problem, deadline: _Deadline, every: list[int], e
 
 @dataclass
 class _Found:
-    """What the relaxation's answers gave so far: schedules that fit, and the last answer's realised sketch."""
+    """What the relaxation's answers gave so far: schedules that fit, and the realised answers that do not
+    (`sketch`: the last answer's, either way)."""
 
     schedules: list[Decisions] = field(default_factory=list)
     sketch: Decisions | None = None
+    sketches: list[Decisions] = field(default_factory=list)
 
     def realised(self, problem: Problem, budget: int, answer: list[Span], bound: float) -> bool:
         """Realise `answer` (each recompute before its first reader); keep it if it fits. True when it fits
         and costs what `bound` proves: an optimal schedule, nothing more to look for."""
         self.sketch = by_first_reader(problem.graph, answer)
         if _overflow(problem, self.sketch, budget)[0] or holds_two_versions(problem.graph, self.sketch):
+            self.sketches += [self.sketch] if self.sketch not in self.sketches else []
             return False
         self.schedules.append(self.sketch)
         return self.sketch.cost(problem.graph) <= _as_cheap_as(bound)
@@ -140,7 +143,7 @@ class _Found:
         return min(self.schedules, key=lambda d: d.cost(problem.graph), default=None)
 
     def with_bound(self, problem: Problem, bound: Bound) -> Bound:
-        return replace(bound, schedule=self.cheapest(problem), sketch=self.sketch)
+        return replace(bound, schedule=self.cheapest(problem), sketches=tuple(self.sketches))
 
 
 @dataclass(frozen=True)

@@ -395,11 +395,16 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, plan
 
 def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None
                      ) -> Decisions | None:
-    """The relaxation's schedule, or its near miss made to fit by the greedy heuristic by `deadline`; polished."""
+    """The relaxation's schedule, or else the cheapest of its near misses made to fit by the greedy heuristic
+    by `deadline` (newest first: the last answers saw the most points; the older ones are a fallback, since
+    a repair can fail on one and succeed on another); polished."""
     if budget is None:
         return None
-    found = floor.schedule or (greedy(staged, budget, start=floor.sketch, deadline=deadline) if floor.sketch
-                               else None)
+    found = floor.schedule
+    for n, sketch in enumerate(reversed(floor.sketches if found is None else ())):
+        if n and deadline is not None and time.perf_counter() + MIN_STAGE_SECONDS >= deadline:
+            break     # the newest is always tried (as the only one once was); the others while time is left
+        found = _cheaper(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))
     return polish(staged, found, budget, deadline) if found is not None else None
 
 

@@ -1,14 +1,17 @@
 """How solve() shares its time limit: models that cannot be built and run in their share leave it to the bound."""
 import onnx
 import pytest
+from graphs import chain
 
 from ckpt import examples
 from ckpt.solver import milp
 from ckpt.solver import solve as solve_module
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines, reorder
+from ckpt.solver.bounds import Bound
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
+from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import SolveOptions, Status, TimePlan, solve
 
@@ -45,3 +48,22 @@ def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypat
     result = solve(resnet, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)), messages.append)
     assert memory_trace(resnet, result.seq).peak_bytes <= budget
     assert result.status is Status.OPTIMAL and result.recompute_cost > 0
+
+
+def test_a_repair_that_fails_on_the_newest_near_miss_falls_back_to_older_ones(monkeypatch):
+    """The relaxation's near misses are repaired newest first, and an older one is tried when that fails (on
+    a 2-block CCT at 0.30 under load the newest one could not be repaired and the cell ended without a
+    schedule); the cheapest repair wins."""
+    graph = reorder(chain(8), list(baselines(chain(8)).min_memory_order))
+    budget = baselines(graph).min_memory_peak - 8
+    older, newer = Decisions(frozenset()), Decisions(frozenset({(len(graph.ops) - 1, 0)}))
+    real, tried = solve_module.greedy, []
+
+    def greedy(staged, limit, start=None, deadline=None):
+        tried.append(start)
+        return None if start == newer else real(staged, limit, start=start, deadline=deadline)
+
+    monkeypatch.setattr(solve_module, "greedy", greedy)
+    repaired = solve_module._from_relaxation(graph, Bound(0.0, (), sketches=(older, newer)), budget, None)
+    assert tried == [newer, older]
+    assert repaired is not None and memory_trace(graph, repaired.sequence(graph)).peak_bytes <= budget
