@@ -13,6 +13,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_support import interrupted_at
 from onnx import TensorProto, helper
 
 from ckpt.cli import INTERRUPT_HOOK, main
@@ -214,8 +215,7 @@ def test_no_schedule_within_what_the_heuristic_searched_exits_3(capsys, tmp_path
 
 
 def _interrupted(args: list[str], at: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True,
-                          env={**os.environ, INTERRUPT_HOOK: at})
+    return interrupted_at([sys.executable, "-m", "ckpt", *args], INTERRUPT_HOOK, at)
 
 
 def test_ctrl_c_in_solve_exits_130_and_writes_nothing(mlp, tmp_path):

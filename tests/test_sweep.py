@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from cli_support import ckpt
+from cli_support import ckpt, interrupted_at
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.cli import INTERRUPT_HOOK
@@ -117,8 +116,7 @@ def test_ctrl_c_keeps_finished_points_and_leaves_no_partial_file(mlp, tmp_path):
     outdir = tmp_path / "out"
     args = [sys.executable, "-m", "ckpt", "sweep", "0.7:0.9", "--step", "0.2", "--model", str(mlp), "-o",
             str(outdir), "--target", "none", "--jobs", "1", "--time-limit", "30"]
-    run = subprocess.run(args, capture_output=True, text=True,
-                         env={**os.environ, INTERRUPT_HOOK: "point baseline finished"})
+    run = interrupted_at(args, INTERRUPT_HOOK, "point baseline finished")
     assert run.returncode == 130 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("error: interrupted: finished points are kept")
     assert not list(outdir.rglob(".*.tmp")) and not list(outdir.rglob(".code.*"))
