@@ -4,27 +4,30 @@ The relaxation says which ops run again between two points, not where: an answer
 "op i runs again in one of stages first+1..last". Two ways to place them:
 - by rule: each right before the first op that reads it in its span (a stage-order op, or another recompute
   of the span); instant, and usually right;
+- by walking: add the stage where the placed answer goes over as a point and solve the relaxation again
+  only around it, the rest kept; repeated while the overflow moves on. Each step is a small model, and where
+  the answer has equal-cost alternatives it often finds one that fits at the answer's own cost;
 - exactly: the Checkmate MILP restricted to those spans (and the producers of the ops' inputs), which also
   chooses the stage and what to keep. It is small (a few hundred recompute variables), so it takes a second
   or two, and it finds a placement whenever one exists for these ops.
 """
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
 
 from ckpt.solver import milp
 from ckpt.solver.backends import Backend, SolverOptions, run
 from ckpt.solver.graph import TrainGraph
+from ckpt.solver.greedy import holds_two_versions
 from ckpt.solver.problem import Problem
+from ckpt.solver.relaxation import Relaxation, Span
 from ckpt.solver.schedule import Decisions
+from ckpt.solver.simulate import memory_trace
 
-
-@dataclass(frozen=True)
-class Span:
-    op: int
-    first: int    # the op runs again after stage `first`'s own op...
-    last: int     # ...and no later than stage `last` (before its op)
+WALK_STEPS = 12   # points a walk adds at most
+WALK_WIDTH = 1    # segments on either side of the added point solved afresh; the others keep the answer
+WALK_RISE = 0.01  # a step dearer than this (a share of the answer's cost) is solved again with more segments free
 
 
 def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
@@ -38,6 +41,67 @@ def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
                 stages += [placed[span.first, j]] if (span.first, j) in placed else []
         placed[span.first, span.op] = min(stages)
     return Decisions(frozenset((t, i) for (_, i), t in placed.items()))
+
+
+def walked(problem: Problem, budget: int, points: list[int], answer: list[Span], seconds: float | None,
+           threads: int | None = 1, cap: float = math.inf, chained: frozenset[int] = frozenset()
+           ) -> Decisions | None:
+    """The answer (of the relaxation over `points`) made to fit by walking, or None if it does not within
+    WALK_STEPS, `seconds`, and a cost below `cap` (a schedule that dear is known already). The whole
+    relaxation over one point more takes many seconds on a big graph; a step here is a model of a few
+    segments. Where the kept segments force a much dearer answer, the step is solved again with twice as
+    many free, short of all of them. Not a bound: the kept segments are one answer's choice. `chained`: as in
+    the relaxation."""
+    ends = None if seconds is None else time.perf_counter() + seconds
+    graph, points = problem.graph, sorted(points)
+    for _ in range(WALK_STEPS):
+        sketch = by_first_reader(graph, answer)
+        stages = overflow(graph, sketch, budget)[0]
+        if not stages and not holds_two_versions(graph, sketch):
+            return sketch
+        over = [t for t in stages if t not in points]
+        if not over or sketch.cost(graph) >= cap:
+            return None
+        points = sorted([*points, over[0]])
+        answer = _stepped(problem, budget, points, points.index(over[0]), answer, ends, threads, chained,
+                          sketch.cost(graph))
+        if answer is None:
+            return None
+    return None
+
+
+def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: list[Span], ends: float | None,
+             threads: int | None, chained: frozenset[int], cost: int) -> list[Span] | None:
+    """One step of a walk: the answer over `points`, where point k is new, with the segments around it free."""
+    width = WALK_WIDTH
+    while True:
+        left = None if ends is None else ends - time.perf_counter()
+        if left is not None and left <= 0:
+            return None
+        free = range(k - width, k + width)
+        model = Relaxation(problem, budget, points, chained=chained, threads=threads, kept=frozenset(answer),
+                           free=free)
+        model.solve(left)
+        found = model.answer() if model.answered else None
+        dear = found is None or sum(problem.graph.op_cost[problem.graph.ops[s.op].name] for s in found) \
+            > cost * (1 + WALK_RISE)
+        if not dear:
+            return found
+        width *= 2
+        if k - width <= 0 and k + width >= len(points):
+            return None     # every segment free: that is the next round of the relaxation itself
+
+
+def overflow(graph: TrainGraph, schedule: Decisions, budget: int) -> tuple[list[int], dict[int, int]]:
+    """Stages where `schedule` replays above the budget, furthest over first; and, for those where it is
+    over while a recompute runs, by how much."""
+    seq = schedule.sequence(graph)
+    result = memory_trace(graph, seq)
+    peaks, during = result.stage_peaks(), {}
+    for (_, is_recompute), stage, level in zip(seq, result.stage_of, result.levels):
+        if is_recompute and level > budget:
+            during[stage] = max(during.get(stage, 0), level - budget)
+    return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t)), during
 
 
 def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None,

@@ -28,7 +28,7 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.solver import milp, order_search
 from ckpt.solver.backends import Outcome, RunStatus, SolverOptions, run
 from ckpt.solver.baselines import Baselines, baselines, reorder
-from ckpt.solver.bounds import Bound, lower_bound
+from ckpt.solver.bounds import Bound, as_cheap_as, lower_bound
 from ckpt.solver.canonical import canonical
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy, holds_two_versions, polish
@@ -395,13 +395,15 @@ def _run_model(problem: Problem, budget: int | None, options: SolveOptions, plan
 
 def _from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None
                      ) -> Decisions | None:
-    """The relaxation's schedule, or else the cheapest of its near misses made to fit by the greedy heuristic
-    by `deadline` (newest first: the last answers saw the most points; the older ones are a fallback, since
-    a repair can fail on one and succeed on another); polished."""
+    """The cheapest of the relaxation's schedule (its answers made to fit by rule or by walking) and of its
+    near misses made to fit by the greedy heuristic by `deadline` (newest first: the last answers saw the
+    most points; the older ones are a fallback, since a repair can fail on one and succeed on another); polished.
+    A schedule that meets the bound needs no repairs."""
     if budget is None:
         return None
     found = floor.schedule
-    for n, sketch in enumerate(reversed(floor.sketches if found is None else ())):
+    met = found is not None and _cost(staged, found) <= as_cheap_as(floor.cost)
+    for n, sketch in enumerate(reversed(floor.sketches if not met else ())):
         if n and deadline is not None and time.perf_counter() + MIN_STAGE_SECONDS >= deadline:
             break     # the newest is always tried (as the only one once was); the others while time is left
         found = _cheaper(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))

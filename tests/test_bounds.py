@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ckpt import examples
 from ckpt.errors import InfeasibleBudget
-from ckpt.solver import bounds, milp
+from ckpt.solver import bounds, milp, relaxation
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
@@ -223,15 +223,15 @@ def test_single_points_stop_after_a_run_that_raises_nothing(tmp_path, monkeypatc
     problem = Problem(staged(original))
     budget = int(0.5 * baselines(original).graph_order_peak)
     singles = []
-    solve_relaxation = bounds._Relaxation.solve
+    solve_relaxation = relaxation.Relaxation.solve
 
-    def spied(relaxation, *args, **kwargs):
-        found = solve_relaxation(relaxation, *args, **kwargs)
-        if len(relaxation.points) == 1:
-            singles.append(found.cost)
+    def spied(model, *args, **kwargs):
+        found = solve_relaxation(model, *args, **kwargs)
+        if len(model.points) == 1:
+            singles.append(found)
         return found
 
-    monkeypatch.setattr(bounds._Relaxation, "solve", spied)
+    monkeypatch.setattr(relaxation.Relaxation, "solve", spied)
     monkeypatch.setattr(bounds, "_bound_from_growing_points", lambda problem, budget, chosen, best, *rest: best)
     stall = 3   # (the joint rounds after the singles are not what this test is about: skipped)
     lower_bound(problem, budget, seconds=None, stall=stall)

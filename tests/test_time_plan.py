@@ -67,3 +67,25 @@ def test_a_repair_that_fails_on_the_newest_near_miss_falls_back_to_older_ones(mo
     repaired = solve_module._from_relaxation(graph, Bound(0.0, (), sketches=(older, newer)), budget, None)
     assert tried == [newer, older]
     assert repaired is not None and memory_trace(graph, repaired.sequence(graph)).peak_bytes <= budget
+
+
+def test_near_misses_are_repaired_unless_the_relaxation_has_a_schedule_at_the_bound(monkeypatch):
+    """A walked schedule that fits but costs more than the bound does not stop the repairs of the near
+    misses (one of them may be cheaper); one at the bound does (nothing is cheaper)."""
+    graph = reorder(chain(8), list(baselines(chain(8)).min_memory_order))
+    budget = baselines(graph).min_memory_peak - 8
+    sketch = Decisions(frozenset())
+    fitting = solve_module.greedy(graph, budget)
+    real, tried = solve_module.greedy, []
+
+    def greedy(staged, limit, start=None, deadline=None):
+        tried.append(start)
+        return real(staged, limit, start=start, deadline=deadline)
+
+    monkeypatch.setattr(solve_module, "greedy", greedy)
+    cost = fitting.cost(graph)
+    solve_module._from_relaxation(graph, Bound(0.0, (), schedule=fitting, sketches=(sketch,)), budget, None)
+    assert tried == [sketch]
+    tried.clear()
+    solve_module._from_relaxation(graph, Bound(float(cost), (), schedule=fitting, sketches=(sketch,)), budget, None)
+    assert tried == []

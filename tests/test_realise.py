@@ -1,0 +1,94 @@
+"""Turning the point relaxation's answers into schedules: the walk (solver/realise.py)."""
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ckpt import examples
+from ckpt.examples import write_example
+from ckpt.solver.baselines import baselines, reorder
+from ckpt.solver.bounds import over_budget_points
+from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.problem import Problem
+from ckpt.solver.realise import by_first_reader, overflow, walked
+from ckpt.solver.relaxation import Relaxation
+from ckpt.solver.simulate import memory_trace
+from ckpt.solver.views import collapsed
+
+
+def staged(graph):
+    graph = collapsed(graph).without_views
+    return reorder(graph, list(baselines(graph).min_memory_order))
+
+
+@pytest.fixture(scope="module")
+def resnet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("resnet") / "network.onnx"
+    onnx.save(examples.resnet(), path)
+    return load_graph(path)
+
+
+def strongest_answer(problem, budget, points=None):
+    """The relaxation over `points` (default: the highest binding point): its bound and answer."""
+    if points is None:
+        levels = memory_trace(problem.graph, [(op.name, False) for op in problem.graph.ops]).levels
+        points = [max(over_budget_points(problem, budget), key=lambda t: (levels[t], -t))]
+    model = Relaxation(problem, budget, points)
+    bound = model.solve(None)
+    return points, bound, (model.answer() if model.answered else None)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(fraction=st.floats(0.28, 0.98))
+def test_a_walked_schedule_fits_and_costs_at_least_the_bound(resnet, fraction):
+    problem = Problem(staged(resnet))
+    budget = int(fraction * baselines(resnet).graph_order_peak)
+    if not over_budget_points(problem, budget):
+        return
+    points, bound, answer = strongest_answer(problem, budget)
+    schedule = None if answer is None else walked(problem, budget, points, answer, 10)
+    if schedule is not None:
+        assert memory_trace(problem.graph, schedule.sequence(problem.graph)).peak_bytes <= budget
+        assert not holds_two_versions(problem.graph, schedule)
+        assert schedule.cost(problem.graph) >= bound
+
+
+def test_the_walk_turns_an_overflowing_answer_into_a_schedule_at_its_cost(resnet):
+    """Residual CNN at 0.92: the answer over the highest point, each recompute before its first reader,
+    goes over the budget at another stage; one step of the walk fits it at the bound's cost."""
+    problem = Problem(staged(resnet))
+    budget = int(0.92 * baselines(resnet).graph_order_peak)
+    points, bound, answer = strongest_answer(problem, budget)
+    assert overflow(problem.graph, by_first_reader(problem.graph, answer), budget)[0]
+    schedule = walked(problem, budget, points, answer, 10)
+    assert schedule is not None and schedule.cost(problem.graph) == bound > 0
+    assert memory_trace(problem.graph, schedule.sequence(problem.graph)).peak_bytes <= budget
+
+
+def test_segments_outside_the_free_ones_keep_the_answer(resnet):
+    """With no segment free, the relaxation can only give back the answer it keeps (a local repair's
+    premise: what is outside the window does not move)."""
+    problem = Problem(staged(resnet))
+    budget = int(0.5 * baselines(resnet).graph_order_peak)
+    points = over_budget_points(problem, budget)[-3:]
+    _, _, answer = strongest_answer(problem, budget, points)
+    model = Relaxation(problem, budget, points, kept=frozenset(answer), free=range(0))
+    model.solve(None)
+    assert model.answered and set(model.answer()) == set(answer)
+
+
+@pytest.mark.slow
+def test_the_walk_reaches_the_optimum_the_next_round_takes_many_times_longer_to_find(tmp_path):
+    """4-block CCT at 0.38: the relaxation over six points proves the optimum, but its answer, placed,
+    goes over at stage 175. The round over seven points takes seconds and its answer overflows again;
+    one step of the walk, with the segments next to 175 free, fits at the proven cost."""
+    write_example("cct", tmp_path, golden=False, blocks=4, conv_channels=32)
+    graph = load_graph(tmp_path / "network.onnx")
+    problem = Problem(staged(graph))
+    budget = int(0.38 * baselines(graph).graph_order_peak)
+    points, bound, answer = strongest_answer(problem, budget, [103, 104, 105, 109, 127, 140])
+    assert overflow(problem.graph, by_first_reader(problem.graph, answer), budget)[0] == [175]
+    schedule = walked(problem, budget, points, answer, 20)
+    assert schedule is not None and schedule.cost(problem.graph) == bound
