@@ -60,11 +60,11 @@ def walked(problem: Problem, budget: int, points: list[int], answer: list[Span],
         if not stages and not holds_two_versions(graph, sketch):
             return sketch
         over = [t for t in stages if t not in points]
-        if not over or sketch.cost(graph) >= cap:
+        cost = sketch.cost(graph)
+        if not over or cost >= cap:
             return None
         points = sorted([*points, over[0]])
-        answer = _stepped(problem, budget, points, points.index(over[0]), answer, ends, threads, chained,
-                          sketch.cost(graph))
+        answer = _stepped(problem, budget, points, points.index(over[0]), answer, ends, threads, chained, cost)
         if answer is None:
             return None
     return None
@@ -83,9 +83,7 @@ def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: l
                            free=free)
         model.solve(left)
         found = model.answer() if model.answered else None
-        dear = found is None or sum(problem.graph.op_cost[problem.graph.ops[s.op].name] for s in found) \
-            > cost * (1 + WALK_RISE)
-        if not dear:
+        if found is not None and by_first_reader(problem.graph, found).cost(problem.graph) <= cost * (1 + WALK_RISE):
             return found
         width *= 2
         if k - width <= 0 and k + width >= len(points):
