@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ckpt.solver.greedy import holds_two_versions
@@ -74,7 +75,8 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
-                joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL) -> Bound:
+                joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL,
+                progress: Callable[[str], None] = lambda message: None) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
     graph the hundreds of others would take all the time), then the `joint` strongest points together,
@@ -82,10 +84,11 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     round over many points can take longer than the whole limit, and grown rounds add the points that bind).
     Stops once the bound reaches `enough` (a known cost), or once a realised answer fits and costs what the
     bound proves (often the case at the strongest single point). HiGHS runs on `threads` (see backends: one
-    thread keeps the answer independent of the machine)."""
+    thread keeps the answer independent of the machine). `progress` hears each raise of the bound and each
+    schedule found as it happens: the rounds can take most of a solve's time."""
     deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
-    best, singles, found, since_raised = Bound(0.0, ()), [], _Found(), 0
+    best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress), 0
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return found.with_bound(problem, best)
@@ -97,6 +100,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
         since_raised += 1
         if bound.cost > best.cost:
             best, since_raised = bound, 0
+            found.raised(best)
             if relaxation.answered and found.realised(problem, budget, relaxation.answer(), best.cost):
                 return found.with_bound(problem, best)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
@@ -121,11 +125,23 @@ def _growing_deadline(problem: Problem, deadline: _Deadline, every: list[int], e
 @dataclass
 class _Found:
     """What the relaxation's answers gave so far: schedules that fit, and the realised answers that do not
-    (`sketch`: the last answer's, either way)."""
+    (`sketch`: the last answer's, either way); `progress` hears of each schedule and each raise of the bound."""
 
     schedules: list[Decisions] = field(default_factory=list)
     sketch: Decisions | None = None
     sketches: list[Decisions] = field(default_factory=list)
+    progress: Callable[[str], None] = lambda message: None
+
+    def add(self, problem: Problem, schedule: Decisions | None, how: str) -> None:
+        """Keep a schedule that fits (None: nothing found), and say so."""
+        if schedule is not None:
+            self.schedules.append(schedule)
+            self.progress(f"incumbent {schedule.cost(problem.graph)} cycles ({how})")
+
+    def raised(self, bound: Bound) -> None:
+        """Say the bound rose to `bound` (infeasible: the solve says so, and why)."""
+        if not math.isinf(bound.cost):
+            self.progress(f"lower bound {bound.cost:.0f} cycles so far ({len(bound.points)} point(s))")
 
     def realised(self, problem: Problem, budget: int, answer: list[Span], bound: float) -> bool:
         """Realise `answer` (each recompute before its first reader); keep it if it fits. True when it fits
@@ -134,7 +150,7 @@ class _Found:
         if overflow(problem.graph, self.sketch, budget)[0] or holds_two_versions(problem.graph, self.sketch):
             self.sketches += [self.sketch] if self.sketch not in self.sketches else []
             return False
-        self.schedules.append(self.sketch)
+        self.add(problem, self.sketch, "the relaxation's answer")
         return self.sketch.cost(problem.graph) <= as_cheap_as(bound)
 
     def meets(self, problem: Problem, bound: float) -> bool:
@@ -179,8 +195,9 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
                       tuple(chosen))
-        if not headroom:
-            best = max(best, bound, key=lambda b: b.cost)
+        if not headroom and bound.cost > best.cost:
+            best = bound
+            found.raised(best)
         if math.isinf(bound.cost) or not relaxation.answered or found.meets(problem, best.cost):
             break
         answer = relaxation.answer()
@@ -199,7 +216,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             break
         placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(growing),
                                                       deadline.threads)
-        found.schedules += [placed] if placed is not None else []
+        found.add(problem, placed, "the relaxation's answer, placed exactly")
         if placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost):
             break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
@@ -234,7 +251,7 @@ def _walk(problem: Problem, budget: int, newest: _Answer, deadline: _Deadline, f
     cap = min(enough, math.inf if cheapest is None else cheapest.cost(problem.graph))
     schedule = walked(problem, budget, newest.points, newest.spans, _limit(deadline), deadline.threads, cap,
                       newest.chained)
-    found.schedules += [schedule] if schedule is not None else []
+    found.add(problem, schedule, "the relaxation's answer, walked")
 
 
 def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _Found, deadline: _Deadline,
@@ -247,7 +264,9 @@ def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _
     unmet = cheapest is None or cheapest.cost(problem.graph) > as_cheap_as(best.cost)
     if unmet and _left(deadline) > 0 and best.cost < enough:
         strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
-        best = max(best, strongest, key=lambda b: b.cost)
+        if strongest.cost > best.cost:
+            best = strongest
+            found.raised(best)
     return found.with_bound(problem, best)
 
 

@@ -344,7 +344,8 @@ def _floor(problem: Problem, options: SolveOptions, heuristic: Decisions | None,
     schedule over the stage order, so the focus setting of `problem` does not matter."""
     progress("lower bound: memory at the binding points")
     known = _cost(problem.graph, heuristic) * (1 - options.backend.gap) if heuristic is not None else math.inf
-    floor = lower_bound(problem, options.budget, plan.left(until), known, threads=options.backend.threads)
+    floor = lower_bound(problem, options.budget, plan.left(until), known, threads=options.backend.threads,
+                        progress=progress)
     progress(f"lower bound {floor.cost:.0f} cycles from {len(floor.points)} point(s)")
     return floor
 

@@ -239,3 +239,21 @@ def test_single_points_stop_after_a_run_that_raises_nothing(tmp_path, monkeypatc
     raised = [k for k, cost in enumerate(singles) if cost > max(singles[:k], default=0.0)]
     assert len(singles) == raised[-1] + 1 + stall       # stopped right after `stall` that raised nothing
     assert all(b - a <= stall for a, b in zip(raised, raised[1:]))   # and no earlier run that long
+
+
+def test_the_bound_reports_each_raise_and_each_schedule_as_it_finds_them(tmp_path):
+    """The rounds can take most of a solve: the live line hears the bound rise round by round, every figure
+    proven (none above the final bound, each above the one before), and each schedule as it is found."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    graph = load_graph(tmp_path / "network.onnx")
+    problem = Problem(staged(graph))
+    budget = int(0.7 * baselines(graph).graph_order_peak)
+    messages: list[str] = []
+    bound = lower_bound(problem, budget, seconds=10, progress=messages.append)
+    raised = [int(m.group(1)) for m in map(re.compile(r"lower bound (\d+) cycles so far").match, messages) if m]
+    assert len(raised) >= 2 and raised == sorted(set(raised))
+    assert raised[-1] == round(bound.cost)
+    found = [int(m.group(1)) for m in map(re.compile(r"incumbent (\d+) cycles").match, messages) if m]
+    assert (bound.schedule is None) == (not found)
+    if found:
+        assert min(found) == bound.schedule.cost(problem.graph) >= bound.cost - 1
