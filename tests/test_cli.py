@@ -2,7 +2,7 @@
 import json
 
 import pytest
-from cli_support import ckpt
+from cli_support import ckpt, ckpt_here
 
 from ckpt.examples import write_example
 
@@ -36,7 +36,7 @@ def test_solve_writes_a_schedule_deeploy_can_read(mlp_dir, tmp_path):
 
 def test_order_search_records_the_space_its_answer_is_proven_in(mlp_dir, tmp_path):
     out = tmp_path / "seq.json"
-    run = ckpt("solve", str(mlp_dir), "--budget", "0.8", "--order", "search", "-o", str(out))
+    run = ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "--order", "search", "-o", str(out))
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
     assert doc["solver"]["stage_order"] == "search" and "local search" in doc["solver"]["space"]
@@ -52,7 +52,7 @@ def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):
 @pytest.mark.parametrize("budget", ["0", "7OOKB", "1.5", "-3"])
 def test_bad_budget_is_one_line_and_writes_nothing(mlp_dir, tmp_path, budget):
     out = tmp_path / "seq.json"
-    run = ckpt("solve", str(mlp_dir), "--budget", budget, "-o", str(out))
+    run = ckpt_here("solve", str(mlp_dir), "--budget", budget, "-o", str(out))
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().count("\n") == 0 and run.stderr.startswith("error: budget")
     assert not out.exists()
@@ -61,13 +61,13 @@ def test_bad_budget_is_one_line_and_writes_nothing(mlp_dir, tmp_path, budget):
 def test_not_onnx_is_one_line(tmp_path):
     junk = tmp_path / "junk.onnx"
     junk.write_text("this is not a model")
-    run = ckpt("solve", str(junk), "-o", str(tmp_path / "s.json"))
+    run = ckpt_here("solve", str(junk), "-o", str(tmp_path / "s.json"))
     assert run.returncode == 1 and "is not an ONNX model" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "s.json").exists()
 
 
 def test_impossible_budget_exits_2_and_names_the_floor(mlp_dir, tmp_path):
-    run = ckpt("solve", str(mlp_dir), "--budget", "16", "-o", str(tmp_path / "s.json"))
+    run = ckpt_here("solve", str(mlp_dir), "--budget", "16", "-o", str(tmp_path / "s.json"))
     assert run.returncode == 2, run.stderr
     assert "no schedule fits 16 B" in run.stderr and "lower bound" in run.stderr
     assert not (tmp_path / "s.json").exists()
@@ -77,16 +77,16 @@ def test_the_budget_holds_on_the_first_fit_heap_not_only_the_live_peak(small_mlp
     """The min-memory order's live peak (18,432 B) fits 20,000 B but its first-fit heap (23,008 B) does not,
     and no schedule's does: refused with exit 2 naming the heap, nothing written. 24 KiB fits both."""
     out = tmp_path / "s.json"
-    run = ckpt("solve", str(small_mlp), "--budget", "20000", "-o", str(out))
+    run = ckpt_here("solve", str(small_mlp), "--budget", "20000", "-o", str(out))
     assert run.returncode == 2 and "first-fit heap cannot fit 20000 B" in run.stderr and "needs 23008 B" in run.stderr
     assert not out.exists()
-    assert ckpt("solve", str(small_mlp), "--budget", "24KB", "-o", str(out)).returncode == 0
+    assert ckpt_here("solve", str(small_mlp), "--budget", "24KB", "-o", str(out)).returncode == 0
     doc = json.loads(out.read_text())
     assert doc["predicted"]["checked"] == "heap_bytes" and doc["predicted"]["checked_bytes"] <= 24 * 1024
     assert doc["predicted"]["heap_bytes"] > doc["predicted"]["peak_bytes"]
 
 
 def test_inspect_prints_the_floor(mlp_dir):
-    run = ckpt("inspect", str(mlp_dir))
+    run = ckpt_here("inspect", str(mlp_dir))
     assert run.returncode == 0, run.stderr
     assert "single-op lower bound" in run.stdout and "peak, min-memory order" in run.stdout

@@ -13,22 +13,17 @@ from pathlib import Path
 
 import onnx
 import pytest
-from cli_support import interrupted_at
+from cli_support import ckpt_here, interrupted_at
 from onnx import TensorProto, helper
 
-from ckpt.cli import INTERRUPT_HOOK, main
+from ckpt.cli import INTERRUPT_HOOK
 from ckpt.examples import write_example
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
+def run(*args: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `ckpt ARGS` run by the console script's own entry point."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as done:
-        code = 0 if done.code is None else int(done.code)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    done = ckpt_here(*args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def one_line(err: str) -> str:
@@ -63,11 +58,11 @@ def schedule(mlp, tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
-def test_a_device_is_never_replaced(capsys, mlp, device):
+def test_a_device_is_never_replaced(mlp, device):
     if not Path(device).exists():
         pytest.skip(f"{device} is not on this machine")
     before = os.stat(device)
-    code, _, err = run(capsys, "solve", str(mlp), "-o", device)
+    code, _, err = run("solve", str(mlp), "-o", device)
     assert code == 1 and "not a regular file" in one_line(err)
     after = os.stat(device)
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
@@ -75,43 +70,43 @@ def test_a_device_is_never_replaced(capsys, mlp, device):
 
 @pytest.mark.parametrize("where, message", [("dir", "is a directory"), ("below", "which is a file"),
                                             ("empty", "output path is empty")])
-def test_bad_output_paths_are_refused_before_any_work(capsys, mlp, tmp_path, where, message):
+def test_bad_output_paths_are_refused_before_any_work(mlp, tmp_path, where, message):
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("mine")
     path = {"dir": str(tmp_path / "dir"), "below": str(tmp_path / "file" / "seq.json"), "empty": ""}[where]
     before = snapshot(tmp_path)
-    code, _, err = run(capsys, "solve", str(mlp), "-o", path)
+    code, _, err = run("solve", str(mlp), "-o", path)
     assert code == 1 and message in one_line(err)
     assert "[ckpt] loading" not in err                       # refused before the model was even loaded
     assert snapshot(tmp_path) == before
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere: an unwritable folder cannot be made")
-def test_an_unwritable_folder_is_refused(capsys, mlp, tmp_path):
+def test_an_unwritable_folder_is_refused(mlp, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    code, _, err = run(capsys, "solve", str(mlp), "-o", str(locked / "seq.json"))
+    code, _, err = run("solve", str(mlp), "-o", str(locked / "seq.json"))
     assert code == 1 and "not writable" in one_line(err)
 
 
-def test_dash_writes_the_schedule_to_stdout(capsys, mlp, tmp_path):
-    code, out, err = run(capsys, "solve", str(mlp), "--budget", "0.9", "-o", "-")
+def test_dash_writes_the_schedule_to_stdout(mlp, tmp_path):
+    code, out, err = run("solve", str(mlp), "--budget", "0.9", "-o", "-")
     assert code == 0 and json.loads(out)["seq"] and "wrote stdout" in err
     assert not Path("-").exists()
 
 
-def test_replay_into_a_folder_it_did_not_write_needs_overwrite_and_keeps_the_users_files(capsys, mlp, schedule,
+def test_replay_into_a_folder_it_did_not_write_needs_overwrite_and_keeps_the_users_files(mlp, schedule,
                                                                                            tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    code, _, err = run(capsys, "replay", str(schedule), "--model", str(mlp), "-o", str(out))
+    code, _, err = run("replay", str(schedule), "--model", str(mlp), "-o", str(out))
     assert code == 1 and "--overwrite" in one_line(err) and snapshot(out) == {"notes.txt": snapshot(out)["notes.txt"]}
-    code, _, err = run(capsys, "replay", str(schedule), "--model", str(mlp), "-o", str(out), "--overwrite")
+    code, _, err = run("replay", str(schedule), "--model", str(mlp), "-o", str(out), "--overwrite")
     assert code == 0, err
     assert (out / "notes.txt").read_text() == "mine" and (out / "report.json").is_file()
     mode = stat.S_IMODE(out.stat().st_mode)
-    code, _, err = run(capsys, "replay", str(schedule), "--model", str(mlp), "-o", str(out))   # ckpt's folder now
+    code, _, err = run("replay", str(schedule), "--model", str(mlp), "-o", str(out))   # ckpt's folder now
     assert code == 0, err
     assert stat.S_IMODE(out.stat().st_mode) == mode and (out / "notes.txt").read_text() == "mine"
 
@@ -119,29 +114,29 @@ def test_replay_into_a_folder_it_did_not_write_needs_overwrite_and_keeps_the_use
 # --------------------------------------------------------------------------- inputs
 
 
-def test_an_inference_graph_is_refused_and_nothing_written(capsys, tmp_path):
+def test_an_inference_graph_is_refused_and_nothing_written(tmp_path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])
     onnx.save(helper.make_model(graph), tmp_path / "relu.onnx")
     for command in (["solve", "-o", str(tmp_path / "s.json")], ["inspect"]):
-        code, _, err = run(capsys, command[0], str(tmp_path / "relu.onnx"), *command[1:])
+        code, _, err = run(command[0], str(tmp_path / "relu.onnx"), *command[1:])
         assert code == 1 and "not a training graph" in one_line(err)
     assert not (tmp_path / "s.json").exists()
 
 
-def test_an_undefined_element_type_is_taken_from_the_producer(capsys, mlp, tmp_path):
+def test_an_undefined_element_type_is_taken_from_the_producer(mlp, tmp_path):
     model = onnx.load(mlp / "network.onnx")
     for info in model.graph.value_info[:4]:
         info.type.tensor_type.elem_type = TensorProto.UNDEFINED
     onnx.save(model, tmp_path / "undefined.onnx")
-    code, _, err = run(capsys, "solve", str(tmp_path / "undefined.onnx"), "--budget", "0.9", "-o",
+    code, _, err = run("solve", str(tmp_path / "undefined.onnx"), "--budget", "0.9", "-o",
                        str(tmp_path / "s.json"))
     assert code == 0, err
     reference = tmp_path / "r.json"
-    assert run(capsys, "solve", str(mlp), "--budget", "0.9", "-o", str(reference))[0] == 0
+    assert run("solve", str(mlp), "--budget", "0.9", "-o", str(reference))[0] == 0
     assert json.loads((tmp_path / "s.json").read_text())["predicted"] == json.loads(reference.read_text())["predicted"]
-    assert run(capsys, "inspect", str(tmp_path / "undefined.onnx"))[0] == 0
+    assert run("inspect", str(tmp_path / "undefined.onnx"))[0] == 0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -155,8 +150,8 @@ def test_an_undefined_element_type_is_taken_from_the_producer(capsys, mlp, tmp_p
     (["--no-such-option"], "No such option"),
     (["--target", "gap10"], "--target"),
 ])
-def test_bad_options_are_usage_errors_with_exit_1(capsys, mlp, tmp_path, args, message):
-    code, _, err = run(capsys, "solve", str(mlp), "-o", str(tmp_path / "s.json"), *args)
+def test_bad_options_are_usage_errors_with_exit_1(mlp, tmp_path, args, message):
+    code, _, err = run("solve", str(mlp), "-o", str(tmp_path / "s.json"), *args)
     assert code == 1 and message in one_line(err)
     assert not (tmp_path / "s.json").exists()
 
@@ -166,15 +161,15 @@ def test_bad_options_are_usage_errors_with_exit_1(capsys, mlp, tmp_path, args, m
     (["mlp", "--layers", "-1"], "--layers"),
     (["mlp", "--blocks", "2"], "does not apply to a mlp example"),
 ])
-def test_bad_example_options(capsys, tmp_path, args, message):
-    code, _, err = run(capsys, "example", *args, "-o", str(tmp_path / "ex"))
+def test_bad_example_options(tmp_path, args, message):
+    code, _, err = run("example", *args, "-o", str(tmp_path / "ex"))
     assert code == 1 and message in one_line(err)
 
 
-def test_version_and_short_help(capsys):
-    code, out, _ = run(capsys, "--version")
+def test_version_and_short_help():
+    code, out, _ = run("--version")
     assert code == 0 and out.startswith("ckpt, version ")
-    code, out, _ = run(capsys, "solve", "-h")
+    code, out, _ = run("solve", "-h")
     assert code == 0 and "--budget" in out
 
 
@@ -186,26 +181,26 @@ def test_version_and_short_help(capsys):
     ([["x", 0], ["x", 0]], "entry 1 runs 'x' for the first time again"),
     ([["x", 1], ["x", 0]], "entry 0 recomputes 'x' before its first run"),
 ])
-def test_malformed_schedules_are_refused_naming_the_entry(capsys, mlp, tmp_path, seq, message):
+def test_malformed_schedules_are_refused_naming_the_entry(mlp, tmp_path, seq, message):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"seq": seq}))
     for command in (["replay", str(path), "--model", str(mlp), "-o", str(tmp_path / "out")],
                     ["verify", str(mlp), "--schedule", str(path)]):
-        code, _, err = run(capsys, *command)
+        code, _, err = run(*command)
         assert code == 1 and message in one_line(err)
     assert not (tmp_path / "out").exists()
 
 
-def test_an_infeasible_budget_exits_2(capsys, mlp, tmp_path):
-    code, _, err = run(capsys, "solve", str(mlp), "--budget", "16", "-o", str(tmp_path / "s.json"))
+def test_an_infeasible_budget_exits_2(mlp, tmp_path):
+    code, _, err = run("solve", str(mlp), "--budget", "16", "-o", str(tmp_path / "s.json"))
     assert code == 2 and "no schedule fits 16 B" in one_line(err)
 
 
-def test_no_schedule_within_what_the_heuristic_searched_exits_3(capsys, tmp_path):
+def test_no_schedule_within_what_the_heuristic_searched_exits_3(tmp_path):
     """The greedy heuristic alone proves nothing: when it finds no schedule (a 1-block CCT at 0.7 with views made
     once: above the single-op floor, out of the greedy's reach), the budget is not shown infeasible: exit 3."""
     write_example("cct", tmp_path / "cct1", blocks=1, conv_channels=16, golden=False)
-    code, _, err = run(capsys, "solve", str(tmp_path / "cct1"), "--method", "greedy", "--budget", "0.7",
+    code, _, err = run("solve", str(tmp_path / "cct1"), "--method", "greedy", "--budget", "0.7",
                        "--views", "fixed", "-o", str(tmp_path / "s.json"))
     assert code == 3 and "not proven infeasible" in one_line(err)
     assert not (tmp_path / "s.json").exists()
@@ -242,7 +237,7 @@ time.sleep(120)
 """
 
 
-def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(capsys, mlp, tmp_path):
+def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(mlp, tmp_path):
     """Another live sweep holds the folder's lock: refused before any work, its process id named, nothing written."""
     outdir = tmp_path / "sweep"
     outdir.mkdir()
@@ -250,7 +245,7 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(capsys
                               text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        code, _, err = run(capsys, "sweep", "--model", str(mlp), "--target", "none", "-o", str(outdir))
+        code, _, err = run("sweep", "--model", str(mlp), "--target", "none", "-o", str(outdir))
         assert code == 1 and f"another sweep (process {holder.pid})" in one_line(err)
         assert sorted(p.name for p in outdir.iterdir()) == ["sweep.lock"]
     finally:

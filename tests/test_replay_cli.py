@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from cli_support import ckpt
+from cli_support import ckpt, ckpt_here
 
 from ckpt.examples import write_example
 from ckpt.replay.report import ReplayReport
@@ -18,7 +18,7 @@ def mlp(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mlp")
     write_example("mlp", folder, batch=256, layers=5)
     seq = folder / "seq.json"
-    run = ckpt("solve", str(folder), "--budget", "0.6", "--method", "greedy", "-o", str(seq))
+    run = ckpt_here("solve", str(folder), "--budget", "0.6", "--method", "greedy", "-o", str(seq))
     assert run.returncode == 0, run.stderr
     assert read_schedule(seq)["predicted"]["recomputes"] > 0
     return folder, seq
@@ -57,10 +57,10 @@ def test_replay_refuses_another_graphs_schedule_unless_forced(mlp, tmp_path):
     doc["graph"]["names_sha256"] = "f" * 64
     foreign = tmp_path / "foreign.json"
     write_schedule(foreign, doc)
-    run = ckpt("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"))
+    run = ckpt_here("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"))
     assert run.returncode == 1 and "f" * 64 in run.stderr and "--force" in run.stderr
     assert run.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
-    forced = ckpt("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"), "--force")
+    forced = ckpt_here("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"), "--force")
     assert forced.returncode == 0, forced.stderr
     assert json.loads((tmp_path / "out" / "report.json").read_text())["schedule"]["fingerprint"]["status"] == "forced"
 
@@ -72,26 +72,26 @@ def test_replay_refuses_a_schedule_of_renamed_nodes_even_forced(mlp, tmp_path):
     doc["seq"] = [(f"{name}_renamed" if name in renamed else name, flag) for name, flag in doc["seq"]]
     renamed = tmp_path / "renamed.json"
     write_schedule(renamed, doc)
-    run = ckpt("replay", str(renamed), "--model", str(folder), "--force", "-o", str(tmp_path / "out"))
+    run = ckpt_here("replay", str(renamed), "--model", str(folder), "--force", "-o", str(tmp_path / "out"))
     assert run.returncode == 1 and "needs 90%" in run.stderr and "_renamed'" in run.stderr
 
 
 def test_verify_prints_errors_line_and_checks_a_schedule(mlp):
     folder, seq = mlp
-    plain = ckpt("verify", str(folder))
+    plain = ckpt_here("verify", str(folder))
     assert plain.returncode == 0, plain.stderr
     elements = sum(a.size for a in np.load(folder / "outputs.npz").values())
     assert plain.stdout.splitlines()[1].startswith(f"Errors: 0 out of {elements} (10 output tensors")
     assert "Worst:" in plain.stdout
-    scheduled = ckpt("verify", str(folder), "--schedule", str(seq))
+    scheduled = ckpt_here("verify", str(folder), "--schedule", str(seq))
     assert scheduled.returncode == 0, scheduled.stderr
     assert "vs graph order: bit-identical" in scheduled.stdout
 
 
 def test_verify_without_goldens_or_inputs_is_one_line(tmp_path):
     write_example("mlp", tmp_path, golden=False)
-    run = ckpt("verify", str(tmp_path))
+    run = ckpt_here("verify", str(tmp_path))
     assert run.returncode == 1 and run.stderr.startswith("error: no outputs.npz") and "Traceback" not in run.stderr
     (tmp_path / "inputs.npz").unlink()
-    run = ckpt("verify", str(tmp_path))
+    run = ckpt_here("verify", str(tmp_path))
     assert run.returncode == 1 and run.stderr.startswith("error: no inputs.npz")

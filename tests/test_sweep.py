@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from cli_support import ckpt, interrupted_at
+from cli_support import ckpt, ckpt_here, interrupted_at
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.cli import INTERRUPT_HOOK
@@ -130,7 +130,7 @@ def test_ctrl_c_keeps_finished_points_and_leaves_no_partial_file(mlp, tmp_path):
 def test_bad_range_and_emit_without_a_deeploy_target_are_one_line_errors(mlp, tmp_path):
     for extra, message in ((["0.9:0.6"], "must satisfy 0 < LOW <= HIGH"),
                            (["0.6:0.9", "--emit-ci", str(tmp_path / "ci")], "--emit-ci needs a Deeploy target")):
-        run = ckpt("sweep", *extra, "--model", str(mlp), "--target", "none", "-o", str(tmp_path / "out"))
+        run = ckpt_here("sweep", *extra, "--model", str(mlp), "--target", "none", "-o", str(tmp_path / "out"))
         assert run.returncode == 1 and run.stderr.count("\n") == 1 and message in run.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "ci").exists()
 
