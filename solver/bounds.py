@@ -10,6 +10,8 @@ This relaxation keeps what every schedule over the stage order must do around ch
 - a buffer that a later op reads and that is not present at a point is recomputed between the point and that
   reader;
 - a recompute needs each input present at the start of its segment, or recomputed in the same segment;
+- likewise from each point on: what runs again anywhere after a point needs each input present there or
+  run again after it too (implied for whole answers; it keeps each point's own knapsack in the LP);
 - a buffer present at the next point was present at this one, or was made in between;
 - a recompute that reads a view reads the very version the view was made from: once that version is gone, a
   recompute of its producer makes a new one the view never sees.

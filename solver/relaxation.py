@@ -44,6 +44,7 @@ class Relaxation:
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
     H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
     M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
+    U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op run again after point s
     answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
     deadline: float | None = None           # time.perf_counter() by which the build must be done
 
@@ -83,6 +84,9 @@ class Relaxation:
         for s in range(len(self.points) - 1):
             if self.points[s + 1] in self.chained:
                 self._fits_while_recomputing(s)
+        for s in range(len(self.points) - 1):
+            stop_if_past(self.deadline)
+            self._once_after(s)
         if self.free is not None:
             self._kept_outside_free()
         cost = self.problem.graph.op_cost
@@ -264,6 +268,37 @@ class Relaxation:
                 continue
             self.lp += present <= self.K[s - 1, x] + self._recompute(s - 1, p.producer(x)), \
                 f"made_{s}_{p.tensor_id[x]}"
+
+    def _once_after(self, s: int) -> None:
+        """Point s's own knapsack, as if it were the only point: U[s,i] (op i runs again somewhere after
+        point s) needs i's inputs present at s or run again after s themselves, and a buffer read later and
+        not present at s needs its producer run again after s. Every integer answer meets these (a version
+        used in a later segment chains back to point s through `made`), but without them the LP spreads a
+        recompute over several segments, each needing a fraction of its inputs, and the LP over many
+        points falls far below the LP over any one of them."""
+        p, g, t = self.problem, self.problem.graph, self.points[s]
+        after: dict[int, list] = {}
+        for (q, i), var in self.D.items():
+            if q >= s:
+                after.setdefault(i, []).append(var)
+        for i, runs in sorted(after.items()):
+            once = self.U[s, i] = pulp.LpVariable(f"U_{s}_{i}", lowBound=0, upBound=1)
+            self.lp += at_most([(1, once), *((-1, v) for v in runs)], 0, f"once_{s}_{i}")
+        for i in sorted(after):
+            for y in dict.fromkeys(g.ops[i].inputs):
+                if not g.is_activation(y) or p.producer(y) >= t:
+                    continue
+                name = f"once_input_{s}_{i}_{p.tensor_id[y]}"
+                if y in g.aliases:
+                    pinned = self._pinned(s, y)
+                    if pinned is not None:
+                        self.lp += self.U[s, i] <= pinned, name
+                elif (s, y) in self.K:
+                    self.lp += self.U[s, i] <= self.K[s, y] + self.U.get((s, p.producer(y)), 0), name
+        for x, present in self.at[s].items():
+            once = self.U.get((s, p.producer(x)))
+            if once is not None and any(j > t for j in g.readers.get(x, ())):
+                self.lp += present + once >= 1, f"once_need_{s}_{p.tensor_id[x]}"
 
     def _kept_outside_free(self) -> None:
         """Segments outside `free` recompute what `kept` says, no more, no less: a local repair of that answer."""

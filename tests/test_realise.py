@@ -11,7 +11,7 @@ from ckpt.solver.bounds import over_budget_points
 from ckpt.solver.greedy import holds_two_versions
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import by_first_reader, overflow, walked
+from ckpt.solver.realise import WALK_RISE, by_first_reader, overflow, walked
 from ckpt.solver.relaxation import Relaxation
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.views import collapsed
@@ -80,15 +80,17 @@ def test_segments_outside_the_free_ones_keep_the_answer(resnet):
 
 
 @pytest.mark.slow
-def test_the_walk_reaches_the_optimum_the_next_round_takes_many_times_longer_to_find(tmp_path):
-    """4-block CCT at 0.38: the relaxation over six points proves the optimum, but its answer, placed,
-    goes over at stage 175. The round over seven points takes seconds and its answer overflows again;
-    one step of the walk, with the segments next to 175 free, fits at the proven cost."""
+def test_the_walk_turns_an_answer_that_goes_over_into_a_schedule_that_fits_near_the_bound(tmp_path):
+    """4-block CCT at 0.38: the relaxation over six points proves the optimum, but its answer, placed, goes
+    over at stages those points do not check. Walking it (the segments next to each such stage solved again,
+    the rest kept) gives a schedule that fits, no dearer than a step may rise above the bound."""
     write_example("cct", tmp_path, golden=False, blocks=4, conv_channels=32)
     graph = load_graph(tmp_path / "network.onnx")
     problem = Problem(staged(graph))
     budget = int(0.38 * baselines(graph).graph_order_peak)
     points, bound, answer = strongest_answer(problem, budget, [103, 104, 105, 109, 127, 140])
-    assert overflow(problem.graph, by_first_reader(problem.graph, answer), budget)[0] == [175]
+    assert set(overflow(problem.graph, by_first_reader(problem.graph, answer), budget)[0]).isdisjoint(points)
+    assert overflow(problem.graph, by_first_reader(problem.graph, answer), budget)[0]
     schedule = walked(problem, budget, points, answer, 20)
-    assert schedule is not None and schedule.cost(problem.graph) == bound
+    assert schedule is not None and not overflow(problem.graph, schedule, budget)[0]
+    assert bound <= schedule.cost(problem.graph) <= bound * (1 + WALK_RISE)
