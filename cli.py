@@ -154,10 +154,18 @@ def solve_command(model, budget, budget_total, target, flow, output, objective, 
     _print_solve_summary(doc, result, output)
 
 
+def not_proven_warning(result) -> str:
+    """Why a schedule is not called optimal, what is proven, and what may change that."""
+    gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
+    bound = result.cost_lower_bound
+    proven = "" if bound is None else f"; no schedule of the space costs less than {bound} cycles"
+    text = f"warning: not proven optimal (status {result.status}, gap {gap}{proven})"
+    return text + (": the time limit ran out, a longer --time-limit may close the gap" if result.timed_out else "")
+
+
 def _print_solve_summary(doc: dict, result, output: str) -> None:
     if result.status != "optimal":
-        gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
-        click.echo(f"warning: not proven optimal (status {result.status}, gap {gap})", err=True)
+        click.echo(not_proven_warning(result), err=True)
     predicted = doc["predicted"]
     base = predicted["baseline_peak_bytes"]
     where = "stdout" if output == "-" else output

@@ -1,10 +1,15 @@
 """The command line as a user meets it: files written, reproducible, and one-line errors."""
 import json
+from dataclasses import replace
 
 import pytest
 from cli_support import ckpt, ckpt_here
 
+from ckpt.cli import not_proven_warning
 from ckpt.examples import write_example
+from ckpt.pipeline.load import load_for_target
+from ckpt.solver.baselines import baselines
+from ckpt.solver.solve import SolveOptions, Status, solve
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +46,18 @@ def test_order_search_records_the_space_its_answer_is_proven_in(mlp_dir, tmp_pat
     doc = json.loads(out.read_text())
     assert doc["solver"]["stage_order"] == "search" and "local search" in doc["solver"]["space"]
     assert doc["predicted"]["peak_bytes"] <= doc["budget"]["bytes"]
+
+
+def test_a_schedule_not_proven_optimal_says_what_is_proven_and_the_way_out(mlp_dir, tmp_path):
+    graph = load_for_target(mlp_dir, "none").graph
+    result = solve(graph, SolveOptions(budget=int(0.6 * baselines(graph).graph_order_peak)))
+    assert result.status is Status.OPTIMAL and result.recompute_cost > 0
+    short = replace(result, status=Status.FEASIBLE, gap=0.25, timed_out=True)
+    text = not_proven_warning(short)
+    assert "status feasible, gap 25.00%" in text and f"costs less than {short.cost_lower_bound} cycles" in text
+    assert "--time-limit" in text and "--time-limit" not in not_proven_warning(replace(short, timed_out=False))
+    run = ckpt_here("solve", str(mlp_dir), "--budget", "0.6", "--method", "greedy", "-o", str(tmp_path / "s.json"))
+    assert run.returncode == 0 and "warning: not proven optimal (status heuristic, gap unknown)" in run.stderr
 
 
 def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):
