@@ -24,7 +24,8 @@ they are needed, like lazy constraints: solve over the strongest few, turn the a
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
-answer is placed exactly (solver/realise.py), and failing that, memory is also checked while that segment's
+answer is placed exactly (solver/realise.py), or another answer of the round, as cheap where one is (equal-cost
+answers abound, and only some of them place); failing that, memory is also checked while that segment's
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
 read), one segment a round: the rounds still prove bounds. Once every such segment is checked, later rounds
 keep the excess free at the point. That is a heuristic: those rounds find schedules, not bounds, and solve()
@@ -51,6 +52,7 @@ from ckpt.solver.simulate import memory_trace, plain_sequence
 
 GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
+ALTERNATIVES = 2         # other answers of a round tried for an exact placement when its own cannot (small graphs)
 WALK_SHARE = 0.15        # of the rounds' time, kept for walking their newest answer to a schedule that fits...
 WALK_NEAR = 0.1          # ... when a schedule known before costs at most this much more than the points alone prove
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
@@ -118,10 +120,15 @@ def _growing_deadline(problem: Problem, deadline: _Deadline, every: list[int], e
     if math.isinf(deadline.at):
         return deadline
     share = WALK_SHARE if walking else 0.0
-    presence = sum(1 for t in every for x in problem.buffers if problem.producer(x) < t)
-    if math.isinf(enough) and presence <= LAST_RESORT_PRESENCE:
+    if math.isinf(enough) and _small(problem, every):
         share += LAST_RESORT_SHARE
     return replace(deadline, at=deadline.at - share * max(0.0, _left(deadline)))
+
+
+def _small(problem: Problem, every: list[int]) -> bool:
+    """Whether the relaxation over every binding point is small (by its presence variables): then a round
+    takes a second or so, and extra rounds (the last resort, another answer to place) are affordable."""
+    return sum(1 for t in every for x in problem.buffers if problem.producer(x) < t) <= LAST_RESORT_PRESENCE
 
 
 @dataclass
@@ -192,6 +199,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     walking = enough <= (1 + WALK_NEAR) * best.cost
     growing = _growing_deadline(problem, deadline, every, enough, walking)
     newest: _Answer | None = None
+    small = _small(problem, every)
     while chosen and _left(growing) > 0 and best.cost < enough:
         relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
@@ -219,6 +227,10 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(growing),
                                                       deadline.threads)
         found.add(problem, placed, "the relaxation's answer, placed exactly")
+        if placed is None and not headroom and small:
+            placed = _alternative_placed(problem, budget, chosen, frozenset(chained), answer,
+                                         found.sketch.cost(problem.graph), growing)
+            found.add(problem, placed, "another answer of the relaxation's, placed exactly")
         if placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost):
             break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
@@ -232,6 +244,28 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     if walking and newest is not None and not found.meets(problem, best.cost) and best.cost < enough:
         _walk(problem, budget, newest, deadline, found, enough)
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
+
+
+def _alternative_placed(problem: Problem, budget: int, points: list[int], chained: frozenset[int],
+                        answer: list[Span], cost: int, deadline: _Deadline) -> Decisions | None:
+    """Another answer of the round, as cheap as `answer` (of `cost`) where one is, placed exactly. An answer
+    often has equal-cost alternatives, and the one HiGHS gives first may be the one no placement realises
+    (a residual CNN at 0.42). Each try cuts off the answers before it, so it proves nothing."""
+    excluded = [frozenset(answer)]
+    for _ in range(ALTERNATIVES):
+        if _left(deadline) <= 0:
+            return None
+        model = Relaxation(problem, budget, points, chained=chained, threads=deadline.threads,
+                           excluded=tuple(excluded))
+        model.solve(_limit(deadline), target=cost + 1)
+        if not model.answered:
+            return None
+        other = model.answer()
+        placed = placed_exactly(problem.graph, other, budget, _limit(deadline), deadline.threads)
+        if placed is not None:
+            return placed
+        excluded.append(frozenset(other))
+    return None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class Relaxation:
     threads: int | None = 1
     kept: frozenset[Span] = frozenset()     # with `free`: what the other segments recompute, as an answer had it
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
+    excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
@@ -89,6 +90,8 @@ class Relaxation:
             self._once_after(s)
         if self.free is not None:
             self._kept_outside_free()
+        for n, answer in enumerate(self.excluded):
+            self._not_again(n, answer)
         cost = self.problem.graph.op_cost
         self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
 
@@ -305,6 +308,13 @@ class Relaxation:
         for (s, i), var in self.D.items():
             if s not in self.free:
                 var.lowBound = var.upBound = int(Span(i, self.points[s], self._segment_end(s)) in self.kept)
+
+    def _not_again(self, n: int, answer: frozenset[Span]) -> None:
+        """Some recompute differs from `answer`'s: one recomputed that it leaves out, or one it has left out.
+        It cuts that one answer off, so the model bounds nothing: it looks for another answer."""
+        chosen = [Span(i, self.points[s], self._segment_end(s)) in answer for s, i in self.D]
+        terms = [(-1 if on else 1, var) for on, var in zip(chosen, self.D.values())]
+        self.lp += at_least(terms, 1 - sum(chosen), f"not_again_{n}")   # sum(1 - D, in it) + sum(D, not) >= 1
 
     # --- the answer ------------------------------------------------------------------------------------
     def answer(self) -> list[Span]:

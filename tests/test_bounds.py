@@ -179,6 +179,33 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
+def test_a_round_asked_for_another_answer_gives_a_different_one_no_cheaper(graph, squeeze):
+    """What the growing rounds try when an answer cannot be placed (an answer often has equal-cost
+    alternatives, and only some of them place): the round with that answer cut off returns another one,
+    never cheaper than the round's optimum, and a placed one fits the budget."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(staged(graph))
+    points = over_budget_points(problem, budget)
+    first = relaxation.Relaxation(problem, budget, points)
+    cost = first.solve(None)
+    if not points or not first.answered:
+        return
+    answer = frozenset(first.answer())
+    other = relaxation.Relaxation(problem, budget, points, excluded=(answer,))
+    again = other.solve(None)
+    assert again >= cost * (1 - 1e-5) - 1
+    if other.answered:
+        assert frozenset(other.answer()) != answer
+    placed = bounds._alternative_placed(problem, budget, points, frozenset(), list(answer), round(cost),
+                                        bounds._Deadline(math.inf, 1))
+    if placed is not None:
+        assert memory_trace(problem.graph, placed.sequence(problem.graph)).peak_bytes <= budget
+        assert cost_of(problem.graph, placed) >= cost * (1 - 1e-5) - 1
+
+
 def test_the_strongest_point_alone_can_end_the_bound(tmp_path):
     """Residual CNN at 0.8: the answer at the point of highest level, realised, fits and costs what that point
     proves; the bound stops there, with that schedule, instead of solving every binding point alone (on an
