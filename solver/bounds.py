@@ -111,16 +111,15 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
 
 
-def _growing_deadline(problem: Problem, deadline: _Deadline, every: list[int], enough: float, walking: bool
-                      ) -> _Deadline:
+def _growing_deadline(deadline: _Deadline, enough: float, walking: bool, small: bool) -> _Deadline:
     """Growing rounds stop early enough to leave the walk of their newest answer its share (if `walking`);
     and, when no schedule is known (`enough` infinite), the last resort its share too, if it is small enough
     to use it: below the smallest feasible budget it often proves infeasibility in a second or two, where
-    growing one checked segment at a time does not get there. Judged by the model's size, not a clock."""
+    growing one checked segment at a time does not get there. `small`: judged by the model's size, not a clock."""
     if math.isinf(deadline.at):
         return deadline
     share = WALK_SHARE if walking else 0.0
-    if math.isinf(enough) and _small(problem, every):
+    if math.isinf(enough) and small:
         share += LAST_RESORT_SHARE
     return replace(deadline, at=deadline.at - share * max(0.0, _left(deadline)))
 
@@ -197,9 +196,9 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     # a walk pays where a schedule near the bound is known already: what is missing is one at the bound.
     # Far above it, the bound's rounds are what is missing, and they get all the time.
     walking = enough <= (1 + WALK_NEAR) * best.cost
-    growing = _growing_deadline(problem, deadline, every, enough, walking)
-    newest: _Answer | None = None
     small = _small(problem, every)
+    growing = _growing_deadline(deadline, enough, walking, small)
+    newest: _Answer | None = None
     while chosen and _left(growing) > 0 and best.cost < enough:
         relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
