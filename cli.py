@@ -163,9 +163,20 @@ def not_proven_warning(result) -> str:
     return text + (": the time limit ran out, a longer --time-limit may close the gap" if result.timed_out else "")
 
 
+def moved_ops_note(result) -> str | None:
+    """Why what runs costs less than the schedule the status is about (None: it does not)."""
+    if result.recompute_cost >= result.planned_cost:
+        return None
+    return (f"note: what runs costs {result.recompute_cost} cycles, less than the {result.planned_cost} planned over "
+            "the stage order: Deeploy deletes a first run nobody reads, which moves its op later; the status and "
+            "the lower bound are about the planned cost")
+
+
 def _print_solve_summary(doc: dict, result, output: str) -> None:
     if result.status != "optimal":
         click.echo(not_proven_warning(result), err=True)
+    if (note := moved_ops_note(result)) is not None:
+        click.echo(note, err=True)
     predicted = doc["predicted"]
     base = predicted["baseline_peak_bytes"]
     where = "stdout" if output == "-" else output

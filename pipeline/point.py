@@ -225,8 +225,9 @@ def carried(own: dict | None, others: list[tuple[str, dict]], budget_bytes: int,
         return own, ""
     chosen = json.loads(json.dumps(best))
     chosen["budget"] = own["budget"] if own else {**chosen["budget"], "bytes": budget_bytes}
-    bound = (own or {}).get("solver", {}).get("cost_lower_bound")
-    gap = None if bound is None else (0.0 if best_cost <= bound else (best_cost - bound) / best_cost)
+    bound = (own or {}).get("solver", {}).get("cost_lower_bound")   # on the planned cost, over one stage order
+    planned = chosen["predicted"].get("planned_cost", best_cost)
+    gap = None if bound is None else (0.0 if planned <= bound else (planned - bound) / planned)
     status = "optimal" if gap is not None and gap <= tolerance else chosen["solver"]["status"]
     chosen["solver"] = {**chosen["solver"], "status": status, "gap": None if gap is None else round(gap, 6),
                         "cost_lower_bound": bound, "carried_from": note}

@@ -241,6 +241,7 @@ def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveR
         "lower_bound_bytes": result.baselines.lower_bound,
         "recomputes": result.recomputes,
         "recompute_cost": result.recompute_cost,
+        "planned_cost": result.planned_cost,
         "cost_increase_pct": round(result.cost_increase_pct, 4),
     }
     if checked.levels is not None:

@@ -115,7 +115,9 @@ class SolveResult:
     baselines: Baselines
     persistent_bytes: int
     recomputes: int                        # recompute executions in `seq` (a re-made view is one, for free)
-    recompute_cost: int
+    recompute_cost: int                    # cycles the recomputes of `seq` add: what runs
+    planned_cost: int                      # cycles of `decisions` over `stage_order`: what status, gap and the
+                                           # lower bound are about (what runs can cost less: see _result)
     base_cost: int
     status: Status
     gap: float | None
@@ -128,8 +130,9 @@ class SolveResult:
 
     @property
     def cost_lower_bound(self) -> int | None:
-        """The best proven lower bound on the recompute cost (the relaxation's or the solver's), if any."""
-        return None if self.gap is None else math.floor(self.recompute_cost * (1 - self.gap) + 1e-6)
+        """The best proven lower bound on the planned cost (the relaxation's or the solver's), if any: no
+        schedule of the space costs less."""
+        return None if self.gap is None else math.floor(self.planned_cost * (1 - self.gap) + 1e-6)
 
     @property
     def cost_increase_pct(self) -> float:
@@ -443,16 +446,16 @@ def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: i
     if options.objective is Objective.COST and decisions.recomputes:
         decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
-    # What runs can cost less than the decisions: a recompute whose first run nobody reads only moves the op
-    # later. The proven bound on the decisions' cost still bounds it; the gap is the one of what runs.
+    # What runs can cost less than the decisions: where an op's first run is read by nobody, its recompute only
+    # moves it later, a schedule of another stage order. The proof (status, gap, bound) is about the planned
+    # cost over this order; what runs may be cheaper still, and nothing is proven of that saving.
     planned, cost = _cost(staged, decisions), sum(staged.op_cost[name] for name, flag in seq if flag)
-    gap = None if outcome.gap is None else _gap(cost, planned * (1 - outcome.gap))
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
         peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
         booked_peak_bytes=booked, baselines=base, persistent_bytes=staged.persistent_bytes,
-        recomputes=sum(flag for _, flag in seq), recompute_cost=cost,
-        base_cost=sum(staged.op_cost.values()), status=_status(replace(outcome, gap=gap), options.backend.gap), gap=gap,
+        recomputes=sum(flag for _, flag in seq), recompute_cost=cost, planned_cost=planned,
+        base_cost=sum(staged.op_cost.values()), status=_status(outcome, options.backend.gap), gap=outcome.gap,
         seconds=time.perf_counter() - plan.start, variables=sizes[0], constraints=sizes[1],
         variables_unpruned=sizes[2], space=space_of(options), timed_out=outcome.timed_out)
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 from cli_support import ckpt, ckpt_here
 
-from ckpt.cli import not_proven_warning
+from ckpt.cli import moved_ops_note, not_proven_warning
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
 from ckpt.solver.baselines import baselines
@@ -58,6 +58,16 @@ def test_a_schedule_not_proven_optimal_says_what_is_proven_and_the_way_out(mlp_d
     assert "--time-limit" in text and "--time-limit" not in not_proven_warning(replace(short, timed_out=False))
     run = ckpt_here("solve", str(mlp_dir), "--budget", "0.6", "--method", "greedy", "-o", str(tmp_path / "s.json"))
     assert run.returncode == 0 and "warning: not proven optimal (status heuristic, gap unknown)" in run.stderr
+
+
+def test_what_runs_cheaper_than_the_plan_is_said_with_what_the_proof_is_about(mlp_dir):
+    graph = load_for_target(mlp_dir, "none").graph
+    result = solve(graph, SolveOptions(budget=int(0.6 * baselines(graph).graph_order_peak)))
+    assert result.recompute_cost == result.planned_cost and moved_ops_note(result) is None
+    moved = replace(result, recompute_cost=result.planned_cost - 5)
+    note = moved_ops_note(moved)
+    assert f"costs {moved.recompute_cost} cycles, less than the {moved.planned_cost} planned" in note
+    assert "planned cost" in note and moved.cost_lower_bound == result.cost_lower_bound
 
 
 def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):

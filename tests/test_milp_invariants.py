@@ -57,6 +57,29 @@ def test_random_graphs_sound_and_tight(graph, squeeze):
         return
     assert result.status == "optimal"
     assert_sound_and_tight(graph, result, budget)
+    assert result.planned_cost == result.decisions.cost(staged_graph(graph, result)) == result.cost_lower_bound
+    assert result.recompute_cost <= result.planned_cost
+    try:   # any schedule of the same space costs at least the proven bound
+        quick = solve(graph, SolveOptions(budget=budget, method="greedy"))
+    except InfeasibleBudget:
+        return
+    assert quick.stage_order == result.stage_order and quick.planned_cost >= result.cost_lower_bound
+
+
+def test_a_recompute_that_only_moves_an_op_later_runs_free_and_the_proof_is_about_the_plan():
+    """The stage order runs n1 before n2; the schedule that fits recomputes n1 after n2, and its first run, then
+    read by nobody, is deleted: what runs costs nothing more, while the plan over the order runs n1 twice. The
+    bound and the status are the plan's (the result once gave what runs as the proven bound)."""
+    spec = [("n0", "Op", ["x"], ["t0"]), ("n1", "Op", ["x"], ["t1"]), ("n2", "Op", ["t0"], ["t2", "t2b"]),
+            ("n3", "Op", ["t1", "t2"], ["t3"]), ("upd", "SGD", ["w", "t3"], ["w_new"])]
+    sizes = {"x": 4, "w": 4, "t0": 4, "t1": 4, "t2": 8, "t2b": 4, "t3": 4, "w_new": 4}
+    graph = make_graph(spec, sizes, {"x", "w", "w_new"}, {"w_new": "w"})
+    base = baselines(graph)
+    assert base.min_memory_order == ("n0", "n1", "n2", "n3", "upd") and base.lower_bound < base.min_memory_peak
+    result = solve(graph, SolveOptions(budget=base.lower_bound, backend=EXACT))
+    assert result.seq == [("n0", 0), ("n2", 0), ("n1", 0), ("n3", 0), ("upd", 0)]
+    assert result.status == "optimal" and result.recompute_cost == 0
+    assert result.planned_cost == result.cost_lower_bound == 1
 
 
 @settings(max_examples=40, deadline=None)
