@@ -1,4 +1,5 @@
-"""Where ckpt keeps and finds things: its cache (lowered graphs, the built-in example) and the shared models."""
+"""Where ckpt keeps and finds things: its cache (lowered graphs, the built-in example, built kernels) and the shared
+folder (models, a Deeploy checkout)."""
 from __future__ import annotations
 
 import os
@@ -21,7 +22,12 @@ def examples_cache_dir() -> Path:
     return cache_root() / "examples"
 
 
+def shared_folder() -> Path:
+    """../shared beside the repository: where CI puts the shared models and the Deeploy checkout."""
+    return REPO_ROOT.parent / "shared"
+
+
 def shared_models() -> Path:
-    """$CKPT_SHARED_MODELS, else ../shared/models beside the repository (where CI puts the copy)."""
+    """$CKPT_SHARED_MODELS, else the shared folder's models/."""
     env = os.environ.get("CKPT_SHARED_MODELS")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "models"
+    return Path(env) if env else shared_folder() / "models"

@@ -25,6 +25,7 @@ from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.progress import SweepProgress
 from ckpt.budgets.store import SweepStore
 from ckpt.budgets.table import csv_text, json_text, markdown_table
+from ckpt.coderun.sources import NoSources
 from ckpt.deeploy_bridge.setup import Flow
 from ckpt.errors import CkptError, ExitCode
 from ckpt.files import atomic_write, check_output_dir
@@ -44,6 +45,7 @@ from ckpt.pipeline.point import (
     solve_point,
 )
 from ckpt.pipeline.row import BASELINE, PointRow, empty_row
+from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.onnx_loader import model_path
@@ -79,15 +81,17 @@ class SweepResult:
     lower_bound: int
     baseline_peak: int
     files: list[Path]
-    stage_seconds: dict[str, float]                  # lowering, solve, replay, verify (summed over tasks run)
+    stage_seconds: dict[str, float]                  # lowering, solve, replay, verify, code (summed over tasks)
     seconds: float                                   # wall time of the whole sweep
     point_seconds: dict[str, dict[str, float]] = field(default_factory=dict)  # per point run: its stages
     models: dict[str, SweepResult] = field(default_factory=dict)   # several models: each one's own result
 
     @property
     def failed(self) -> list[PointRow]:
-        """Points that went wrong (a failure or a miswired replay), as opposed to budgets with no schedule."""
-        return [r for r in self.rows if r.status == "error" or r.check in ("MISWIRED", "replay failed")]
+        """Points that went wrong (a failure, a miswired replay, generated code that failed, erred or computed
+        other numbers than the graph order's), as opposed to budgets with no schedule."""
+        return [r for r in self.rows
+                if r.status == "error" or r.check in ("MISWIRED", "replay failed") or r.code_failed]
 
 
 @dataclass
@@ -151,8 +155,9 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
     for path in root.clean_partial() + deeploy_bridge.remove_stale_scratch():
         board.note(f"removed {path} left by an interrupted run")
     board.note(f"running tasks on {executor.name}")
+    code = _code_sources(options, board)
     solved = _solve_all(models, options, executor, board)
-    finished, ran = _replay_all(models, options, solved, executor, board)
+    finished, ran = _replay_all(models, options, solved, executor, board, code)
     results = {m.name: _result_of(m, options, solved, finished, ran, start) for m in models}
     if not several:
         return results[models[0].name]
@@ -160,7 +165,7 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
             for name, result in results.items() for row in result.rows]
     files = _write_tables(root.root, rows, {"models": sources, "target": options.target})
     stages = {stage: sum(r.stage_seconds[stage] for r in results.values()) for stage in
-              ("lowering", "solve", "replay", "verify")}
+              ("lowering", "solve", "replay", "verify", "code")}
     return SweepResult(root.root, rows, [f"{n}/{label}" for n, r in results.items() for label in r.ran],
                        [f"{n}/{label}" for n, r in results.items() for label in r.skipped],
                        min(r.lower_bound for r in results.values()), max(r.baseline_peak for r in results.values()),
@@ -182,6 +187,18 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     return _Model(name, source, store, loaded, base, specs, lowering)
 
 
+def _code_sources(options: SweepOptions, board: SweepProgress) -> str:
+    """What the points' generated code is built against (part of every replay's key): the kernels' fingerprint,
+    or why the code cannot run here, said once. A checkout of another release is refused before any work."""
+    if not options.replay.verify or options.target == "none":
+        return "not verified"
+    found = code_sources(options.replay.deeploy_root)
+    if isinstance(found, NoSources):
+        board.note(f"the generated code will not be run: {found.reason}")
+        return found.reason
+    return found.fingerprint
+
+
 def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dict, ran: list, start: float
                ) -> SweepResult:
     labels = [s.label for s in model.specs]
@@ -190,7 +207,7 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
             else PointRow(**solved[model.name, label].row) for label in labels]
     stages = {"lowering": model.lowering,
               "solve": sum(solved[model.name, label].seconds for label in mine_ran),
-              "replay": 0.0, "verify": 0.0}
+              "replay": 0.0, "verify": 0.0, "code": 0.0}
     for label in mine_ran:
         for stage, seconds in finished[model.name, label].stage_seconds.items():
             stages[stage] += seconds
@@ -258,7 +275,8 @@ def _solve_status(record: SolveRecord) -> str:
 
 
 def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[str, str], SolveRecord],
-                executor, board: SweepProgress) -> tuple[dict[tuple[str, str], PointRecord], list[tuple[str, str]]]:
+                executor, board: SweepProgress, code: str
+                ) -> tuple[dict[tuple[str, str], PointRecord], list[tuple[str, str]]]:
     finished: dict[tuple[str, str], PointRecord] = {}
     tasks = []
     for model in models:
@@ -273,7 +291,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
             if doc is None:
                 board.stage(model.name, spec.label, "done", record.row["status"])
                 continue
-            key = replay_key(doc, options.replay, model.loaded.model_sha256)
+            key = replay_key(doc, options.replay, model.loaded.model_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)
             if stored is not None and finished_row(stored) is not None:

@@ -14,7 +14,8 @@ COLUMNS = [
     ("arena pred", "arena_predicted"), ("arena L3", "arena_l3"), ("total home", "total_home"),
     ("persistent", "persistent_bytes"), ("recomp", "recomputes"),
     ("clones", "clones_kept"), ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"),
-    ("cycles", "cycles"), ("Errors", "errors"), ("replay check", "check"), ("status", "status"),
+    ("cycles", "cycles"), ("Errors", "errors"), ("host Errors", "host_errors"), ("code = graph order", "code_check"),
+    ("replay check", "check"), ("status", "status"),
     ("gap", "gap"), ("s", "seconds"),
 ]
 

@@ -101,6 +101,11 @@ def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir:
     if figures.replay_errors != 0:
         raise CkptError(f"the replay of {case.schedule} is not bit-identical to the graph order",
                         "a miswired schedule cannot be a baseline: fix the replay or the schedule first")
+    unclean = {flow: text for flow, text in (figures.code or {}).items() if not text.startswith("0/") or "!=" in text}
+    if unclean or not figures.code:
+        raise CkptError(f"the generated code of {case.schedule} did not run clean ({unclean or 'no code run'})",
+                        "a baseline needs its generated code run with 0 errors: set CKPT_DEEPLOY_ROOT to a "
+                        "Deeploy checkout at the installed release's tag, or fix what failed")
     schedule = json.loads(case.schedule.read_text())
     doc = {"model": case.model, "target": case.target, "schedule": case.schedule.name,
            "solved_on": schedule.get("graph"), "figures": figures.as_dict(),

@@ -3,7 +3,9 @@
 Failing rules: name drift (under 90% of the schedule's entries match, or the graph fingerprint changed), a
 replay whose outputs are not bit-identical to the graph order's (recompute changes no numbers, so any
 difference is a wiring error), golden Errors above the baseline's (the device harness's count), any peak more
-than 1% above the baseline's, and a home arena in the generated code other than the one ckpt predicted.
+than 1% above the baseline's, a home arena in the generated code other than the one ckpt predicted, and the
+generated code itself: each flow's code must build, run, print `Errors: 0` by the harness's rule and compute
+the graph order's code's outputs bit for bit.
 Recomputes and clones kept are shown beside them and flagged when they change, without failing:
 a changed count with unchanged peaks and outputs is a different schedule, not a broken one.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from ckpt.replay.matching import MIN_MATCH
-from ckpt.replay.report import ReplayReport
+from ckpt.replay.report import CodeRunRecord, ReplayReport
 
 PEAK_TOLERANCE = 0.01
 
@@ -37,6 +39,9 @@ class CiFigures:
     golden_compared: int | None
     heap: int | None = None                # first-fit L2 heap of the non-tiled code
     predicted_tiled_l3: int | None = None  # ckpt's predicted home arena (the generated code must reserve it)
+    code: dict[str, str] | None = None     # per flow: the generated code's run on this host ("0/198027", or why
+                                           # not), and " = graph order" / " != graph order" when compared
+    code_l3_allocated: int | None = None   # what the tiled code allocated in L3 when it ran (constants + arena)
 
     @property
     def match_rate(self) -> float:
@@ -62,7 +67,10 @@ class CiFigures:
                    replay_errors=-1 if found.replay_errors is None else found.replay_errors,
                    golden_errors=golden.errors if golden else None,
                    golden_compared=golden.compared if golden else None, heap=memory.heap,
-                   predicted_tiled_l3=memory.levels["L3"].predicted_arena if "L3" in memory.levels else None)
+                   predicted_tiled_l3=memory.levels["L3"].predicted_arena if "L3" in memory.levels else None,
+                   code={flow: _code_text(run) for flow, run in report.code_runs.items()},
+                   code_l3_allocated=(report.code_runs["tiled"].memory.get("L3", {}).get("peak")
+                                      if "tiled" in report.code_runs else None))
 
 
 @dataclass(frozen=True)
@@ -106,10 +114,27 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
         and now.golden_errors <= baseline.golden_errors
     rows.append(Comparison("golden Errors", f"{baseline.golden_errors}/{baseline.golden_compared}",
                            f"{now.golden_errors}/{now.golden_compared}", "<= baseline", _ok(golden_ok)))
+    for flow in ("tiled", "non_tiled"):
+        text = (now.code or {}).get(flow, "not run (no code)")
+        rows.append(Comparison(f"generated {flow.replace('_', '-')} code: Errors", (baseline.code or {}).get(flow, "-"),
+                               text, "ran, 0, = graph order", _ok(text.startswith("0/") and "!=" not in text)))
+    if now.code_l3_allocated is not None or baseline.code_l3_allocated is not None:
+        rows.append(Comparison("generated tiled code: L3 allocated B", _text(baseline.code_l3_allocated),
+                               _text(now.code_l3_allocated), "shown",
+                               "ok" if baseline.code_l3_allocated == now.code_l3_allocated else "changed"))
     for title, key in (("recomputes", "recomputes"), ("clones kept", "clones_kept")):
         before, after = getattr(baseline, key), getattr(now, key)
         rows.append(Comparison(title, str(before), str(after), "shown", "ok" if before == after else "changed"))
     return rows
+
+
+def _code_text(run: CodeRunRecord) -> str:
+    """One flow's code run in one cell: its Errors and whether it equals the graph order's code, or why not."""
+    if run.status != "ran":
+        return f"{run.status}: {run.reason}"
+    errors = run.golden.fraction if run.golden else "no goldens"
+    same = {"bit-identical": " = graph order", "differs": " != graph order"}.get(run.graph_order or "", "")
+    return errors + same
 
 
 def _ok(condition: bool) -> str:

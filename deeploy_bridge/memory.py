@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
 
+from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
+
 from .errors import BridgeError
 from .input_types import infer_input_types
 from .lowering import prepare_graph
@@ -100,6 +102,8 @@ def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
     for name, text in files.items():
         (out_dir / name).write_text(text)
     written = list(files)
+    _manifest(run).write(out_dir)
+    written.append(MANIFEST)
     hex_dir = out_dir / "hex"
     for buf in d.ctxt.globalObjects.values():
         if isinstance(buf, ConstantBuffer) and hasattr(buf, "extName"):
@@ -112,6 +116,24 @@ def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
             np.pad(values, (0, pad)).astype(dtype).tofile(hex_dir / f"{buf.extName}.hex")
             written.append(f"hex/{buf.extName}.hex")
     return written
+
+
+def _manifest(run: DeeployRun) -> CodeManifest:
+    """io.json: the graph inputs and outputs of the generated code, in Deeploy's order (input_<i>, output_<i>),
+    with the file InitNetwork loads an input from (inputs kept in L3; assigned by generateBufferAllocationCode)."""
+    ctxt, setup = run.deployer.ctxt, run.options.setup
+
+    def ports(prefix: str) -> tuple[Port, ...]:
+        found = []
+        while f"{prefix}_{len(found)}" in ctxt.globalObjects:
+            buf = ctxt.globalObjects[f"{prefix}_{len(found)}"]
+            extname = getattr(buf, "extName", None)
+            found.append(Port(buf.name, buf._type.referencedType.typeName, int(np.prod(buf.shape)),
+                              f"{extname}.hex" if extname is not None else None))
+        return tuple(found)
+
+    return CodeManifest(flow="tiled" if run.options.tiled else "non-tiled", cores=setup.n_cores,
+                        l3_bytes=setup.l3, inputs=ports("input"), outputs=ports("output"))
 
 
 def deploy(model: ModelLike,

@@ -20,6 +20,7 @@ from .ops import (
     DEFAULT_LR,
     GradSet,
     bias_grad,
+    gelu,
     gelu_grad,
     init_bias,
     init_weight,
@@ -225,7 +226,7 @@ def _block_forward(gb: GraphBuilder, rng: np.random.Generator, x0: Tensor, i: in
     x1 = gb.op("Add", [x0, proj], f"{p}_Add_out", x0.shape, name=f"{p}_Add")
     n1 = _layer_norm(gb, x1, ln["norm1_weight"], ln["norm1_bias"], f"{p}_norm1")
     l1 = linear(gb, n1, w["linear1"], bias["linear1"], f"{p}_linear1")
-    g = gb.op("Gelu", [l1], f"{p}_Gelu_out", l1.shape, name=f"{p}_Gelu")
+    g = gelu(gb, l1, f"{p}_Gelu_out", name=f"{p}_Gelu")
     l2 = linear(gb, g, w["linear2"], bias["linear2"], f"{p}_linear2")
     gb.op("Add", [n1, l2], f"{p}_Add_3_out", n1.shape, name=f"{p}_Add_3")
     return _Block(x0, ln_pre, q_t, k_t, v_t, att, o, x1, n1, l1, g, w, ln)

@@ -9,11 +9,13 @@ from ckpt.paths import examples_cache_dir
 DEFAULT_KIND = "cct"
 DEFAULT_OPTIONS = {"blocks": 2}
 DEFAULT_MODEL = "built-in example (CCT-like, 2 blocks)"
+GENERATOR_VERSION = 2   # bump when the generators' graphs change, so a cached copy is not reused (2: device Gelu)
 
 
 def default_model_dir() -> Path:
     """Folder with network.onnx and inputs.npz of the default example (written on first use; deterministic)."""
-    name = DEFAULT_KIND + "".join(f"-{key}{value}" for key, value in DEFAULT_OPTIONS.items())
+    name = DEFAULT_KIND + "".join(f"-{key}{value}" for key, value in DEFAULT_OPTIONS.items()) \
+        + f"-v{GENERATOR_VERSION}"
     folder = examples_cache_dir() / name
     if not (folder / "network.onnx").is_file():
         write_example(DEFAULT_KIND, folder, **DEFAULT_OPTIONS)

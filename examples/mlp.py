@@ -14,6 +14,7 @@ from .ops import (
     DEFAULT_LR,
     GradSet,
     bias_grad,
+    gelu,
     gelu_grad,
     init_bias,
     init_weight,
@@ -50,7 +51,7 @@ def mlp(layers: int = 3, width: int = 64, batch: int = 4, in_dim: int = 32, clas
         z = linear(gb, h, w, b, f"fc{i}")
         pre.append(z)
         if i < layers - 1:
-            h = gb.op("Gelu", [z], f"act{i}_out", z.shape, name=f"act{i}_Gelu")
+            h = gelu(gb, z, f"act{i}_out", name=f"act{i}_Gelu")
             acts.append(h)
     _, dz = softmax_ce_loss(gb, pre[-1], labels)
 

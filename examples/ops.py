@@ -120,9 +120,22 @@ def softmax_ce_loss(gb: GraphBuilder, logits: Tensor, labels: Tensor) -> tuple[T
     return log_prob, dlogits
 
 
+#: The Gelu Deeploy's kernels compute, whatever a graph's attributes say (v0.2.1): the tanh form forward and,
+#: backward, the derivative of x * sigmoid(1.702 x). The examples say so in their nodes, so that their goldens,
+#: the host executor and the generated code compute the same step.
+DEVICE_GELU = "tanh"
+DEVICE_GELU_GRAD = "sigmoid"
+
+
+def gelu(gb: GraphBuilder, x: Tensor, out: str, name: str) -> Tensor:
+    """Gelu (opset 20) in the form Deeploy computes."""
+    return gb.op("Gelu", [x], out, x.shape, name=name, approximate=DEVICE_GELU)
+
+
 def gelu_grad(gb: GraphBuilder, dy: Tensor, x: Tensor, name: str) -> Tensor:
-    """GeluGrad(dY, X) in the default domain, as cct2_ft2."""
-    return gb.op("GeluGrad", [dy, x], f"{x.name}_grad", x.shape, name=name, backward=True)
+    """GeluGrad(dY, X) in the default domain, as cct2_ft2, in the form Deeploy computes."""
+    return gb.op("GeluGrad", [dy, x], f"{x.name}_grad", x.shape, name=name, backward=True,
+                 approximate=DEVICE_GELU_GRAD)
 
 
 def sgd_updates(gb: GraphBuilder, pairs: list[tuple[Tensor, Tensor]], lr: float) -> list[Tensor]:

@@ -17,6 +17,7 @@ from .ops import (
     DEFAULT_LR,
     GradSet,
     bias_grad,
+    gelu,
     gelu_grad,
     init_bias,
     init_weight,
@@ -77,16 +78,16 @@ def resnet(blocks: int = 2, channels: int = 8, image_size: int = 8, in_channels:
 
     # Forward.
     z0 = _conv(gb, x, stem_w, "stem")
-    h = gb.op("Gelu", [z0], "stem_act_out", z0.shape, name="stem_act_Gelu")
+    h = gelu(gb, z0, "stem_act_out", name="stem_act_Gelu")
     saved = []
     for i in range(blocks):
         w1, w2 = convs[2 * i], convs[2 * i + 1]
         c1 = _conv(gb, h, w1, f"block{i}_conv1")
-        a = gb.op("Gelu", [c1], f"block{i}_act1_out", c1.shape, name=f"block{i}_act1_Gelu")
+        a = gelu(gb, c1, f"block{i}_act1_out", name=f"block{i}_act1_Gelu")
         c2 = _conv(gb, a, w2, f"block{i}_conv2")
         s = gb.op("Add", [h, c2], f"block{i}_skip_out", h.shape, name=f"block{i}_skip_Add")
         saved.append((h, c1, a, s))
-        h = gb.op("Gelu", [s], f"block{i}_act2_out", s.shape, name=f"block{i}_act2_Gelu")
+        h = gelu(gb, s, f"block{i}_act2_out", name=f"block{i}_act2_Gelu")
     flat = gb.op("Reshape", [h, gb.shape_const("pool_flat_shape", (batch, channels, hw))], "pool_flat_out",
                  (batch, channels, hw), name="pool_flat_Reshape")
     col = gb.op("MatMul", [flat, avg], "pool_MatMul_out", (batch, channels, 1), name="pool_MatMul")

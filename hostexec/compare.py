@@ -37,6 +37,7 @@ class VerifyResult:
     tensors: int = 0
     worst: WorstElement | None = None
     failed: list[str] = field(default_factory=list)
+    errors_by_tensor: dict[str, int] = field(default_factory=dict)   # tensors with errors only
     max_abs_diff: dict[str, float] = field(default_factory=dict)
     nan_inputs: list[str] = field(default_factory=list)
 
@@ -89,12 +90,14 @@ def compare_outputs(actual: Mapping[str, np.ndarray], golden: Mapping[str, np.nd
         if name not in actual or np.asarray(actual[name]).shape != exp.shape:
             result.errors += exp.size
             why = "missing" if name not in actual else f"shape {np.asarray(actual[name]).shape} != {exp.shape}"
+            result.errors_by_tensor[name] = exp.size
             result.failed.append(f"{name} ({why})")
             continue
         act = np.asarray(actual[name])
         bad, magnitude = _element_errors(act, exp)
         if bad.any():
             result.errors += int(bad.sum())
+            result.errors_by_tensor[name] = int(bad.sum())
             result.failed.append(name)
         if magnitude.size:
             flat = int(np.argmax(magnitude))

@@ -72,7 +72,8 @@ def _gelu(node, attrs, ctx) -> Kernel:
 
 
 def _gelu_grad(node, attrs, ctx) -> Kernel:
-    return lambda dy, x: (T.gelu_grad(dy, x),)
+    approximate = attrs.get("approximate", "none")
+    return lambda dy, x: (T.gelu_grad(dy, x, approximate),)
 
 
 def _softmax_grad(node, attrs, ctx) -> Kernel:

@@ -17,6 +17,7 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_C = 0.044715
+_GELU_SIGMOID_C = 1.702
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -40,12 +41,32 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     return y.astype(np.asarray(x).dtype)
 
 
-def gelu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """GeluGrad(dY, X) of the exact (erf) Gelu: dY * (Phi(x) + x * phi(x))."""
+def gelu_grad(dy: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    """GeluGrad(dY, X): dY times the derivative at X of the Gelu that `approximate` names.
+
+    "none" (the default, ORT's GeluGrad): the exact (erf) Gelu, Phi(x) + x * phi(x). "tanh": the tanh form's
+    derivative. "sigmoid": the derivative of x * sigmoid(1.702 x), what Deeploy's training kernels compute
+    for GeluGrad whatever the graph says (v0.2.1: GELU_fp32_fp32_sigmoid_grad_chunk).
+    """
     x64 = np.asarray(x, dtype=np.float64)
-    cdf = 0.5 * (1.0 + erf(x64 * _INV_SQRT2))
-    pdf = _INV_SQRT_2PI * np.exp(-0.5 * x64 * x64)
-    return (np.asarray(dy, dtype=np.float64) * (cdf + x64 * pdf)).astype(np.asarray(dy).dtype)
+    if approximate == "none":
+        cdf = 0.5 * (1.0 + erf(x64 * _INV_SQRT2))
+        slope = cdf + x64 * _INV_SQRT_2PI * np.exp(-0.5 * x64 * x64)
+    elif approximate == "tanh":
+        t = np.tanh(_SQRT_2_OVER_PI * (x64 + _GELU_TANH_C * x64**3))
+        slope = 0.5 * (1.0 + t) + 0.5 * x64 * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_TANH_C * x64**2)
+    elif approximate == "sigmoid":
+        s = 1.0 / (1.0 + np.exp(-_GELU_SIGMOID_C * x64))
+        slope = s + x64 * s * (1.0 - s) * _GELU_SIGMOID_C
+    else:
+        raise ValueError(f"GeluGrad: unknown approximate={approximate!r}")
+    return (np.asarray(dy, dtype=np.float64) * slope).astype(np.asarray(dy).dtype)
+
+
+def gelu_sigmoid(x: np.ndarray) -> np.ndarray:
+    """x * sigmoid(1.702 x): the function whose derivative GeluGrad's "sigmoid" form is."""
+    x64 = np.asarray(x, dtype=np.float64)
+    return (x64 / (1.0 + np.exp(-_GELU_SIGMOID_C * x64))).astype(np.asarray(x).dtype)
 
 
 # --------------------------------------------------------------------------- softmax family

@@ -37,7 +37,7 @@ SOLVED = "solved.json"
 SCHEDULE = "seq.json"
 REPLAY = "replay"
 RECORD = "point.json"
-KEY_FORMAT = 2  # bump when the meaning of a stored point changes
+KEY_FORMAT = 3  # bump when the meaning of a stored point changes (3: the generated code runs)
 
 
 def label_of(fraction: float) -> str:
@@ -237,19 +237,20 @@ def carried(own: dict | None, others: list[tuple[str, dict]], budget_bytes: int,
 # --------------------------------------------------------------------------- replaying
 
 
-def replay_key(doc: dict, replay: ReplayOptions, model_sha256: str) -> str:
-    """What decides a replay's result: the schedule as replayed, the model and the replay options."""
+def replay_key(doc: dict, replay: ReplayOptions, model_sha256: str, code: str) -> str:
+    """What decides a replay's result: the schedule as replayed, the model, the replay options and what the
+    generated code is built against (`code`: the kernels' fingerprint, or why it cannot run)."""
     options = asdict(replay)
     options["deeploy_root"] = str(replay.deeploy_root) if replay.deeploy_root else None
     options.pop("record_time", None)
-    return content_key({"schedule": dumps(doc), "model": model_sha256, "replay": options})
+    return content_key({"schedule": dumps(doc), "model": model_sha256, "replay": options, "code": code})
 
 
 def replay_point(task: ReplayTask) -> PointRecord:
     """Write the point's seq.json, replay it (Deeploy, host check, gvsoc) and store the finished point."""
     say = _say(task.spec.label, task.show_progress)
     folder = PointFolder(Path(task.folder))
-    stage = {"replay": 0.0, "verify": 0.0}
+    stage = {"replay": 0.0, "verify": 0.0, "code": 0.0}
     row = solved_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.doc, task.solver_seconds,
                      "not verified", task.note, f"points/{task.spec.label}/{SCHEDULE}")
     folder.record.unlink(missing_ok=True)           # a crash midway leaves the point unfinished
@@ -262,8 +263,9 @@ def replay_point(task: ReplayTask) -> PointRecord:
         options = replace(task.replay, overwrite=True)   # the point folder is the sweep's own
         result = replay_schedule(folder.schedule, task.model, folder.replay, options, say)
         total = time.perf_counter() - start
-        stage["verify"] = result.verification.seconds if result.verification is not None else 0.0
-        stage["replay"] = total - stage["verify"]
+        stage["verify"] = result.seconds.get("verify", 0.0)
+        stage["code"] = result.seconds.get("code", 0.0)
+        stage["replay"] = total - stage["verify"] - stage["code"]
         row = replayed_row(row, result.report, gvsoc_asked=task.replay.deeploy_root is not None)
     except CkptError as err:
         row = replace(row, check="replay failed", reason=f"replay refused or failed: {err}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ckpt.replay.report import GvsocSection, ReplayReport, VerificationSection
+from ckpt.replay.report import CodeRunRecord, GvsocSection, ReplayReport, VerificationSection
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
@@ -37,8 +37,12 @@ class PointRow:
     recompute_cost: int | None       # cycles (ckpt's cost model) the recomputes add
     cost_increase_pct: float | None  # ... as % of the baseline step
     cycles: str                      # gvsoc's train cycles, or "not simulated"
-    errors: str                      # "N/M" (gvsoc's when simulated, else the host's golden check), or why not
-    check: str                       # replayed order vs graph order: bit-identical, MISWIRED, not verified, -
+    errors: str                      # the verdict, "N/M": gvsoc's when simulated, else the generated code's run
+                                     # on this host; "not run" / "failed" when the code did not run (see reason)
+    host_errors: str                 # ckpt's host executor against the goldens, "N/M", beside it
+    code_check: str                  # the generated code's outputs vs the graph order's code: bit-identical,
+                                     # differs, not run, failed, -
+    check: str                       # replayed order vs graph order on the host: bit-identical, MISWIRED, ...
     status: str                      # solver status (optimal, feasible, heuristic, baseline), or infeasible, ...
     reason: str                      # why a point has no verified schedule, or what its Errors mean ("" if nothing)
     gap: float | None
@@ -47,7 +51,21 @@ class PointRow:
 
     @property
     def verified(self) -> bool:
-        return self.check == "bit-identical" and self.replayed_peak is not None
+        """Replayed and bit-identical to the graph order on the host, and its generated code, where it ran,
+        computed the goldens (no error) and the graph order's code's outputs bit for bit."""
+        code_ok = self.code_check == "not run" or (self.code_check == "bit-identical" and _no_errors(self.errors))
+        return self.check == "bit-identical" and self.replayed_peak is not None and code_ok
+
+
+    @property
+    def code_failed(self) -> bool:
+        """Its generated code failed, erred, or computed other numbers than the graph order's code."""
+        ran = self.code_check in ("bit-identical", "differs")
+        return self.code_check in ("failed", "differs") or (ran and not _no_errors(self.errors))
+
+
+def _no_errors(errors: str) -> bool:
+    return errors.partition("/")[0] == "0"
 
 
 def empty_row(label: str, fraction: float | None, budget_bytes: int | None, status: str, reason: str) -> PointRow:
@@ -56,8 +74,8 @@ def empty_row(label: str, fraction: float | None, budget_bytes: int | None, stat
                     replayed_peak=None, heap=None, deeploy_nontiled=None, arena_predicted=None, arena_l3=None,
                     arena_l2=None, arena_l1=None, total_home=None, persistent_bytes=None, recomputes=None,
                     clones_kept=None, recompute_cost=None, cost_increase_pct=None, cycles="not simulated",
-                    errors=NOT_VERIFIED, check="-", status=status, reason=reason, gap=None, seconds=None,
-                    schedule=None)
+                    errors=NOT_VERIFIED, host_errors="-", code_check="-", check="-", status=status, reason=reason,
+                    gap=None, seconds=None, schedule=None)
 
 
 def solved_row(label: str, fraction: float | None, budget_bytes: int | None, doc: dict, seconds: float | None,
@@ -75,7 +93,8 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, doc
 def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> PointRow:
     """`row` completed with what its replay measured."""
     memory = report.memory
-    check, errors, reason = _verification(report.verification)
+    check, host_errors, reason = _verification(report.verification)
+    code_check, code_errors, code_reason = _code_run(report.code_verdict, report.model.target, host_errors)
     cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc, gvsoc_asked)
     home = (report.deeploy or {}).get("tiled")
     home_level = home.setup["default_mem_level"] if home else None
@@ -86,8 +105,8 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    arena_l3=level("L3"), arena_l2=level("L2"), arena_l1=level("L1"),
                    total_home=home_figures.total if home_figures else None,
                    persistent_bytes=memory.persistent_replayed, clones_kept=report.replay.clones_kept,
-                   cycles=cycles, errors=gvsoc_errors or errors, check=check,
-                   reason="; ".join(r for r in (row.reason, reason, gvsoc_reason) if r))
+                   cycles=cycles, errors=gvsoc_errors or code_errors, host_errors=host_errors, code_check=code_check,
+                   check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))
 
 
 def _finite(value: float | None) -> float | None:
@@ -107,10 +126,33 @@ def _verification(found: VerificationSection) -> tuple[str, str, str]:
                                     f"{len(schedule.stale_reads)} stale reads)")
     reason = ""
     if golden and base and golden.errors > base.errors:
-        reason = f"golden Errors {golden.errors} above the graph order's {base.errors}"
+        reason = f"host executor: golden Errors {golden.errors} above the graph order's {base.errors}"
     elif golden and golden.errors:
-        reason = f"Errors {errors} as in the graph order" + (" (see `ckpt verify`'s hint)" if found.hint else "")
+        reason = f"host executor: Errors {errors} as in the graph order" \
+            + (" (see `ckpt verify`'s hint)" if found.hint else "")
     return "bit-identical", errors, reason
+
+
+def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple[str, str, str]:
+    """(code check, Errors, reason): the generated code's run on this host, the verdict of the point. Target none
+    has no generated code: the host executor's Errors stand."""
+    if run is None:
+        return ("not run", host_errors, "") if target == "none" else ("-", NOT_VERIFIED, "")
+    if run.status != "ran":
+        return run.status, run.status, f"generated code {run.status}: {run.reason}"
+    errors = run.golden.fraction if run.golden else "no goldens"
+    reasons = []
+    if run.golden and run.golden.errors:
+        reasons.append(f"generated code: Errors {errors} (" + ", ".join(
+            f"{k} {v}" for k, v in run.golden.by_output.items()) + ")")
+    if run.graph_order == "differs":
+        reasons.append("generated code differs from the graph order's in " + ", ".join(run.differing))
+    if run.host is not None and run.host.over_tolerance:
+        worst = run.host.worst
+        reasons.append(f"generated code and host executor differ by up to {run.host.max_abs_diff:.3g}"
+                       + (f" at {worst.tensor}{worst.index}" if worst else ""))
+    check = run.graph_order if run.graph_order in ("bit-identical", "differs") else "not compared"
+    return check, errors, "; ".join(reasons)
 
 
 def _gvsoc(gvsoc: GvsocSection, asked: bool) -> tuple[str, str | None, str]:

@@ -2,7 +2,7 @@
 
 A folder is ckpt's to write when it is new, empty, or holds a report.json ckpt wrote before. Anything else is
 refused unless the user says --overwrite; even then only the files ckpt writes are replaced, and files in
-code/ that ckpt did not generate (a user's main.c) stay where they are.
+code/ or code-non-tiled/ that ckpt did not generate (a user's main.c) stay where they are.
 """
 from __future__ import annotations
 
@@ -19,20 +19,23 @@ from ckpt.files import check_output_dir, make_dirs
 REPORT = "report.json"
 REWIRED = "rewired.onnx"
 ORDER = "order.json"
-CODE = "code"
+CODE = "code"                        # the tiled flow's generated code (what Deeploy's CI deploys)
+CODE_NON_TILED = "code-non-tiled"    # the non-tiled flow's
+CODE_DIRS = {"tiled": CODE, "non_tiled": CODE_NON_TILED}
 GVSOC_LOG = "gvsoc.log"
-WRITTEN = (REPORT, REWIRED, ORDER, CODE, GVSOC_LOG)
+WRITTEN = (REPORT, REWIRED, ORDER, CODE, CODE_NON_TILED, GVSOC_LOG)
 
 
 def default_outdir(schedule: Path) -> Path:
     return schedule.with_name(f"{schedule.stem}_replay")
 
 
-def previous_code_files(outdir: Path) -> list[str]:
-    """The code files an earlier replay into this folder generated (from its report), to replace or remove."""
+def previous_code_files(outdir: Path, flow: str) -> list[str]:
+    """The code files an earlier replay into this folder generated for `flow` (from its report), to replace or
+    remove."""
     try:
         report = json.loads((outdir / REPORT).read_text())
-        return list(((report.get("deeploy") or {}).get("tiled") or {}).get("code_files") or [])
+        return list(((report.get("deeploy") or {}).get(flow) or {}).get("code_files") or [])
     except (OSError, ValueError, AttributeError):
         return []
 
@@ -66,7 +69,7 @@ def replay_folder(outdir: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for staged in outdir.glob(f".{CODE}.*"):
+        for staged in outdir.glob(".code*.*"):
             shutil.rmtree(staged, ignore_errors=True)
         if made and not any(outdir.iterdir()):
             outdir.rmdir()

@@ -130,10 +130,15 @@ class GoldenRecord:
     failed: list[str]
     worst: WorstRecord | None
     nan_inputs: list[str] = field(default_factory=list)
+    by_output: dict[str, int] = field(default_factory=dict)    # errors per output, outputs with errors only
 
     @property
     def line(self) -> str:
         return f"Errors: {self.errors} out of {self.compared}"
+
+    @property
+    def fraction(self) -> str:
+        return f"{self.errors}/{self.compared}"
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,48 @@ class VerificationSection:
 
 
 @dataclass(frozen=True)
+class HostDiffRecord:
+    """The generated code's outputs against ckpt's host executor's (same schedule, same inputs)."""
+
+    max_abs_diff: float
+    worst: WorstRecord | None
+    over_tolerance: int          # elements differing by more than the harness's tolerance
+
+
+@dataclass(frozen=True)
+class CodeRunRecord:
+    """One flow's generated code, built with Deeploy's kernels and run on this host (ckpt.coderun).
+
+    status: ran | failed (the code did not build or run: its fault) | not run (this host cannot: `reason`).
+    """
+
+    flow: str
+    status: str
+    reason: str | None = None
+    golden: GoldenRecord | None = None           # Errors by deeploytest.c's rule, against outputs.npz
+    graph_order: str | None = None               # bit-identical | differs | why it was not compared
+    differing: list[str] = field(default_factory=list)   # outputs that differ from the graph order's code
+    host: HostDiffRecord | None = None
+    memory: dict[str, dict[str, int]] = field(default_factory=dict)   # level -> peak/end/allocated bytes
+    counts: dict[str, int] = field(default_factory=dict)   # forks, DMA and RAM transfers and bytes
+    skipped_kernels: list[str] = field(default_factory=list)
+    seconds: dict[str, float] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Ran, no golden error, and the same outputs as the graph order's code where compared."""
+        return (self.status == "ran" and (self.golden is None or self.golden.errors == 0)
+                and self.graph_order != "differs")
+
+    @property
+    def verdict(self) -> str:
+        """What a table shows: the Errors line, or why there is none."""
+        if self.status != "ran":
+            return f"{self.status} ({self.reason})"
+        return self.golden.fraction if self.golden else "ran (no goldens)"
+
+
+@dataclass(frozen=True)
 class GvsocSection:
     """status: measured | failed | not simulated; figures only when gvsoc printed them."""
 
@@ -199,6 +246,12 @@ class ReplayReport:
     verification: VerificationSection
     gvsoc: GvsocSection
     files: dict[str, str | None]
+    code_runs: dict[str, CodeRunRecord] = field(default_factory=dict)   # tiled / non_tiled
+
+    @property
+    def code_verdict(self) -> CodeRunRecord | None:
+        """The code run that decides the point: the tiled flow's (what is deployed), else the non-tiled one's."""
+        return self.code_runs.get("tiled") or self.code_runs.get("non_tiled")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -6,13 +6,18 @@ as is for target none) and everything else is measured on it:
   code (solver.heap), and for a Deeploy target the arena ckpt predicts per level (deeploy_bridge.arena);
 - Deeploy's figures: one Deeploy run per flow (non-tiled, then tiled with code), each with a ReplayScheduler
   doing the same rewiring on Deeploy's own graph, and checked to have run exactly the planned order;
-- the host check (replay.verification) and, when a Deeploy harness is at hand, gvsoc (replay.gvsoc).
-The folder holds rewired.onnx, order.json, report.json and code/; same inputs give the same bytes.
+- the host check (replay.verification): the rewired ONNX in ckpt's numpy executor;
+- the generated code of each flow, built with Deeploy's kernels and run on this host (replay.code_run): the
+  `Errors: N out of M` the device harness would print, the figure that decides the point;
+- when a Deeploy harness is at hand, gvsoc (replay.gvsoc).
+The folder holds rewired.onnx, order.json, report.json, code/ (tiled) and code-non-tiled/; same inputs give the
+same bytes.
 """
 from __future__ import annotations
 
 import hashlib
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,12 +25,16 @@ import onnx
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
+from ckpt.coderun.run import run_code
+from ckpt.coderun.sources import KernelSources, NoSources
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
+from ckpt.replay.code_run import code_run_record, code_sources, graph_order_outputs
 from ckpt.replay.folder import (
     CODE,
+    CODE_DIRS,
     GVSOC_LOG,
     ORDER,
     REPORT,
@@ -43,6 +52,7 @@ from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scra
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.predict import home_layout
 from ckpt.replay.report import (
+    CodeRunRecord,
     FingerprintRecord,
     FlowFigures,
     GvsocSection,
@@ -54,7 +64,7 @@ from ckpt.replay.report import (
     ScheduleSection,
 )
 from ckpt.replay.scheduler import ReplayScheduler
-from ckpt.replay.verification import VerifyReport, host_check, verification_section
+from ckpt.replay.verification import StepData, VerifyReport, host_check, verification_section
 from ckpt.schedule_file import read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
@@ -81,7 +91,7 @@ class ReplayResult:
     plan: ReplayPlan
     report: ReplayReport
     verification: VerifyReport | None      # when the host check ran
-    seconds: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)   # wall time per stage: deeploy, verify, code
 
     @property
     def ok(self) -> bool:
@@ -116,6 +126,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     outdir = Path(outdir) if outdir is not None else default_outdir(schedule)
     check_replay_folder(outdir, options.overwrite)
     original = read_model(model)
+    sources = code_sources(options.deeploy_root) if options.verify and target != "none" else None
     lowered = None
     if target != "none":
         progress(f"lowering {model} for {target} (cached after the first time)")
@@ -127,17 +138,23 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered)
     with replay_folder(outdir):
-        previous = previous_code_files(outdir)
-        flows = _deeploy_flows(base, doc, target, outdir, previous, options, progress) if lowered else {}
+        clock = time.perf_counter()
+        flows = _deeploy_flows(base, doc, target, outdir, options, progress) if lowered else {}
+        seconds = {"deeploy": time.perf_counter() - clock}
         verification = _verify(model, original, base, lowered, plan, options, progress)
+        seconds["verify"] = time.perf_counter() - clock - seconds["deeploy"]
+        code_runs = _run_code(base, target, outdir, flows, verification, sources, options, progress) \
+            if isinstance(verification, VerifyReport) and lowered else {}
+        seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
         gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
-                         options)
+                         options, code_runs)
         write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
         write_json(outdir / ORDER, {"order": plan.order,
                                     "clones": {e.name: e.source for e in plan.executions if e.clone}})
         report.write(outdir / REPORT)
-    return ReplayResult(outdir, plan, report, verification)
+    return ReplayResult(outdir, plan, report, verification if isinstance(verification, VerifyReport) else None,
+                        seconds)
 
 
 def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None) -> _Rewired:
@@ -158,22 +175,21 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
 # --------------------------------------------------------------------------- the measurements
 
 
-def _deeploy_flows(base: onnx.ModelProto, doc: dict, target: str, outdir: Path, previous: list[str],
-                   options: ReplayOptions, progress) -> dict[str, MemoryFigures]:
-    """Deeploy's non-tiled and tiled figures for the replayed order; the tiled run writes code/."""
+def _deeploy_flows(base: onnx.ModelProto, doc: dict, target: str, outdir: Path, options: ReplayOptions,
+                   progress) -> dict[str, MemoryFigures]:
+    """Deeploy's non-tiled and tiled figures for the replayed order, each flow writing its code (CODE_DIRS)."""
     setup = options.deeploy
     flows = {}
     for tiled in (False, True):
+        flow = "tiled" if tiled else "non_tiled"
         progress(f"Deeploy {'tiled' if tiled else 'non-tiled'} run with the replay as its scheduler"
                  + (f" ({setup.allocator.value} allocator)" if tiled else ""))
         scheduler = ReplayScheduler.from_document(doc, force=options.force)
+        previous = previous_code_files(outdir, flow)
+        staged = Path(tempfile.mkdtemp(dir=outdir, prefix=f".{CODE_DIRS[flow]}."))
         with G_LOGGER.suppress(G_LOGGER.ERROR):      # clones share constants by name: gs warns, harmlessly
-            if tiled:
-                staged = Path(tempfile.mkdtemp(dir=outdir, prefix=f".{CODE}."))
-                figures = deeploy_bridge.deploy(base, scheduler, target, tiled=True, setup=setup, code_dir=staged)
-                figures.code_files = install_code(staged, outdir / CODE, previous)
-            else:
-                figures = deeploy_bridge.deploy(base, scheduler, target, tiled=False, setup=setup)
+            figures = deeploy_bridge.deploy(base, scheduler, target, tiled=tiled, setup=setup, code_dir=staged)
+        figures.code_files = install_code(staged, outdir / CODE_DIRS[flow], previous)
         if figures.order != scheduler.plan.order:
             raise CkptError(f"Deeploy ran {len(figures.order)} layers, not the {len(scheduler.plan.order)} "
                             "executions the replay planned", "report this: the replay and Deeploy disagree")
@@ -193,6 +209,25 @@ def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPla
                       lowered.target if lowered else "none", plan, progress)
 
 
+def _run_code(base: onnx.ModelProto, target: str, outdir: Path, flows: dict[str, MemoryFigures],
+              verification: VerifyReport, sources: KernelSources | NoSources, options: ReplayOptions, progress
+              ) -> dict[str, CodeRunRecord]:
+    """Each flow's generated code built and run on the step's inputs, and what it computed (replay.code_run)."""
+    data: StepData = verification.data
+    found = {}
+    for flow in flows:
+        progress(f"building and running the {flow.replace('_', '-')} code on the host")
+        outcome = run_code(outdir / CODE_DIRS[flow], data.feeds, sources) if not isinstance(sources, NoSources) \
+            else None
+        if outcome is None:
+            found[flow] = CodeRunRecord(flow, "not run", sources.reason)
+            continue
+        reference = graph_order_outputs(base, target, options.deeploy, flow == "tiled", sources, data.feeds,
+                                        progress)
+        found[flow] = code_run_record(flow, outcome, data, verification.outputs, reference, options.record_time)
+    return found
+
+
 def _gvsoc(model, schedule: Path, target: str, outdir: Path, options: ReplayOptions, progress) -> GvsocSection:
     if target == "none":
         return not_simulated("target none has no device to simulate")
@@ -210,7 +245,8 @@ def _sha256(path: Path) -> str:
 
 def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph | None, view: GraphView,
             plan: ReplayPlan, rewired: _Rewired, flows: dict[str, MemoryFigures],
-            verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions) -> ReplayReport:
+            verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions,
+            code_runs: dict[str, CodeRunRecord]) -> ReplayReport:
     predicted = doc.get("predicted") or {}
     solved_on = doc.get("graph") or {}
     model_sha = _sha256(model_path(model))
@@ -227,7 +263,8 @@ def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph
     check = verification if isinstance(verification, VerifyReport) else None
     section = verification_section(check, verification if isinstance(verification, str) else None,
                                    options.record_time)
-    ok = section.status != "miswired" and not (gvsoc.status == "measured" and gvsoc.errors)
+    ok = (section.status != "miswired" and not (gvsoc.status == "measured" and gvsoc.errors)
+          and all(run.ok or run.status == "not run" for run in code_runs.values()))
     return ReplayReport(
         ok=ok,
         schedule=ScheduleSection(str(schedule), _sha256(schedule), plan.match.entries, plan.match.matched,
@@ -244,7 +281,9 @@ def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph
         deeploy={name: _flow(f, options) for name, f in flows.items()} or None,
         verification=section,
         gvsoc=gvsoc,
-        files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None, "gvsoc_log": gvsoc.log})
+        files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None,
+               "code_non_tiled": CODE_DIRS["non_tiled"] if non_tiled else None, "gvsoc_log": gvsoc.log},
+        code_runs=code_runs)
 
 
 def _levels(rewired: _Rewired, tiled: MemoryFigures) -> dict[str, LevelMemory]:
@@ -303,10 +342,29 @@ def summary_lines(result: ReplayResult) -> list[str]:
             lines.append(check.hint)
     else:
         lines.append(f"verify: skipped ({r.verification.reason})")
+    lines.extend(_code_run_line(run) for run in r.code_runs.values())
     lines.append(gvsoc_line(r.gvsoc))
-    files = [REWIRED, ORDER, REPORT] + ([f"{CODE}/"] if r.files["code"] else [])
+    files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
     lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
     return lines
+
+
+def _code_run_line(run: CodeRunRecord) -> str:
+    """The generated code's run, as the device harness would print it, and what it was compared with."""
+    head = f"generated {run.flow.replace('_', '-')} code on this host: "
+    if run.status != "ran":
+        return head + f"{run.status} ({run.reason})"
+    parts = [run.golden.line if run.golden else "ran (no outputs.npz to compare)"]
+    if run.golden and run.golden.by_output:
+        parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.by_output.items()))
+    parts.append(f"graph order's code: {run.graph_order}" + (f" ({', '.join(run.differing)})" if run.differing else ""))
+    if run.host is not None:
+        where = f" at {run.host.worst.tensor}{run.host.worst.index}" if run.host.worst and run.host.max_abs_diff else ""
+        parts.append(f"vs host executor: max |diff| {run.host.max_abs_diff:.3g}{where}")
+    level = max(run.memory, key=lambda name: run.memory[name]["peak"], default=None)
+    if level:
+        parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
+    return head + "; ".join(parts)
 
 
 def _b(n: int | None) -> str:

@@ -89,6 +89,8 @@ class VerifyReport:
     hint: str | None
     fixed: list[str]
     seconds: float = 0.0
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)   # what the host computed (run-graph names)
+    data: StepData | None = None                                    # the feeds and goldens it ran on
 
     @property
     def ok(self) -> bool:
@@ -113,12 +115,13 @@ class VerifyReport:
         return "bit-identical" if self.schedule is None or self.schedule.ok else "miswired"
 
 
-def _golden_record(result: VerifyResult | None) -> GoldenRecord | None:
+def golden_record(result: VerifyResult | None) -> GoldenRecord | None:
     if result is None:
         return None
     worst = result.worst
     return GoldenRecord(errors=result.errors, compared=result.compared, tensors=result.tensors,
                         failed=list(result.failed), nan_inputs=list(result.nan_inputs),
+                        by_output=dict(sorted(result.errors_by_tensor.items())),
                         worst=None if worst is None else WorstRecord(worst.tensor, list(worst.index), worst.actual,
                                                                      worst.expected, worst.abs_diff))
 
@@ -130,8 +133,8 @@ def verification_section(report: VerifyReport | None, reason: str | None, record
         return VerificationSection(status="skipped", reason=reason)
     check = report.schedule
     return VerificationSection(
-        status=report.status, golden=_golden_record(report.golden),
-        baseline_golden=_golden_record(report.baseline_golden),
+        status=report.status, golden=golden_record(report.golden),
+        baseline_golden=golden_record(report.baseline_golden),
         schedule=None if check is None else ScheduleCheckRecord(check.executions, check.clones_kept,
                                                                  check.clones_pruned, check.versions_compared,
                                                                  list(check.differing), list(check.stale_reads)),
@@ -269,7 +272,7 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
         baseline_golden, outputs = compare_golden(outputs, data), replayed
     return VerifyReport(model=label, target=target, nodes=len(model.graph.node), golden=compare_golden(outputs, data),
                         baseline_golden=baseline_golden, schedule=schedule, hint=hint, fixed=list(fixed or []),
-                        seconds=time.perf_counter() - start)
+                        seconds=time.perf_counter() - start, outputs=outputs, data=data)
 
 
 def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "none", *,

@@ -18,7 +18,9 @@ from ckpt.schedule_file import read_schedule, write_schedule
 BASE = CiFigures(entries=200, matched=200, fingerprint="a" * 64, predicted_peak=600_000, replayed_peak=600_000,
                  deeploy_nontiled=600_300, deeploy_tiled_l1=127_000, deeploy_tiled_l2=127_000,
                  deeploy_tiled_l3=900_000, recomputes=20, clones_kept=20, replay_errors=0, golden_errors=0,
-                 golden_compared=198_027, heap=640_000, predicted_tiled_l3=900_000)
+                 golden_compared=198_027, heap=640_000, predicted_tiled_l3=900_000,
+                 code={"tiled": "0/198027 = graph order", "non_tiled": "0/198027 = graph order"},
+                 code_l3_allocated=3_700_000)
 
 
 def failing(now: CiFigures) -> list[str]:
@@ -38,6 +40,13 @@ def test_the_same_figures_pass_and_each_rule_fails_on_its_own():
     assert failing(replace(BASE, replay_errors=-1)) == ["Errors (replay vs graph order)"]   # not verified
     assert failing(replace(BASE, golden_errors=1)) == ["golden Errors"]
     assert failing(replace(BASE, replayed_peak=500_000)) == []                        # better is fine
+    code = lambda **flows: replace(BASE, code={**BASE.code, **flows})  # noqa: E731
+    assert failing(code(tiled="11/198027 = graph order")) == ["generated tiled code: Errors"]
+    assert failing(code(non_tiled="0/198027 != graph order")) == ["generated non-tiled code: Errors"]
+    assert failing(code(tiled="failed: the code faulted: mchan: ...")) == ["generated tiled code: Errors"]
+    assert failing(code(tiled="not run: no Deeploy v0.2.1 checkout")) == ["generated tiled code: Errors"]
+    assert failing(replace(BASE, code={"tiled": BASE.code["tiled"]})) == ["generated non-tiled code: Errors"]
+    assert failing(replace(BASE, code_l3_allocated=3_800_000)) == []                  # shown, not a rule
 
 
 def test_changed_counts_are_shown_but_do_not_fail():

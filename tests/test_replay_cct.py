@@ -7,31 +7,25 @@ import onnx_graphsurgeon as gs
 import pytest
 from replay_support import FT2, needs_models
 
+from ckpt.ci.check import CiCase
 from ckpt.errors import CkptError
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
 from ckpt.replay.scheduler import ReplayScheduler
-from ckpt.schedule_file import read_schedule, write_schedule
-from ckpt.solver.budget import parse_budget
+from ckpt.schedule_file import read_schedule
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import memory_trace, plain_sequence
-from ckpt.solver.solve import SolveOptions
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 
 
 @pytest.fixture(scope="module")
-def solved(lowering_cache, tmp_path_factory):
-    """A greedy schedule for CCT2_FT2 lowered for Siracusa at 0.8 of its baseline peak, written as ckpt solve does."""
-    budget = parse_budget("0.8")
-    doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
-    path = tmp_path_factory.mktemp("ft2") / "seq.json"
-    write_schedule(path, doc)
-    return load_for_target(FT2, "siracusa"), path
+def solved(lowering_cache):
+    """The committed CI schedule: CCT2_FT2 lowered for Siracusa at 0.8 of its baseline peak (ckpt solve)."""
+    return load_for_target(FT2, "siracusa"), CiCase().schedule
 
 
 def test_schedule_replays_with_exactly_the_predicted_peak(solved):
@@ -72,7 +66,8 @@ def test_scheduler_called_twice_on_deeploys_graph_is_idempotent(solved):
 
 
 def test_replay_end_to_end_with_deeploy(solved, tmp_path):
-    """Two Deeploy runs (non-tiled, tiled with code), each with the replay as its scheduler (~30 s)."""
+    """Two Deeploy runs (non-tiled, tiled, both with code), each with the replay as its scheduler, and the code of
+    both built and run on this host (about a minute, the graph order's reference code included)."""
     _, path = solved
     result = replay_schedule(path, FT2, tmp_path / "out", ReplayOptions(target="siracusa"))
     report = ReplayReport.read(tmp_path / "out" / "report.json")
@@ -97,6 +92,12 @@ def test_replay_end_to_end_with_deeploy(solved, tmp_path):
     assert verification.golden.line == verification.baseline_golden.line == "Errors: 0 out of 198027"
     assert "GeluGrad" in verification.hint
     assert (report.gvsoc.status, report.gvsoc.reason) == ("not simulated", "no --deeploy-root given")
+    for flow, run in report.code_runs.items():       # the generated code itself, as the device harness counts
+        assert run.status == "ran" and run.golden.line == "Errors: 0 out of 198027", (flow, run.reason)
+        assert run.graph_order == "bit-identical" and run.host.max_abs_diff < 1e-4
+    assert set(report.code_runs) == {"tiled", "non_tiled"}
+    assert (tmp_path / "out" / "code-non-tiled" / "Network.c").is_file()
     lines = summary_lines(result)
     assert any(line.startswith("activation peak: predicted") and "Deeploy non-tiled" in line for line in lines)
+    assert any(line.startswith("generated tiled code on this host: Errors: 0 out of 198027") for line in lines)
     assert json.loads((tmp_path / "out" / "order.json").read_text())["order"] == result.plan.order

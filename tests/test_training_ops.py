@@ -4,6 +4,7 @@ or onnx's reference implementation of the same op."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -59,13 +60,33 @@ def test_gelu_matches_onnx_reference_opset20(shape, seed, approximate):
 
 
 @FAST
-@given(shape=shapes, seed=seeds)
-def test_gelu_grad_is_derivative_of_reference_gelu(shape, seed):
+@given(shape=shapes, seed=seeds, approximate=st.sampled_from(["none", "tanh"]))
+def test_gelu_grad_is_derivative_of_reference_gelu(shape, seed, approximate):
     rng = np.random.default_rng(seed)
     x = rng.normal(0, 2, shape)
     dy = rng.normal(0, 1, shape)
-    fd = central_diff(lambda v: float(np.sum(dy * ref_gelu(v))), x)
-    np.testing.assert_allclose(T.gelu_grad(dy, x), fd, rtol=1e-6, atol=1e-8)
+    fd = central_diff(lambda v: float(np.sum(dy * ref_gelu(v, approximate))), x)
+    np.testing.assert_allclose(T.gelu_grad(dy, x, approximate), fd, rtol=1e-6, atol=1e-8)
+
+
+@FAST
+@given(shape=shapes, seed=seeds)
+def test_gelu_grad_sigmoid_is_derivative_of_x_sigmoid_1702x(shape, seed):
+    """The form Deeploy's kernels compute for GeluGrad (GELU_fp32_fp32_sigmoid_grad_chunk)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 2, shape)
+    dy = rng.normal(0, 1, shape)
+    fd = central_diff(lambda v: float(np.sum(dy * T.gelu_sigmoid(v))), x)
+    np.testing.assert_allclose(T.gelu_grad(dy, x, "sigmoid"), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_gelu_grad_forms_differ_and_an_unknown_one_is_refused():
+    x, dy = np.linspace(-3, 3, 61), np.ones(61)
+    forms = {a: T.gelu_grad(dy, x, a) for a in ("none", "tanh", "sigmoid")}
+    assert 1e-3 < np.abs(forms["sigmoid"] - forms["tanh"]).max() < 0.1
+    assert np.abs(forms["none"] - forms["tanh"]).max() < np.abs(forms["sigmoid"] - forms["tanh"]).max()
+    with pytest.raises(ValueError, match="approximate='erf'"):
+        T.gelu_grad(dy, x, "erf")
 
 
 # --------------------------------------------------------------------------- SoftmaxGrad

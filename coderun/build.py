@@ -1,0 +1,212 @@
+"""Build Deeploy's generated code for the host: the kernels once (cached), the step per code folder.
+
+The kernel library holds every kernel C file of the checkout that compiles here (those needing PULP-NN, which
+the fp32 training kernels never call, do not; dory_mem.c is the device's RAM driver, which ckpt's runtime
+replaces) and ckpt's runtime (runtime/host_runtime.c), optimised (-O1). It is cached under
+$CKPT_CACHE_DIR/coderun, keyed by everything that changes its objects: the kernels' fingerprint, the runtime's
+files, the compiler, the flags, the core count and the L3 size.
+
+The generated code is compiled with the prototypes of every kernel function (gcc -aux-info of the kernel files)
+in front of it: v0.2.1's headers do not declare some kernels the code calls, and an implicit declaration
+would pass float arguments as doubles. Implicit declarations and pointer/integer truncations are errors. The
+generated code itself is glue around the kernels and is built without optimisation (-O0), which halves its build
+time; no flag here changes float semantics (no fast-math, no FMA contraction), so the results are the same bits.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from ckpt.coderun.sources import KernelSources
+from ckpt.paths import cache_root
+
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+COMMON = ("-std=gnu11", "-ffp-contract=off", "-fno-common")
+OPTIMISE = ("-O1", *COMMON)
+GLUE = ("-O0", *COMMON)
+DEVICE_ONLY = ("dory_mem.c",)   # the device's RAM and flash driver: host_runtime.c stands in for it
+STRICT = ("-Werror=implicit-function-declaration", "-Werror=int-conversion", "-Werror=pointer-to-int-cast",
+          "-Werror=int-to-pointer-cast")
+LIBRARY_FORMAT = 1   # bump when the library folder's layout changes
+
+
+class Sanitizer(Enum):
+    NONE = "none"
+    ADDRESS = "address"     # AddressSanitizer with UndefinedBehaviorSanitizer
+    THREAD = "thread"       # ThreadSanitizer: the cluster cores are threads
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return {Sanitizer.NONE: (),
+                Sanitizer.ADDRESS: ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"),
+                Sanitizer.THREAD: ("-fsanitize=thread", "-g")}[self]
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What the build is for: the cluster's core count and L3 size the code was generated for."""
+
+    cores: int
+    l3_bytes: int
+    sanitizer: Sanitizer = Sanitizer.NONE
+
+    def defines(self) -> tuple[str, ...]:
+        return (f"-DNUM_CORES={self.cores}", f"-DCKPT_L3_BYTES={self.l3_bytes}u")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    cc: str
+    version: str
+
+
+@dataclass(frozen=True)
+class KernelLibrary:
+    folder: Path
+    skipped: tuple[str, ...]       # kernel files that do not compile here, with gcc's first error
+
+    @property
+    def archive(self) -> Path:
+        return self.folder / "libckptkernels.a"
+
+    @property
+    def prelude(self) -> Path:
+        return self.folder / "prelude.h"
+
+
+class BuildError(Exception):
+    """The code or the kernels did not compile; the message is the compiler's first error."""
+
+
+def find_toolchain() -> Toolchain | None:
+    """The host C compiler ($CC, else gcc, else cc) with `ar`, or None."""
+    for cc in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["gcc", "cc"]:
+        path = shutil.which(cc)
+        if path and shutil.which("ar"):
+            done = subprocess.run([path, "--version"], capture_output=True, text=True)
+            if done.returncode == 0:
+                return Toolchain(path, done.stdout.splitlines()[0].strip())
+    return None
+
+
+def _runtime_files() -> list[Path]:
+    return sorted(p for p in RUNTIME.rglob("*") if p.is_file() and p.suffix in (".c", ".h"))
+
+
+def runtime_fingerprint() -> str:
+    """sha256 over ckpt's runtime files: a change there can change what a run computes."""
+    runtime = {str(p.relative_to(RUNTIME)): hashlib.sha256(p.read_bytes()).hexdigest() for p in _runtime_files()}
+    return hashlib.sha256(json.dumps(runtime, sort_keys=True).encode()).hexdigest()
+
+
+def _library_key(sources: KernelSources, toolchain: Toolchain, config: BuildConfig) -> str:
+    blob = json.dumps({"format": LIBRARY_FORMAT, "kernels": sources.fingerprint, "runtime": runtime_fingerprint(),
+                       "cc": toolchain.version, "flags": OPTIMISE + config.sanitizer.flags + config.defines()},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _includes(sources: KernelSources, *extra: Path) -> list[str]:
+    return [f"-I{d}" for d in (*extra, RUNTIME, *sources.include_dirs)]
+
+
+def _first_error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if "error" in line] or stderr.splitlines() or ["(no output)"]
+    return lines[0].strip()
+
+
+_AUX = re.compile(r"^/\* (?P<path>.+):\d+:(?P<kind>..) \*/ (?P<decl>[^;]+;)")
+
+
+def _definitions(aux_file: Path, source: Path) -> list[str]:
+    """The prototypes of the non-static functions `source` defines, from gcc's -aux-info output."""
+    found = []
+    for line in aux_file.read_text(errors="replace").splitlines():
+        match = _AUX.match(line)
+        if match and match["kind"] == "NF" and Path(match["path"]) == source and not match["decl"].startswith("static"):
+            found.append(match["decl"])
+    return found
+
+
+def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildConfig) -> KernelLibrary:
+    """The cached kernel library for this configuration, built first if absent (see the module doc)."""
+    folder = cache_root() / "coderun" / f"kernels-{_library_key(sources, toolchain, config)}"
+    manifest = folder / "library.json"
+    if manifest.is_file():
+        return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
+    try:
+        skipped, prototypes = _build_library(sources, toolchain, config, staging)
+        (staging / "kernel_prototypes.h").write_text(
+            "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
+            + "\n".join(prototypes) + "\n")
+        (staging / "prelude.h").write_text(
+            '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
+        (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version}, indent=1))
+        try:
+            os.replace(staging, folder)
+        except OSError:                      # another process built the same library first
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
+
+
+def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildConfig, out: Path
+                   ) -> tuple[list[str], list[str]]:
+    flags = [*OPTIMISE, *config.sanitizer.flags, *config.defines(), *_includes(sources)]
+    files = [f for f in sources.kernel_files() if f.name not in DEVICE_ONLY]
+
+    def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        obj = out / f"k{index:03d}_{source.stem}.o"
+        done = subprocess.run([toolchain.cc, *flags, "-c", str(source), "-o", str(obj),
+                               "-aux-info", str(obj.with_suffix(".aux"))], capture_output=True, text=True)
+        return obj, done
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        built = list(pool.map(compile_one, range(len(files)), files))
+    skipped, objects, prototypes = [], [], []
+    for source, (obj, done) in zip(files, built):
+        if done.returncode != 0:
+            skipped.append(f"{source.relative_to(sources.root)}: {_first_error(done.stderr).split(': ', 1)[-1]}")
+            continue
+        objects.append(obj)
+        prototypes.extend(p for p in _definitions(obj.with_suffix(".aux"), source) if p not in prototypes)
+    runtime = out / "host_runtime.o"
+    done = subprocess.run([toolchain.cc, *flags, *STRICT, "-c", str(RUNTIME / "host_runtime.c"), "-o", str(runtime)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"ckpt's host runtime does not compile: {_first_error(done.stderr)}")
+    done = subprocess.run(["ar", "rcsD", str(out / "libckptkernels.a"), *map(str, objects + [runtime])],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"ar failed: {_first_error(done.stderr)}")
+    for leftover in out.glob("*.o"):
+        leftover.unlink()
+    for leftover in out.glob("*.aux"):
+        leftover.unlink()
+    return skipped, prototypes
+
+
+def build_step(code_dir: Path, sources: KernelSources, toolchain: Toolchain, config: BuildConfig,
+               library: KernelLibrary, out: Path) -> Path:
+    """Compile `code_dir`'s Network.c with ckpt's harness into the executable `out`; BuildError if it fails."""
+    flags = [*GLUE, *config.sanitizer.flags, *config.defines(), *STRICT,
+             *_includes(sources, code_dir, library.folder), "-include", str(library.prelude)]
+    command = [toolchain.cc, *flags, str(code_dir / "Network.c"), str(RUNTIME / "host_main.c"),
+               str(library.archive), "-lm", "-pthread", "-o", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"the generated code does not build: {_first_error(done.stderr)}")
+    return out

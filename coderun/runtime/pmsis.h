@@ -1,0 +1,96 @@
+/* ckpt's host stand-in for the part of PMSIS (the PULP runtime API) that Deeploy's generated Siracusa code
+ * and its fp32 kernels call. It is not PMSIS: it is the smallest runtime under which that C runs on a Linux
+ * host with the same meaning.
+ *
+ * The model of the device it implements (host_runtime.c):
+ *  - the cluster's NUM_CORES cores are threads; pi_cl_team_fork runs an entry on all of them and returns when
+ *    all are done; pi_cl_team_barrier is a barrier among them; the calling (master) core is core 0;
+ *  - L1 and L2 are host memory (malloc); L3 (the external RAM) is a separate address space: the pointers the
+ *    code holds into it are not readable or writable by the cores (a stray dereference faults, as on the
+ *    device), only the RAM copies and file loads reach it, and each copy must stay inside one allocation;
+ *  - DMA (mchan) and RAM copies are done at once, so a wait always finds them complete;
+ *  - allocation sizes per level are tallied, so the run reports what the code reserved.
+ * The harness's own entry point (host_main.c) plays deeploytest.c's part.
+ */
+#ifndef CKPT_HOST_PMSIS_H
+#define CKPT_HOST_PMSIS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef NUM_CORES
+#error "NUM_CORES must be defined (the cluster's core count the code was generated for)"
+#endif
+
+/* Placement attributes: every host address is reachable, so they place nothing. */
+#define PI_L1
+#define PI_L2
+#define PI_CL_L1
+#define PI_FC_L1
+#define PI_L1_SHARED
+
+/* Deeploy's LOG2 macro uses the PULP "find last 1" builtin: the index of the highest set bit. */
+#define __builtin_pulp_fl1(x) (31 - __builtin_clz((uint32_t)(x)))
+
+struct pi_device {
+  void *data;
+};
+
+/* A RAM copy request; the generated code reads `size` to know whether a copy is pending. */
+typedef struct {
+  uint32_t size;
+  int done;
+} pi_cl_ram_req_t;
+
+typedef struct {
+  void *result;
+} pi_cl_ram_alloc_req_t;
+
+typedef struct {
+  int done;
+} pi_cl_ram_free_req_t;
+
+/* Cluster team */
+int pi_core_id(void);
+int pi_cluster_id(void);
+int pi_cl_cluster_nb_cores(void);
+int pi_cl_team_nb_cores(void);
+void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg);
+void pi_cl_team_barrier(void);
+
+/* L1 / L2 allocation */
+void *pmsis_l1_malloc(uint32_t size);
+void pmsis_l1_malloc_free(void *ptr, uint32_t size);
+void *pi_l1_malloc(void *device, uint32_t size);
+void pi_l1_free(void *device, void *ptr, uint32_t size);
+void *pi_l2_malloc(uint32_t size);
+void pi_l2_free(void *ptr, uint32_t size);
+
+/* External RAM (L3). The RAM address is a pointer on this host (a uint32_t on the device). */
+void pi_cl_ram_read(struct pi_device *device, void *ram_addr, void *addr, uint32_t size, pi_cl_ram_req_t *req);
+void pi_cl_ram_write(struct pi_device *device, void *ram_addr, void *addr, uint32_t size, pi_cl_ram_req_t *req);
+void pi_cl_ram_copy(struct pi_device *device, void *ram_addr, void *addr, uint32_t size, int ext2loc,
+                    pi_cl_ram_req_t *req);
+void pi_cl_ram_copy_2d(struct pi_device *device, void *ram_addr, void *addr, uint32_t size, uint32_t stride,
+                       uint32_t length, int ext2loc, pi_cl_ram_req_t *req);
+void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req);
+void pi_cl_ram_read_wait(pi_cl_ram_req_t *req);
+void pi_cl_ram_write_wait(pi_cl_ram_req_t *req);
+
+/* The cluster DMA (mchan_siracusa.h is the interface the code uses). */
+void ckpt_mchan_transfer(uint32_t cmd, void *loc, void *ext, uint32_t ext_size_1d, uint32_t ext_stride_2d,
+                         uint32_t loc_size_1d, uint32_t loc_stride_2d);
+uint32_t ckpt_mchan_channel_alloc(void);
+void ckpt_mchan_channel_free(uint32_t channel);
+int ckpt_mchan_channel_busy(uint32_t channel);
+
+/* A fault of the code under test: print it and stop (exit status 3). */
+void ckpt_fault(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+void pmsis_exit(int status) __attribute__((noreturn));
+
+#endif /* CKPT_HOST_PMSIS_H */

@@ -1,0 +1,128 @@
+"""The replay's generated code, run on this host: the Errors line the device harness would print (ckpt.coderun).
+
+Each flow's code (tiled in code/, non-tiled in code-non-tiled/) is built against Deeploy's kernels and run on
+the step's inputs. Its outputs are held to three things:
+- outputs.npz, by deeploytest.c's rule: `Errors: N out of M`, in total and per output;
+- the graph order's code of the same flow (no recompute, Deeploy's own order), bit for bit: what a schedule
+  can get wrong (a clone read too late, an arena block reused while alive) shows here even when the numbers
+  stay inside the tolerance;
+- ckpt's host executor on the same schedule: how far the C kernels are from the reference, and where.
+The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
+under $CKPT_CACHE_DIR/coderun/reference.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ckpt import deeploy_bridge
+from ckpt.coderun.build import find_toolchain, runtime_fingerprint
+from ckpt.coderun.run import CodeRun, NotRun, run_code
+from ckpt.coderun.sources import KernelSources, NoSources, find_sources
+from ckpt.deeploy_bridge.setup import DeeploySetup
+from ckpt.hostexec.compare import bit_identical, compare_outputs
+from ckpt.paths import cache_root
+from ckpt.replay.report import CodeRunRecord, HostDiffRecord, WorstRecord
+from ckpt.replay.verification import StepData, compare_golden, golden_record
+
+REFERENCE_FORMAT = 1
+
+
+def code_sources(deeploy_root: Path | None) -> KernelSources | NoSources:
+    """The kernel sources the code builds against (a checkout of another release is refused: CkptError)."""
+    return find_sources(deeploy_root)
+
+
+def _reference_path(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
+                    feeds: dict[str, np.ndarray]) -> Path:
+    digest = hashlib.sha256()
+    digest.update(hashlib.sha256(base.SerializeToString()).digest())
+    toolchain = find_toolchain()
+    digest.update(json.dumps({"format": REFERENCE_FORMAT, "target": target, "setup": setup.as_dict(), "tiled": tiled,
+                              "kernels": sources.fingerprint, "runtime": runtime_fingerprint(),
+                              "cc": toolchain.version if toolchain else None}, sort_keys=True).encode())
+    for name in sorted(feeds):
+        digest.update(name.encode() + np.ascontiguousarray(feeds[name]).tobytes())
+    return cache_root() / "coderun" / "reference" / f"{digest.hexdigest()[:24]}.npz"
+
+
+def graph_order_outputs(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool,
+                        sources: KernelSources | NoSources, feeds: dict[str, np.ndarray], progress=lambda m: None
+                        ) -> dict[str, np.ndarray] | NotRun:
+    """What the graph order's generated code (this flow) computes on `feeds`: cached, else generated and run."""
+    if isinstance(sources, NoSources):
+        return NotRun(sources.reason)
+    path = _reference_path(base, target, setup, tiled, sources, feeds)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)         # sweep points in parallel processes make it once, not each
+        if path.is_file():
+            with np.load(path) as stored:
+                return {name: stored[name] for name in stored.files}
+        return _make_reference(base, target, setup, tiled, sources, feeds, path, progress)
+
+
+def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
+                    feeds: dict[str, np.ndarray], path: Path, progress) -> dict[str, np.ndarray] | NotRun:
+    flow = "tiled" if tiled else "non-tiled"
+    progress(f"generating and running the graph order's {flow} code once (the reference; cached)")
+    with tempfile.TemporaryDirectory(prefix="ckpt_reference_") as scratch:
+        code = Path(scratch) / "code"
+        deeploy_bridge.deploy(base, [n.name for n in base.graph.node], target, tiled=tiled, setup=setup,
+                              code_dir=code)
+        outcome = run_code(code, feeds, sources)
+    if isinstance(outcome, NotRun):
+        return NotRun(f"the graph order's code: {outcome.reason}", outcome.failed)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".reference.", suffix=".npz")
+    with os.fdopen(fd, "wb") as handle:
+        np.savez(handle, **outcome.outputs)
+    os.replace(tmp, path)
+    return dict(outcome.outputs)
+
+
+def _shaped(outputs: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    return {name: value.reshape(shapes[name]) if name in shapes else value for name, value in outputs.items()}
+
+
+def _host_diff(code: dict[str, np.ndarray], host: dict[str, np.ndarray], data: StepData) -> HostDiffRecord | None:
+    common = {k: v for k, v in host.items() if k in code}
+    if not common:
+        return None
+    back = lambda d: {data.back.get(k, k): v for k, v in d.items()}  # noqa: E731 - names users know
+    found = compare_outputs(back(code), back(common))
+    worst = found.worst
+    return HostDiffRecord(max_abs_diff=worst.abs_diff if worst else 0.0,
+                          worst=None if worst is None else WorstRecord(worst.tensor, list(worst.index), worst.actual,
+                                                                       worst.expected, worst.abs_diff),
+                          over_tolerance=found.errors)
+
+
+def code_run_record(flow: str, outcome: CodeRun | NotRun, data: StepData, host: dict[str, np.ndarray],
+                    reference: dict[str, np.ndarray] | NotRun, record_time: bool) -> CodeRunRecord:
+    """What one flow's code run found (see the module doc)."""
+    if isinstance(outcome, NotRun):
+        return CodeRunRecord(flow, "failed" if outcome.failed else "not run", outcome.reason)
+    shapes = {k: np.shape(v) for k, v in {**host, **(data.golden or {})}.items()}
+    outputs = _shaped(outcome.outputs, shapes)
+    if isinstance(reference, NotRun):
+        graph_order, differing = f"not compared ({reference.reason})", []
+    else:
+        differing = [data.back.get(k, k) for k in bit_identical(outputs, _shaped(reference, shapes))]
+        graph_order = "differs" if differing else "bit-identical"
+    stats = outcome.stats
+    return CodeRunRecord(
+        flow=flow, status="ran", golden=golden_record(compare_golden(outputs, data)), graph_order=graph_order,
+        differing=differing, host=_host_diff(outputs, host, data),
+        memory={level: {"peak": use.peak, "end": use.end, "allocated": use.allocated}
+                for level, use in stats.levels.items()},
+        counts={"forks": stats.forks, "dma_transfers": stats.dma_transfers, "dma_bytes": stats.dma_bytes,
+                "ram_copies": stats.ram_copies, "ram_bytes": stats.ram_bytes},
+        skipped_kernels=list(outcome.skipped_kernels),
+        seconds={k: round(v, 3) for k, v in outcome.seconds.items()} if record_time else None)

@@ -1,0 +1,112 @@
+"""The built-in example's generated code, run on this host: every point computes the goldens and the graph
+order's code bit for bit, and a corrupted arena layout in that code is caught."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from ckpt.coderun.run import CodeRun, NotRun, run_code
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
+from ckpt.examples.write import write_example
+from ckpt.hostexec.compare import bit_identical
+from ckpt.pipeline.solve import solve_model
+from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.replay.verification import step_data
+from ckpt.schedule_file import write_schedule
+from ckpt.solver.budget import parse_budget
+from ckpt.solver.onnx_loader import read_model
+from ckpt.solver.solve import SolveOptions
+
+pytestmark = pytest.mark.deeploy
+BUDGETS = ("0.9", "0.7")
+
+
+@pytest.fixture(scope="module")
+def example(lowering_cache, tmp_path_factory):
+    if isinstance(find_sources(), NoSources):
+        pytest.skip(find_sources().reason)
+    folder = tmp_path_factory.mktemp("example") / "cct"
+    write_example(DEFAULT_KIND, folder, **DEFAULT_OPTIONS)
+    replays = {}
+    for budget in BUDGETS:
+        doc, _ = solve_model(folder, parse_budget(budget), "siracusa", SolveOptions(budget=None))
+        path = folder.parent / f"seq_{budget}.json"
+        write_schedule(path, doc)
+        replays[budget] = replay_schedule(path, folder, folder.parent / f"replay_{budget}",
+                                          ReplayOptions(target="siracusa"))
+    return folder, replays
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_each_points_code_computes_the_goldens_and_the_graph_orders_code(example, budget):
+    report = example[1][budget].report
+    assert report.ok and set(report.code_runs) == {"tiled", "non_tiled"}
+    for run in report.code_runs.values():
+        assert run.status == "ran", run.reason
+        assert run.golden.line == "Errors: 0 out of 198027" and run.golden.by_output == {}
+        assert run.graph_order == "bit-identical" and run.differing == []
+        assert run.host.over_tolerance == 0 and 0 < run.host.max_abs_diff < 1e-4
+    tiled = report.code_runs["tiled"]
+    # the code reserves in L3 exactly its constants plus the arena Deeploy's header declares
+    arena = report.memory.levels["L3"].arena
+    assert tiled.memory["L3"]["peak"] > arena and tiled.counts["dma_transfers"] > 0
+    assert report.code_runs["non_tiled"].memory["L3"]["peak"] == 0
+
+
+def test_the_tighter_point_has_clones_and_still_equals_the_graph_order(example):
+    tight = example[1]["0.7"].report
+    assert tight.replay.clones_kept > 0 and tight.memory.replayed_peak < example[1]["0.9"].report.memory.replayed_peak
+
+
+def _offsets(network_c: str) -> dict[str, int]:
+    """Graph outputs' offsets in the L3 arena, as InitNetwork assigns them."""
+    return {name: int(offset) for name, offset in re.findall(
+        r"DeeployNetwork_(output_\d+) = \(float32_t\*\) \(\(char\*\)DeeployNetwork_MEMORYARENA_L3 \+ (\d+)\);",
+        network_c)}
+
+
+def _corrupted(replay_dir, tmp_path, edit) -> CodeRun | NotRun:
+    code = tmp_path / "code"
+    shutil.copytree(replay_dir / "code", code)
+    source = code / "Network.c"
+    source.write_text(edit(source.read_text()))
+    return code
+
+
+def test_a_corrupted_arena_layout_is_caught(example, tmp_path):
+    """Two graph outputs (both alive to the end of the step) placed at one offset: the run must differ."""
+    folder, replays = example
+    result = replays["0.7"]
+    data = step_data(folder, read_model(folder), {"input": "input_0", "labels": "input_1"})
+    clean = run_code(result.outdir / "code", data.feeds, find_sources())
+    offsets = _offsets((result.outdir / "code" / "Network.c").read_text())
+    assert len(offsets) == 16
+
+    def overlap(text: str) -> str:
+        return text.replace(f"MEMORYARENA_L3 + {offsets['output_0']});",
+                            f"MEMORYARENA_L3 + {offsets['output_1']});", 1)
+
+    broken = run_code(_corrupted(result.outdir, tmp_path, overlap), data.feeds, find_sources())
+    assert isinstance(clean, CodeRun) and isinstance(broken, CodeRun)
+    assert {"output_0", "output_1"} & set(bit_identical(broken.outputs, clean.outputs))
+    assert not np.array_equal(broken.outputs["output_0"], clean.outputs["output_0"]) \
+        or not np.array_equal(broken.outputs["output_1"], clean.outputs["output_1"])
+
+
+def test_a_block_placed_past_the_arena_faults(example, tmp_path):
+    folder, replays = example
+    result = replays["0.7"]
+    data = step_data(folder, read_model(folder), {"input": "input_0", "labels": "input_1"})
+    network_c = (result.outdir / "code" / "Network.c").read_text()
+    arena = replays["0.7"].report.memory.levels["L3"].arena
+    offset = _offsets(network_c)["output_3"]
+
+    def outside(text: str) -> str:
+        return text.replace(f"MEMORYARENA_L3 + {offset});", f"MEMORYARENA_L3 + {arena});", 1)
+
+    broken = run_code(_corrupted(result.outdir, tmp_path, outside), data.feeds, find_sources())
+    assert isinstance(broken, NotRun) and broken.failed and "leave every L3 allocation" in broken.reason
