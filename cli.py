@@ -382,7 +382,8 @@ def ci_check_command(models, outdir):
 
     case = CiCase()
     click.echo(f"ci: {case.model} recompute schedule {case.schedule.relative_to(case.schedule.parents[2])} "
-               f"on {case.target}: Deeploy code generation (non-tiled, tiled) and host verification")
+               f"on {case.target}: Deeploy code generation (non-tiled, tiled), host verification, the generated code "
+               "built and run")
     result = check(case, Path(models) if models else None, Path(outdir) if outdir else None, progress)
     if result.status == "skipped":
         click.echo(f"ci: skipped: {result.reason} (set CKPT_SHARED_MODELS or put the models there)")

@@ -22,12 +22,12 @@ def examples_cache_dir() -> Path:
     return cache_root() / "examples"
 
 
-def shared_folder() -> Path:
-    """../shared beside the repository: where CI puts the shared models and the Deeploy checkout."""
-    return REPO_ROOT.parent / "shared"
-
-
 def shared_models() -> Path:
-    """$CKPT_SHARED_MODELS, else the shared folder's models/."""
+    """$CKPT_SHARED_MODELS, else ../shared/models beside the repository (where CI puts the copy)."""
     env = os.environ.get("CKPT_SHARED_MODELS")
-    return Path(env) if env else shared_folder() / "models"
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "models"
+
+
+def shared_folder() -> Path:
+    """The folder holding the shared models: where CI also puts a Deeploy checkout (deeploy-v<version>)."""
+    return shared_models().parent

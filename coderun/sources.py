@@ -6,7 +6,8 @@ checks they are the release's: the sha256 over their paths and bytes must be the
 installed version. A checkout of another version (or with edits) is refused in one line.
 
 The checkout is the first of: $CKPT_DEEPLOY_ROOT, the --deeploy-root a user gave for gvsoc, and
-deeploy-v<version> in the shared folder beside the repository (where tests and CI find v0.2.1).
+deeploy-v<version> beside the shared models (../shared beside the repository, or $CKPT_SHARED_MODELS's parent),
+where tests and CI find v0.2.1.
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from cli_support import ckpt_here
 
 from ckpt.coderun.run import CodeRun, NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
@@ -14,6 +15,7 @@ from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
 from ckpt.examples.write import write_example
 from ckpt.hostexec.compare import bit_identical
 from ckpt.pipeline.solve import solve_model
+from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.replay.verification import step_data
 from ckpt.schedule_file import write_schedule
@@ -110,3 +112,27 @@ def test_a_block_placed_past_the_arena_faults(example, tmp_path):
 
     broken = run_code(_corrupted(result.outdir, tmp_path, outside), data.feeds, find_sources())
     assert isinstance(broken, NotRun) and broken.failed and "leave every L3 allocation" in broken.reason
+
+
+def test_without_a_checkout_the_code_is_not_run_and_the_line_says_why(example, tmp_path, monkeypatch):
+    folder, _ = example
+    monkeypatch.delenv("CKPT_DEEPLOY_ROOT", raising=False)
+    monkeypatch.setenv("CKPT_SHARED_MODELS", str(tmp_path / "nowhere" / "models"))
+    run = ckpt_here("replay", str(folder.parent / "seq_0.9.json"), "--model", str(folder), "-o", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    report = ReplayReport.read(tmp_path / "out" / "report.json")
+    assert report.ok and set(report.code_runs) == {"tiled", "non_tiled"}
+    for code in report.code_runs.values():
+        assert code.status == "not run" and code.golden is None and "no Deeploy v0.2.1 checkout" in code.reason
+    assert "generated tiled code on this host: not run (no Deeploy v0.2.1 checkout" in run.stdout
+    assert report.verification.status == "bit-identical"          # the host check still ran
+
+
+def test_replay_without_verification_ends_cleanly(example, tmp_path):
+    folder, _ = example
+    run = ckpt_here("replay", str(folder.parent / "seq_0.9.json"), "--model", str(folder), "-o", str(tmp_path / "out"),
+                    "--no-verify")
+    assert run.returncode == 0 and run.stderr.count("\n") == run.stderr.count("[ckpt]"), run.stderr
+    report = ReplayReport.read(tmp_path / "out" / "report.json")
+    assert report.verification.status == "skipped" and report.code_runs == {}
+    assert "verify: skipped (--no-verify)" in run.stdout and (tmp_path / "out" / "code" / "Network.c").is_file()
