@@ -46,7 +46,7 @@ def _point(model: Path, label: str, doc: dict, work: Path) -> dict:
     deeploy = result.report.deeploy
     row = {"point": label, "total": total, **result.seconds,
            "codegen_non_tiled": deeploy["non_tiled"].seconds.get("codegen", 0.0),
-           "errors": "/".join(run.verdict for run in runs.values())}
+           "errors": ", ".join(run.verdict for run in runs.values())}
     for flow, run in runs.items():
         row[f"build_{flow}"] = (run.seconds or {}).get("build", 0.0)
         row[f"run_{flow}"] = (run.seconds or {}).get("run", 0.0)
