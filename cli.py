@@ -19,13 +19,18 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError, ExitCode
+from ckpt.paths import model_files
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ALLOCATORS = [a.value for a in Allocator]
 FLOWS = [f.value for f in Flow]
+WEIGHTS = [w.value for w in WeightUpdate]
+WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
+                "of each constant; every reader of a weight runs before its update), or out-of-place, Deeploy's own "
+                "(a new buffer in the arena, every reader its own copy; the code does not train across steps)")
 
 
 class FiniteFloat(click.FloatRange):
@@ -70,6 +75,24 @@ def _default_model() -> str:
     return str(default_model_dir())
 
 
+def _capped(count: int, option: str) -> int:
+    """A thread or process count no larger than this machine's cores (more only slows every one down)."""
+    cores = os.cpu_count() or 1
+    if count > cores:
+        click.echo(f"note: {option} {count} is more than this machine's {cores} core(s): using {cores}", err=True)
+    return min(count, cores)
+
+
+def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> None:
+    """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
+    read = [*model_files(model), *(Path(o) for o in others if o)]
+    target = Path(output)
+    for path in read:
+        if output != "-" and path.exists() and target.exists() and os.path.samefile(path, target):
+            raise CkptError(f"output '{output}' is {path}, an input of this command",
+                            "write the schedule to a file of its own, e.g. -o seq.json")
+
+
 def _model_or_default(model: str | None) -> str:
     from ckpt.solver.onnx_loader import check_training_graph
 
@@ -81,15 +104,19 @@ def _model_or_default(model: str | None) -> str:
 
 @click.group(context_settings=CONTEXT)
 @click.version_option(package_version("ckpt"), "-V", "--version", prog_name="ckpt")
+@one_line_errors
 def cli() -> None:
     """Solve and replay gradient-checkpointing schedules for Deeploy training graphs."""
+    from ckpt.files import check_cache_root
+
+    check_cache_root()
 
 
 @cli.command("solve")
 @click.argument("model", required=False)
-@click.option("--budget", "-b", default="0.7", show_default=True,
+@click.option("--budget", "-b", default=None,
               help="Fraction of the baseline activation peak (0.7) or a size (700KB, 1.2MB, 716800 B; KB=1024 B). "
-                   "Held on the live peak and on the first-fit heap the non-tiled code needs.")
+                   "Held on the live peak and on the first-fit heap the non-tiled code needs [default: 0.7].")
 @click.option("--budget-total", "budget_total", default=None, metavar="LEVEL=SIZE",
               help="Instead of --budget: what one memory level of the tiled deployment may hold in all, static "
                    "constants + arena (e.g. L3=2MB); needs a Deeploy target.")
@@ -98,6 +125,8 @@ def cli() -> None:
 @click.option("--flow", type=click.Choice(FLOWS), default=None,
               help="The deployment --budget is checked on: non-tiled (the first-fit heap) or tiled (the live peak; "
                    "the arena is reported) [default: tiled for a Deeploy target, non-tiled for none].")
+@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
+              help=WEIGHTS_HELP + ".")
 @click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
 @click.option("--objective", type=click.Choice(values(Objective)), default=Objective.COST.value, show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
@@ -123,8 +152,8 @@ def cli() -> None:
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
 @one_line_errors
-def solve_command(model, budget, budget_total, target, flow, output, objective, cost_cap, method, solver, time_limit,
-                  gap, threads, order, views, cost_file, warm_start, record_time):
+def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
+                  time_limit, gap, threads, order, views, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.budgets.progress import SolveProgress
     from ckpt.files import check_output_file, write_output
@@ -136,18 +165,24 @@ def solve_command(model, budget, budget_total, target, flow, output, objective, 
     from ckpt.solver.solve import SolveOptions
 
     check_output_file(output)
+    if budget is not None and budget_total is not None:
+        raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
+    if cost_cap is not None and objective != "peak":
+        raise CkptError("--cost-cap bounds the cycles of --objective peak", "add --objective peak, or drop --cost-cap")
     total = parse_total(budget_total) if budget_total else None
     if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
         raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
                         "add --target siracusa (or gap9)")
-    parsed = None if objective == "peak" or total is not None else parse_budget(budget)
+    parsed = None if objective == "peak" or total is not None else parse_budget(budget or "0.7")
     costs = CostModel.from_json(cost_file) if cost_file else None
     starts = [read_schedule(path) for path in warm_start]
     source = _model_or_default(model)
+    refuse_inputs_as_output(output, source, cost_file, *warm_start)
     options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
-                           views=views, backend=SolverOptions(solver, time_limit, gap, threads or 1))
+                           views=views,
+                           backend=SolverOptions(solver, time_limit, gap, _capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None)
+                           Flow(flow) if flow else None, WeightUpdate(weights))
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -191,37 +226,40 @@ def _print_solve_summary(doc: dict, result, output: str) -> None:
 @click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=8, show_default=True,
               help="How many of the largest live tensors to list.")
+@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
+              help=WEIGHTS_HELP + ".")
 @one_line_errors
-def inspect_command(model, target, top):
+def inspect_command(model, target, top, weights):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(_model_or_default(model), target, top, progress):
+    for line in inspect_lines(_model_or_default(model), target, top, progress, WeightUpdate(weights)):
         click.echo(line)
 
 
 @cli.command("example")
 @click.argument("kind", type=click.Choice(["cct", "mlp", "resnet"]))
 @click.option("-o", "--output", required=True, help="Folder to write network.onnx, inputs.npz, outputs.npz into.")
-@click.option("--blocks", type=click.IntRange(min=0), help="cct: transformer blocks; resnet: residual blocks.")
-@click.option("--embed-dim", type=click.IntRange(min=1), help="cct: embedding width.")
-@click.option("--heads", type=click.IntRange(min=1), help="cct: attention heads.")
-@click.option("--image-size", type=click.IntRange(min=1), help="cct, resnet: input image side.")
+@click.option("--blocks", type=click.IntRange(min=0, max=64), help="cct: transformer blocks; resnet: residual blocks.")
+@click.option("--embed-dim", type=click.IntRange(min=1, max=2048), help="cct: embedding width.")
+@click.option("--heads", type=click.IntRange(min=1, max=64), help="cct: attention heads.")
+@click.option("--image-size", type=click.IntRange(min=1, max=512), help="cct, resnet: input image side.")
 @click.option("--train", help="cct: all | classifier | none | comma list of block indices, pool, fc, head.")
-@click.option("--layers", type=click.IntRange(min=1), help="mlp: hidden layers.")
-@click.option("--width", type=click.IntRange(min=1), help="mlp: hidden width.")
-@click.option("--channels", type=click.IntRange(min=1), help="resnet: channels.")
-@click.option("--batch", type=click.IntRange(min=1), help="batch size.")
+@click.option("--layers", type=click.IntRange(min=1, max=256), help="mlp: hidden layers.")
+@click.option("--width", type=click.IntRange(min=1, max=16384), help="mlp: hidden width.")
+@click.option("--channels", type=click.IntRange(min=1, max=1024), help="resnet: channels.")
+@click.option("--batch", type=click.IntRange(min=1, max=1024), help="batch size.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace another model's files in the folder.")
 @one_line_errors
-def example_command(kind, output, **options):
+def example_command(kind, output, overwrite, **options):
     """Write a built-in training graph (forward, backward, SGD) with inputs and golden outputs."""
     from ckpt.examples.options import example_options
     from ckpt.examples.write import write_example
     from ckpt.files import check_output_dir
 
     check_output_dir(output)
-    written = write_example(kind, output, **example_options(kind, options))
+    written = write_example(kind, output, overwrite=overwrite, **example_options(kind, options))
     click.echo(f"wrote {written.directory}: network.onnx, inputs.npz, outputs.npz")
 
 
@@ -236,14 +274,21 @@ def example_command(kind, output, **options):
 @click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
               help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
                    "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
+@click.option("--weights", type=click.Choice(WEIGHTS), default=None,
+              help=WEIGHTS_HELP + " [default: as the schedule was solved, else in-place].")
+@click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
+              help="Training steps the generated code runs back to back, each held to the host executor's same step "
+                   "with the updated weights fed back.")
 @click.option("--force", is_flag=True,
               help="Replay a schedule solved on another graph (the 90% name match still applies).")
-@click.option("--no-verify", is_flag=True, help="Skip the host check of the replay.")
+@click.option("--no-verify", is_flag=True, help="Skip the host check of the replay and the run of its generated code.")
 @click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
-              help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc.")
+              help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc "
+                   "(and, unless $CKPT_DEEPLOY_ROOT names another, the checkout whose kernels the code is built with).")
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
 @one_line_errors
-def replay_command(schedule, target, model, outdir, overwrite, allocator, force, no_verify, deeploy_root, record_time):
+def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, steps, force, no_verify,
+                   deeploy_root, record_time):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from dataclasses import replace
 
@@ -252,12 +297,14 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, force,
     from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
     from ckpt.schedule_file import read_schedule
 
-    read_schedule(schedule)
+    doc = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     check_replay_folder(folder, overwrite)
+    solved = (doc.get("graph") or {}).get("weights")
+    chosen = WeightUpdate(weights or (solved if solved in WEIGHTS else WeightUpdate.IN_PLACE.value))
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
-                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator)))
+                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps)
     result = replay_schedule(schedule, _model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
@@ -313,6 +360,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
               help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
                    "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
+@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
+              help=WEIGHTS_HELP + ".")
 @click.option("--no-carry", is_flag=True,
               help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
@@ -324,7 +373,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
+                  allocator, weights, no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
     from dataclasses import replace
 
@@ -341,17 +390,19 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
 
     fractions = parse_range(budget_range, step, points)
     check_output_dir(outdir)
+    executor = DaskExecutor(scheduler) if scheduler else None      # its address is checked here, before any work
     if emit_ci:
         check_emit_target(target)
         check_output_dir(emit_ci)
     options = SweepOptions(
-        fractions=tuple(fractions), target=target, jobs=jobs, carry=not no_carry, flow=Flow(flow) if flow else None,
+        fractions=tuple(fractions), target=target, jobs=_capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
+        flow=Flow(flow) if flow else None,
         solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
-                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator))))
+                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator),
+                                             weights=WeightUpdate(weights))))
     sources = [_model_or_default(m) for m in models] if models else [_model_or_default(None)]
-    executor = DaskExecutor(scheduler) if scheduler else None
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ckpt.errors import CkptError
+from ckpt.paths import cache_root
 
 STDOUT = "-"
 
@@ -84,6 +85,9 @@ def check_output_file(path: str, allow_stdout: bool = True) -> None:
     if not path or not path.strip():
         raise CkptError("the output path is empty", "name a file, e.g. -o seq.json")
     target = Path(path)
+    if target.is_symlink() and not target.exists():
+        raise CkptError(f"output '{path}' is a symlink to '{os.readlink(target)}', which does not exist",
+                        "name a regular file, or make the link's target first")
     if target.exists() or target.is_symlink():
         mode = os.stat(target).st_mode if target.exists() else 0
         if stat.S_ISDIR(mode):
@@ -104,6 +108,21 @@ def check_output_dir(path: str | Path) -> None:
     if folder.exists() and not folder.is_dir():
         raise CkptError(f"output folder '{folder}' is a file", "name a folder")
     _writable_folder(folder, "output folder")
+
+
+def check_cache_root() -> None:
+    """Refuse, before any work, a cache folder ckpt cannot use (a file, or a place it cannot write)."""
+    root = cache_root()
+    probe = root
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    where = "$CKPT_CACHE_DIR" if os.environ.get("CKPT_CACHE_DIR") else "the cache folder"
+    if not probe.is_dir():
+        raise CkptError(f"{where} '{root}' lies at or below '{probe}', which is not a folder",
+                        "point CKPT_CACHE_DIR at a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise CkptError(f"{where} '{root}' cannot be written ('{probe}' is read-only)",
+                        "point CKPT_CACHE_DIR at a folder you can write")
 
 
 def make_dirs(folder: Path) -> None:

@@ -8,6 +8,17 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent
 
 
+MODEL_FILES = ("network.onnx", "inputs.npz", "outputs.npz")   # a model folder, laid out as Deeploy's test models
+
+
+def model_files(model: str | Path) -> list[Path]:
+    """The files of a model argument: the .onnx it names, or a folder's network.onnx, and the step's inputs.npz
+    and outputs.npz beside it."""
+    path = Path(model)
+    onnx = path / MODEL_FILES[0] if path.is_dir() else path
+    return [onnx] + [onnx.parent / name for name in MODEL_FILES[1:]]
+
+
 def cache_root() -> Path:
     """$CKPT_CACHE_DIR, else ~/.cache/ckpt: lowered graphs under lowered/, generated examples under examples/."""
     env = os.environ.get("CKPT_CACHE_DIR")

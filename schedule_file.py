@@ -32,10 +32,21 @@ def write_schedule(path: str | Path, doc: dict) -> None:
 FORMAT = 'expected {"seq": [[node_name, 0|1], ...]} as written by ckpt solve'
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different (json keeps the last of two silently)."""
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"key {json.dumps(twice[0])} appears more than once")
+    return dict(pairs)
+
+
 def read_schedule(path: str | Path) -> dict:
     """The schedule document at `path`, its sequence checked (see `checked_sequence`); one-line errors."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text(), object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise CkptError(f"'{path}' nests too deeply to be a schedule file", FORMAT) from None
     except (OSError, ValueError) as exc:
         raise CkptError(f"'{path}' is not a schedule file ({type(exc).__name__}: {exc})", FORMAT) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("seq"), list):

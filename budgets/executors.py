@@ -11,13 +11,15 @@ sweep: `check` asks every worker before any task is sent, and refuses with one l
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
 import uuid
-from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 from distributed import Client, KilledWorker
 from distributed import Future as DaskFuture
 from distributed import wait as dask_wait
+from distributed.comm.core import CommClosedError
 
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
@@ -42,6 +45,7 @@ class LocalExecutor:
 
     jobs: int
     _pool: ProcessPoolExecutor | None = field(default=None, init=False)
+    left: list[str] = field(default_factory=list, init=False)   # (a dead local worker is a BrokenProcessPool)
 
     @property
     def name(self) -> str:
@@ -108,12 +112,40 @@ def _worker_view(probe: str) -> tuple[str, bool]:
     return version("ckpt"), seen
 
 
+def _quiet_distributed() -> None:
+    """distributed logs its connection troubles with tracebacks (its loggers each have their own level); ckpt
+    says what they mean, in one line."""
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("distributed")] + ["distributed"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def checked_address(address: str) -> str:
+    """A scheduler address as `tcp://HOST:PORT`, refused in one line when it is not one."""
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme != "tcp" or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CkptError(f"--scheduler '{address}' is not a Dask scheduler address",
+                        "give tcp://HOST:PORT, as `dask scheduler` prints it (e.g. tcp://10.0.0.5:8786)")
+    return address
+
+
+class LostCluster(CkptError):
+    """The Dask scheduler went away in the middle of a sweep (finished points are kept)."""
+
+
 @dataclass
 class DaskExecutor:
-    """Tasks on a Dask cluster's workers, through its scheduler at `address` (tcp://HOST:PORT)."""
+    """Tasks on a Dask cluster's workers, through its scheduler at `address` (tcp://HOST:PORT). Workers that
+    leave while it runs are remembered (`left`), so the sweep can say so; losing the scheduler is a
+    `LostCluster`."""
 
     address: str
     _client: Client | None = field(default=None, init=False)
+    _workers: set[str] = field(default_factory=set, init=False)
+    left: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        checked_address(self.address)
 
     @property
     def name(self) -> str:
@@ -122,6 +154,7 @@ class DaskExecutor:
     @property
     def client(self) -> Client:
         if self._client is None:
+            _quiet_distributed()
             try:
                 self._client = Client(self.address, timeout=CONNECT_SECONDS)
             except (OSError, TimeoutError) as err:
@@ -137,6 +170,7 @@ class DaskExecutor:
     def check(self, folder: Path) -> None:
         """Refuse a cluster whose workers run another ckpt, run tasks in threads, or cannot see `folder`."""
         workers = self.client.nthreads()
+        self._workers = set(workers)
         if not workers:
             raise CkptError(f"the Dask cluster at {self.address} has no workers", "start workers (dask worker)")
         threaded = sorted(w for w, n in workers.items() if n != 1)
@@ -159,10 +193,26 @@ class DaskExecutor:
                                 "put the sweep folder on a filesystem every worker mounts at the same path")
 
     def submit(self, fn: Callable, task) -> DaskFuture:
-        return self.client.submit(fn, task, pure=False)
+        with self._scheduler_needed():
+            return self.client.submit(fn, task, pure=False)
 
     def wait_first(self, futures: Iterable[DaskFuture]) -> set[DaskFuture]:
-        return set(dask_wait(list(futures), return_when="FIRST_COMPLETED").done)
+        with self._scheduler_needed():
+            done = set(dask_wait(list(futures), return_when="FIRST_COMPLETED").done)
+            workers = set(self.client.nthreads())
+        self.left += sorted(self._workers - workers)
+        self._workers = workers
+        return done
+
+    @contextmanager
+    def _scheduler_needed(self) -> Iterator[None]:
+        """Turn the errors of a scheduler that stopped answering into one LostCluster."""
+        try:
+            yield
+        except (OSError, TimeoutError, CommClosedError, CancelledError) as err:
+            raise LostCluster(f"lost the Dask scheduler at {self.address} ({type(err).__name__})",
+                              "finished points are kept: restart the scheduler and workers, then rerun the same "
+                              "command to resume") from None
 
     @staticmethod
     def lost_worker(error: BaseException) -> bool:

@@ -2,9 +2,9 @@
 
 Left: the live activation peak, with the baseline and the single-op lower bound marked. Right: what the device
 reserves for the same schedules: the first-fit heap of the non-tiled code and, where the tiled flow ran, the
-home level's arena as the generated code reserves it. Points without a replayed schedule are listed rather
-than dropped. Files are rendered in memory (matplotlib's object API, no global backend) and renamed into
-place, and carry no dates, so the same rows give the same bytes.
+home level's arena and its total (constants + arena) as the generated code reserves them. Points without a
+replayed schedule are listed rather than dropped. Files are rendered in memory (matplotlib's object API, no
+global backend) and renamed into place, and carry no dates, so the same rows give the same bytes.
 """
 from __future__ import annotations
 
@@ -91,10 +91,12 @@ def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int) -> None:
 
 
 def _deployed_panel(ax: Axes, rows: list[PointRow]) -> None:
-    """What the device reserves: first-fit heap (non-tiled) and the tiled home arena, per schedule."""
+    """What the device reserves: first-fit heap (non-tiled), the tiled home arena, and the home level in all
+    (constants + arena), per schedule."""
     placed = _placed(rows)
     series = [("heap", "first-fit heap, non-tiled code", "tab:green", "o"),
-              ("arena_l3", "L3 arena in the tiled code", "tab:purple", "D")]
+              ("arena_l3", "L3 arena in the tiled code", "tab:purple", "D"),
+              ("total_l3", "L3 in all (constants + arena), tiled code", "tab:red", "s")]
     values = []
     for key, label, color, marker in series:
         points = sorted((r.cost_increase_pct, getattr(r, key) / KIB, r.label) for r in placed

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 from ckpt.errors import CkptError
 
+MAX_POINTS = 100         # a point is a solve, two Deeploy runs and two builds: more is a mistake, not a sweep
+DECIMALS = 4             # budgets are named (and keyed) by their fraction at this precision
+
 
 def parse_range(text: str, step: float | None = None, points: int | None = None) -> list[float]:
-    """Fractions from high to low (the baseline end first), rounded to 4 decimals so names are stable."""
+    """Fractions from high to low (the baseline end first), rounded to DECIMALS decimals so names are stable;
+    refused when two would get the same name or there are more than MAX_POINTS."""
     try:
         low, high = (float(part) for part in text.split(":"))
     except ValueError:
@@ -23,5 +27,15 @@ def parse_range(text: str, step: float | None = None, points: int | None = None)
         if step <= 0:
             raise CkptError("--step must be above zero", "write e.g. --step 0.1")
         count = int(round((high - low) / step + 1e-9)) + 1
+        if count > MAX_POINTS:
+            raise CkptError(f"--step {step:g} gives {count} budgets in {text}, more than {MAX_POINTS}",
+                            f"use a step of at least {(high - low) / (MAX_POINTS - 1):.4g}, or --points")
         values = [high - i * step for i in range(count)]
-    return sorted({round(v, 4) for v in values if v >= low - 1e-9}, reverse=True)
+    if len(values) > MAX_POINTS:
+        raise CkptError(f"--points {len(values)} is more than {MAX_POINTS} budgets", f"give at most {MAX_POINTS}")
+    kept = [v for v in values if v >= low - 1e-9]
+    named = sorted({round(v, DECIMALS) for v in kept}, reverse=True)
+    if len(named) < len(kept):
+        raise CkptError(f"budgets in {text} closer than {10 ** -DECIMALS:g} apart would share a name",
+                        f"space them at least {10 ** -DECIMALS:g} apart")
+    return named

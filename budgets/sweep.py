@@ -12,6 +12,7 @@ with several models each has such a folder under OUTDIR/<model>/ and OUTDIR hold
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import time
@@ -20,13 +21,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ckpt import deeploy_bridge
-from ckpt.budgets.executors import LocalExecutor, default_jobs
+from ckpt.budgets.executors import LocalExecutor, LostCluster, default_jobs
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.progress import SweepProgress
 from ckpt.budgets.store import SweepStore
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.coderun.sources import NoSources
-from ckpt.deeploy_bridge.setup import Flow
+from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, ExitCode
 from ckpt.files import atomic_write, check_output_dir
 from ckpt.pipeline.load import LoadedModel, load_for_target
@@ -44,7 +45,7 @@ from ckpt.pipeline.point import (
     replay_point,
     solve_point,
 )
-from ckpt.pipeline.row import BASELINE, PointRow, empty_row
+from ckpt.pipeline.row import BASELINE, OVER_BUDGET, PointRow, empty_row
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
@@ -91,7 +92,7 @@ class SweepResult:
         """Points that went wrong (a failure, a miswired replay, generated code that failed, erred or computed
         other numbers than the graph order's), as opposed to budgets with no schedule."""
         return [r for r in self.rows
-                if r.status == "error" or r.check in ("MISWIRED", "replay failed") or r.code_failed]
+                if r.status == "error" or r.check in ("MISWIRED", "replay failed", OVER_BUDGET) or r.code_failed]
 
 
 @dataclass
@@ -105,14 +106,16 @@ class _Model:
     base: Baselines
     specs: list[PointSpec]
     lowering: float
+    data_sha256: str = ""            # inputs.npz and outputs.npz: a replay's verdict depends on them
 
 
 def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
               progress: Callable[[str], None] = lambda msg: None, executor=None) -> SweepResult:
     """Run (or resume) the sweep into `outdir`; see the module doc. Ctrl-C raises SweepInterrupted.
     `executor`: where tasks run (default: local processes, `options.jobs` at a time)."""
-    sources = [str(m) for m in (models if isinstance(models, list) else [models])]
-    outdir = Path(outdir)
+    # absolute, so a worker started in another folder (a Dask worker) finds the same files
+    sources = [str(Path(m).absolute()) for m in (models if isinstance(models, list) else [models])]
+    outdir = Path(outdir).absolute()
     check_output_dir(outdir)
     root = SweepStore(outdir)
     executor = executor or LocalExecutor(default_jobs(options.jobs))
@@ -128,6 +131,10 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
         root.log("interrupted: finished points are kept")
         raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
                                "rerun the same command to resume") from None
+    except LostCluster as err:
+        root.clean_partial()
+        root.log(str(err))
+        raise
     finally:
         executor.close()
 
@@ -175,7 +182,7 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
 def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
     started = time.perf_counter()
     board.note(f"lowering {source} for target {options.target} once for the whole sweep")
-    loaded = load_for_target(source, options.target)
+    loaded = load_for_target(source, options.target, weights=_weights(options))
     lowering = time.perf_counter() - started
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
@@ -184,7 +191,16 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
                                                  for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
-    return _Model(name, source, store, loaded, base, specs, lowering)
+    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source))
+
+
+def _data_sha256(source: str) -> str:
+    """sha256 over the step's inputs and goldens beside the model (absent files count as absent)."""
+    digest = hashlib.sha256()
+    for name in ("inputs.npz", "outputs.npz"):
+        path = model_path(source).parent / name
+        digest.update(name.encode() + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-"))
+    return digest.hexdigest()
 
 
 def _code_sources(options: SweepOptions, board: SweepProgress) -> str:
@@ -197,6 +213,11 @@ def _code_sources(options: SweepOptions, board: SweepProgress) -> str:
         board.note(f"the generated code will not be run: {found.reason}")
         return found.reason
     return found.fingerprint
+
+
+def _weights(options: SweepOptions) -> WeightUpdate:
+    """How the points' deployment writes updated weights (in place only in a Deeploy target's tiled flow)."""
+    return deployed_weights(options.target, options.flow, options.replay.deeploy.weights)
 
 
 def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dict, ran: list, start: float
@@ -235,7 +256,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
             # the baseline is the graph order whatever the solver options: they are not part of its key
             key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
                                "solver": solver if spec.fraction is not None else None,
-                               "flow": options.flow.value if options.flow and spec.fraction is not None else None})
+                               "flow": options.flow.value if options.flow and spec.fraction is not None else None,
+                               "weights": _weights(options).value})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
             if stored is not None:
@@ -243,7 +265,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                 board.stage(model.name, spec.label, "solved", _solve_status(records[model.name, spec.label]))
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
-                                           model.base.lower_bound, options.show_progress, options.flow)))
+                                           model.base.lower_bound, options.show_progress, options.flow,
+                                           _weights(options))))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 
@@ -263,8 +286,16 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
         return SolveRecord(task.key, task.spec.label, None, asdict(empty_row(
             task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why)), 0.0, stored=False)
 
-    _run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve")
+    _run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
     return records
+
+
+def _logger(models: list[_Model]) -> Callable[[str], None]:
+    """A line in every model's sweep.log."""
+    def log(message: str) -> None:
+        for model in models:
+            model.store.log(message)
+    return log
 
 
 def _solve_status(record: SolveRecord) -> str:
@@ -291,7 +322,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
             if doc is None:
                 board.stage(model.name, spec.label, "done", record.row["status"])
                 continue
-            key = replay_key(doc, options.replay, model.loaded.model_sha256, code)
+            key = replay_key(doc, options.replay, model.loaded.model_sha256 + model.data_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)
             if stored is not None and finished_row(stored) is not None:
@@ -325,7 +356,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
                       check="replay failed")
         return PointRecord(task.key, task.spec.label, asdict(row), {}, stored=False)
 
-    _run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay")
+    _run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay", _logger(models))
     order = {(m.name, s.label): k for k, (m, s) in enumerate((m, s) for m in models for s in m.specs)}
     return finished, sorted(ran, key=order.get)
 
@@ -346,7 +377,7 @@ def run_task(fn: Callable, phase: str, task):
 
 
 def _run_tasks(executor, fn: Callable, items: list, began: Callable, done: Callable, lost: Callable,
-               board: SweepProgress, phase: str) -> None:
+               board: SweepProgress, phase: str, log: Callable[[str], None] = lambda msg: None) -> None:
     """Run `fn` over the tasks of `items` ((model, task) pairs) on the executor, at most `executor.slots` at a
     time, calling `done(item, result)` in the sweep process as each ends. A task whose worker process died is
     tried once more (on a fresh pool, locally; Dask reruns it by itself), then recorded by `lost`."""
@@ -372,10 +403,18 @@ def _run_tasks(executor, fn: Callable, items: list, began: Callable, done: Calla
                     done(item, lost(item, f"worker process died twice ({type(error).__name__})"))
             else:
                 done(item, lost(item, f"{type(error).__name__}: {error}"))
+        while executor.left:
+            _say_and_log(board, log, f"Dask worker {executor.left.pop(0)} left the cluster: Dask runs its task "
+                                     "again elsewhere")
         if broken:
             queue = [running.pop(f) for f in list(running)] + queue    # a broken pool took them down too
-            board.note(f"a worker process died: running {len(queue)} task(s) again")
+            _say_and_log(board, log, f"a worker process died: running {len(queue)} task(s) again")
             executor.renew()
+
+
+def _say_and_log(board: SweepProgress, log: Callable[[str], None], message: str) -> None:
+    board.note(message)
+    log(message)
 
 
 @dataclass(frozen=True)

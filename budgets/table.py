@@ -11,7 +11,8 @@ from ckpt.pipeline.row import PointRow
 COLUMNS = [
     ("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
     ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
-    ("arena pred", "arena_predicted"), ("arena L3", "arena_l3"), ("total home", "total_home"),
+    ("arena pred", "arena_predicted"), ("L3 const", "static_l3"), ("L3 arena", "arena_l3"), ("L3 total", "total_l3"),
+    ("L2 total", "total_l2"), ("L1 total", "total_l1"),
     ("persistent", "persistent_bytes"), ("recomp", "recomputes"),
     ("clones", "clones_kept"), ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"),
     ("cycles", "cycles"), ("Errors", "errors"), ("host Errors", "host_errors"), ("code = graph order", "code_check"),

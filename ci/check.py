@@ -13,6 +13,7 @@ schedule can actually get wrong: every tensor the replayed order writes bit-iden
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -74,8 +75,14 @@ def measure(case: CiCase, model_dir: Path, outdir: Path, progress=lambda msg: No
 
 def check(case: CiCase = CiCase(), models: Path | None = None, outdir: Path | None = None,
           progress=lambda msg: None) -> CheckResult:
-    """Replay and compare with the committed baseline; skipped (not failed) when the models are absent."""
+    """Replay and compare with the committed baseline; skipped (not failed) when the models are absent. A models
+    folder named on purpose (`models`, or $CKPT_SHARED_MODELS) that does not exist is a mistake: refused."""
     start = time.perf_counter()
+    named = models if models is not None else (Path(os.environ["CKPT_SHARED_MODELS"])
+                                               if os.environ.get("CKPT_SHARED_MODELS") else None)
+    if named is not None and not named.is_dir():
+        raise CkptError(f"the shared models folder '{named}' does not exist",
+                        "point CKPT_SHARED_MODELS (or --models) at the folder holding cct2_ft2, or unset it")
     model_dir = (models or shared_models()) / case.model
     if not (model_dir / "network.onnx").is_file():
         return CheckResult(case, model_dir, "skipped", f"no shared models at {model_dir}")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import onnx
 
-FORMAT_VERSION = 4  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes
+FORMAT_VERSION = 5  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes;
+#                     5: the constant plan (one copy per constant)
 
 
 def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: str) -> str:

@@ -13,12 +13,13 @@ from ckpt.paths import lowered_cache_dir
 
 from . import cache as _cache
 from .aliases import collect_aliases
+from .constants import constant_plan
 from .errors import BridgeError
 from .export import bound_types, export_lowered, strip_mangling
 from .input_types import infer_input_types
 from .naming import io_mapping, node_diff
 from .pipeline import DeployOptions, front_end, mid_end, start
-from .records import LoweredGraph, StageTimings
+from .records import ConstantPlan, LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
 from .sources import LOWERED_META_KEY, ModelLike, load_source
@@ -54,6 +55,7 @@ def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredG
                         tensor_types=meta.get("tensor_types", {}),
                         transients=meta.get("transients", {}),
                         constant_bytes=meta.get("constant_bytes", 0),
+                        constants=ConstantPlan.from_dict(meta.get("constants")),
                         timings=StageTimings(**meta.get("timings", {})),
                         **extra)
 
@@ -103,6 +105,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
     run = start(graph, input_types, make_scheduler(None), opts)
     try:
         front_end(run)
+        plan = constant_plan(run.deployer.ctxt, run.deployer.graph)
         mid_end(run)
         deployer = run.deployer
         aliases, alias_ops = collect_aliases(deployer.ctxt, deployer.graph)
@@ -117,6 +120,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
             "alias_ops": alias_ops,
             "transients": collect_transients(deployer.ctxt),
             "constant_bytes": constant_bytes(deployer.ctxt),
+            "constants": plan.as_dict(),
             "input_types": input_types,
             "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},
         }

@@ -37,12 +37,14 @@ from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _
 from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
 
 from .errors import BridgeError
+from .in_place import apply_in_place, refresh_code
 from .input_types import infer_input_types
 from .lowering import prepare_graph
 from .pipeline import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .records import MemoryFigures
+from .reentrant import restore_code
 from .scheduler import Order, make_scheduler
-from .setup import DEFAULT_SETUP, DeeploySetup
+from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from .sources import ModelLike, load_source
 from .tiled_lifetimes import capture_memory_map, lifetime_peaks
 from .versions import deeploy_version
@@ -52,7 +54,14 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
     deployer, ctxt = run.deployer, run.deployer.ctxt
     if run.options.tiled:
         scheduler = deployer.tiler.outerMemoryScheduler
-        return {lvl: int(scheduler.getConstantTensorOffset(ctxt, lvl)) for lvl in levels}
+        static = {lvl: int(scheduler.getConstantTensorOffset(ctxt, lvl)) for lvl in levels}
+        code = getattr(deployer, "in_place", None)
+        for view in (code.plan.views if code else {}):     # Deeploy counts them; they read another copy's bytes
+            buf = ctxt.lookup(view)
+            level = getattr(buf, "_memoryLevel", None)
+            if level in static:
+                static[level] -= int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+        return static
     total = 0
     for buf in ctxt.globalObjects.values():
         if isinstance(buf, StructBuffer) or not isinstance(buf, VariableBuffer) or not hasattr(buf, "_type"):
@@ -80,6 +89,8 @@ def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
         "",
     ])
     body = d.generateFunction(_NoVerbosity)  # generates layer code; memory accounting already done
+    definitions = d.generateGlobalDefinitionCode()   # the layers' closures, tiling loops included
+    again = restore_code(definitions + body)  # so that a second step runs as the first (deeploy_bridge.reentrant)
     source = "\n".join([
         "#include <math.h>",
         "#include <stdio.h>",
@@ -87,14 +98,18 @@ def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
         d.generateIncludeString(),
         '#include "Network.h"',
         d.generateBufferInitializationCode(),
-        d.generateGlobalDefinitionCode(),
+        definitions,
+        again.declarations,
         "void RunNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
         d.generateInferenceInitializationCode(),
+        again.restore,
         body,
+        refresh_code(d),                      # in-place updates reach every copy (deeploy_bridge.in_place)
         "}",
         "void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
         d.generateEngineInitializationCode(),
         d.generateBufferAllocationCode(),  # also assigns extName to L3-resident globals
+        again.save,
         "}",
         "",
     ])
@@ -163,6 +178,8 @@ def deploy(model: ModelLike,
     kept = capture_memory_map(run.deployer.tiler) if tiled else {}
     try:
         front_end(run)
+        if tiled and setup.weights is WeightUpdate.IN_PLACE:
+            apply_in_place(run.deployer)
         mid_end(run)
         back_end(run)
         d = run.deployer

@@ -1,14 +1,16 @@
 """Plain records the bridge hands back; they hold no Deeploy objects so they pickle and cache cleanly."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import onnx
 
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.in_place import with_in_place_updates
 from ckpt.solver.layout import Block
 
-from .setup import DEFAULT_SETUP, DeeploySetup
+from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 
 
 @dataclass
@@ -36,6 +38,32 @@ class StageTimings:
         }
 
 
+@dataclass(frozen=True)
+class ConstantPlan:
+    """Constant buffer names (Deeploy's) -> what they become; bytes before and after."""
+
+    merged: dict[str, str] = field(default_factory=dict)            # copy -> canonical
+    views: dict[str, str] = field(default_factory=dict)             # copy -> canonical
+    repeats: dict[str, tuple[str, int]] = field(default_factory=dict)   # copy -> (canonical, times)
+    kept: tuple[str, ...] = ()                                       # other copies with bytes of their own
+    bytes_before: int = 0            # every copy
+    bytes_after: int = 0             # the copies that still own bytes: canonicals, repeats, kept
+
+    def shared(self) -> dict[str, str]:
+        """Every copy that reads a canonical's bytes (merged or view) -> that canonical."""
+        return {**self.merged, **self.views}
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "repeats": {k: list(v) for k, v in self.repeats.items()}, "kept": list(self.kept)}
+
+    @classmethod
+    def from_dict(cls, doc: dict | None) -> ConstantPlan:
+        doc = doc or {}
+        return cls(dict(doc.get("merged", {})), dict(doc.get("views", {})),
+                   {k: (v[0], int(v[1])) for k, v in doc.get("repeats", {}).items()}, tuple(doc.get("kept", ())),
+                   int(doc.get("bytes_before", 0)), int(doc.get("bytes_after", 0)))
+
+
 @dataclass
 class LoweredGraph:
     """The graph Deeploy actually schedules, plus what ckpt needs to map names and buffers back."""
@@ -54,6 +82,20 @@ class LoweredGraph:
     transients: dict[str, int] = field(default_factory=dict)  # node -> bytes of its per-layer scratch buffers
     timings: StageTimings = field(default_factory=StageTimings)
     constant_bytes: int = 0  # constants Deeploy deploys (static, outside any arena), with its bound types
+    constants: ConstantPlan = field(default_factory=lambda: ConstantPlan())  # one copy per constant (in place)
+
+    def deployed(self, graph: TrainGraph, weights: WeightUpdate) -> TrainGraph:
+        """`graph` (of this lowered model, or a rewired copy of it) as the deployment writes its weights: in place,
+        the updates and the shared constant copies are aliases and readers come first (solver.in_place)."""
+        if weights is WeightUpdate.IN_PLACE:
+            return with_in_place_updates(graph, self.constants.shared())
+        return graph
+
+    def static_bytes(self, weights: WeightUpdate) -> int:
+        """The home level's constants as the tiled flow deploys them: Deeploy's count, less the copies that read
+        another copy's bytes when each constant is kept once (in place)."""
+        shared = self.constants.bytes_before - self.constants.bytes_after
+        return self.constant_bytes - (shared if weights is WeightUpdate.IN_PLACE else 0)
     from_cache: bool = False
     cache_path: Path | None = None
 

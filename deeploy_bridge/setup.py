@@ -37,9 +37,16 @@ class Allocator(StrEnum):
         return "TetrisRandom" if self is Allocator.TETRIS else "MiniMalloc"
 
 
+class WeightUpdate(StrEnum):
+    """Where the tiled flow's optimizer writes a weight's new value (deeploy_bridge.in_place)."""
+
+    IN_PLACE = "in-place"          # into the weight itself, which every reader shares (one copy per constant)
+    OUT_OF_PLACE = "out-of-place"  # Deeploy's own: a new buffer in the arena; every reader its own copy
+
+
 @dataclass(frozen=True)
 class DeeploySetup:
-    """Memory levels, cores and allocator of a Deeploy deployment."""
+    """Memory levels, cores, allocator and weight update of a Deeploy deployment."""
 
     l1: int = 128_000
     l2: int = 1_024_000
@@ -47,10 +54,18 @@ class DeeploySetup:
     default_mem_level: str = "L3"
     n_cores: int = 8
     allocator: Allocator = Allocator.CKPT
+    weights: WeightUpdate = WeightUpdate.IN_PLACE
 
     def as_dict(self) -> dict:
         return {"l1": self.l1, "l2": self.l2, "l3": self.l3, "default_mem_level": self.default_mem_level,
-                "n_cores": self.n_cores, "allocator": self.allocator.value}
+                "n_cores": self.n_cores, "allocator": self.allocator.value, "weights": self.weights.value}
 
 
 DEFAULT_SETUP = DeeploySetup()
+
+
+def deployed_weights(target: str, flow: Flow | None, weights: WeightUpdate = DEFAULT_SETUP.weights) -> WeightUpdate:
+    """How the deployment a schedule is solved for writes its weights: in place only in a Deeploy target's tiled
+    flow (the non-tiled code is left as Deeploy makes it)."""
+    tiled = (flow or Flow.default_for(target)) is Flow.TILED and target in DEEPLOY_TARGETS
+    return weights if tiled else WeightUpdate.OUT_OF_PLACE

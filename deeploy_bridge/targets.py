@@ -12,7 +12,6 @@ import importlib
 from dataclasses import dataclass
 
 from Deeploy.DeeployTypes import TopologyOptimizer
-from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
 from Deeploy.Targets.PULPOpen.Platform import (
     MemoryPULPPlatformWrapper,
     PULPClusterEngine,
@@ -22,6 +21,7 @@ from Deeploy.Targets.PULPOpen.Platform import (
 )
 
 from .errors import BridgeError
+from .in_place import InPlacePULPDeployer
 from .setup import DEEPLOY_TARGETS
 from .versions import deeploy_version, has_target_package
 
@@ -42,7 +42,7 @@ def _fresh_optimizer(shared) -> TopologyOptimizer:
 
 def _siracusa(n_cores: int) -> TargetParts:
     engine = PULPClusterEngine("PULPCluster", Mapping=dict(PULPMapping), n_cores=n_cores)
-    return TargetParts(PULPPlatform(engines=[engine]), PULPDeployer, _fresh_optimizer(PULPOptimizer),
+    return TargetParts(PULPPlatform(engines=[engine]), InPlacePULPDeployer, _fresh_optimizer(PULPOptimizer),
                        PULPClusterEngine)
 
 

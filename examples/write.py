@@ -98,18 +98,24 @@ def golden_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> d
     return {o.name: np.asarray(values[o.name]) for o in model.graph.output}
 
 
-def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, **opts: object) -> WrittenExample:
-    """Generates example ``kind`` and writes network.onnx, inputs.npz and outputs.npz to out_dir."""
+def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, overwrite: bool = False,
+                  **opts: object) -> WrittenExample:
+    """Generates example ``kind`` and writes network.onnx, inputs.npz and outputs.npz to out_dir. A file of
+    those names already there with other bytes (another model's) is refused unless `overwrite`; the same
+    bytes (the same command run again) are fine."""
     model = build(kind, **opts)
     out = Path(out_dir)
     check_output_dir(out)
-    network = out / "network.onnx"
-    atomic_write(network, model.SerializeToString())
     feeds = example_inputs(model, int(opts.get("seed", 0)))  # type: ignore[arg-type]
-    inputs = out / "inputs.npz"
-    save_npz(inputs, feeds)
-    outputs = None
+    files = {out / "network.onnx": model.SerializeToString(), out / "inputs.npz": npz_bytes(feeds)}
     if golden:
-        outputs = out / "outputs.npz"
-        save_npz(outputs, golden_outputs(model, feeds))
-    return WrittenExample(out, network, inputs, outputs)
+        files[out / "outputs.npz"] = npz_bytes(golden_outputs(model, feeds))
+    other = [path.name for path, data in files.items() if path.exists() and path.read_bytes() != data]
+    if other and not overwrite:
+        raise CkptError(f"'{out}' already holds another model's {', '.join(other)}",
+                        "choose a new folder, or pass --overwrite to replace them")
+    for path, data in files.items():
+        if not (path.exists() and path.read_bytes() == data):      # the same bytes stay untouched
+            atomic_write(path, data)
+    return WrittenExample(out, out / "network.onnx", out / "inputs.npz",
+                          out / "outputs.npz" if golden else None)

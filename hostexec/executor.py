@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import time
+import zipfile
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -192,9 +193,12 @@ def _map_npz(names: list[str], npz_path: str | Path, what: str) -> dict[str, np.
     The originals' npz keys equal their graph I/O names; Deeploy's lowered graphs rename I/O
     to input_i/output_i but keep the order, so position is the fallback.
     """
-    with np.load(npz_path) as z:
-        keys = list(z.files)
-        arrays = {k: z[k] for k in keys}
+    try:
+        with np.load(npz_path, allow_pickle=False) as z:
+            keys = list(z.files)
+            arrays = {k: z[k] for k in keys}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, KeyError) as exc:
+        raise ValueError(f"{npz_path} is not an npz file of arrays ({type(exc).__name__}: {exc})") from None
     if set(keys) == set(names):
         return {n: arrays[n] for n in names}
     if len(keys) != len(names):
@@ -203,16 +207,36 @@ def _map_npz(names: list[str], npz_path: str | Path, what: str) -> dict[str, np.
     return {n: arrays[k] for n, k in zip(names, keys)}
 
 
+def _checked_against(values: dict[str, np.ndarray], declared: list[onnx.ValueInfoProto], npz_path) -> dict:
+    """Refuse arrays whose shape or kind of number is not the one the graph declares for them (a float label
+    fed to an integer input, an image of another size)."""
+    for info in declared:
+        if info.name not in values:
+            continue
+        tensor = info.type.tensor_type
+        value = np.asarray(values[info.name])
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        if tensor.HasField("shape") and (len(dims) != value.ndim
+                                         or any(d is not None and d != n for d, n in zip(dims, value.shape))):
+            raise ValueError(f"{npz_path}: '{info.name}' has shape {list(value.shape)}, the graph declares {dims}")
+        if tensor.elem_type:
+            want = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+            if want.kind in "iub" and value.dtype.kind not in "iub":
+                raise ValueError(f"{npz_path}: '{info.name}' holds {value.dtype} values, the graph declares {want}")
+    return values
+
+
 def feeds_from_npz(model: onnx.ModelProto, npz_path: str | Path) -> dict[str, np.ndarray]:
-    """inputs.npz keyed by the model's (non-initializer) graph input names."""
+    """inputs.npz keyed by the model's (non-initializer) graph input names, checked against their declarations."""
     inits = {t.name for t in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in inits]
-    return _map_npz(names, npz_path, "inputs")
+    declared = [i for i in model.graph.input if i.name not in inits]
+    return _checked_against(_map_npz([i.name for i in declared], npz_path, "inputs"), declared, npz_path)
 
 
 def golden_from_npz(model: onnx.ModelProto, npz_path: str | Path) -> dict[str, np.ndarray]:
-    """outputs.npz keyed by the model's graph output names."""
-    return _map_npz([o.name for o in model.graph.output], npz_path, "outputs")
+    """outputs.npz keyed by the model's graph output names, checked against their declarations."""
+    outputs = list(model.graph.output)
+    return _checked_against(_map_npz([o.name for o in outputs], npz_path, "outputs"), outputs, npz_path)
 
 
 # --------------------------------------------------------------------------- orders for testing

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.baselines import Baselines, baselines
@@ -13,8 +14,9 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
-def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None) -> Iterator[str]:
-    loaded = load_for_target(source, target)
+def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None,
+                  weights: WeightUpdate = DEFAULT_SETUP.weights) -> Iterator[str]:
+    loaded = load_for_target(source, target, weights=weights)
     graph = loaded.graph
     base = baselines(graph)
     activations = [t for t in graph.tensor_bytes if graph.is_activation(t)]
@@ -35,16 +37,30 @@ def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None)
         yield f"  {buf.nbytes:>10} B  {buf.tensor}"
 
 
+def _constant_lines(loaded: LoadedModel) -> Iterator[str]:
+    """Deeploy's per-reader constant copies, and which of them stay copies when each constant is kept once."""
+    plan = loaded.lowered.constants
+    yield f"constants: {plan.bytes_before} B as Deeploy copies them per reader, {plan.bytes_after} B kept once " \
+          f"({len(plan.merged)} copies merged, {len(plan.views)} read the same bytes under another shape); " \
+          f"weights {loaded.weights.value}"
+    for copy, (canonical, times) in sorted(plan.repeats.items()):
+        yield f"  a copy of its own: {copy} (the bytes of {canonical} repeated {times} times: a reader's " \
+              "broadcast; refreshed after an in-place update)"
+    for copy in plan.kept:
+        yield f"  a copy of its own: {copy} (other bytes than the constant it copies: another layout)"
+
+
 def _lowering_lines(loaded: LoadedModel, base: Baselines, progress) -> Iterator[str]:
     lowered = loaded.lowered
     yield f"lowered by Deeploy {lowered.deeploy_version}: {len(lowered.added_nodes)} nodes added, " \
           f"{len(lowered.removed_nodes)} removed, {len(lowered.renamed_nodes)} renamed"
     for name in lowered.added_nodes[:5]:
         yield f"  added  {name}"
+    yield from _constant_lines(loaded)
     yield "tiled flow, home level, static + arena = total (ckpt's layout of Deeploy's lifetimes):"
     for label, order in (("graph order", [op.name for op in loaded.graph.ops]),
                          ("min-memory order", list(base.min_memory_order))):
-        for level, fig in predicted_levels(lowered, [(name, 0) for name in order]).items():
+        for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights).items():
             yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
     progress("generating Deeploy's non-tiled code for the graph order")
     with tempfile.TemporaryDirectory(prefix="ckpt_inspect_") as out:

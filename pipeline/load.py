@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path
@@ -18,14 +19,18 @@ class LoadedModel:
     target: str
     model_sha256: str
     lowered: LoweredGraph | None = None     # when a Deeploy target lowered it
+    weights: WeightUpdate = WeightUpdate.OUT_OF_PLACE   # how the deployment writes weights (the graph models it)
 
 
-def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None) -> LoadedModel:
-    """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target."""
+def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None,
+                    weights: WeightUpdate = DEFAULT_SETUP.weights) -> LoadedModel:
+    """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target;
+    with weights updated in place, the graph says so (solver.in_place) and shares each constant's copies."""
     check_training_graph(source)
     sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
     if target == "none":
         return LoadedModel(load_graph(source, cost_model=cost_model), target, sha)
     lowered = deeploy_bridge.lower(source, target)
-    graph = load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model, scratch=lowered.transients)
-    return LoadedModel(graph, target, sha, lowered)
+    graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model,
+                                        scratch=lowered.transients), weights)
+    return LoadedModel(graph, target, sha, lowered, weights)

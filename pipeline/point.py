@@ -9,7 +9,8 @@ into the point's folder before it returns, through a temp file and a rename:
   points/<label>/replay/       the replay (report.json, rewired.onnx, order.json, code/)
   points/<label>/point.json    the finished point: its row and stage times, keyed; written last
 
-A task that fails unexpectedly (a bug) returns a row saying so and stores nothing, so a rerun tries again.
+A task that fails (a refusal, a failure or a bug) returns a row saying so and stores nothing, so a rerun tries
+again: only a point that finished is ever skipped.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import Flow
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.files import write_json
 from ckpt.pipeline.load import LoadedModel, load_for_target
@@ -99,6 +100,7 @@ class SolveTask:
     lower_bound: int
     show_progress: bool = True
     flow: Flow | None = None         # the deployment the budget is checked on (None: the target's default)
+    weights: WeightUpdate = DEFAULT_SETUP.weights   # how the tiled flow writes updated weights
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,8 @@ def _solve(task: SolveTask, say) -> tuple[dict | None, PointRow | None, float]:
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_document(load_for_target(task.model, task.target), task.solve), None, 0.0
+        return baseline_document(load_for_target(task.model, task.target, weights=task.weights), task.solve), \
+            None, 0.0
     if spec.budget_bytes < task.lower_bound:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
@@ -179,7 +182,8 @@ def _solve(task: SolveTask, say) -> tuple[dict | None, PointRow | None, float]:
     budget = Budget(text=spec.label, fraction=spec.fraction)
     say("solve")
     try:
-        doc, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow)
+        doc, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow,
+                                  weights=task.weights)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \
@@ -267,8 +271,9 @@ def replay_point(task: ReplayTask) -> PointRecord:
         stage["code"] = result.seconds.get("code", 0.0)
         stage["replay"] = total - stage["verify"] - stage["code"]
         row = replayed_row(row, result.report, gvsoc_asked=task.replay.deeploy_root is not None)
-    except CkptError as err:
+    except CkptError as err:                          # refused or failed: said in the row, tried again on a rerun
         row = replace(row, check="replay failed", reason=f"replay refused or failed: {err}")
+        stored = False
     except Exception as err:                          # a bug: say so in the row, retry on the next run
         row = replace(row, check="replay failed", status="error", reason=f"{type(err).__name__}: {err}")
         stored = False

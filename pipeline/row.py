@@ -13,6 +13,7 @@ from ckpt.replay.report import CodeRunRecord, GvsocSection, ReplayReport, Verifi
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
+OVER_BUDGET = "OVER BUDGET"
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,12 @@ class PointRow:
     arena_l3: int | None             # the tiled flow's arenas as the generated code reserves them
     arena_l2: int | None
     arena_l1: int | None
-    total_home: int | None           # static + arena at the home level: what the chip must hold there
+    static_l3: int | None            # the constants the tiled code keeps at each level, outside the arena
+    static_l2: int | None
+    static_l1: int | None
+    total_l3: int | None             # static + arena per level: what the chip must hold there
+    total_l2: int | None
+    total_l1: int | None
     persistent_bytes: int | None
     recomputes: int | None
     clones_kept: int | None
@@ -72,7 +78,8 @@ def empty_row(label: str, fraction: float | None, budget_bytes: int | None, stat
     """A point without a schedule: only its budget, its status and why."""
     return PointRow(label=label, budget_fraction=fraction, budget_bytes=budget_bytes, predicted_peak=None,
                     replayed_peak=None, heap=None, deeploy_nontiled=None, arena_predicted=None, arena_l3=None,
-                    arena_l2=None, arena_l1=None, total_home=None, persistent_bytes=None, recomputes=None,
+                    arena_l2=None, arena_l1=None, static_l3=None, static_l2=None, static_l1=None, total_l3=None,
+                    total_l2=None, total_l1=None, persistent_bytes=None, recomputes=None,
                     clones_kept=None, recompute_cost=None, cost_increase_pct=None, cycles="not simulated",
                     errors=NOT_VERIFIED, host_errors="-", code_check="-", check="-", status=status, reason=reason,
                     gap=None, seconds=None, schedule=None)
@@ -96,14 +103,19 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     check, host_errors, reason = _verification(report.verification)
     code_check, code_errors, code_reason = _code_run(report.code_verdict, report.model.target, host_errors)
     cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc, gvsoc_asked)
+    if report.budget is not None and not report.budget.fits:
+        check, reason = OVER_BUDGET, "; ".join(r for r in (reason, f"replayed {report.budget.checked} "
+                                                               f"{report.budget.replayed} B is over the budget "
+                                                               f"{report.budget.limit} B") if r)
     home = (report.deeploy or {}).get("tiled")
     home_level = home.setup["default_mem_level"] if home else None
     home_figures = memory.levels.get(home_level) if home_level else None
-    level = lambda name: memory.levels[name].arena if name in memory.levels else None  # noqa: E731
+    level = lambda name, part="arena": getattr(memory.levels[name], part) if name in memory.levels else None  # noqa
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
                    arena_l3=level("L3"), arena_l2=level("L2"), arena_l1=level("L1"),
-                   total_home=home_figures.total if home_figures else None,
+                   static_l3=level("L3", "static"), static_l2=level("L2", "static"), static_l1=level("L1", "static"),
+                   total_l3=level("L3", "total"), total_l2=level("L2", "total"), total_l1=level("L1", "total"),
                    persistent_bytes=memory.persistent_replayed, clones_kept=report.replay.clones_kept,
                    cycles=cycles, errors=gvsoc_errors or code_errors, host_errors=host_errors, code_check=code_check,
                    check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))

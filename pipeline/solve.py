@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.matching import schedule_fingerprint
@@ -46,10 +46,15 @@ class SolveRequest:
     warm_starts: tuple[dict, ...] = ()
     record_time: bool = False
     flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
+    weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
 
     @property
     def deployed_flow(self) -> Flow:
         return self.flow or Flow.default_for(self.target)
+
+    @property
+    def deployed_weights(self) -> WeightUpdate:
+        return deployed_weights(self.target, self.flow, self.weights)
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class Checked:
 def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[dict, SolveResult]:
     """Solve the request and return the schedule document (what seq.json holds) with the solve's result."""
     progress(f"loading {request.source} for target {request.target}")
-    loaded = load_for_target(request.source, request.target, request.costs)
+    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
     starts = warm_start_sequences(loaded, request.warm_starts)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
     return schedule_document(loaded, request.budget, result, options, request.record_time, checked,
@@ -108,7 +113,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
             result = solve(loaded.graph, attempt, progress, incumbents=starts)
         except InfeasibleBudget as err:
             if best_over is None:
-                raise
+                raise _deployed_floor(loaded, request, options, err, progress) from None
             none_below = live
             if fits_above is None or fits_above - none_below <= GRANULE or _spent(deadline):
                 raise _cannot_fit(request, limit, best_over, err) from None
@@ -125,8 +130,25 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
         live = wanted if none_below is None else max(none_below + 1, wanted)
         if live <= (none_below or 0) or _spent(deadline):
             break
-    raise _cannot_fit(request, limit, best_over, None)
+    raise _cannot_fit(request, limit, best_over, None, _spent(deadline))
 
+
+def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOptions, err: InfeasibleBudget,
+                    progress) -> InfeasibleBudget:
+    """The refusal of a live budget restated for the figure the budget is held on: where that is the heap, the
+    smallest live budget a schedule fits may still need a larger heap, so the floor stated is the heap of the
+    schedule at that live budget (asking for it then succeeds: the tightening reaches that very schedule)."""
+    if request.deployed_flow is not Flow.NON_TILED or err.floor is None or not err.proven:
+        return err
+    try:
+        at_floor = solve(loaded.graph, replace(options, budget=err.floor, explain=False), progress)
+    except InfeasibleBudget:
+        return err
+    heap = max(at_floor.heap_bytes, at_floor.peak_bytes)
+    if heap <= err.floor:
+        return err
+    return InfeasibleBudget(f"{err.problem}; a schedule there needs a first-fit heap of {heap} B",
+                            f"raise the budget to {heap} B", proven=True, floor=heap)
 
 def _spent(deadline: float | None) -> bool:
     return deadline is not None and deadline - time.perf_counter() <= 0
@@ -143,7 +165,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequen
     if total.level != home:
         raise CkptError(f"ckpt predicts the tiled flow's home level ({home}), not {total.level}",
                         f"give --budget-total {home}=SIZE")
-    static = loaded.lowered.constant_bytes
+    static = loaded.lowered.static_bytes(loaded.weights)
     if total.nbytes <= static:
         raise InfeasibleBudget(f"the {home} constants alone take {static} B, more than {total.nbytes} B",
                                f"raise the budget above {static} B")
@@ -163,7 +185,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequen
             raise InfeasibleBudget(f"the {home} total cannot fit {total.nbytes} B (constants {static} B + an arena "
                                    f"of {arena} B): {err.problem}", "raise the budget", proven=err.proven) from None
         real = result_on(loaded.graph, result, real_sequence(result.seq))
-        levels = predicted_levels(loaded.lowered, real.seq)
+        levels = predicted_levels(loaded.lowered, real.seq, loaded.weights)
         checked = Checked(f"total_{home}", levels[home].total, total.nbytes, arena,
                           _levels_doc(loaded, real, levels), levels[home].activations_at_peak)
         if checked.nbytes <= total.nbytes:
@@ -188,20 +210,25 @@ def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = 
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
     if loaded.lowered is None:
         return None
-    levels = levels or predicted_levels(loaded.lowered, result.seq)
+    levels = levels or predicted_levels(loaded.lowered, result.seq, loaded.weights)
     return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total,
                    "activations_at_peak": fig.activations_at_peak} for name, fig in sorted(levels.items())}
 
 
 def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveResult] | None,
-                err: InfeasibleBudget | None) -> InfeasibleBudget:
+                err: InfeasibleBudget | None, timed_out: bool = False) -> InfeasibleBudget:
+    """The deployed figure cannot be brought under `limit`: exit 2 with the smallest figure a schedule reached
+    (asking for that budget then succeeds), or 3 when the time limit cut the search short."""
     what = "the first-fit heap" if request.deployed_flow is Flow.NON_TILED else "the live peak"
     if best_over is None:
         return err or InfeasibleBudget(f"no schedule fits {limit} B", "raise the budget")
     nbytes, result = best_over
+    timed_out = timed_out or (err is not None and not err.proven)
     return InfeasibleBudget(f"{what} cannot fit {limit} B: the closest schedule found needs {nbytes} B "
                             f"({nbytes - limit} B over) with a live peak of {result.peak_bytes} B",
-                            f"raise the budget to at least {nbytes} B", proven=err is not None and err.proven)
+                            f"raise the budget to at least {nbytes} B"
+                            + (", or give it more --time-limit" if timed_out else ""),
+                            proven=not timed_out, floor=nbytes)
 
 
 def _left(deadline: float | None) -> float | None:
@@ -249,7 +276,7 @@ def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveR
     return {
         "seq": [[name, flag] for name, flag in result.seq],
         "graph": {"nodes": len(loaded.graph.ops), "names_sha256": loaded.graph.fingerprint(),
-                  "model_sha256": loaded.model_sha256, "target": loaded.target},
+                  "model_sha256": loaded.model_sha256, "target": loaded.target, "weights": loaded.weights.value},
         "budget": budget_doc,
         "predicted": predicted,
         "solver": solver,
@@ -258,8 +285,9 @@ def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveR
 
 def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 options: SolveOptions | None = None, cost_model: CostModel | None = None,
-                progress=lambda msg: None, flow: Flow | None = None) -> tuple[dict, SolveResult]:
+                progress=lambda msg: None, flow: Flow | None = None,
+                weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[dict, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(budget=None), cost_model,
-                           flow=flow)
+                           flow=flow, weights=weights)
     return solve_and_document(request, progress)

@@ -8,7 +8,11 @@ the step's inputs. Its outputs are held to three things:
   stay inside the tolerance;
 - ckpt's host executor on the same schedule: how far the C kernels are from the reference, and where.
 The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
-under $CKPT_CACHE_DIR/coderun/reference.
+under $CKPT_CACHE_DIR/coderun/reference. Asked for several steps in a row, the code runs them back to back and
+each step is held, by the same rule, to the host executor's step from the weights the code's step before updated
+(`HostStepper`: each step checked on its own, so float rounding does not add up over steps): code whose weights
+are updated in place must match every step; code that writes them elsewhere (Deeploy's own layout) does not
+train, and its steps are reported as they are.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +31,10 @@ from ckpt import deeploy_bridge
 from ckpt.coderun.build import find_toolchain, runtime_fingerprint
 from ckpt.coderun.run import CodeRun, NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
+from ckpt.deeploy_bridge.records import ConstantPlan
 from ckpt.deeploy_bridge.setup import DeeploySetup
 from ckpt.hostexec.compare import bit_identical, compare_outputs
+from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import cache_root
 from ckpt.replay.report import CodeRunRecord, HostDiffRecord, WorstRecord
 from ckpt.replay.verification import StepData, compare_golden, golden_record
@@ -104,22 +111,66 @@ def _host_diff(code: dict[str, np.ndarray], host: dict[str, np.ndarray], data: S
                           over_tolerance=found.errors)
 
 
+def feedback_targets(model: onnx.ModelProto, plan: ConstantPlan | None) -> dict[str, list[str]]:
+    """Each SGD's output -> the constants that hold its weight: the weight itself and, on a lowered graph, every
+    copy of it that the constant plan says reads or repeats its bytes. A device that trains feeds the update to
+    all of them before the next step."""
+    plan = plan or ConstantPlan()
+    found = {}
+    for node in model.graph.node:
+        if node.op_type == "SGD" and node.input and node.output:
+            weight = node.input[0]
+            copies = [weight] + [c for c, w in sorted(plan.shared().items()) if w == weight]
+            copies += [c for c, (w, _) in sorted(plan.repeats.items()) if w == weight]
+            found[node.output[0]] = copies
+    return found
+
+
+@dataclass
+class HostStepper:
+    """The host executor's training step from given weights: `after(outputs)` runs one step with the weights a
+    step that produced `outputs` updated (fed to every copy `feedback` names, repeated where a copy holds the
+    weight's values repeated)."""
+
+    executor: HostExecutor
+    order: list[str]
+    feeds: dict[str, np.ndarray]
+    feedback: dict[str, list[str]]
+
+    def after(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for output, copies in self.feedback.items():
+            new = np.asarray(outputs[output]).reshape(-1)
+            for name in copies:
+                old = self.executor.initializers[name]
+                self.executor.initializers[name] = np.tile(new, old.size // new.size).astype(old.dtype).reshape(
+                    old.shape)
+        return self.executor.run(self.feeds, self.order)
+
+
 def code_run_record(flow: str, outcome: CodeRun | NotRun, data: StepData, host: dict[str, np.ndarray],
-                    reference: dict[str, np.ndarray] | NotRun, record_time: bool) -> CodeRunRecord:
-    """What one flow's code run found (see the module doc)."""
+                    stepper: HostStepper | None, reference: dict[str, np.ndarray] | NotRun, record_time: bool,
+                    weights: str) -> CodeRunRecord:
+    """What one flow's code run found (see the module doc); `host`: the host executor's step, `stepper` its later
+    steps (when the code ran several)."""
     if isinstance(outcome, NotRun):
-        return CodeRunRecord(flow, "failed" if outcome.failed else "not run", outcome.reason)
+        return CodeRunRecord(flow, "failed" if outcome.failed else "not run", outcome.reason, weights)
     shapes = {k: np.shape(v) for k, v in {**host, **(data.golden or {})}.items()}
-    outputs = _shaped(outcome.outputs, shapes)
+    outputs = _shaped(outcome.steps[0], shapes)
     if isinstance(reference, NotRun):
         graph_order, differing = f"not compared ({reference.reason})", []
     else:
         differing = [data.back.get(k, k) for k in bit_identical(outputs, _shaped(reference, shapes))]
         graph_order = "differs" if differing else "bit-identical"
     stats = outcome.stats
+    back = lambda d: {data.back.get(k, k): v for k, v in d.items()}  # noqa: E731 - names users know
+    steps = []
+    if len(outcome.steps) > 1 and stepper is not None:
+        expected = [host] + [stepper.after(_shaped(code, shapes)) for code in outcome.steps[:-1]]
+        steps = [golden_record(compare_outputs(back(_shaped(code, shapes)), back(want)))
+                 for code, want in zip(outcome.steps, expected)]
     return CodeRunRecord(
-        flow=flow, status="ran", golden=golden_record(compare_golden(outputs, data)), graph_order=graph_order,
-        differing=differing, host=_host_diff(outputs, host, data),
+        flow=flow, status="ran", weights=weights, golden=golden_record(compare_golden(outputs, data)),
+        graph_order=graph_order, differing=differing, host=_host_diff(outputs, host, data), steps=steps,
         memory={level: {"peak": use.peak, "end": use.end, "allocated": use.allocated}
                 for level, use in stats.levels.items()},
         counts={"forks": stats.forks, "dma_transfers": stats.dma_transfers, "dma_bytes": stats.dma_bytes,

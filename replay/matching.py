@@ -3,7 +3,8 @@
 A schedule is keyed on node names and lowering renames nodes. Replayed against a graph it did not come from,
 it would drop every recompute and quietly run the default order under a name claiming to be checkpointed.
 So: a schedule whose fingerprint names another graph is refused (unless forced), and one that matches under
-90% of its entries is refused always.
+90% of its entries, or names under 90% of the graph's nodes (a fragment of a schedule: the replay would run the
+rest in the graph's order and call that the schedule), is refused always.
 """
 from __future__ import annotations
 
@@ -23,10 +24,16 @@ class Match:
     entries: int
     matched: int
     missing: tuple[str, ...]
+    named: int = 0             # distinct nodes of the graph the schedule names
+    nodes: int = 0             # the graph's nodes that will run
 
     @property
     def rate(self) -> float:
         return self.matched / self.entries if self.entries else 1.0
+
+    @property
+    def coverage(self) -> float:
+        return self.named / self.nodes if self.nodes else 1.0
 
     def as_dict(self) -> dict:
         return {"entries": self.entries, "matched": self.matched, "rate": round(self.rate, 6),
@@ -47,16 +54,23 @@ class Fingerprint:
 
 def match_schedule(seq: list[tuple[str, int]], view: GraphView) -> Match:
     missing = [name for name, _ in seq if name not in view.index]
-    return Match(entries=len(seq), matched=len(seq) - len(missing), missing=tuple(dict.fromkeys(missing)))
+    live = {view.nodes[i].name for i in view.live}
+    return Match(entries=len(seq), matched=len(seq) - len(missing), missing=tuple(dict.fromkeys(missing)),
+                 named=len({name for name, _ in seq} & live), nodes=len(live))
 
 
 def require_match(match: Match, min_rate: float = MIN_MATCH) -> None:
-    """Refuse a schedule that mostly names nodes this graph does not have (no override)."""
+    """Refuse a schedule that mostly names nodes this graph does not have, or names too few of its nodes to be
+    a schedule of it (no override)."""
     if match.entries and match.rate < min_rate:
         shown = ", ".join(f"'{name}'" for name in match.missing[:SHOWN_MISSING])
         raise CkptError(f"schedule matches only {100 * match.rate:.1f}% of its {match.entries} entries against "
                         f"this graph (needs {100 * min_rate:.0f}%); missing e.g. {shown}",
                         "solve the schedule on the graph being replayed (same model and --target)")
+    if match.coverage < min_rate:
+        raise CkptError(f"schedule names only {match.named} of the graph's {match.nodes} nodes "
+                        f"({100 * match.coverage:.1f}%, needs {100 * min_rate:.0f}%): it is a fragment of a schedule",
+                        "replay the whole file ckpt solve wrote, every execution in run order")
 
 
 def check_fingerprint(expected: str | None, view: GraphView, force: bool) -> Fingerprint:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.graph import TrainGraph
@@ -50,13 +50,14 @@ class HomeBlocks:
     io: frozenset[str]           # the blocks' names that are graph inputs or outputs
 
 
-def predicted_home_blocks(lowered: LoweredGraph, seq: Sequence) -> HomeBlocks:
+def predicted_home_blocks(lowered: LoweredGraph, seq: Sequence, weights: WeightUpdate = DEFAULT_SETUP.weights
+                          ) -> HomeBlocks:
     """Replay `seq` on the lowered graph as `ckpt replay` does and list the home level's blocks."""
     view = view_of_model(lowered.model)
     plan = plan_replay(view, list(seq))
     rewired = apply_to_model(lowered.model, plan)
-    graph = load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
-                       scratch=rewired_scratch(plan, lowered.transients))
+    graph = lowered.deployed(load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
+                                        scratch=rewired_scratch(plan, lowered.transients)), weights)
     inits = {t.name for t in rewired.graph.initializer}
     inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
     outputs = frozenset(o.name for o in rewired.graph.output)
@@ -64,11 +65,12 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: Sequence) -> HomeBlocks:
                       frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs))
 
 
-def predicted_levels(lowered: LoweredGraph, seq: Sequence, home: str = DEFAULT_SETUP.default_mem_level
-                     ) -> dict[str, PredictedLevel]:
-    """The home level of the tiled flow for `seq` on the lowered graph (static + arena)."""
-    predicted = predicted_home_blocks(lowered, seq)
+def predicted_levels(lowered: LoweredGraph, seq: Sequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
+                     home: str = DEFAULT_SETUP.default_mem_level) -> dict[str, PredictedLevel]:
+    """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
+    `weights` says."""
+    predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
     activations = sum(b.size for b in predicted.blocks if b.first <= step <= b.last and b.name not in predicted.io)
-    return {home: PredictedLevel(lowered.constant_bytes, layout.size, layout.live_max, activations)}
+    return {home: PredictedLevel(lowered.static_bytes(weights), layout.size, layout.live_max, activations)}

@@ -96,6 +96,20 @@ class MemorySection:
 
 
 @dataclass(frozen=True)
+class BudgetRecord:
+    """The schedule's budget held against what its replay measured: the figure it was checked on when solved
+    (peak_bytes, heap_bytes or total_<level>), its limit and its replayed value."""
+
+    checked: str
+    limit: int
+    replayed: int | None       # None: this replay does not measure that figure (no Deeploy target)
+
+    @property
+    def fits(self) -> bool:
+        return self.replayed is None or self.replayed <= self.limit
+
+
+@dataclass(frozen=True)
 class FlowFigures:
     """Deeploy's own figures for one flow (non_tiled, tiled)."""
 
@@ -195,6 +209,7 @@ class CodeRunRecord:
     flow: str
     status: str
     reason: str | None = None
+    weights: str = "out-of-place"                # how this flow's code writes the updated weights
     golden: GoldenRecord | None = None           # Errors by deeploytest.c's rule, against outputs.npz
     graph_order: str | None = None               # bit-identical | differs | why it was not compared
     differing: list[str] = field(default_factory=list)   # outputs that differ from the graph order's code
@@ -203,12 +218,22 @@ class CodeRunRecord:
     counts: dict[str, int] = field(default_factory=dict)   # forks, DMA and RAM transfers and bytes
     skipped_kernels: list[str] = field(default_factory=list)
     seconds: dict[str, float] | None = None
+    steps: list[GoldenRecord] = field(default_factory=list)   # steps in a row: each against the host executor's
+                                                              # same step (updated weights fed back), same rule
+
+    @property
+    def trains(self) -> bool | None:
+        """Whether steps in a row computed what the host's steps compute (None: one step only)."""
+        return None if len(self.steps) < 2 else all(step.errors == 0 for step in self.steps)
 
     @property
     def ok(self) -> bool:
-        """Ran, no golden error, and the same outputs as the graph order's code where compared."""
+        """Ran, no golden error, the same outputs as the graph order's code where compared, and, for code that
+        updates its weights in place, every step in a row as the host computes it (code that writes them out of
+        place is not meant to train: its steps are reported, not held to)."""
         return (self.status == "ran" and (self.golden is None or self.golden.errors == 0)
-                and self.graph_order != "differs")
+                and self.graph_order != "differs"
+                and (self.weights != "in-place" or self.trains is not False))
 
     @property
     def verdict(self) -> str:
@@ -247,6 +272,7 @@ class ReplayReport:
     gvsoc: GvsocSection
     files: dict[str, str | None]
     code_runs: dict[str, CodeRunRecord] = field(default_factory=dict)   # tiled / non_tiled
+    budget: BudgetRecord | None = None          # None: the schedule carries no budget
 
     @property
     def code_verdict(self) -> CodeRunRecord | None:

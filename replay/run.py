@@ -28,10 +28,17 @@ from ckpt import deeploy_bridge
 from ckpt.coderun.run import run_code
 from ckpt.coderun.sources import KernelSources, NoSources
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
-from ckpt.replay.code_run import code_run_record, code_sources, graph_order_outputs
+from ckpt.hostexec.executor import HostExecutor
+from ckpt.replay.code_run import (
+    HostStepper,
+    code_run_record,
+    code_sources,
+    feedback_targets,
+    graph_order_outputs,
+)
 from ckpt.replay.folder import (
     CODE,
     CODE_DIRS,
@@ -52,6 +59,7 @@ from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scra
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.predict import home_layout
 from ckpt.replay.report import (
+    BudgetRecord,
     CodeRunRecord,
     FingerprintRecord,
     FlowFigures,
@@ -64,13 +72,13 @@ from ckpt.replay.report import (
     ScheduleSection,
 )
 from ckpt.replay.scheduler import ReplayScheduler
-from ckpt.replay.verification import StepData, VerifyReport, host_check, verification_section
+from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
 from ckpt.solver.onnx_loader import load_graph, model_path, read_model
-from ckpt.solver.simulate import MemoryTrace, memory_trace, plain_sequence
+from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,7 @@ class ReplayOptions:
     overwrite: bool = False                # write into a non-empty folder ckpt did not write (its files only)
     deeploy: DeeploySetup = DEFAULT_SETUP
     harness: HarnessSetup = field(default_factory=HarnessSetup)
+    steps: int = 1                         # training steps the generated code runs back to back
 
 
 @dataclass
@@ -136,14 +145,14 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     plan = plan_replay(view, doc["seq"], fingerprint=schedule_fingerprint(doc), force=options.force)
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
-    rewired = _rewire(base, view, plan, lowered)
+    rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))
     with replay_folder(outdir):
         clock = time.perf_counter()
         flows = _deeploy_flows(base, doc, target, outdir, options, progress) if lowered else {}
         seconds = {"deeploy": time.perf_counter() - clock}
         verification = _verify(model, original, base, lowered, plan, options, progress)
         seconds["verify"] = time.perf_counter() - clock - seconds["deeploy"]
-        code_runs = _run_code(base, target, outdir, flows, verification, sources, options, progress) \
+        code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
         gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
@@ -157,18 +166,21 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
                         seconds)
 
 
-def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None) -> _Rewired:
+def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None,
+            weights: WeightUpdate) -> _Rewired:
+    """The rewired graph as the tiled flow deploys it (weights written as `weights` says)."""
     model = apply_to_model(base, plan)
     home = None
     if lowered:
-        graph = load_graph(model, aliases=rewired_aliases(view, plan, lowered.aliases),
-                           scratch=rewired_scratch(plan, lowered.transients))
+        graph = lowered.deployed(load_graph(model, aliases=rewired_aliases(view, plan, lowered.aliases),
+                                            scratch=rewired_scratch(plan, lowered.transients)), weights)
         inits = {t.name for t in model.graph.initializer}
         home = home_layout(plan, graph, frozenset(i.name for i in model.graph.input if i.name not in inits),
                            frozenset(o.name for o in model.graph.output))
     else:
         graph = load_graph(model)
     seq = plain_sequence(graph, plan.order)
+    check_in_place(graph, seq)
     return _Rewired(model, graph, memory_trace(graph, seq), heap_bytes(graph, seq), home)
 
 
@@ -209,23 +221,34 @@ def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPla
                       lowered.target if lowered else "none", plan, progress)
 
 
-def _run_code(base: onnx.ModelProto, target: str, outdir: Path, flows: dict[str, MemoryFigures],
-              verification: VerifyReport, sources: KernelSources | NoSources, options: ReplayOptions, progress
-              ) -> dict[str, CodeRunRecord]:
-    """Each flow's generated code built and run on the step's inputs, and what it computed (replay.code_run)."""
+def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, outdir: Path,
+              flows: dict[str, MemoryFigures], verification: VerifyReport, sources: KernelSources | NoSources,
+              options: ReplayOptions, progress) -> dict[str, CodeRunRecord]:
+    """Each flow's generated code built and run on the step's inputs (options.steps steps in a row), and what it
+    computed (replay.code_run)."""
     data: StepData = verification.data
+    stepper = _stepper(base, lowered, plan, data) if options.steps > 1 else None
+    weights = {"tiled": deployed_weights(lowered.target, Flow.TILED, options.deeploy.weights).value,
+               "non_tiled": WeightUpdate.OUT_OF_PLACE.value}
     found = {}
     for flow in flows:
-        progress(f"building and running the {flow.replace('_', '-')} code on the host")
-        outcome = run_code(outdir / CODE_DIRS[flow], data.feeds, sources) if not isinstance(sources, NoSources) \
-            else None
-        if outcome is None:
-            found[flow] = CodeRunRecord(flow, "not run", sources.reason)
+        if isinstance(sources, NoSources):
+            found[flow] = CodeRunRecord(flow, "not run", sources.reason, weights[flow])
             continue
-        reference = graph_order_outputs(base, target, options.deeploy, flow == "tiled", sources, data.feeds,
-                                        progress)
-        found[flow] = code_run_record(flow, outcome, data, verification.outputs, reference, options.record_time)
+        progress(f"building and running the {flow.replace('_', '-')} code on the host"
+                 + (f", {options.steps} steps" if options.steps > 1 else ""))
+        outcome = run_code(outdir / CODE_DIRS[flow], data.feeds, sources, steps=options.steps)
+        reference = graph_order_outputs(base, lowered.target, options.deeploy, flow == "tiled", sources,
+                                        data.feeds, progress)
+        found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
+                                      options.record_time, weights[flow])
     return found
+
+
+def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, data: StepData) -> HostStepper:
+    """The host executor's step on the rewired graph in the replayed order, weights fed from a step's outputs."""
+    rewired = apply_to_model(host_ready(base), plan)
+    return HostStepper(HostExecutor(rewired), plan.order, data.feeds, feedback_targets(rewired, lowered.constants))
 
 
 def _gvsoc(model, schedule: Path, target: str, outdir: Path, options: ReplayOptions, progress) -> GvsocSection:
@@ -263,8 +286,10 @@ def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph
     check = verification if isinstance(verification, VerifyReport) else None
     section = verification_section(check, verification if isinstance(verification, str) else None,
                                    options.record_time)
+    budget = _budget(doc, memory)
     ok = (section.status != "miswired" and not (gvsoc.status == "measured" and gvsoc.errors)
-          and all(run.ok or run.status == "not run" for run in code_runs.values()))
+          and all(run.ok or run.status == "not run" for run in code_runs.values())
+          and (budget is None or budget.fits))
     return ReplayReport(
         ok=ok,
         schedule=ScheduleSection(str(schedule), _sha256(schedule), plan.match.entries, plan.match.matched,
@@ -283,7 +308,21 @@ def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph
         gvsoc=gvsoc,
         files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None,
                "code_non_tiled": CODE_DIRS["non_tiled"] if non_tiled else None, "gvsoc_log": gvsoc.log},
-        code_runs=code_runs)
+        code_runs=code_runs, budget=budget)
+
+
+def _budget(doc: dict, memory: MemorySection) -> BudgetRecord | None:
+    """The schedule's budget against the replayed value of the figure it was held to when solved."""
+    limit = (doc.get("budget") or {}).get("bytes")
+    checked = (doc.get("predicted") or {}).get("checked") or "peak_bytes"
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    if checked.startswith("total_"):
+        level = memory.levels.get(checked[len("total_"):])
+        replayed = level.total if level is not None else None
+    else:
+        replayed = {"peak_bytes": memory.replayed_peak, "heap_bytes": memory.heap}.get(checked)
+    return BudgetRecord(checked, limit, replayed)
 
 
 def _levels(rewired: _Rewired, tiled: MemoryFigures) -> dict[str, LevelMemory]:
@@ -343,6 +382,10 @@ def summary_lines(result: ReplayResult) -> list[str]:
     else:
         lines.append(f"verify: skipped ({r.verification.reason})")
     lines.extend(_code_run_line(run) for run in r.code_runs.values())
+    if r.budget is not None:
+        b = r.budget
+        verdict = "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
+        lines.append(f"budget: {b.checked} replayed {_b(b.replayed)} against the schedule's {_b(b.limit)}: {verdict}")
     lines.append(gvsoc_line(r.gvsoc))
     files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
     lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
@@ -364,6 +407,12 @@ def _code_run_line(run: CodeRunRecord) -> str:
     level = max(run.memory, key=lambda name: run.memory[name]["peak"], default=None)
     if level:
         parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
+    if run.steps:
+        errors = ", ".join(str(step.errors) for step in run.steps)
+        verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"
+                                                 if run.weights != "in-place" else "STEPS DIFFER")
+        parts.append(f"{len(run.steps)} steps in a row, Errors per step against the host's step from the code's "
+                     f"weights: {errors}: {verdict}")
     return head + "; ".join(parts)
 
 

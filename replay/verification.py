@@ -33,7 +33,7 @@ from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import CLONE_TAG, ReplayPlan, plan_replay
 from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
-from ckpt.solver.onnx_loader import read_model
+from ckpt.solver.onnx_loader import model_path, read_model
 
 SHOWN = 5
 
@@ -279,7 +279,7 @@ def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "
                  fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
     start = time.perf_counter()
-    model_dir = Path(model_dir)
+    model_dir = model_path(model_dir).parent        # a folder, or the folder of the .onnx named
     original = read_model(model_dir)
     io_names = None
     if target == "none":

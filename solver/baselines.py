@@ -84,8 +84,9 @@ def _is_view(graph: TrainGraph, i: int) -> bool:
 
 
 def _real_deps(graph: TrainGraph, i: int, is_view: list[bool]) -> set[int]:
-    """Non-view ops that must run before op i, looking through views."""
-    found, todo = set(), [graph.producer[t] for t in graph.ops[i].inputs if t in graph.producer]
+    """Non-view ops that must run before op i, looking through views (and the readers an update must follow)."""
+    found = set(graph.must_follow.get(i, ()))
+    todo = [graph.producer[t] for t in graph.ops[i].inputs if t in graph.producer]
     while todo:
         j = todo.pop()
         if j == i or j in found:
@@ -135,6 +136,7 @@ def deferred(graph: TrainGraph, order: list[str]) -> list[str]:
         position = {n: k for k, n in enumerate(order)}
         readers = [position[graph.ops[j].name] for t in op.outputs for j in graph.readers.get(t, ())]
         here = position[name]
+        readers += [position[k] for k in graph.must_precede.get(name, ())]
         if not readers or min(readers) <= here + 1 or graph.is_aliasing_op(graph.index[name]):
             continue
         first = min(readers)

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.greedy import outside_space
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import by_first_reader, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import RELAXATION_GAP, Relaxation, Span
@@ -155,7 +155,7 @@ class _Found:
         """Realise `answer` (each recompute before its first reader); keep it if it fits. True when it fits
         and costs what `bound` proves: an optimal schedule, nothing more to look for."""
         self.sketch = by_first_reader(problem.graph, answer)
-        if overflow(problem.graph, self.sketch, budget)[0] or holds_two_versions(problem.graph, self.sketch):
+        if overflow(problem.graph, self.sketch, budget)[0] or outside_space(problem.graph, self.sketch):
             self.sketches += [self.sketch] if self.sketch not in self.sketches else []
             return False
         self.add(problem, self.sketch, "the relaxation's answer")
@@ -213,7 +213,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         if found.realised(problem, budget, answer, best.cost):
             break
         over, in_recomputes = overflow(problem.graph, found.sketch, budget)
-        if not over and not holds_two_versions(problem.graph, found.sketch):
+        if not over and not outside_space(problem.graph, found.sketch):
             break                      # it fits (kept by `found`), at a cost above the bound
         added = [t for t in over if t not in chosen][:GROWTH]
         if added:   # a new round over more points, without headroom: it proves a bound again

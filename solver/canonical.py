@@ -10,7 +10,7 @@ names, then stages, until none moves. Cost never changes; memory stays within th
 from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.greedy import outside_space
 from ckpt.solver.memo import per_graph
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
@@ -28,7 +28,7 @@ def canonical(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions
 
 def _fits(graph: TrainGraph, decisions: Decisions, budget: int) -> bool:
     seq = decisions.sequence(graph)
-    return not holds_two_versions(graph, decisions, seq) and memory_trace(graph, seq).peak_bytes <= budget
+    return not outside_space(graph, decisions, seq) and memory_trace(graph, seq).peak_bytes <= budget
 
 
 def _move_one_group(graph: TrainGraph, decisions: Decisions, budget: int) -> Decisions | None:

@@ -14,6 +14,7 @@ from ckpt.errors import CkptError
 from ckpt.solver.graph import Op
 
 MAC_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+MAX_COEFFICIENT = 1e6     # cycles per MAC or element: far above any kernel, far below float overflow in a sum
 DEFAULT_PER_ELEM = {"Softmax": 8.0, "Gelu": 12.0, "LayerNormalization": 10.0, "MaxPool": 4.0,
                     "AveragePool": 4.0, "Transpose": 2.0, "SoftmaxCrossEntropyLoss": 8.0}
 
@@ -32,13 +33,24 @@ class CostModel:
 
     @classmethod
     def from_json(cls, path: str | Path) -> CostModel:
+        """The coefficients of a JSON file; each must be a finite number in [0, MAX_COEFFICIENT]: a negative one
+        makes recomputing pay, which turns the solve into a search for cycles to gain (and a long one)."""
+        example = 'write {"OpType": {"per_mac": 1.0, "per_elem": 2.0}}'
         try:
             raw = json.loads(Path(path).read_text())
+            if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+                raise TypeError("not an object of objects")
             per_mac = {k: float(v["per_mac"]) for k, v in raw.items() if "per_mac" in v}
             per_elem = {k: float(v["per_elem"]) for k, v in raw.items() if "per_elem" in v}
+        except RecursionError:
+            raise CkptError(f"cost file '{path}' nests too deeply", example) from None
         except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-            raise CkptError(f"cost file '{path}' is unreadable ({exc})",
-                            'write {"OpType": {"per_mac": 1.0, "per_elem": 2.0}}') from None
+            raise CkptError(f"cost file '{path}' is unreadable ({exc})", example) from None
+        for kind, table in (("per_mac", per_mac), ("per_elem", per_elem)):
+            for op_type, value in table.items():
+                if not (math.isfinite(value) and 0 <= value <= MAX_COEFFICIENT):
+                    raise CkptError(f"cost file '{path}': {op_type}.{kind} is {value!r}",
+                                    f"give cycles per MAC and per element as numbers from 0 to {MAX_COEFFICIENT:g}")
         return cls(per_mac=per_mac, per_elem=per_elem)
 
 

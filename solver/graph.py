@@ -44,6 +44,8 @@ class TrainGraph:
     op_cost: estimated cycles of one execution of each op (the recompute price).
     scratch: op -> bytes one execution allocates for itself and frees when it ends (Deeploy's
         TransientBuffers, e.g. a Conv's im2col buffer); counted at that op on every execution.
+    must_precede: op -> ops every run of it (recomputes too) must come before: a reader of a weight that an
+        in-place update overwrites must run before that update (solver.in_place).
     """
 
     ops: tuple[Op, ...]
@@ -52,9 +54,10 @@ class TrainGraph:
     aliases: dict[str, str] = field(default_factory=dict)
     op_cost: dict[str, int] = field(default_factory=dict)
     scratch: dict[str, int] = field(default_factory=dict)
+    must_precede: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_topological(self.ops, self.persistent)
+        check_topological(self.ops, self.persistent, self.must_precede)
 
     # --- lookups --------------------------------------------------------------------------------
     @cached_property
@@ -74,6 +77,24 @@ class TrainGraph:
             for t in dict.fromkeys(op.inputs):
                 found.setdefault(t, []).append(i)
         return {t: tuple(v) for t, v in found.items()}
+
+    @cached_property
+    def deadline(self) -> tuple[int, ...]:
+        """Op i -> the last stage it may run in, recomputes included: the stage of the first op it must precede
+        (a recompute in that stage runs before the stage's own op), else the last stage."""
+        last = len(self.ops) - 1
+        return tuple(min((self.index[k] for k in self.must_precede.get(op.name, ()) if k in self.index),
+                         default=last) for op in self.ops)
+
+    @cached_property
+    def must_follow(self) -> dict[int, tuple[int, ...]]:
+        """Op -> the ops that must run before it beyond what it reads (must_precede turned around)."""
+        found: dict[int, list[int]] = {}
+        for name, later in self.must_precede.items():
+            for k in later:
+                if k in self.index and name in self.index:
+                    found.setdefault(self.index[k], []).append(self.index[name])
+        return {k: tuple(sorted(v)) for k, v in found.items()}
 
     def is_activation(self, tensor: str) -> bool:
         """Produced by an op and not persistent: the memory the budget is about."""
@@ -113,25 +134,38 @@ class TrainGraph:
         return hashlib.sha256("\n".join(sorted(op.name for op in self.ops)).encode()).hexdigest()
 
 
-def check_topological(ops: tuple[Op, ...], persistent: frozenset[str]) -> None:
-    """Every op reads only tensors that are persistent or written by an earlier op."""
+def check_topological(ops: tuple[Op, ...], persistent: frozenset[str],
+                      must_precede: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Every op reads only tensors that are persistent or written by an earlier op, and runs before the ops it
+    must precede."""
     written = {t for op in ops for t in op.outputs}
     seen: set[str] = set()
+    ran: set[str] = set()
     for op in ops:
         for t in op.inputs:
             if t in written and t not in seen:
                 raise CkptError(f"op '{op.name}' reads '{t}' before it is written",
                                 "the graph must be in topological order (toposort it)")
+        late = [k for k in (must_precede or {}).get(op.name, ()) if k in ran]
+        if late:
+            raise CkptError(f"op '{op.name}' runs after '{late[0]}', which overwrites a weight it reads",
+                            "order the graph so every reader of a weight runs before its in-place update")
         seen.update(op.outputs)
+        ran.add(op.name)
 
 
-def toposort(ops: list[Op]) -> list[Op]:
-    """Stable topological order: whenever several ops are ready, the one listed first goes first.
+def toposort(ops: list[Op], must_precede: dict[str, tuple[str, ...]] | None = None) -> list[Op]:
+    """Stable topological order: whenever several ops are ready, the one listed first goes first. `must_precede`
+    adds order without data (op -> ops it must run before).
 
     Raises a CkptError naming an op on a cycle.
     """
     writer = {t: i for i, op in enumerate(ops) for t in op.outputs}
     deps = {i: {writer[t] for t in op.inputs if t in writer and writer[t] != i} for i, op in enumerate(ops)}
+    position = {op.name: i for i, op in enumerate(ops)}
+    for name, later in (must_precede or {}).items():
+        for k in later:
+            deps[position[k]].add(position[name])
     order = stable_order(deps)
     if len(order) != len(ops):
         stuck = min(set(range(len(ops))) - set(order))

@@ -28,7 +28,7 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there (by `deadline`,
     a time.perf_counter(), if given). `start`: the recomputes to begin from (say, a near miss to repair)."""
     decisions = start or Decisions(frozenset())
-    if holds_two_versions(graph, decisions):
+    if outside_space(graph, decisions):
         return None               # outside the space, and adding recomputes cannot bring it back
     result = memory_trace(graph, decisions.sequence(graph))
     for _ in range(MAX_STEPS):
@@ -56,7 +56,7 @@ def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float
                 return decisions
             trial = Decisions(decisions.recomputes - {key})
             seq = trial.sequence(graph)
-            if not holds_two_versions(graph, trial, seq) and memory_trace(graph, seq).peak_bytes <= budget:
+            if not outside_space(graph, trial, seq) and memory_trace(graph, seq).peak_bytes <= budget:
                 decisions, dropped = trial, True
     return decisions
 
@@ -96,7 +96,7 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, bud
         score = gain / cost if cost else float("inf")
         better = score > best_score or (score == best_score and n < best_n)
         # the space check after the score: it is the dearer test, and only a better try needs it
-        if better and not holds_two_versions(graph, trial, trial_seq):
+        if better and not outside_space(graph, trial, trial_seq):
             best, best_score, best_n = (trial, new), score, n
     return best
 
@@ -119,13 +119,17 @@ def _gain_bound(graph: TrainGraph, over, reads: dict[str, list[int]], spans: dic
     return int(np.minimum(over[start + 1:own], freed).sum()) if freed else 0
 
 
-def holds_two_versions(graph: TrainGraph, decisions: Decisions, seq: Sequence | None = None) -> bool:
-    """Whether a recompute runs while the version it replaces must stay live (kept by a view made from it).
+def outside_space(graph: TrainGraph, decisions: Decisions, seq: Sequence | None = None) -> bool:
+    """Whether the decisions leave the MILP's schedule space: a recompute runs past its deadline (after the
+    in-place update of a weight it reads), or while the version it replaces must stay live (kept by a view made
+    from it).
 
     The MILP's schedules hold one version of a buffer at a time; keeping the heuristic inside the same space
     means the two search the same schedules, and an infeasible verdict means the same thing for both.
     seq: the decisions' sequence, if the caller has it already.
     """
+    if any(t > graph.deadline[i] for t, i in decisions.recomputes):
+        return True
     stages_of_op: dict[int, list[int]] = {}
     for t, i in decisions.recomputes:
         stages_of_op.setdefault(i, []).append(t)
@@ -215,7 +219,7 @@ def _with_chain(graph: TrainGraph, decisions: Decisions, spans: dict[str, list[t
         i = todo.pop()
         if (t, i) in chosen or (t, i) in decisions.recomputes:
             continue
-        if not facts.recomputable[i] or i >= t:
+        if not facts.recomputable[i] or i >= t or t > graph.deadline[i]:
             return None
         chosen.add((t, i))
         for root, activation, view, producer in facts.inputs[i]:

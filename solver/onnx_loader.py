@@ -21,8 +21,12 @@ def model_path(source: str | Path) -> Path:
     return path / "network.onnx" if path.is_dir() else path
 
 
+MAX_TENSOR_BYTES = 1 << 32      # 4 GiB: more than any device ckpt deploys to holds in all
+
+
 def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
-    """Parse an ONNX file, with a one-line error for anything that is not one."""
+    """Parse an ONNX file, with a one-line error for anything that is not one; a file is also checked as a
+    graph (see `check_graph`). A ModelProto (ckpt's own, or Deeploy's lowering) is taken as it is."""
     if isinstance(source, onnx.ModelProto):
         return source
     path = model_path(source)
@@ -35,7 +39,100 @@ def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
                         "pass an .onnx file exported from a training framework") from None
     if not model.graph.node:
         raise CkptError(f"'{path}' is not an ONNX model with any nodes", "pass a training graph")
+    _load_external_data(model, path)
+    check_graph(model, str(path))
     return model
+
+
+def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
+    """Tensors kept in files beside the model are read from the model's folder (never the working directory)."""
+    external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not external:
+        return
+    for tensor in external:
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        target = (path.parent / location).resolve()
+        if not location or not target.is_file() or path.parent.resolve() not in target.parents:
+            raise CkptError(f"'{path}' keeps tensor '{tensor.name}' in '{location}', which is not a file beside it",
+                            "put the external data files next to the model, as the exporter wrote them")
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
+    except Exception as exc:
+        raise CkptError(f"cannot read the external data of '{path}' ({type(exc).__name__}: {exc})",
+                        "re-export the model with its tensors inside (save_as_external_data=False)") from None
+
+
+def check_graph(model: onnx.ModelProto, where: str = "the model") -> None:
+    """Refuse, in one line, a graph ckpt cannot schedule: unnamed or twice-named nodes, a read of a tensor no
+    node writes and the graph neither gives nor holds, a cycle, a tensor larger than any device holds, or
+    value_info that contradicts the shapes ONNX shape inference derives (where it can derive them)."""
+    graph = model.graph
+    names = [n.name for n in graph.node]
+    if not all(names):
+        index = names.index("")
+        raise CkptError(f"{where}: node {index} ({graph.node[index].op_type}) has no name",
+                        "name every node: a schedule refers to nodes by name")
+    twice = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
+    if twice:
+        raise CkptError(f"{where}: two nodes are named '{twice[0]}'", "give every node a name of its own")
+    given = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    written = {t for n in graph.node for t in n.output if t}
+    for node in graph.node:
+        for tensor in node.input:
+            if tensor and tensor not in given and tensor not in written:
+                raise CkptError(f"{where}: node '{node.name}' reads '{tensor}', which no node writes and the graph "
+                                "neither gives nor holds", "export the whole graph (every input it reads)")
+    toposort([Op(n.name, n.op_type, tuple(t for t in n.input if t), tuple(t for t in n.output if t))
+              for n in graph.node])
+    for info in list(graph.value_info) + list(graph.input) + list(graph.output):
+        _check_size(info, where)
+    _check_declared_shapes(model, where)
+
+
+def _check_size(info: onnx.ValueInfoProto, where: str) -> None:
+    dims = [d.dim_value for d in info.type.tensor_type.shape.dim if d.HasField("dim_value")]
+    elem = info.type.tensor_type.elem_type
+    itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)).itemsize if elem else 1
+    if math.prod(dims) * itemsize > MAX_TENSOR_BYTES:
+        raise CkptError(f"{where}: tensor '{info.name}' of shape {dims} would take {math.prod(dims) * itemsize} B",
+                        f"ckpt schedules graphs for devices: tensors up to {MAX_TENSOR_BYTES} B")
+
+
+# ops these training graphs use in Deeploy's form rather than ONNX's (SoftmaxCrossEntropyLoss: its one output is
+# the log-probabilities): ONNX shape inference would contradict their declared shapes, rightly by its own rules
+OWN_FORM_OPS = frozenset({"SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"})
+
+
+def _check_declared_shapes(model: onnx.ModelProto, where: str) -> None:
+    """Compare value_info with ONNX shape inference wherever inference gives a static shape of the same rank (it
+    fails on some training graphs, knows no custom op, and follows ONNX's form of ops used in Deeploy's: those
+    tensors are left as declared)."""
+    own_form = {t for n in model.graph.node if n.op_type in OWN_FORM_OPS for t in n.output}
+    declared = {v.name: v for v in model.graph.value_info if v.name not in own_form}
+    if not declared:
+        return
+    bare = onnx.ModelProto()
+    bare.CopyFrom(model)
+    del bare.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(bare, strict_mode=False).graph.value_info
+    except Exception:
+        return
+    for info in inferred:
+        if info.name not in declared:
+            continue
+        ours = _static_shape(info)
+        theirs = _static_shape(declared[info.name])
+        if ours is not None and theirs is not None and len(ours) == len(theirs) and ours != theirs:
+            raise CkptError(f"{where}: value_info declares '{info.name}' as {theirs}, but the op that writes it "
+                            f"makes {ours}", "correct the model's value_info (or export it again)")
+
+
+def _static_shape(info: onnx.ValueInfoProto) -> list[int] | None:
+    tensor = info.type.tensor_type
+    if not tensor.HasField("shape") or not all(d.HasField("dim_value") for d in tensor.shape.dim):
+        return None
+    return [d.dim_value for d in tensor.shape.dim]
 
 
 def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] | None = None,

@@ -50,10 +50,12 @@ def moves(graph: TrainGraph, order: list[str]) -> list[list[str]]:
     for name in order:
         op = graph.ops[graph.index[name]]
         here = position[name]
-        earliest = max((position[graph.ops[graph.producer[t]].name] for t in op.inputs if t in graph.producer),
-                       default=-1) + 1
-        latest = min((position[graph.ops[j].name] for t in op.outputs for j in graph.readers.get(t, ())),
-                     default=len(order)) - 1
+        index = graph.index[name]
+        before = [graph.producer[t] for t in op.inputs if t in graph.producer] + list(graph.must_follow.get(index, ()))
+        after = [j for t in op.outputs for j in graph.readers.get(t, ())] \
+            + [graph.index[k] for k in graph.must_precede.get(name, ())]
+        earliest = max((position[graph.ops[j].name] for j in before), default=-1) + 1
+        latest = min((position[graph.ops[j].name] for j in after), default=len(order)) - 1
         rest = order[:here] + order[here + 1:]
         for place in sorted({earliest, latest} - {here}):
             found.append(rest[:place] + [name] + rest[place:])   # the latest place: right before the reader

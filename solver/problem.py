@@ -66,7 +66,8 @@ class Problem:
     # --- how far ahead things can matter --------------------------------------------------------
     @cached_property
     def last_stage(self) -> tuple[int, ...]:
-        """Latest stage in which op i can run: itself if it cannot be recomputed, else its direct readers' latest.
+        """Latest stage in which op i can run: itself if it cannot be recomputed, else its direct readers' latest,
+        and never past its deadline (the update of a weight it reads).
 
         Readers through an alias do not count: a recompute after the alias was made does not reach them.
         """
@@ -77,6 +78,7 @@ class Problem:
                 for t in g.ops[i].outputs:
                     for j in g.readers.get(t, ()):
                         last[i] = max(last[i], last[j])
+                last[i] = max(i, min(last[i], g.deadline[i]))
         return tuple(last)
 
     @cached_property
@@ -110,10 +112,9 @@ class Problem:
         """Stages t > i in which op i may be recomputed."""
         if not self.recomputable(i):
             return range(0)
-        if self.only is not None:
-            return self.allowed_stages.get(i, ())
-        if self.focus:
-            return self.reader_stages[i]
+        if self.only is not None or self.focus:
+            chosen = self.allowed_stages.get(i, ()) if self.only is not None else self.reader_stages[i]
+            return tuple(t for t in chosen if t <= self.graph.deadline[i])
         return range(i + 1, self.last_stage[i] + 1)
 
     @cached_property

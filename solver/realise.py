@@ -19,7 +19,7 @@ import time
 from ckpt.solver import milp
 from ckpt.solver.backends import Backend, SolverOptions, run
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.greedy import outside_space
 from ckpt.solver.problem import Problem
 from ckpt.solver.relaxation import Relaxation, Span
 from ckpt.solver.schedule import Decisions
@@ -57,7 +57,7 @@ def walked(problem: Problem, budget: int, points: list[int], answer: list[Span],
     for _ in range(WALK_STEPS):
         sketch = by_first_reader(graph, answer)
         stages = overflow(graph, sketch, budget)[0]
-        if not stages and not holds_two_versions(graph, sketch):
+        if not stages and not outside_space(graph, sketch):
             return sketch
         over = [t for t in stages if t not in points]
         cost = sketch.cost(graph)

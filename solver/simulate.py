@@ -13,6 +13,8 @@ Rules (the MILP's accounting is built to equal these, and tests hold it to that)
   Conv): allocated with its outputs, freed when it ends, on every execution including recomputes.
 - Memory is measured after an execution's outputs (and scratch) are allocated and before its dead buffers
   are freed; the peak is the largest such level.
+- With weights updated in place (`TrainGraph.must_precede`), no execution may read a weight after its update
+  ran (`check_in_place`): the solvers stay inside that space, and a sequence outside it is refused.
 
 On Deeploy's non-tiled code these rules reproduce the live bytes of the generated malloc/free sequence
 exactly (see deeploy_bridge/code_memory.py and tests/test_fidelity.py). One rule differs where no graph here
@@ -109,6 +111,28 @@ def memory_trace(graph: TrainGraph, seq: Sequence) -> MemoryTrace:
     levels = [level + extra for level, extra in zip(_levels(len(seq), owners, allocated), scratch)]
     buffers = tuple(Buffer(t, n, w, r) for t, n, w, r in owners)
     return MemoryTrace(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
+
+
+def in_place_violation(graph: TrainGraph, seq: Sequence) -> str | None:
+    """The first execution of `seq` that reads a weight after its in-place update ran, said in a line; None when
+    every reader runs before the update (or nothing is updated in place)."""
+    if not graph.must_precede:
+        return None
+    ran: set[str] = set()
+    for name, _ in seq:
+        late = [k for k in graph.must_precede.get(name, ()) if k in ran]
+        if late:
+            return f"op '{name}' runs after '{late[0]}', which overwrote a weight it reads in place"
+        ran.add(name)
+    return None
+
+
+def check_in_place(graph: TrainGraph, seq: Sequence) -> None:
+    """Refuse a sequence that reads a weight after its in-place update (see in_place_violation)."""
+    found = in_place_violation(graph, seq)
+    if found:
+        raise CkptError(found, "solve the schedule for this deployment (its weights are updated in place), or "
+                               "deploy with --weights out-of-place")
 
 
 def _unwritten(reader: str, tensor: str) -> int:

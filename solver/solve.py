@@ -31,12 +31,12 @@ from ckpt.solver.baselines import Baselines, baselines, reorder
 from ckpt.solver.bounds import Bound, as_cheap_as, lower_bound
 from ckpt.solver.canonical import canonical
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import greedy, holds_two_versions, polish
+from ckpt.solver.greedy import greedy, outside_space, polish
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.options import Focus, Method, Objective, StageOrder, Views
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
-from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.simulate import Sequence, check_in_place, drop_dead, memory_trace, plain_sequence
 from ckpt.solver.smallest import FeasibleRange, smallest_feasible_budget
 from ckpt.solver.views import Collapsed, collapsed, expanded, view_cost
 
@@ -161,6 +161,7 @@ def solve(graph: TrainGraph, options: SolveOptions, progress=lambda msg: None,
 def _expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) -> SolveResult:
     """A result on the graph without views as a result on the real one: views written back where they are read."""
     seq = expanded(views, result.seq)
+    check_in_place(graph, seq)
     return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
                    baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
                    recomputes=sum(flag for _, flag in seq), recompute_cost=view_cost(graph, seq, views),
@@ -419,7 +420,7 @@ def _fitting(staged: TrainGraph, sequences: list[Sequence], budget: int) -> list
     found = []
     for seq in sequences:
         decisions = Decisions.from_sequence(staged, seq)
-        if decisions is not None and not holds_two_versions(staged, decisions) \
+        if decisions is not None and not outside_space(staged, decisions) \
                 and memory_trace(staged, decisions.sequence(staged)).peak_bytes <= budget:
             found.append(decisions)
     return found
@@ -446,6 +447,7 @@ def _result(staged: TrainGraph, base: Baselines, decisions: Decisions, booked: i
     if options.objective is Objective.COST and decisions.recomputes:
         decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
+    check_in_place(staged, seq)
     # What runs can cost less than the decisions: where an op's first run is read by nobody, its recompute only
     # moves it later, a schedule of another stage order. The proof (status, gap, bound) is about the planned
     # cost over this order; what runs may be cheaper still, and nothing is proven of that saving.
@@ -485,7 +487,8 @@ def _infeasible(options: SolveOptions, base: Baselines, staged: TrainGraph, plan
     else:
         floor = f"the smallest feasible budget is between {known.low} and {known.high} B"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
-                            f"(single-op lower bound {base.lower_bound} B)", f"raise the budget to {known.high} B")
+                            f"(single-op lower bound {base.lower_bound} B)", f"raise the budget to {known.high} B",
+                            floor=known.high)
 
 
 def minimum_peak(staged: TrainGraph, backend: SolverOptions) -> tuple[int, bool]:

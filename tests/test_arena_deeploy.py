@@ -16,7 +16,7 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from replay_support import FT2, needs_models
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.solve import solve_model
@@ -28,14 +28,14 @@ from ckpt.solver.solve import SolveOptions
 pytestmark = [needs_models, pytest.mark.deeploy]
 
 
-def _tiled(model, doc: dict, allocator: Allocator = Allocator.CKPT):
+def _tiled(model, doc: dict, allocator: Allocator = Allocator.CKPT, weights: WeightUpdate = DEFAULT_SETUP.weights):
     with G_LOGGER.suppress(G_LOGGER.ERROR):
         return deeploy_bridge.deploy(model, ReplayScheduler.from_document(doc), "siracusa", tiled=True,
-                                     setup=replace(DEFAULT_SETUP, allocator=allocator))
+                                     setup=replace(DEFAULT_SETUP, allocator=allocator, weights=weights))
 
 
-def _predicted_blocks(lowered, doc: dict) -> set[tuple]:
-    blocks = predicted_home_blocks(lowered, [tuple(e) for e in doc["seq"]]).blocks
+def _predicted_blocks(lowered, doc: dict, weights: WeightUpdate) -> set[tuple]:
+    blocks = predicted_home_blocks(lowered, [tuple(e) for e in doc["seq"]], weights).blocks
     return {(b.name, b.first, b.last, b.size) for b in blocks}
 
 
@@ -46,26 +46,47 @@ def ft2(lowering_cache):
 
 @pytest.fixture(scope="module")
 def schedules(ft2):
-    """The graph order, and a schedule with recomputes (clones, views of clones) at 0.7 of the live peak."""
+    """Per weight layout: the graph order, and a schedule with recomputes (clones, views of clones) at 0.7 of
+    the live peak, solved for that layout."""
     order = {"seq": [[op.name, 0] for op in ft2.graph.ops]}
-    doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(budget=None, method="greedy"))
-    return {"graph order": order, "0.7": doc}
+    found = {}
+    for weights in WeightUpdate:
+        doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(budget=None, method="greedy"),
+                             weights=weights)
+        found[weights, "graph order"], found[weights, "0.7"] = order, doc
+    return found
 
 
+@pytest.mark.parametrize("weights", list(WeightUpdate))
 @pytest.mark.parametrize("which", ["graph order", "0.7"])
-def test_predicted_home_blocks_are_deeploys_and_the_arena_is_the_predicted_one(ft2, schedules, which):
-    doc = schedules[which]
-    figures = _tiled(ft2.lowered.model, doc)
+def test_predicted_home_blocks_are_deeploys_and_the_arena_is_the_predicted_one(ft2, schedules, which, weights):
+    doc = schedules[weights, which]
+    figures = _tiled(ft2.lowered.model, doc, weights=weights)
     deeploy_blocks = {(b.name, b.first, b.last, b.size) for b in figures.laid_out["L3"]}
-    assert deeploy_blocks == _predicted_blocks(ft2.lowered, doc)
-    predicted = predicted_levels(ft2.lowered, [tuple(e) for e in doc["seq"]])["L3"]
+    assert deeploy_blocks == _predicted_blocks(ft2.lowered, doc, weights)
+    predicted = predicted_levels(ft2.lowered, [tuple(e) for e in doc["seq"]], weights)["L3"]
     assert figures.arena["L3"] == predicted.arena == figures.live_max["L3"] == predicted.live_max
-    assert figures.static["L3"] == predicted.static == ft2.lowered.constant_bytes
+    assert figures.static["L3"] == predicted.static == ft2.lowered.static_bytes(weights)
     assert figures.allocator_calls == 2 * len(figures.order) + 1      # L3 once, then L2 and L1 per layer
 
 
+def test_in_place_weights_take_no_arena_and_each_constant_is_kept_once(ft2, schedules):
+    """CCT2_FT2 at 0.7: the 16 updated weights leave the arena (it is the live peak), and the constants Deeploy
+    copies per reader are kept once but for the one bias a Gemm reads broadcast."""
+    doc = schedules[WeightUpdate.IN_PLACE, "0.7"]
+    inside, outside = _tiled(ft2.lowered.model, doc), _tiled(ft2.lowered.model, doc,
+                                                             weights=WeightUpdate.OUT_OF_PLACE)
+    live = doc["predicted"]["peak_bytes"]
+    assert live <= inside.arena["L3"] <= 1.01 * live and inside.arena["L3"] < outside.arena["L3"] - 250_000
+    assert inside.static["L3"] + inside.arena["L3"] <= 2 * 1024 * 1024 < outside.static["L3"]
+    plan = ft2.lowered.constants
+    assert list(plan.repeats) == ["classifier_attention_pool_bias_tensor_DUPLICATE_FOR_node_206_classifier_"
+                                  "attention_pool_Add_Gemm"]
+    assert plan.kept == () and plan.bytes_after < plan.bytes_before / 2
+
+
 def test_ckpt_arena_is_smaller_than_tetris_and_never_over_a_level(ft2, schedules):
-    doc = schedules["0.7"]
+    doc = schedules[DEFAULT_SETUP.weights, "0.7"]
     ckpt, tetris = _tiled(ft2.lowered.model, doc), _tiled(ft2.lowered.model, doc, Allocator.TETRIS)
     assert ckpt.arena["L3"] < tetris.arena["L3"]
     assert all(ckpt.arena[level] <= size for level, size in (("L1", DEFAULT_SETUP.l1), ("L2", DEFAULT_SETUP.l2)))
@@ -74,8 +95,8 @@ def test_ckpt_arena_is_smaller_than_tetris_and_never_over_a_level(ft2, schedules
 def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
     """`--budget-total L3=...`: the solver works on the arena itself; the generated code then reserves exactly
     the total the schedule was checked on."""
-    static, baseline = ft2.lowered.constant_bytes, predicted_levels(ft2.lowered, [(op.name, 0) for op in
-                                                                                  ft2.graph.ops])["L3"]
+    static, baseline = ft2.lowered.static_bytes(DEFAULT_SETUP.weights), predicted_levels(
+        ft2.lowered, [(op.name, 0) for op in ft2.graph.ops])["L3"]
     total = static + baseline.arena - 64 * 1024
     from ckpt.pipeline.solve import SolveRequest, solve_and_document
     from ckpt.solver.budget import LevelTotal

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.canonical import canonical
-from ckpt.solver.greedy import greedy, holds_two_versions
+from ckpt.solver.greedy import greedy, outside_space
 from ckpt.solver.simulate import memory_trace
 
 
@@ -22,5 +22,5 @@ def test_canonical_keeps_cost_and_budget_and_is_its_own_fixpoint(graph, squeeze)
     assert settled.cost(staged) == found.cost(staged)
     assert {i for _, i in settled.recomputes} == {i for _, i in found.recomputes}
     seq = settled.sequence(staged)
-    assert memory_trace(staged, seq).peak_bytes <= budget and not holds_two_versions(staged, settled, seq)
+    assert memory_trace(staged, seq).peak_bytes <= budget and not outside_space(staged, settled, seq)
     assert canonical(staged, settled, budget) == settled

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 
-import numpy as np
 import pytest
 from cli_support import ckpt_here
 
-from ckpt.coderun.run import CodeRun, NotRun, run_code
+from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.deeploy_bridge import arena as arena_module
+from ckpt.deeploy_bridge.setup import WeightUpdate
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
 from ckpt.examples.write import write_example
-from ckpt.hostexec.compare import bit_identical
 from ckpt.pipeline.solve import solve_model
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule
@@ -64,14 +65,47 @@ def test_the_tighter_point_has_clones_and_still_equals_the_graph_order(example):
     assert tight.replay.clones_kept > 0 and tight.memory.replayed_peak < example[1]["0.9"].report.memory.replayed_peak
 
 
+def _corrupted_layout(real):
+    """ckpt's layout with one bug: of the home level's blocks, the largest one written while a large block is
+    alive and still to be read gets that block's offset (what a wrong lifetime or overlap test in an allocator
+    would do)."""
+    def lay_out(blocks, alignment=4):
+        layout = real(blocks, alignment)
+        if len(blocks) < 20:                      # the per-layer lists of L1/L2 stay as they are
+            return layout
+        for late in sorted(blocks, key=lambda b: (-b.size, b.name)):
+            alive = [b for b in blocks if b.name != late.name and b.first < late.first < b.last and b.size >= 4096]
+            if alive:
+                early = max(alive, key=lambda b: (b.size, b.name))
+                return replace(layout, offsets={**layout.offsets, late.name: layout.offsets[early.name]})
+        raise AssertionError("no two blocks to overlap")
+    return lay_out
+
+
+def test_a_corrupted_arena_layout_is_caught(example, tmp_path, monkeypatch):
+    """The same schedule deployed with a broken allocator: its code computes other numbers than the graph
+    order's code, or faults where the moved block runs past the arena (the check fails either way, as it must)."""
+    folder, replays = example
+    clean = replays["0.7"].report.code_runs["tiled"]
+    assert clean.graph_order == "bit-identical"
+    monkeypatch.setattr(arena_module, "lay_out", _corrupted_layout(arena_module.lay_out))
+    broken = replay_schedule(folder.parent / "seq_0.7.json", folder, tmp_path / "broken",
+                             ReplayOptions(target="siracusa")).report.code_runs["tiled"]
+    assert not broken.ok
+    if broken.status == "ran":
+        assert broken.graph_order == "differs" and broken.differing
+    else:
+        assert broken.status == "failed" and "leave every L3 allocation" in broken.reason
+
+
 def _offsets(network_c: str) -> dict[str, int]:
-    """Graph outputs' offsets in the L3 arena, as InitNetwork assigns them."""
+    """The graph inputs' offsets in the L3 arena, as InitNetwork assigns them."""
     return {name: int(offset) for name, offset in re.findall(
-        r"DeeployNetwork_(output_\d+) = \(float32_t\*\) \(\(char\*\)DeeployNetwork_MEMORYARENA_L3 \+ (\d+)\);",
+        r"DeeployNetwork_(input_\d+) = \(\w+\*\) \(\(char\*\)DeeployNetwork_MEMORYARENA_L3 \+ (\d+)\);",
         network_c)}
 
 
-def _corrupted(replay_dir, tmp_path, edit) -> CodeRun | NotRun:
+def _corrupted(replay_dir, tmp_path, edit):
     code = tmp_path / "code"
     shutil.copytree(replay_dir / "code", code)
     source = code / "Network.c"
@@ -79,36 +113,19 @@ def _corrupted(replay_dir, tmp_path, edit) -> CodeRun | NotRun:
     return code
 
 
-def test_a_corrupted_arena_layout_is_caught(example, tmp_path):
-    """Two graph outputs (both alive to the end of the step) placed at one offset: the run must differ."""
-    folder, replays = example
-    result = replays["0.7"]
-    data = step_data(folder, read_model(folder), {"input": "input_0", "labels": "input_1"})
-    clean = run_code(result.outdir / "code", data.feeds, find_sources())
-    offsets = _offsets((result.outdir / "code" / "Network.c").read_text())
-    assert len(offsets) == 16
-
-    def overlap(text: str) -> str:
-        return text.replace(f"MEMORYARENA_L3 + {offsets['output_0']});",
-                            f"MEMORYARENA_L3 + {offsets['output_1']});", 1)
-
-    broken = run_code(_corrupted(result.outdir, tmp_path, overlap), data.feeds, find_sources())
-    assert isinstance(clean, CodeRun) and isinstance(broken, CodeRun)
-    assert {"output_0", "output_1"} & set(bit_identical(broken.outputs, clean.outputs))
-    assert not np.array_equal(broken.outputs["output_0"], clean.outputs["output_0"]) \
-        or not np.array_equal(broken.outputs["output_1"], clean.outputs["output_1"])
-
-
 def test_a_block_placed_past_the_arena_faults(example, tmp_path):
+    """The image placed at the arena's end: InitNetwork's load of it runs past every L3 allocation."""
     folder, replays = example
     result = replays["0.7"]
     data = step_data(folder, read_model(folder), {"input": "input_0", "labels": "input_1"})
     network_c = (result.outdir / "code" / "Network.c").read_text()
     arena = replays["0.7"].report.memory.levels["L3"].arena
-    offset = _offsets(network_c)["output_3"]
+    offset = _offsets(network_c)["input_0"]
 
     def outside(text: str) -> str:
-        return text.replace(f"MEMORYARENA_L3 + {offset});", f"MEMORYARENA_L3 + {arena});", 1)
+        line = "DeeployNetwork_input_0 = (float32_t*) ((char*)DeeployNetwork_MEMORYARENA_L3 + {});"
+        assert line.format(offset) in text
+        return text.replace(line.format(offset), line.format(arena))
 
     broken = run_code(_corrupted(result.outdir, tmp_path, outside), data.feeds, find_sources())
     assert isinstance(broken, NotRun) and broken.failed and "leave every L3 allocation" in broken.reason
@@ -136,3 +153,28 @@ def test_replay_without_verification_ends_cleanly(example, tmp_path):
     report = ReplayReport.read(tmp_path / "out" / "report.json")
     assert report.verification.status == "skipped" and report.code_runs == {}
     assert "verify: skipped (--no-verify)" in run.stdout and (tmp_path / "out" / "code" / "Network.c").is_file()
+
+
+@pytest.mark.parametrize("weights", ["in-place", "out-of-place"])
+def test_three_steps_in_a_row_train_only_with_weights_in_place(example, tmp_path, weights):
+    """The tiled code runs three steps back to back; each step is held to the host's step from the weights the
+    code's previous step wrote. In place, every step matches; Deeploy's own layout never updates what its readers
+    read, so its later steps compute the first step again: reported, not held to."""
+    folder, _ = example
+    schedule = folder.parent / ("seq_0.7.json" if weights == "in-place" else f"seq_0.7_{weights}.json")
+    if not schedule.exists():
+        doc, _ = solve_model(folder, parse_budget("0.7"), "siracusa", SolveOptions(budget=None),
+                             weights=WeightUpdate(weights))
+        write_schedule(schedule, doc)
+    run = ckpt_here("replay", str(schedule), "--model", str(folder), "-o", str(tmp_path / "out"), "--steps", "3",
+                    "--weights", weights)
+    assert run.returncode == 0, run.stderr
+    tiled = ReplayReport.read(tmp_path / "out" / "report.json").code_runs["tiled"]
+    assert tiled.weights == weights and len(tiled.steps) == 3 and tiled.steps[0].errors == 0
+    if weights == "in-place":
+        assert tiled.trains and all(step.errors == 0 for step in tiled.steps)
+        assert "3 steps in a row, Errors per step against the host's step from the code's weights: 0, 0, 0: " \
+               "it trains" in run.stdout
+    else:
+        assert tiled.trains is False and tiled.ok and tiled.steps[1].errors > 0
+        assert "it does not train (weights written out of place)" in run.stdout

@@ -46,7 +46,7 @@ def test_no_try_removes_more_excess_than_its_bound(graph, squeeze, steps):
             assert gain <= bound
         step = g._best_step(graph, decisions, memory_trace(graph, decisions.sequence(graph)), budget)
         scored = [(gain / cost, -n, trial) for n, trial, cost, _, gain in tries
-                  if gain > 0 and cost and not g.holds_two_versions(graph, trial)]
+                  if gain > 0 and cost and not g.outside_space(graph, trial)]
         if not scored:
             assert step is None
             return

@@ -10,7 +10,7 @@ from ckpt.solver import milp
 from ckpt.solver.accounting import booked_levels
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.greedy import holds_two_versions, polish
+from ckpt.solver.greedy import outside_space, polish
 from ckpt.solver.problem import Problem
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import memory_trace
@@ -94,7 +94,7 @@ def test_accounting_matches_replay_for_arbitrary_decisions(graph, picks):
         replayed = memory_trace(graph, seq)
     except Exception:
         return
-    if holds_two_versions(graph, decisions, seq):
+    if outside_space(graph, decisions, seq):
         return   # outside the space (a view keeps the old version while the new one is made): the MILP forbids it
     booked = booked_levels(problem, chosen, needed_retentions(graph, seq))
     assert {t: max(v for _, v in pts) for t, pts in booked.items()} == replayed.stage_peaks()
@@ -155,16 +155,16 @@ def test_peak_objective_trades_cycles_for_memory():
 def test_polish_only_drops_recomputes_the_budget_does_not_need(graph, picks):
     problem = Problem(graph)
     chosen = Decisions(frozenset((t, i) for t, i in picks if i < t < problem.n and t in problem.recompute_stages(i)))
-    if holds_two_versions(graph, chosen):
+    if outside_space(graph, chosen):
         return
     budget = memory_trace(graph, chosen.sequence(graph)).peak_bytes
     polished = polish(graph, chosen, budget)
     assert polished.recomputes <= chosen.recomputes
     assert memory_trace(graph, polished.sequence(graph)).peak_bytes <= budget
-    assert not holds_two_versions(graph, polished)
+    assert not outside_space(graph, polished)
     for key in polished.recomputes:   # nothing left that could go on its own
         rest = Decisions(polished.recomputes - {key})
-        assert holds_two_versions(graph, rest) or memory_trace(graph, rest.sequence(graph)).peak_bytes > budget
+        assert outside_space(graph, rest) or memory_trace(graph, rest.sequence(graph)).peak_bytes > budget
 
 
 def test_a_view_with_scratch_made_from_a_remade_view_keeps_its_buffer():

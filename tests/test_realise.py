@@ -8,7 +8,7 @@ from ckpt import examples
 from ckpt.examples import write_example
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import over_budget_points
-from ckpt.solver.greedy import holds_two_versions
+from ckpt.solver.greedy import outside_space
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import WALK_RISE, by_first_reader, overflow, walked
@@ -51,7 +51,7 @@ def test_a_walked_schedule_fits_and_costs_at_least_the_bound(resnet, fraction):
     schedule = None if answer is None else walked(problem, budget, points, answer, 10)
     if schedule is not None:
         assert memory_trace(problem.graph, schedule.sequence(problem.graph)).peak_bytes <= budget
-        assert not holds_two_versions(problem.graph, schedule)
+        assert not outside_space(problem.graph, schedule)
         assert schedule.cost(problem.graph) >= bound
 
 

@@ -112,7 +112,7 @@ def test_unnamed_nodes_run_right_after_their_producers_never_at_the_end():
                n("Mul", ["a0", "w"], ["a1"], "f1"), n("Relu", ["a1"], ["a2"], "f2"), n("Relu", ["a2"], ["a3"], "f3"),
                n("Mul", ["a3", "k"], ["g2"], "b2"), n("Mul", ["g2", "a1"], ["g1"], "b1"),
                n("Mul", ["g1", "a0"], ["g0"], "b0")])
-    plan = plan_of(m, seq("f0", "f1", "b2", "b1", "b0"))
+    plan = plan_of(m, seq("f0", "f1", "b2", "b1", "b0"), min_match=0.5)   # names 5 of 8 nodes on purpose
     assert plan.order == ["const", "f0", "f1", "f2", "f3", "b2", "b1", "b0"]
     assert set(plan.unscheduled) == {"const", "f2", "f3"}
     assert all(not by_name(plan)[u].scheduled for u in plan.unscheduled)
@@ -122,7 +122,7 @@ def test_an_unnamed_node_reads_the_newest_version_where_it_is_placed():
     n = helper.make_node
     m = model([n("Relu", ["x"], ["a0"], "f0"), n("Relu", ["a0"], ["a1"], "f1"), n("Mul", ["a0", "a1"], ["c"], "u"),
                n("Mul", ["c", "w"], ["g0"], "b")])
-    plan = plan_of(m, seq("f0", ("f0", 1), "f1", "b"))
+    plan = plan_of(m, seq("f0", ("f0", 1), "f1", "b"), min_match=0.5)     # names 3 of 4 nodes on purpose
     assert plan.order == ["f0__ck1", "f1", "u", "b"] and by_name(plan)["u"].inputs == ("a0__ck1", "a1")
     assert [e.name for e in plan.pruned] == ["f0"]
 
@@ -243,3 +243,11 @@ def test_scheduler_removes_pruned_originals_from_the_graph():
     groups = ReplayScheduler(seq("f0", ("f0", 1), "f1", "f2", "b2", "b1", "b0"))(graph)
     assert "f0" not in {n.name for n in graph.nodes} and len(groups) == len(graph.nodes)
     assert {n.name for n in graph.tensors()["x"].outputs} == {"f0__ck1"}
+
+
+def test_a_schedule_naming_too_few_of_the_graphs_nodes_is_refused_as_a_fragment():
+    n = helper.make_node
+    m = model([n("Relu", ["x"], ["a0"], "f0"), n("Relu", ["a0"], ["a1"], "f1"), n("Mul", ["a0", "a1"], ["c"], "u"),
+               n("Mul", ["c", "w"], ["g0"], "b")])
+    with pytest.raises(CkptError, match=r"names only 3 of the graph's 4 nodes \(75\.0%, needs 90%\)"):
+        plan_of(m, seq("f0", "f1", "b"))

@@ -3,6 +3,8 @@ including a worker killed in the middle of a point, and sweeps of several models
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from cli_support import ckpt
@@ -49,6 +51,8 @@ def test_a_dask_cluster_gives_the_local_table_even_when_a_worker_dies_mid_point(
     assert run.returncode == 0, run.stderr
     assert "Dask cluster" in run.stderr
     assert (remote / "points" / "0.7" / ".killed-replay").is_file()          # the worker did die
+    said = "left the cluster: Dask runs its task again elsewhere"
+    assert said in run.stderr and said in (remote / "sweep.log").read_text()
     assert _table(remote) == _table(local)
     assert not list(remote.rglob(".*.tmp")) and not list(remote.rglob(".code.*"))
     for label in ("baseline", "0.9", "0.7", "0.5"):
@@ -79,3 +83,29 @@ def test_several_models_in_one_sweep(mlp, resnet, tmp_path):
     again = ckpt("sweep", "0.6:0.8", "--step", "0.2", "--model", str(mlp), "--model", str(resnet), "-o", str(out),
                  *SWEEP)
     assert again.returncode == 0 and "0 point(s) run, 6 skipped" in again.stdout
+
+
+def test_losing_the_scheduler_mid_sweep_is_one_line_in_the_log_and_a_rerun_resumes(mlp, tmp_path):
+    """The scheduler goes away while points run: one ckpt line (no distributed traceback), the same line in
+    sweep.log, exit 1; the finished points are kept and the same command on a new cluster resumes."""
+    out = tmp_path / "sweep"
+    args = [sys.executable, "-m", "ckpt", "sweep", "0.5:0.9", "--step", "0.2", "--model", str(mlp), "-o", str(out),
+            *SWEEP]
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                           scheduler_port=0)
+    sweep = subprocess.Popen([*args, "--scheduler", cluster.scheduler_address], stderr=subprocess.PIPE, text=True)
+    for line in sweep.stderr:
+        if "solved" in line:                          # points are running: take the cluster away
+            break
+    cluster.close()
+    err = line + sweep.stderr.read()
+    assert sweep.wait(timeout=120) == 1
+    lines = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert len(lines) == 1 and "lost the Dask scheduler" in lines[0] and "rerun the same command" in lines[0], err
+    assert "Traceback" not in err
+    assert "lost the Dask scheduler" in (out / "sweep.log").read_text()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_port=0) as again:
+        rerun = subprocess.run([*args, "--scheduler", again.scheduler_address], capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert all((out / "points" / label / "point.json").is_file() for label in ("baseline", "0.9", "0.7", "0.5"))

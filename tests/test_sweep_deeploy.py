@@ -35,7 +35,7 @@ def test_one_point_siracusa_sweep_with_deeploy_figures_and_ci_files(cct1, loweri
         assert row["check"] == "bit-identical" and row["errors"].startswith("0/")
         assert row["deeploy_nontiled"] > 0 and row["arena_l3"] > 0 and row["cycles"] == "not simulated"
         assert row["replayed_peak"] == row["predicted_peak"] and row["arena_l3"] == row["arena_predicted"]
-        assert row["total_home"] > row["arena_l3"]                        # static constants + the arena
+        assert row["total_l3"] == row["static_l3"] + row["arena_l3"] > row["arena_l3"]   # constants + the arena
     assert point["recomputes"] > 0 and point["replayed_peak"] <= point["budget_bytes"] < base["replayed_peak"]
     assert point["deeploy_nontiled"] < base["deeploy_nontiled"] and point["arena_l3"] <= base["arena_l3"]
     assert (outdir / "points" / "0.8" / "replay" / "code" / "Network.c").is_file()

@@ -1,0 +1,133 @@
+"""Weights updated in place, one copy of each constant: the tiled flow's generated code as ckpt deploys it.
+
+Deeploy 0.2.1 writes each SGD's result into a new buffer (a graph output, in the arena from the SGD to the end of
+the step) and gives every reader of a constant a copy of its own, so the update reaches no reader and a second
+step reads the old weights. Deeploy has no in-place mechanism for compute ops, but its tiler already knows a
+buffer that aliases a global one (the mechanism its Reshape views use: `_alias`) and gives it no arena block.
+`apply_in_place` uses that, on a deployer after its front end and before binding:
+
+1. the constant plan (deeploy_bridge.constants): merged copies become one buffer (readers' inputs, parser
+   representations and users rewired to the canonical copy); views stay buffers of their own shape;
+2. each SGD's output is declared an alias of the weight it reads (the canonical copy), so the tiler places
+   nothing for it. The SGD's tiled code reads each tile of the weight before it writes the same tile back, one
+   tile at a time (single buffering), so writing the result over the weight is safe;
+3. at code generation (`InPlacePULPDeployer.generateBufferAllocationCode`) those outputs and the views get no
+   allocation and no file; after the constants are allocated and loaded, each view points at its canonical
+   bytes and each output (and `DeeployNetwork_outputs[k]`) at its weight;
+4. at the end of the step (`refresh_code`, placed by ckpt's code assembly) every copy that repeats an updated
+   weight's bytes is written again from it, so the next step's readers see the update.
+The order is the schedule's: every reader of a weight must run before its update (solver.in_place holds the
+solver to that). The non-tiled flow is left as Deeploy makes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from Deeploy.DeeployTypes import NodeTemplate
+from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
+
+from .constants import ConstantPlan, constant_plan
+
+REFRESH_CHUNK = 256      # bytes of the bounce buffer the refresh copies through (the cluster stack is small)
+
+
+@dataclass
+class InPlaceCode:
+    """What the generated code does differently (names are Deeploy's buffer names)."""
+
+    plan: ConstantPlan
+    outputs: dict[str, str] = field(default_factory=dict)      # SGD output -> the weight it overwrites
+    refresh: dict[str, tuple[str, int]] = field(default_factory=dict)   # repeat copy -> (updated weight, times)
+
+
+class InPlacePULPDeployer(PULPDeployer):
+    """Siracusa's deployer; with `in_place` set (by apply_in_place) its buffer allocation follows it."""
+
+    in_place: InPlaceCode | None = None
+
+    def generateBufferAllocationCode(self) -> str:
+        code = self.in_place
+        if code is None:
+            return super().generateBufferAllocationCode()
+        ctxt = self.ctxt
+        hidden = {name: ctxt.lookup(name)._users for name in code.plan.views}
+        for name in hidden:
+            ctxt.lookup(name)._users = []          # no malloc, no file: the bytes are the canonical copy's
+        for name in code.outputs:
+            ctxt.lookup(name).allocTemplate = NodeTemplate("")
+        try:
+            text = super().generateBufferAllocationCode()
+        finally:
+            for name, users in hidden.items():
+                ctxt.lookup(name)._users = users
+        mangle = ctxt._mangle
+        outputs = [t.name for t in self.graph.outputs]
+        lines = ["", "// ckpt: constant copies with the canonical copy's bytes read them (one copy per constant)"]
+        lines += [f"{mangle(view)} = {mangle(canonical)};" for view, canonical in sorted(code.plan.views.items())]
+        lines += ["// ckpt: each SGD writes its weight in place: its output is the weight's buffer"]
+        lines += [f"{mangle(out)} = {mangle(weight)}; "
+                  f"{mangle('outputs')}[{outputs.index(out)}] = (void*) {mangle(out)};"
+                  for out, weight in sorted(code.outputs.items())]
+        return text + "\n".join(lines) + "\n"
+
+
+def apply_in_place(deployer) -> InPlaceCode:
+    """Steps 1 and 2 of the module doc on a deployer after its front end; the deployer's code generation then
+    does step 3. Returns what the code will do differently."""
+    ctxt, graph = deployer.ctxt, deployer.graph
+    plan = constant_plan(ctxt, graph)
+    _merge(deployer, plan.merged)
+    outputs = {}
+    for node in graph.nodes:
+        if node.op == "SGD" and node.outputs and node.inputs:
+            weight, out = node.inputs[0].name, node.outputs[0].name
+            ctxt.lookup(out)._alias = weight
+            outputs[out] = weight
+    refresh = {copy: (canonical, times) for copy, (canonical, times) in plan.repeats.items()
+               if canonical in outputs.values()}
+    code = InPlaceCode(plan, outputs, refresh)
+    deployer.in_place = code           # the wrappers pass attribute writes to the PULP deployer inside
+    return code
+
+
+def _merge(deployer, merged: dict[str, str]) -> None:
+    """Make every merged copy's readers read the canonical buffer, and drop the copy."""
+    ctxt, tensors = deployer.ctxt, deployer.graph.tensors()
+    for copy, canonical in sorted(merged.items()):
+        kept = ctxt.lookup(canonical)
+        for user in list(ctxt.lookup(copy)._users):
+            layer = deployer.layerBinding[user]
+            for k, tensor in enumerate(layer.node.inputs):
+                if tensor.name == copy:
+                    layer.node.inputs[k] = tensors[canonical]
+            representation = layer.mapper.parser.operatorRepresentation
+            for key, value in list(representation.items()):
+                if isinstance(value, str) and value == copy:
+                    representation[key] = canonical
+            if user not in kept._users:
+                kept._users.append(user)
+        del ctxt.globalObjects[copy]
+
+
+def refresh_code(deployer) -> str:
+    """Step 4 of the module doc: C for the end of RunNetwork (empty when nothing repeats an updated weight)."""
+    code = getattr(deployer, "in_place", None)
+    if code is None or not code.refresh:
+        return ""
+    ctxt = deployer.ctxt
+    lines = ["// ckpt: copies that repeat an updated weight's bytes take the update, for the next step",
+             f"int8_t ckpt_refresh[{REFRESH_CHUNK}];"]
+    for copy, (weight, times) in sorted(code.refresh.items()):
+        buf = ctxt.lookup(weight)
+        size = int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+        l3 = getattr(buf, "_memoryLevel", None) == "L3"
+        read, write = ("cl_ram_read", "cl_ram_write") if l3 else ("memcpy", "memcpy")
+        src, dst = ctxt._mangle(weight), ctxt._mangle(copy)
+        lines += [f"for (uint32_t ckpt_at = 0; ckpt_at < {size}; ckpt_at += {REFRESH_CHUNK}) {{",
+                  f"  uint32_t ckpt_n = {size} - ckpt_at < {REFRESH_CHUNK} ? {size} - ckpt_at : {REFRESH_CHUNK};",
+                  f"  {read}(ckpt_refresh, (int8_t*){src} + ckpt_at, ckpt_n);",
+                  f"  for (uint32_t ckpt_k = 0; ckpt_k < {times}; ckpt_k++) "
+                  f"{write}((int8_t*){dst} + ckpt_k * {size} + ckpt_at, ckpt_refresh, ckpt_n);",
+                  "}"]
+    return "\n".join(lines) + "\n"
