@@ -207,16 +207,16 @@ def moved_ops_note(result) -> str | None:
             "the lower bound are about the planned cost")
 
 
-def _print_solve_summary(doc: dict, result, output: str) -> None:
+def _print_solve_summary(schedule, result, output: str) -> None:
     if result.status != "optimal":
         click.echo(not_proven_warning(result), err=True)
     if (note := moved_ops_note(result)) is not None:
         click.echo(note, err=True)
-    predicted = doc["predicted"]
-    base = predicted["baseline_peak_bytes"]
+    predicted = schedule.predicted
+    base = predicted.baseline_peak_bytes
     where = "stdout" if output == "-" else output
     click.echo(f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
-               f"{base} B), {predicted['checked']} {predicted['checked_bytes']} B, {result.recomputes} recomputes, "
+               f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {result.recomputes} recomputes, "
                f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}, {result.seconds:.1f} s",
                err=output == "-")
 
@@ -297,11 +297,11 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
     from ckpt.schedule_file import read_schedule
 
-    doc = read_schedule(schedule)
+    solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     check_replay_folder(folder, overwrite)
-    solved = (doc.get("graph") or {}).get("weights")
-    chosen = WeightUpdate(weights or (solved if solved in WEIGHTS else WeightUpdate.IN_PLACE.value))
+    layout = solved.graph.weights if solved.graph else None
+    chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps)
@@ -328,9 +328,9 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
     from ckpt.replay.verification import verify_model
     from ckpt.schedule_file import read_schedule
 
-    doc = read_schedule(schedule) if schedule else None
-    target = target or (schedule_target(doc, None) if doc else "none")
-    report = verify_model(model_dir, doc, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
+    solved = read_schedule(schedule) if schedule else None
+    target = target or (schedule_target(solved, None) if solved else "none")
+    report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
     for line in report.lines():
         click.echo(line)
     click.echo(f"({report.seconds:.1f} s)")

@@ -1,11 +1,14 @@
-"""The schedule file `{"seq": [[node, is_recompute], ...], ...}`: writing it atomically and reading it back.
+"""The schedule file `{"seq": [[node, is_recompute], ...], ...}` as one typed record, written and read here only.
 
-`seq` is the format Deeploy's training harness reads as it is; the other keys say which graph it belongs to
-(the fingerprint replay checks) and what ckpt predicted. Same content in, byte-identical file out.
+`seq` is the format Deeploy's training harness reads as it is; the other parts say which graph it belongs to
+(the fingerprint replay checks), the budget, what ckpt predicted and how it was solved. Every other module uses
+the record's attributes, never the document's keys, so a misspelt field fails at once. Same content in,
+byte-identical file out.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ckpt.errors import CkptError
@@ -14,8 +17,124 @@ from ckpt.files import atomic_write
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
 
 
-def dumps(doc: dict) -> str:
+@dataclass(frozen=True)
+class GraphId:
+    """The graph a schedule was solved on: what a replay checks before it touches anything."""
+
+    nodes: int | None = None
+    names_sha256: str | None = None        # sha256 of the sorted node names (solver.graph.TrainGraph.fingerprint)
+    model_sha256: str | None = None
+    target: str | None = None
+    weights: str | None = None             # the weight layout its order respects (in-place: readers first)
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """The budget as given and in bytes (`level` for a level's total: static + arena)."""
+
+    text: str | None = None
+    fraction: float | None = None
+    bytes: int | None = None
+    level: str | None = None
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """The figures of the sequence under ckpt's replay semantics (see the README)."""
+
+    peak_bytes: int
+    heap_bytes: int | None = None
+    checked: str = "peak_bytes"            # the figure the budget was held on: peak_bytes | heap_bytes | total_<L>
+    checked_bytes: int | None = None
+    live_budget_bytes: int | None = None
+    booked_peak_bytes: int | None = None
+    baseline_peak_bytes: int | None = None
+    min_memory_order_peak_bytes: int | None = None
+    persistent_bytes: int | None = None
+    lower_bound_bytes: int | None = None
+    recomputes: int = 0
+    recompute_cost: int = 0                # cycles of what runs
+    planned_cost: int | None = None        # cycles of the decisions over the stage order (what a proof is about)
+    cost_increase_pct: float = 0.0
+    levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
+
+    @property
+    def held_bytes(self) -> int:
+        """The figure a schedule's budget is held to (the deployed figure the solve checked)."""
+        return self.checked_bytes or self.peak_bytes
+
+
+@dataclass(frozen=True)
+class SolverRecord:
+    """How the schedule was found and what is proven of it."""
+
+    status: str
+    name: str | None = None
+    method: str | None = None
+    gap: float | None = None
+    cost_lower_bound: float | None = None
+    variables: int | None = None
+    variables_unpruned: int | None = None
+    constraints: int | None = None
+    time_limit: float | None = None
+    stage_order: str | None = None
+    objective: str | None = None
+    space: str | None = None
+    seconds: float | None = None           # only with --record-time
+    carried_from: str | None = None        # a sweep point given a tighter point's schedule
+
+
+# Fields written only when set: the file has them for some schedules and not others.
+_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights"}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule file: `seq` (what Deeploy's training harness reads as it is) and what ckpt says about it.
+    A bare {"seq": ...} file has the other parts None."""
+
+    seq: tuple[tuple[str, int], ...]
+    graph: GraphId | None = None
+    budget: BudgetSpec | None = None
+    predicted: Predicted | None = None
+    solver: SolverRecord | None = None
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The names_sha256 of the graph it was solved on; None for a bare file."""
+        return self.graph.names_sha256 if self.graph else None
+
+    def to_dict(self) -> dict:
+        doc: dict = {"seq": [[name, int(flag)] for name, flag in self.seq]}
+        for part in ("graph", "budget", "predicted", "solver"):
+            value = getattr(self, part)
+            if value is not None:
+                doc[part] = {f.name: getattr(value, f.name) for f in fields(value)
+                             if not (f.name in _OPTIONAL and getattr(value, f.name) is None)}
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict, where: str = "the schedule") -> Schedule:
+        """The record of a schedule document, its sequence checked (see `checked_sequence`); one-line errors."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("seq"), list):
+            raise CkptError(f"{where} has no \"seq\" list", FORMAT)
+        parts = {}
+        for part, kind in (("graph", GraphId), ("budget", BudgetSpec), ("predicted", Predicted),
+                           ("solver", SolverRecord)):
+            value = doc.get(part)
+            if value is None:
+                continue
+            known = {f.name for f in fields(kind)}
+            try:
+                parts[part] = kind(**{k: v for k, v in value.items() if k in known})
+            except (AttributeError, TypeError) as exc:
+                raise CkptError(f"{where}: its \"{part}\" is not what ckpt writes ({exc})", FORMAT) from None
+        return cls(tuple(checked_sequence(doc["seq"], where)), **parts)
+
+
+def dumps(schedule: Schedule) -> str:
     """JSON with one seq entry per line (readable diffs), everything else indented, keys in a fixed order."""
+    doc = schedule.to_dict()
     rest = {k: v for k, v in doc.items() if k != "seq"}
     seq_lines = ",\n".join("    " + json.dumps([name, int(flag)]) for name, flag in doc["seq"])
     head = '{\n  "seq": [\n' + seq_lines + "\n  ]"
@@ -25,8 +144,8 @@ def dumps(doc: dict) -> str:
     return head + ",\n" + body + "\n}\n"
 
 
-def write_schedule(path: str | Path, doc: dict) -> None:
-    atomic_write(path, dumps(doc))
+def write_schedule(path: str | Path, schedule: Schedule) -> None:
+    atomic_write(path, dumps(schedule))
 
 
 FORMAT = 'expected {"seq": [[node_name, 0|1], ...]} as written by ckpt solve'
@@ -41,8 +160,8 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return dict(pairs)
 
 
-def read_schedule(path: str | Path) -> dict:
-    """The schedule document at `path`, its sequence checked (see `checked_sequence`); one-line errors."""
+def read_schedule(path: str | Path) -> Schedule:
+    """The schedule at `path`, checked (see `Schedule.from_dict`); one-line errors."""
     try:
         doc = json.loads(Path(path).read_text(), object_pairs_hook=_unique_keys)
     except RecursionError:
@@ -51,8 +170,7 @@ def read_schedule(path: str | Path) -> dict:
         raise CkptError(f"'{path}' is not a schedule file ({type(exc).__name__}: {exc})", FORMAT) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("seq"), list):
         raise CkptError(f"'{path}' has no \"seq\" list", FORMAT)
-    doc["seq"] = checked_sequence(doc["seq"], str(path))
-    return doc
+    return Schedule.from_dict(doc, str(path))
 
 
 def checked_sequence(entries: list, where: str = "the schedule") -> list[tuple[str, int]]:

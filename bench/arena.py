@@ -39,6 +39,7 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.solve import solve_model
 from ckpt.replay.predict import predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.schedule_file import Schedule
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -49,11 +50,11 @@ HEADER = ["weights", "point", "live peak", "+ inputs", "predicted", "Deeploy liv
           "constants", "L3 total", "placed by", "Tetris s", "ckpt s"]
 
 
-def tiled(model, doc: dict, allocator: Allocator, weights: WeightUpdate) -> tuple[object, float]:
+def tiled(model, schedule: Schedule, allocator: Allocator, weights: WeightUpdate) -> tuple[object, float]:
     setup = replace(DEFAULT_SETUP, allocator=allocator, weights=weights)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt_arena_") as code, G_LOGGER.suppress(G_LOGGER.ERROR):
-        figures = deeploy_bridge.deploy(model, ReplayScheduler.from_document(doc), TARGET, tiled=True, setup=setup,
+        figures = deeploy_bridge.deploy(model, ReplayScheduler.of_schedule(schedule), TARGET, tiled=True, setup=setup,
                                         code_dir=code)
     return figures, time.perf_counter() - start
 
@@ -80,22 +81,22 @@ def _rows(args, weights: WeightUpdate) -> list[list]:
     graph, model = loaded.graph, loaded.lowered.model
     inits = {t.name for t in model.graph.initializer}
     inputs = sum(graph.tensor_bytes[i.name] for i in model.graph.input if i.name not in inits)
-    points = [("graph order", {"seq": [list(e) for e in plain_sequence(graph)], "graph": {}}, None)]
+    points = [("graph order", Schedule(tuple(plain_sequence(graph))), None)]
     for fraction in parse_range(args.range):
         options = SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit))
         try:
-            doc, result = solve_model(args.model, parse_budget(str(fraction)), TARGET, options, weights=weights)
+            schedule, result = solve_model(args.model, parse_budget(str(fraction)), TARGET, options, weights=weights)
         except CkptError as err:
             print(f"{weights.value} {fraction:g}: {err}", file=sys.stderr)
             continue
-        points.append((f"{fraction:g}", doc, result.peak_bytes))
+        points.append((f"{fraction:g}", schedule, result.peak_bytes))
     rows = []
-    for label, doc, live in points:
-        seq = [(name, flag) for name, flag in doc["seq"]]
+    for label, schedule, live in points:
+        seq = list(schedule.seq)
         live = live if live is not None else memory_trace(graph, seq).peak_bytes
         predicted = predicted_levels(loaded.lowered, seq, weights)["L3"]
-        tetris, tetris_s = tiled(model, doc, Allocator.TETRIS, weights)
-        ckpt, ckpt_s = tiled(model, doc, Allocator.CKPT, weights)
+        tetris, tetris_s = tiled(model, schedule, Allocator.TETRIS, weights)
+        ckpt, ckpt_s = tiled(model, schedule, Allocator.CKPT, weights)
         arena = ckpt.arena["L3"]
         rows.append([weights.value, label, live, live + inputs, predicted.arena, ckpt.live_max["L3"],
                      tetris.arena["L3"], arena, f"{arena / (live + inputs):.4f}", ckpt.static["L3"],

@@ -23,10 +23,10 @@ from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
 from ckpt.examples.write import write_example
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.point import baseline_document
+from ckpt.pipeline.point import baseline_schedule
 from ckpt.pipeline.solve import solve_model
 from ckpt.replay.run import ReplayOptions, replay_schedule
-from ckpt.schedule_file import write_schedule
+from ckpt.schedule_file import Schedule, write_schedule
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.solve import SolveOptions
@@ -36,9 +36,9 @@ def progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def _point(model: Path, label: str, doc: dict, work: Path) -> dict:
+def _point(model: Path, label: str, schedule: Schedule, work: Path) -> dict:
     path = work / f"seq_{label}.json"
-    write_schedule(path, doc)
+    write_schedule(path, schedule)
     start = time.perf_counter()
     result = replay_schedule(path, model, work / f"replay_{label}", ReplayOptions(target="siracusa", record_time=True))
     total = time.perf_counter() - start
@@ -73,10 +73,10 @@ def main() -> int:
         if not args.model:
             write_example(DEFAULT_KIND, model, **DEFAULT_OPTIONS)
         options = SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit))
-        docs = {"baseline": baseline_document(load_for_target(model, "siracusa"), options)}
+        schedules = {"baseline": baseline_schedule(load_for_target(model, "siracusa"), options)}
         for budget in args.budgets.split(","):
-            docs[budget] = solve_model(model, parse_budget(budget), "siracusa", options)[0]
-        rows = [_point(model, label, doc, work) for label, doc in docs.items()]
+            schedules[budget] = solve_model(model, parse_budget(budget), "siracusa", options)[0]
+        rows = [_point(model, label, schedule, work) for label, schedule in schedules.items()]
     print(f"model {args.model or 'built-in example'}, target siracusa, kernels {sources.root}; "
           f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end")
     print("| point | Errors (tiled/non-tiled) | Deeploy s | of which non-tiled codegen s | host check s | "

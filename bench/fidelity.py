@@ -115,7 +115,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
         for method in methods:
             options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
             try:
-                doc, result = solve_model(model, parse_budget(str(fraction)), TARGET, options)
+                schedule, result = solve_model(model, parse_budget(str(fraction)), TARGET, options)
             except CkptError as err:
                 errors.append(f"{method}: {str(err).splitlines()[0][:70]}")
                 continue
@@ -123,7 +123,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
             dropped = len(result.seq) - len(seq)
             note = result.status + (f", {dropped} dead executions dropped (peak before "
                                     f"{result.peak_bytes})" if dropped else "")
-            rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=doc["predicted"]["live_budget_bytes"],
+            rows.append(Row(f"solved {fraction:g} ({method})", seq, budget=schedule.predicted.live_budget_bytes,
                             predicted=memory_trace(graph, seq).peak_bytes, note=note))
             break
         else:

@@ -260,9 +260,10 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "weights": _weights(options).value})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
-            if stored is not None:
-                records[model.name, spec.label] = SolveRecord(**stored)
-                board.stage(model.name, spec.label, "solved", _solve_status(records[model.name, spec.label]))
+            record = None if stored is None else SolveRecord.from_stored(stored)
+            if record is not None:
+                records[model.name, spec.label] = record
+                board.stage(model.name, spec.label, "solved", record.status)
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
@@ -276,8 +277,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
     def done(item, record: SolveRecord) -> None:
         model, task = item
         records[model.name, task.spec.label] = record
-        model.store.log(f"solved {task.spec.label}: {_solve_status(record)}")
-        board.stage(model.name, task.spec.label, "solved", _solve_status(record))
+        model.store.log(f"solved {task.spec.label}: {record.status}")
+        board.stage(model.name, task.spec.label, "solved", record.status)
         if not board.live:
             board.say(f"point {task.spec.label} solved")
 
@@ -298,10 +299,6 @@ def _logger(models: list[_Model]) -> Callable[[str], None]:
     return log
 
 
-def _solve_status(record: SolveRecord) -> str:
-    return record.doc["solver"]["status"] if record.doc else record.row["status"]
-
-
 # --------------------------------------------------------------------------- phase 2: replay
 
 
@@ -311,18 +308,18 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
     finished: dict[tuple[str, str], PointRecord] = {}
     tasks = []
     for model in models:
-        found = [(s.label, solved[model.name, s.label].doc) for s in model.specs
-                 if s.fraction is not None and solved[model.name, s.label].doc]
+        found = [(s.label, solved[model.name, s.label].schedule) for s in model.specs
+                 if s.fraction is not None and solved[model.name, s.label].schedule]
         for spec in model.specs:
             record = solved[model.name, spec.label]
-            doc, note = record.doc, ""
+            schedule, note = record.schedule, ""
             if spec.fraction is not None and options.carry:
-                doc, note = carried(doc, [(label, d) for label, d in found if label != spec.label],
-                                    spec.budget_bytes, options.solve.backend.gap)
-            if doc is None:
+                schedule, note = carried(schedule, [(label, s) for label, s in found if label != spec.label],
+                                         spec.budget_bytes, options.solve.backend.gap)
+            if schedule is None:
                 board.stage(model.name, spec.label, "done", record.row["status"])
                 continue
-            key = replay_key(doc, options.replay, model.loaded.model_sha256 + model.data_sha256, code)
+            key = replay_key(schedule, options.replay, model.loaded.model_sha256 + model.data_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)
             if stored is not None and finished_row(stored) is not None:
@@ -332,7 +329,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
                 if not board.live:
                     board.say(f"point {spec.label}: finished before, skipped")
                 continue
-            tasks.append((model, ReplayTask(spec, model.source, doc, record.seconds, options.replay,
+            tasks.append((model, ReplayTask(spec, model.source, schedule, record.seconds, options.replay,
                                             str(folder.path), key, note, options.show_progress)))
     ran: list[tuple[str, str]] = []
 

@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ckpt.ci.figures import CiFigures, Comparison, compare
@@ -24,6 +24,7 @@ from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.paths import shared_models
 from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.schedule_file import read_schedule
 
 CI_DIR = Path(__file__).resolve().parent
 MODEL = "cct2_ft2"
@@ -113,9 +114,9 @@ def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir:
         raise CkptError(f"the generated code of {case.schedule} did not run clean ({unclean or 'no code run'})",
                         "a baseline needs its generated code run with 0 errors: set CKPT_DEEPLOY_ROOT to a "
                         "Deeploy checkout at the installed release's tag, or fix what failed")
-    schedule = json.loads(case.schedule.read_text())
+    graph = read_schedule(case.schedule).graph
     doc = {"model": case.model, "target": case.target, "schedule": case.schedule.name,
-           "solved_on": schedule.get("graph"), "figures": figures.as_dict(),
+           "solved_on": None if graph is None else asdict(graph), "figures": figures.as_dict(),
            "written_by": "ckpt ci update-baseline"}
     atomic_write(case.baseline, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return figures

@@ -4,7 +4,7 @@ Between the two the sweep may give a point a cheaper schedule found at a tighter
 looser budget never costs more than a tighter one. Each task takes a picklable record and writes what it finds
 into the point's folder before it returns, through a temp file and a rename:
 
-  points/<label>/solved.json   the solve's outcome (schedule document or why there is none), keyed
+  points/<label>/solved.json   the solve's outcome (its schedule or why there is none), keyed
   points/<label>/seq.json      the schedule the point replays (its own, or one carried from a tighter point)
   points/<label>/replay/       the replay (report.json, rewired.onnx, order.json, code/)
   points/<label>/point.json    the finished point: its row and stage times, keyed; written last
@@ -27,9 +27,9 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.files import write_json
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, solved_row
-from ckpt.pipeline.solve import schedule_document, solve_model
+from ckpt.pipeline.solve import schedule_of, solve_model
 from ckpt.replay.run import ReplayOptions, replay_schedule
-from ckpt.schedule_file import dumps, write_schedule
+from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget
 from ckpt.solver.solve import Objective, SolveOptions, StageOrder, Views, solve
@@ -38,7 +38,7 @@ SOLVED = "solved.json"
 SCHEDULE = "seq.json"
 REPLAY = "replay"
 RECORD = "point.json"
-KEY_FORMAT = 3  # bump when the meaning of a stored point changes (3: the generated code runs)
+KEY_FORMAT = 4  # bump when the meaning of a stored point changes (3: the generated code runs; 4: typed schedule)
 
 
 def label_of(fraction: float) -> str:
@@ -105,21 +105,38 @@ class SolveTask:
 
 @dataclass(frozen=True)
 class SolveRecord:
-    """A point's solve: its schedule document, or the row saying why it has none."""
+    """A point's solve: its schedule, or the row saying why it has none."""
 
     key: str
     label: str
-    doc: dict | None
+    schedule: Schedule | None
     row: dict | None                 # asdict(PointRow) of a point without a schedule
     seconds: float
     stored: bool = True
+
+    @property
+    def status(self) -> str:
+        return self.schedule.solver.status if self.schedule else self.row["status"]
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "label": self.label, "schedule": self.schedule and self.schedule.to_dict(),
+                "row": self.row, "seconds": self.seconds, "stored": self.stored}
+
+    @classmethod
+    def from_stored(cls, stored: dict) -> SolveRecord | None:
+        """The record of a stored solved.json, or None when another ckpt version wrote it (solved again)."""
+        try:
+            schedule = stored["schedule"] and Schedule.from_dict(stored["schedule"])
+            return cls(stored["key"], stored["label"], schedule, stored["row"], stored["seconds"], stored["stored"])
+        except (KeyError, TypeError, CkptError):
+            return None
 
 
 @dataclass(frozen=True)
 class ReplayTask:
     spec: PointSpec
     model: str
-    doc: dict                        # the schedule the point replays
+    schedule: Schedule               # the schedule the point replays
     solver_seconds: float | None
     replay: ReplayOptions
     folder: str
@@ -153,27 +170,27 @@ def solve_point(task: SolveTask) -> SolveRecord:
     folder = PointFolder(Path(task.folder))
     start = time.perf_counter()
     try:
-        doc, row, seconds = _solve(task, say)
+        schedule, row, seconds = _solve(task, say)
         stored = True
     except Exception as err:                       # a bug or late bad input: keep the row, do not store it
-        doc, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
+        schedule, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
                                    str(err) if isinstance(err, CkptError) else f"{type(err).__name__}: {err}")
         seconds, stored = time.perf_counter() - start, False
-    record = SolveRecord(task.key, task.spec.label, doc, None if row is None else asdict(row), round(seconds, 3),
-                         stored)
+    record = SolveRecord(task.key, task.spec.label, schedule, None if row is None else asdict(row),
+                         round(seconds, 3), stored)
     if stored:
-        write_json(folder.solved, asdict(record))
-    say("solved: " + (doc["solver"]["status"] if doc else f"{row.status} ({row.reason})"))
+        write_json(folder.solved, record.to_dict())
+    say("solved: " + (schedule.solver.status if schedule else f"{row.status} ({row.reason})"))
     return record
 
 
-def _solve(task: SolveTask, say) -> tuple[dict | None, PointRow | None, float]:
-    """(schedule document, None, solver seconds), or (None, the row saying why there is none, seconds)."""
+def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, float]:
+    """(schedule, None, solver seconds), or (None, the row saying why there is none, seconds)."""
     spec = task.spec
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_document(load_for_target(task.model, task.target, weights=task.weights), task.solve), \
+        return baseline_schedule(load_for_target(task.model, task.target, weights=task.weights), task.solve), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
@@ -182,17 +199,17 @@ def _solve(task: SolveTask, say) -> tuple[dict | None, PointRow | None, float]:
     budget = Budget(text=spec.label, fraction=spec.fraction)
     say("solve")
     try:
-        doc, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow,
-                                  weights=task.weights)
+        schedule, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow,
+                                       weights=task.weights)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \
             time.perf_counter() - start
-    return doc, None, result.seconds
+    return schedule, None, result.seconds
 
 
-def baseline_document(loaded: LoadedModel, options: SolveOptions) -> dict:
-    """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule document:
+def baseline_schedule(loaded: LoadedModel, options: SolveOptions) -> Schedule:
+    """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule:
     solve() in the graph's own order with its own peak as the budget returns exactly that."""
     peak = graph_order_peak(loaded.graph)
     options = replace(options, budget=peak, order=StageOrder.GRAPH, objective=Objective.COST, cost_cap=None,
@@ -200,54 +217,47 @@ def baseline_document(loaded: LoadedModel, options: SolveOptions) -> dict:
     result = solve(loaded.graph, options)
     if result.recomputes:
         raise CkptError(f"the graph order does not fit its own peak {peak} B", "report this: baselines disagree")
-    doc = schedule_document(loaded, None, result, options)
-    doc["solver"].update(status=BASELINE, method="none", name="none", gap=None, time_limit=None)
-    return doc
+    schedule = schedule_of(loaded, None, result, options)
+    return replace(schedule, solver=replace(schedule.solver, status=BASELINE, method="none", name="none", gap=None,
+                                            time_limit=None))
 
 
 # --------------------------------------------------------------------------- the schedule a point replays
 
 
-def checked_bytes(doc: dict) -> int:
-    """The figure a schedule's budget is held to (the deployed figure the solve checked)."""
-    predicted = doc["predicted"]
-    return predicted.get("checked_bytes") or predicted["peak_bytes"]
-
-
-def carried(own: dict | None, others: list[tuple[str, dict]], budget_bytes: int, tolerance: float
-            ) -> tuple[dict | None, str]:
+def carried(own: Schedule | None, others: list[tuple[str, Schedule]], budget_bytes: int, tolerance: float
+            ) -> tuple[Schedule | None, str]:
     """The cheapest schedule that fits this point: its own, or one solved at another point (`others`, label and
-    document) whose checked figure fits `budget_bytes` and costs less. A carried document keeps its schedule and
+    schedule) whose held figure fits `budget_bytes` and costs less. A carried schedule keeps its sequence and
     figures; its budget is this point's and its status is judged against this point's own lower bound."""
     best, note = own, ""
-    best_cost = own["predicted"]["recompute_cost"] if own else math.inf
-    for label, doc in others:
-        cost = doc["predicted"]["recompute_cost"]
-        if checked_bytes(doc) <= budget_bytes and cost < best_cost:
-            best, best_cost, note = doc, cost, label
+    best_cost = own.predicted.recompute_cost if own else math.inf
+    for label, other in others:
+        cost = other.predicted.recompute_cost
+        if other.predicted.held_bytes <= budget_bytes and cost < best_cost:
+            best, best_cost, note = other, cost, label
     if best is own or own is None and best is None:
         return own, ""
-    chosen = json.loads(json.dumps(best))
-    chosen["budget"] = own["budget"] if own else {**chosen["budget"], "bytes": budget_bytes}
-    bound = (own or {}).get("solver", {}).get("cost_lower_bound")   # on the planned cost, over one stage order
-    planned = chosen["predicted"].get("planned_cost", best_cost)
+    budget = own.budget if own else replace(best.budget, bytes=budget_bytes)
+    bound = own.solver.cost_lower_bound if own else None    # on the planned cost, over one stage order
+    planned = best.predicted.planned_cost if best.predicted.planned_cost is not None else best_cost
     gap = None if bound is None else (0.0 if planned <= bound else (planned - bound) / planned)
-    status = "optimal" if gap is not None and gap <= tolerance else chosen["solver"]["status"]
-    chosen["solver"] = {**chosen["solver"], "status": status, "gap": None if gap is None else round(gap, 6),
-                        "cost_lower_bound": bound, "carried_from": note}
-    return chosen, f"schedule carried from budget {note} (cheaper, and it fits)"
+    status = "optimal" if gap is not None and gap <= tolerance else best.solver.status
+    solver = replace(best.solver, status=status, gap=None if gap is None else round(gap, 6), cost_lower_bound=bound,
+                     carried_from=note)
+    return replace(best, budget=budget, solver=solver), f"schedule carried from budget {note} (cheaper, and it fits)"
 
 
 # --------------------------------------------------------------------------- replaying
 
 
-def replay_key(doc: dict, replay: ReplayOptions, model_sha256: str, code: str) -> str:
+def replay_key(schedule: Schedule, replay: ReplayOptions, model_sha256: str, code: str) -> str:
     """What decides a replay's result: the schedule as replayed, the model, the replay options and what the
     generated code is built against (`code`: the kernels' fingerprint, or why it cannot run)."""
     options = asdict(replay)
     options["deeploy_root"] = str(replay.deeploy_root) if replay.deeploy_root else None
     options.pop("record_time", None)
-    return content_key({"schedule": dumps(doc), "model": model_sha256, "replay": options, "code": code})
+    return content_key({"schedule": dumps(schedule), "model": model_sha256, "replay": options, "code": code})
 
 
 def replay_point(task: ReplayTask) -> PointRecord:
@@ -255,14 +265,14 @@ def replay_point(task: ReplayTask) -> PointRecord:
     say = _say(task.spec.label, task.show_progress)
     folder = PointFolder(Path(task.folder))
     stage = {"replay": 0.0, "verify": 0.0, "code": 0.0}
-    row = solved_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.doc, task.solver_seconds,
+    row = solved_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.schedule, task.solver_seconds,
                      "not verified", task.note, f"points/{task.spec.label}/{SCHEDULE}")
     folder.record.unlink(missing_ok=True)           # a crash midway leaves the point unfinished
     stored = True
     try:
-        write_schedule(folder.schedule, task.doc)
-        say(f"replay: {task.doc['predicted']['recomputes']} recomputes, predicted peak "
-            f"{task.doc['predicted']['peak_bytes']} B")
+        write_schedule(folder.schedule, task.schedule)
+        say(f"replay: {task.schedule.predicted.recomputes} recomputes, predicted peak "
+            f"{task.schedule.predicted.peak_bytes} B")
         start = time.perf_counter()
         options = replace(task.replay, overwrite=True)   # the point folder is the sweep's own
         result = replay_schedule(folder.schedule, task.model, folder.replay, options, say)

@@ -1,7 +1,7 @@
 """One operating point as a row: what a sweep tabulates and plots, whatever happened to the point.
 
 A field is None ("-") where it was not measured and `reason` says why, so an infeasible, timed-out or
-unverified point is visible rather than missing. Rows are made here only: from a schedule document and its
+unverified point is visible rather than missing. Rows are made here only: from a schedule and its
 replay report, or from the reason a point has neither.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ckpt.replay.report import CodeRunRecord, GvsocSection, ReplayReport, VerificationSection
+from ckpt.schedule_file import Schedule
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
@@ -85,15 +86,15 @@ def empty_row(label: str, fraction: float | None, budget_bytes: int | None, stat
                     gap=None, seconds=None, schedule=None)
 
 
-def solved_row(label: str, fraction: float | None, budget_bytes: int | None, doc: dict, seconds: float | None,
-               check: str, reason: str, schedule: str) -> PointRow:
-    """A point with a schedule document, before (or without) its replay."""
-    predicted, solver = doc["predicted"], doc["solver"]
-    return replace(empty_row(label, fraction, budget_bytes, solver["status"], reason),
-                   predicted_peak=predicted["peak_bytes"], heap=predicted.get("heap_bytes"),
-                   persistent_bytes=predicted["persistent_bytes"], recomputes=predicted["recomputes"],
-                   recompute_cost=predicted["recompute_cost"], cost_increase_pct=predicted["cost_increase_pct"],
-                   check=check, gap=_finite(solver["gap"]), seconds=None if seconds is None else round(seconds, 1),
+def solved_row(label: str, fraction: float | None, budget_bytes: int | None, found: Schedule,
+               seconds: float | None, check: str, reason: str, schedule: str) -> PointRow:
+    """A point with a schedule (`found`, written at `schedule`), before (or without) its replay."""
+    predicted, solver = found.predicted, found.solver
+    return replace(empty_row(label, fraction, budget_bytes, solver.status, reason),
+                   predicted_peak=predicted.peak_bytes, heap=predicted.heap_bytes,
+                   persistent_bytes=predicted.persistent_bytes, recomputes=predicted.recomputes,
+                   recompute_cost=predicted.recompute_cost, cost_increase_pct=predicted.cost_increase_pct,
+                   check=check, gap=_finite(solver.gap), seconds=None if seconds is None else round(seconds, 1),
                    schedule=schedule)
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.predict import predicted_levels
+from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
@@ -43,7 +43,7 @@ class SolveRequest:
     total: LevelTotal | None = None
     options: SolveOptions = SolveOptions(budget=None)
     costs: CostModel | None = None
-    warm_starts: tuple[dict, ...] = ()
+    warm_starts: tuple[Schedule, ...] = ()
     record_time: bool = False
     flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
     weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
@@ -69,25 +69,25 @@ class Checked:
     activations_at_peak: int | None = None   # live activations where the checked arena peaks (None: a heap)
 
 
-def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[dict, SolveResult]:
-    """Solve the request and return the schedule document (what seq.json holds) with the solve's result."""
+def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[Schedule, SolveResult]:
+    """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(f"loading {request.source} for target {request.target}")
     loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
     starts = warm_start_sequences(loaded, request.warm_starts)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
-    return schedule_document(loaded, request.budget, result, options, request.record_time, checked,
+    return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
 
 
-def warm_start_sequences(loaded: LoadedModel, docs: tuple[dict, ...]) -> list[Sequence]:
+def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -> list[Sequence]:
     """The sequences of earlier schedule files solved on this very graph (others are refused)."""
     fingerprint = loaded.graph.fingerprint()
     found = []
-    for doc in docs:
-        if schedule_fingerprint(doc) not in (None, fingerprint):
+    for schedule in schedules:
+        if schedule.fingerprint not in (None, fingerprint):
             raise CkptError("a --warm-start schedule was solved on another graph",
                             "give schedules solved on this model and --target")
-        found.append(list(doc["seq"]))
+        found.append(list(schedule.seq))
     return found
 
 
@@ -235,58 +235,41 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.5, deadline - time.perf_counter())
 
 
-def schedule_document(loaded: LoadedModel, budget: Budget | None, result: SolveResult, options: SolveOptions,
+def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult, options: SolveOptions,
                       record_time: bool = False, checked: Checked | None = None,
-                      total: LevelTotal | None = None) -> dict:
-    """The seq.json content. Wall-clock seconds only with record_time: same inputs, byte-identical file."""
+                      total: LevelTotal | None = None) -> Schedule:
+    """The seq.json record. Wall-clock seconds only with record_time: same inputs, byte-identical file."""
     base_peak = result.baselines.graph_order_peak
     checked = checked or Checked("peak_bytes", result.peak_bytes, None, options.budget)
-    solver = {"name": options.backend.name if result.variables else "none", "method": options.method,
-              "status": result.status, "gap": None if result.gap is None else round(result.gap, 6),
-              "cost_lower_bound": result.cost_lower_bound,
-              "variables": result.variables, "variables_unpruned": result.variables_unpruned,
-              "constraints": result.constraints, "time_limit": options.backend.time_limit,
-              "stage_order": options.order, "objective": options.objective, "space": result.space}
-    if record_time:
-        solver["seconds"] = round(result.seconds, 3)
+    solver = SolverRecord(
+        name=options.backend.name if result.variables else "none", method=options.method, status=result.status,
+        gap=None if result.gap is None else round(result.gap, 6), cost_lower_bound=result.cost_lower_bound,
+        variables=result.variables, variables_unpruned=result.variables_unpruned, constraints=result.constraints,
+        time_limit=options.backend.time_limit, stage_order=options.order, objective=options.objective,
+        space=result.space, seconds=round(result.seconds, 3) if record_time else None)
     if total is not None:
-        budget_doc = {"text": total.text, "fraction": None, "bytes": total.nbytes, "level": total.level}
+        spec = BudgetSpec(total.text, None, total.nbytes, total.level)
     elif budget is not None:
-        budget_doc = budget.as_dict(base_peak)
+        spec = BudgetSpec(budget.text, budget.fraction, budget.resolve(base_peak))
     else:
-        budget_doc = {"text": None, "fraction": None, "bytes": None}
-    predicted = {
-        "peak_bytes": result.peak_bytes,
-        "heap_bytes": result.heap_bytes,
-        "checked": checked.name,
-        "checked_bytes": checked.nbytes,
-        "live_budget_bytes": checked.live_budget,
-        "booked_peak_bytes": result.booked_peak_bytes,
-        "baseline_peak_bytes": base_peak,
-        "min_memory_order_peak_bytes": result.baselines.min_memory_peak,
-        "persistent_bytes": result.persistent_bytes,
-        "lower_bound_bytes": result.baselines.lower_bound,
-        "recomputes": result.recomputes,
-        "recompute_cost": result.recompute_cost,
-        "planned_cost": result.planned_cost,
-        "cost_increase_pct": round(result.cost_increase_pct, 4),
-    }
-    if checked.levels is not None:
-        predicted["levels"] = checked.levels
-    return {
-        "seq": [[name, flag] for name, flag in result.seq],
-        "graph": {"nodes": len(loaded.graph.ops), "names_sha256": loaded.graph.fingerprint(),
-                  "model_sha256": loaded.model_sha256, "target": loaded.target, "weights": loaded.weights.value},
-        "budget": budget_doc,
-        "predicted": predicted,
-        "solver": solver,
-    }
+        spec = BudgetSpec()
+    predicted = Predicted(
+        peak_bytes=result.peak_bytes, heap_bytes=result.heap_bytes, checked=checked.name,
+        checked_bytes=checked.nbytes, live_budget_bytes=checked.live_budget,
+        booked_peak_bytes=result.booked_peak_bytes, baseline_peak_bytes=base_peak,
+        min_memory_order_peak_bytes=result.baselines.min_memory_peak, persistent_bytes=result.persistent_bytes,
+        lower_bound_bytes=result.baselines.lower_bound, recomputes=result.recomputes,
+        recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
+        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels)
+    graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
+                    model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value)
+    return Schedule(tuple(result.seq), graph, spec, predicted, solver)
 
 
 def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 options: SolveOptions | None = None, cost_model: CostModel | None = None,
                 progress=lambda msg: None, flow: Flow | None = None,
-                weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[dict, SolveResult]:
+                weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(budget=None), cost_model,
                            flow=flow, weights=weights)

@@ -85,9 +85,3 @@ def check_fingerprint(expected: str | None, view: GraphView, force: bool) -> Fin
     raise CkptError(f"schedule was solved on graph {expected} but this graph is {actual}",
                     "solve it on this graph (same model and --target), or pass --force "
                     "(the 90% name match still applies)")
-
-
-def schedule_fingerprint(doc: dict) -> str | None:
-    """doc["graph"]["names_sha256"] as `ckpt solve` writes it; None for a bare {"seq": ...} file."""
-    graph = doc.get("graph")
-    return graph.get("names_sha256") if isinstance(graph, dict) else None

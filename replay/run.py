@@ -54,7 +54,6 @@ from ckpt.replay.folder import (
 )
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import HarnessSetup, gvsoc_line, not_simulated, run_harness
-from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.predict import home_layout
@@ -73,7 +72,7 @@ from ckpt.replay.report import (
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
-from ckpt.schedule_file import read_schedule
+from ckpt.schedule_file import Schedule, read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
@@ -118,9 +117,9 @@ class _Rewired:
     home: Layout | None               # the tiled flow's home arena ckpt predicts (Deeploy targets)
 
 
-def schedule_target(doc: dict, asked: str | None) -> str:
+def schedule_target(doc: Schedule, asked: str | None) -> str:
     """The target a schedule replays on: the one asked for, else the one it was solved for."""
-    target = asked or (doc.get("graph") or {}).get("target") or "none"
+    target = asked or (doc.graph.target if doc.graph else None) or "none"
     if target not in TARGETS:
         raise CkptError(f"unknown target '{target}'", f"use one of {', '.join(TARGETS)}")
     return target
@@ -142,7 +141,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         lowered = deeploy_bridge.lower(model, target)
     base = lowered.model if lowered else original
     view = view_of_model(base)
-    plan = plan_replay(view, doc["seq"], fingerprint=schedule_fingerprint(doc), force=options.force)
+    plan = plan_replay(view, list(doc.seq), fingerprint=doc.fingerprint, force=options.force)
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))
@@ -187,7 +186,7 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
 # --------------------------------------------------------------------------- the measurements
 
 
-def _deeploy_flows(base: onnx.ModelProto, doc: dict, target: str, outdir: Path, options: ReplayOptions,
+def _deeploy_flows(base: onnx.ModelProto, doc: Schedule, target: str, outdir: Path, options: ReplayOptions,
                    progress) -> dict[str, MemoryFigures]:
     """Deeploy's non-tiled and tiled figures for the replayed order, each flow writing its code (CODE_DIRS)."""
     setup = options.deeploy
@@ -196,7 +195,7 @@ def _deeploy_flows(base: onnx.ModelProto, doc: dict, target: str, outdir: Path, 
         flow = "tiled" if tiled else "non_tiled"
         progress(f"Deeploy {'tiled' if tiled else 'non-tiled'} run with the replay as its scheduler"
                  + (f" ({setup.allocator.value} allocator)" if tiled else ""))
-        scheduler = ReplayScheduler.from_document(doc, force=options.force)
+        scheduler = ReplayScheduler.of_schedule(doc, force=options.force)
         previous = previous_code_files(outdir, flow)
         staged = Path(tempfile.mkdtemp(dir=outdir, prefix=f".{CODE_DIRS[flow]}."))
         with G_LOGGER.suppress(G_LOGGER.ERROR):      # clones share constants by name: gs warns, harmlessly
@@ -266,21 +265,22 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph | None, view: GraphView,
+def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredGraph | None, view: GraphView,
             plan: ReplayPlan, rewired: _Rewired, flows: dict[str, MemoryFigures],
             verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions,
             code_runs: dict[str, CodeRunRecord]) -> ReplayReport:
-    predicted = doc.get("predicted") or {}
-    solved_on = doc.get("graph") or {}
+    predicted = doc.predicted
+    solved_on = doc.to_dict().get("graph") or {}
     model_sha = _sha256(model_path(model))
     non_tiled, tiled = flows.get("non_tiled"), flows.get("tiled")
     trace = rewired.trace
     memory = MemorySection(
-        predicted_peak=predicted.get("peak_bytes"), replayed_peak=trace.peak_bytes, heap=rewired.heap,
+        predicted_peak=predicted.peak_bytes if predicted else None, replayed_peak=trace.peak_bytes, heap=rewired.heap,
         deeploy_non_tiled=sum(non_tiled.worst_case.values()) if non_tiled else None,
-        persistent_predicted=predicted.get("persistent_bytes"), persistent_replayed=rewired.graph.persistent_bytes,
+        persistent_predicted=predicted.persistent_bytes if predicted else None,
+        persistent_replayed=rewired.graph.persistent_bytes,
         deeploy_non_tiled_static=sum(non_tiled.static.values()) if non_tiled else None,
-        baseline_peak=predicted.get("baseline_peak_bytes"), peak_index=trace.peak_index,
+        baseline_peak=predicted.baseline_peak_bytes if predicted else None, peak_index=trace.peak_index,
         peak_after=plan.order[trace.peak_index] if plan.order else None,
         levels=_levels(rewired, tiled) if tiled else {})
     check = verification if isinstance(verification, VerifyReport) else None
@@ -311,11 +311,11 @@ def _report(schedule: Path, doc: dict, model, target: str, lowered: LoweredGraph
         code_runs=code_runs, budget=budget)
 
 
-def _budget(doc: dict, memory: MemorySection) -> BudgetRecord | None:
+def _budget(doc: Schedule, memory: MemorySection) -> BudgetRecord | None:
     """The schedule's budget against the replayed value of the figure it was held to when solved."""
-    limit = (doc.get("budget") or {}).get("bytes")
-    checked = (doc.get("predicted") or {}).get("checked") or "peak_bytes"
-    if not isinstance(limit, int) or isinstance(limit, bool):
+    limit = doc.budget.bytes if doc.budget else None
+    checked = doc.predicted.checked if doc.predicted else "peak_bytes"
+    if not isinstance(limit, int) or isinstance(limit, bool) or not isinstance(checked, str):
         return None
     if checked.startswith("total_"):
         level = memory.levels.get(checked[len("total_"):])

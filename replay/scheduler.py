@@ -1,4 +1,4 @@
-"""The replay as Deeploy's scheduler: `deployer = PULPDeployer(..., scheduler=ReplayScheduler.from_document(doc))`.
+"""The replay as Deeploy's scheduler: `deployer = PULPDeployer(..., scheduler=ReplayScheduler.of_schedule(schedule))`.
 
 Deeploy calls `scheduler(graph)` on its lowered onnx-graphsurgeon graph after lowering, once for binding and
 again for tiling. The first call rewires that graph in place (clones added, consumers moved, pruned and stale
@@ -12,8 +12,9 @@ import copy
 import onnx_graphsurgeon as gs
 
 from ckpt.replay.graph_view import GraphView, NodeView
-from ckpt.replay.matching import MIN_MATCH, schedule_fingerprint
+from ckpt.replay.matching import MIN_MATCH
 from ckpt.replay.plan import Execution, ReplayPlan, plan_replay
+from ckpt.schedule_file import Schedule
 
 
 def view_of_gs(graph) -> GraphView:
@@ -36,9 +37,9 @@ class ReplayScheduler:
         self.__name__ = "ckpt_replay_scheduler"   # Deeploy's repr reads scheduler.__name__
 
     @classmethod
-    def from_document(cls, doc: dict, force: bool = False) -> ReplayScheduler:
-        """From a schedule file's content; its graph fingerprint is checked against Deeploy's graph."""
-        return cls(doc["seq"], fingerprint=schedule_fingerprint(doc), force=force)
+    def of_schedule(cls, schedule: Schedule, force: bool = False) -> ReplayScheduler:
+        """From a schedule file's record; its graph fingerprint is checked against Deeploy's graph."""
+        return cls(list(schedule.seq), fingerprint=schedule.fingerprint, force=force)
 
     def __call__(self, graph) -> list[list]:
         self.calls += 1

@@ -29,10 +29,10 @@ from ckpt.errors import CkptError
 from ckpt.hostexec.compare import VerifyResult, bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
-from ckpt.replay.matching import schedule_fingerprint
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import CLONE_TAG, ReplayPlan, plan_replay
 from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
+from ckpt.schedule_file import Schedule
 from ckpt.solver.onnx_loader import model_path, read_model
 
 SHOWN = 5
@@ -275,7 +275,7 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
                         seconds=time.perf_counter() - start, outputs=outputs, data=data)
 
 
-def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "none", *,
+def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str = "none", *,
                  fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
     start = time.perf_counter()
@@ -297,7 +297,7 @@ def verify_model(model_dir: str | Path, doc: dict | None = None, target: str = "
                         "add the golden outputs, or pass --schedule to compare the replay with the graph order")
     plan = None
     if doc is not None:
-        plan = plan_replay(view_of_model(model), doc["seq"], fingerprint=schedule_fingerprint(doc), force=force)
+        plan = plan_replay(view_of_model(model), list(doc.seq), fingerprint=doc.fingerprint, force=force)
     report = verify_loaded(model, data, plan, label=str(model_dir), target=target, hint=hint,
                            fixed=rewired if fix_bias_gelu else [], progress=progress)
     report.seconds = time.perf_counter() - start

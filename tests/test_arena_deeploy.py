@@ -19,23 +19,24 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
+from ckpt.pipeline.solve import SolveRequest, solve_and_document, solve_model
 from ckpt.replay.predict import predicted_home_blocks, predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
-from ckpt.solver.budget import parse_budget
+from ckpt.schedule_file import Schedule
+from ckpt.solver.budget import LevelTotal, parse_budget
 from ckpt.solver.solve import SolveOptions
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 
 
-def _tiled(model, doc: dict, allocator: Allocator = Allocator.CKPT, weights: WeightUpdate = DEFAULT_SETUP.weights):
+def _tiled(model, doc: Schedule, allocator: Allocator = Allocator.CKPT, weights: WeightUpdate = DEFAULT_SETUP.weights):
     with G_LOGGER.suppress(G_LOGGER.ERROR):
-        return deeploy_bridge.deploy(model, ReplayScheduler.from_document(doc), "siracusa", tiled=True,
+        return deeploy_bridge.deploy(model, ReplayScheduler.of_schedule(doc), "siracusa", tiled=True,
                                      setup=replace(DEFAULT_SETUP, allocator=allocator, weights=weights))
 
 
-def _predicted_blocks(lowered, doc: dict, weights: WeightUpdate) -> set[tuple]:
-    blocks = predicted_home_blocks(lowered, [tuple(e) for e in doc["seq"]], weights).blocks
+def _predicted_blocks(lowered, doc: Schedule, weights: WeightUpdate) -> set[tuple]:
+    blocks = predicted_home_blocks(lowered, list(doc.seq), weights).blocks
     return {(b.name, b.first, b.last, b.size) for b in blocks}
 
 
@@ -48,7 +49,7 @@ def ft2(lowering_cache):
 def schedules(ft2):
     """Per weight layout: the graph order, and a schedule with recomputes (clones, views of clones) at 0.7 of
     the live peak, solved for that layout."""
-    order = {"seq": [[op.name, 0] for op in ft2.graph.ops]}
+    order = Schedule(tuple((op.name, 0) for op in ft2.graph.ops))
     found = {}
     for weights in WeightUpdate:
         doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(budget=None, method="greedy"),
@@ -64,7 +65,7 @@ def test_predicted_home_blocks_are_deeploys_and_the_arena_is_the_predicted_one(f
     figures = _tiled(ft2.lowered.model, doc, weights=weights)
     deeploy_blocks = {(b.name, b.first, b.last, b.size) for b in figures.laid_out["L3"]}
     assert deeploy_blocks == _predicted_blocks(ft2.lowered, doc, weights)
-    predicted = predicted_levels(ft2.lowered, [tuple(e) for e in doc["seq"]], weights)["L3"]
+    predicted = predicted_levels(ft2.lowered, list(doc.seq), weights)["L3"]
     assert figures.arena["L3"] == predicted.arena == figures.live_max["L3"] == predicted.live_max
     assert figures.static["L3"] == predicted.static == ft2.lowered.static_bytes(weights)
     assert figures.allocator_calls == 2 * len(figures.order) + 1      # L3 once, then L2 and L1 per layer
@@ -76,7 +77,7 @@ def test_in_place_weights_take_no_arena_and_each_constant_is_kept_once(ft2, sche
     doc = schedules[WeightUpdate.IN_PLACE, "0.7"]
     inside, outside = _tiled(ft2.lowered.model, doc), _tiled(ft2.lowered.model, doc,
                                                              weights=WeightUpdate.OUT_OF_PLACE)
-    live = doc["predicted"]["peak_bytes"]
+    live = doc.predicted.peak_bytes
     assert live <= inside.arena["L3"] <= 1.01 * live and inside.arena["L3"] < outside.arena["L3"] - 250_000
     assert inside.static["L3"] + inside.arena["L3"] <= 2 * 1024 * 1024 < outside.static["L3"]
     plan = ft2.lowered.constants
@@ -98,15 +99,12 @@ def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
     static, baseline = ft2.lowered.static_bytes(DEFAULT_SETUP.weights), predicted_levels(
         ft2.lowered, [(op.name, 0) for op in ft2.graph.ops])["L3"]
     total = static + baseline.arena - 64 * 1024
-    from ckpt.pipeline.solve import SolveRequest, solve_and_document
-    from ckpt.solver.budget import LevelTotal
-
     doc, result = solve_and_document(SolveRequest(str(FT2), "siracusa", None, LevelTotal(f"L3={total}", "L3", total),
                                                   SolveOptions(budget=None)))
-    assert doc["predicted"]["checked"] == "total_L3" and doc["predicted"]["checked_bytes"] <= total
+    assert doc.predicted.checked == "total_L3" and doc.predicted.checked_bytes <= total
     figures = _tiled(ft2.lowered.model, doc)
-    assert figures.static["L3"] + figures.arena["L3"] == doc["predicted"]["checked_bytes"]
-    assert doc["predicted"]["levels"]["L3"]["arena"] == figures.arena["L3"] < baseline.arena
+    assert figures.static["L3"] + figures.arena["L3"] == doc.predicted.checked_bytes
+    assert doc.predicted.levels["L3"]["arena"] == figures.arena["L3"] < baseline.arena
 
 
 @pytest.mark.slow
@@ -118,7 +116,7 @@ def test_deeploys_own_minimalloc_path_runs_ckpts_minimalloc_program(tmp_path, mo
     lowered = load_for_target(folder, "siracusa").lowered
     monkeypatch.setenv("MINIMALLOC_INSTALL_DIR", str(Path(sys.executable).parent))
     assert os.path.isfile(Path(sys.executable).parent / "minimalloc")
-    doc = {"seq": [[n.name, 0] for n in lowered.model.graph.node]}
+    doc = Schedule(tuple((n.name, 0) for n in lowered.model.graph.node))
     external = _tiled(lowered.model, doc, Allocator.MINIMALLOC)
     inside = _tiled(lowered.model, doc)
     assert 0 < inside.arena["L3"] <= external.arena["L3"] <= DEFAULT_SETUP.l3   # views take no room in process

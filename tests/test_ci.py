@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -58,9 +59,9 @@ def test_changed_counts_are_shown_but_do_not_fail():
 def test_committed_baseline_belongs_to_the_committed_schedule():
     case = CiCase()
     doc, baseline = read_schedule(case.schedule), read_baseline(case)
-    assert doc["graph"]["target"] == "siracusa" and doc["graph"]["names_sha256"] == baseline.fingerprint
-    assert baseline.recomputes == doc["predicted"]["recomputes"] > 0
-    assert baseline.predicted_peak == doc["predicted"]["peak_bytes"] and baseline.replay_errors == 0
+    assert doc.graph.target == "siracusa" and doc.graph.names_sha256 == baseline.fingerprint
+    assert baseline.recomputes == doc.predicted.recomputes > 0
+    assert baseline.predicted_peak == doc.predicted.peak_bytes and baseline.replay_errors == 0
     # the device harness's count: the known bias-GELU miss (about 1.2e-5) is inside its 1e-4 tolerance
     assert baseline.golden_errors == 0 and baseline.golden_compared == 198_027
     assert baseline.predicted_tiled_l3 == baseline.deeploy_tiled_l3 and baseline.heap >= baseline.replayed_peak
@@ -82,10 +83,10 @@ def test_a_schedule_naming_other_nodes_fails_as_name_drift(lowering_cache, tmp_p
     shutil.copytree(CiCase().schedule.parent, tmp_path / "cct2_ft2")
     case = CiCase(root=tmp_path)
     doc = read_schedule(case.schedule)
-    renamed = {name for i, (name, flag) in enumerate(doc["seq"]) if i % 5 == 0 and not flag}
-    doc["seq"] = [(f"{name}_renamed" if name in renamed else name, flag) for name, flag in doc["seq"]]
+    renamed = {name for i, (name, flag) in enumerate(doc.seq) if i % 5 == 0 and not flag}
+    doc = replace(doc, seq=tuple((f"{name}_renamed" if name in renamed else name, flag) for name, flag in doc.seq))
     write_schedule(case.schedule, doc)
     result = check(case, SHARED_MODELS)
     assert result.status == "fail" and not result.ok and result.rows is None
-    assert result.reason.startswith("name drift or replay failure: schedule matches only 7")
-    assert "needs 90%" in result.reason
+    matched = re.match(r"name drift or replay failure: schedule matches only ([0-9.]+)% of", result.reason)
+    assert matched and 75 < float(matched.group(1)) < 90 and "needs 90%" in result.reason

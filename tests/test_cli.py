@@ -8,6 +8,7 @@ from cli_support import ckpt, ckpt_here
 from ckpt.cli import moved_ops_note, not_proven_warning
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
+from ckpt.schedule_file import read_schedule
 from ckpt.solver.baselines import baselines
 from ckpt.solver.solve import SolveOptions, Status, solve
 
@@ -32,20 +33,20 @@ def test_solve_writes_a_schedule_deeploy_can_read(mlp_dir, tmp_path):
     out = tmp_path / "seq.json"
     run = ckpt("solve", str(mlp_dir), "--budget", "0.8", "-o", str(out))
     assert run.returncode == 0, run.stderr
-    doc = json.loads(out.read_text())
-    assert all(isinstance(name, str) and flag in (0, 1) for name, flag in doc["seq"])
-    assert doc["predicted"]["peak_bytes"] <= doc["budget"]["bytes"]
-    assert doc["graph"]["nodes"] == len([1 for _, flag in doc["seq"] if flag == 0])
-    assert set(doc["solver"]) >= {"name", "status", "gap", "variables", "constraints"}
+    doc = read_schedule(out)
+    assert all(isinstance(name, str) and flag in (0, 1) for name, flag in doc.seq)
+    assert doc.predicted.peak_bytes <= doc.budget.bytes
+    assert doc.graph.nodes == len([1 for _, flag in doc.seq if flag == 0])
+    assert set(json.loads(out.read_text())["solver"]) >= {"name", "status", "gap", "variables", "constraints"}
 
 
 def test_order_search_records_the_space_its_answer_is_proven_in(mlp_dir, tmp_path):
     out = tmp_path / "seq.json"
     run = ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "--order", "search", "-o", str(out))
     assert run.returncode == 0, run.stderr
-    doc = json.loads(out.read_text())
-    assert doc["solver"]["stage_order"] == "search" and "local search" in doc["solver"]["space"]
-    assert doc["predicted"]["peak_bytes"] <= doc["budget"]["bytes"]
+    doc = read_schedule(out)
+    assert doc.solver.stage_order == "search" and "local search" in doc.solver.space
+    assert doc.predicted.peak_bytes <= doc.budget.bytes
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +114,9 @@ def test_the_budget_holds_on_the_first_fit_heap_not_only_the_live_peak(small_mlp
     assert run.returncode == 2 and "first-fit heap cannot fit 20000 B" in run.stderr and "needs 23008 B" in run.stderr
     assert not out.exists()
     assert ckpt_here("solve", str(small_mlp), "--budget", "24KB", "-o", str(out)).returncode == 0
-    doc = json.loads(out.read_text())
-    assert doc["predicted"]["checked"] == "heap_bytes" and doc["predicted"]["checked_bytes"] <= 24 * 1024
-    assert doc["predicted"]["heap_bytes"] > doc["predicted"]["peak_bytes"]
+    doc = read_schedule(out)
+    assert doc.predicted.checked == "heap_bytes" and doc.predicted.checked_bytes <= 24 * 1024
+    assert doc.predicted.heap_bytes > doc.predicted.peak_bytes
 
 
 def test_inspect_prints_the_floor(mlp_dir):

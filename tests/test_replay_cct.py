@@ -8,6 +8,7 @@ import pytest
 from replay_support import FT2, needs_models
 
 from ckpt.ci.check import CiCase
+from ckpt.deeploy_bridge.setup import WeightUpdate
 from ckpt.errors import CkptError
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
@@ -32,19 +33,21 @@ def test_schedule_replays_with_exactly_the_predicted_peak(solved):
     loaded, path = solved
     doc, lowered = read_schedule(path), loaded.lowered
     view = view_of_model(lowered.model)
-    plan = plan_replay(view, doc["seq"], fingerprint=doc["graph"]["names_sha256"])
-    graph = load_graph(apply_to_model(lowered.model, plan), aliases=rewired_aliases(view, plan, lowered.aliases),
-                       scratch=rewired_scratch(plan, lowered.transients))
-    assert doc["predicted"]["recomputes"] > 0 and plan.clones_kept == doc["predicted"]["recomputes"]
+    plan = plan_replay(view, doc.seq, fingerprint=doc.graph.names_sha256)
+    graph = lowered.deployed(load_graph(apply_to_model(lowered.model, plan),
+                                        aliases=rewired_aliases(view, plan, lowered.aliases),
+                                        scratch=rewired_scratch(plan, lowered.transients)),
+                             WeightUpdate(doc.graph.weights))
+    assert doc.predicted.recomputes > 0 and plan.clones_kept == doc.predicted.recomputes
     assert plan.match.rate == 1.0 and not plan.unscheduled and not plan.stale
-    assert memory_trace(graph, plain_sequence(graph, plan.order)).peak_bytes == doc["predicted"]["peak_bytes"]
-    assert graph.persistent_bytes == doc["predicted"]["persistent_bytes"]
+    assert memory_trace(graph, plain_sequence(graph, plan.order)).peak_bytes == doc.predicted.peak_bytes
+    assert graph.persistent_bytes == doc.predicted.persistent_bytes
 
 
 def test_schedule_with_another_lowerings_names_is_refused(solved):
     loaded, path = solved
     doc = read_schedule(path)
-    renamed = [(f"{name}_0" if i % 5 == 0 else name, flag) for i, (name, flag) in enumerate(doc["seq"])]
+    renamed = [(f"{name}_0" if i % 5 == 0 else name, flag) for i, (name, flag) in enumerate(doc.seq)]
     view = view_of_model(loaded.lowered.model)
     with pytest.raises(CkptError, match="schedule was solved on graph"):
         plan_replay(view, renamed, fingerprint=view.fingerprint()[::-1])
@@ -57,7 +60,7 @@ def test_schedule_with_another_lowerings_names_is_refused(solved):
 def test_scheduler_called_twice_on_deeploys_graph_is_idempotent(solved):
     loaded, path = solved
     graph = gs.import_onnx(loaded.lowered.model)
-    scheduler = ReplayScheduler.from_document(read_schedule(path))
+    scheduler = ReplayScheduler.of_schedule(read_schedule(path))
     first = [g[0].name for g in scheduler(graph)]
     nodes = len(graph.nodes)
     second = [g[0].name for g in scheduler(graph)]
@@ -74,7 +77,7 @@ def test_replay_end_to_end_with_deeploy(solved, tmp_path):
     assert report == result.report and report.ok
     doc = read_schedule(path)
     memory = report.memory
-    assert memory.replayed_peak == memory.predicted_peak == doc["predicted"]["peak_bytes"]
+    assert memory.replayed_peak == memory.predicted_peak == doc.predicted.peak_bytes
     # Deeploy's own numbers for the replayed order (measured: 655,656 B non-tiled vs 1,114,368 B default order).
     assert 0 < memory.deeploy_non_tiled < 1_114_368 and set(memory.levels) == {"L1", "L2", "L3"}
     # Clones share constants: Deeploy's static bytes are those of the default order (3,722,217 B, measured);

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ def mlp(tmp_path_factory):
     seq = folder / "seq.json"
     run = ckpt_here("solve", str(folder), "--budget", "0.6", "--method", "greedy", "-o", str(seq))
     assert run.returncode == 0, run.stderr
-    assert read_schedule(seq)["predicted"]["recomputes"] > 0
+    assert read_schedule(seq).predicted.recomputes > 0
     return folder, seq
 
 
@@ -31,10 +32,10 @@ def test_replay_writes_graph_order_and_report_with_the_predicted_peak(mlp, tmp_p
     report = ReplayReport.read(tmp_path / "out" / "report.json")
     doc = read_schedule(seq)
     memory = report.memory
-    assert memory.replayed_peak == memory.predicted_peak == doc["predicted"]["peak_bytes"]
-    assert memory.heap == doc["predicted"]["heap_bytes"] >= memory.replayed_peak
+    assert memory.replayed_peak == memory.predicted_peak == doc.predicted.peak_bytes
+    assert memory.heap == doc.predicted.heap_bytes >= memory.replayed_peak
     assert memory.deeploy_non_tiled is None and report.deeploy is None and memory.levels == {}
-    assert report.replay.clones_kept == doc["predicted"]["recomputes"] and report.ok
+    assert report.replay.clones_kept == doc.predicted.recomputes and report.ok
     assert report.verification.status == "bit-identical" and report.verification.golden.errors == 0
     assert (report.gvsoc.status, report.gvsoc.reason) == ("not simulated", "target none has no device to simulate")
     order = json.loads((tmp_path / "out" / "order.json").read_text())["order"]
@@ -54,7 +55,7 @@ def test_replay_is_byte_identical_run_to_run(mlp, tmp_path):
 def test_replay_refuses_another_graphs_schedule_unless_forced(mlp, tmp_path):
     folder, seq = mlp
     doc = read_schedule(seq)
-    doc["graph"]["names_sha256"] = "f" * 64
+    doc = replace(doc, graph=replace(doc.graph, names_sha256="f" * 64))
     foreign = tmp_path / "foreign.json"
     write_schedule(foreign, doc)
     run = ckpt_here("replay", str(foreign), "--model", str(folder), "-o", str(tmp_path / "out"))
@@ -68,8 +69,8 @@ def test_replay_refuses_another_graphs_schedule_unless_forced(mlp, tmp_path):
 def test_replay_refuses_a_schedule_of_renamed_nodes_even_forced(mlp, tmp_path):
     folder, seq = mlp
     doc = read_schedule(seq)
-    renamed = {name for i, (name, flag) in enumerate(doc["seq"]) if i % 5 == 0 and not flag}
-    doc["seq"] = [(f"{name}_renamed" if name in renamed else name, flag) for name, flag in doc["seq"]]
+    renamed = {name for i, (name, flag) in enumerate(doc.seq) if i % 5 == 0 and not flag}
+    doc = replace(doc, seq=tuple((f"{name}_renamed" if name in renamed else name, flag) for name, flag in doc.seq))
     renamed = tmp_path / "renamed.json"
     write_schedule(renamed, doc)
     run = ckpt_here("replay", str(renamed), "--model", str(folder), "--force", "-o", str(tmp_path / "out"))

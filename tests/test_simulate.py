@@ -3,6 +3,7 @@ import pytest
 from graphs import chain, make_graph
 
 from ckpt.errors import CkptError
+from ckpt.solver.baselines import baselines
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
@@ -63,8 +64,6 @@ def test_min_memory_order_sees_frees_through_a_view():
     """An op that reads its input through a view frees that input as surely as a direct reader: the list
     schedule must count it (else weight-gradient Gemms, which read activations through Reshapes, sink to the
     end of the backward pass holding everything they read)."""
-    from ckpt.solver.baselines import baselines
-
     graph = make_graph(
         [("split", "Split", ["x"], ["a", "b"]), ("view", "Reshape", ["a"], ["v"]),
          ("grad", "Gemm", ["v"], ["g"]), ("other", "Relu", ["b"], ["c"]), ("join", "Add", ["g", "c"], ["out"])],

@@ -19,7 +19,7 @@ def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
     doc, _ = solve_model(model, budget, "siracusa", options)
     lowered = lower(model, "siracusa")
     names = {node.name for node in lowered.model.graph.node}
-    assert {name for name, _ in doc["seq"]} <= names
-    assert doc["graph"]["names_sha256"] == load_graph(lowered.model).fingerprint()
-    assert doc["graph"]["nodes"] == len(names) and doc["graph"]["target"] == "siracusa"
-    assert doc["predicted"]["peak_bytes"] <= budget.resolve(doc["predicted"]["baseline_peak_bytes"])
+    assert {name for name, _ in doc.seq} <= names
+    assert doc.graph.names_sha256 == load_graph(lowered.model).fingerprint()
+    assert doc.graph.nodes == len(names) and doc.graph.target == "siracusa"
+    assert doc.predicted.peak_bytes <= budget.resolve(doc.predicted.baseline_peak_bytes)

@@ -67,7 +67,7 @@ def ft2_plan(lowering_cache):
     doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
     loaded = load_for_target(FT2, "siracusa")
     model = host_ready(loaded.lowered.model)
-    plan = plan_replay(view_of_model(model), doc["seq"], fingerprint=doc["graph"]["names_sha256"])
+    plan = plan_replay(view_of_model(model), doc.seq, fingerprint=doc.graph.names_sha256)
     data = step_data(FT2, onnx.load(FT2 / "network.onnx"), loaded.lowered.io_names)
     baseline = HostExecutor(model).run(data.feeds, return_all=True)
     return doc, model, plan, data, baseline
