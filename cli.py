@@ -9,97 +9,30 @@ and the commands that need no Deeploy start at once.
 """
 from __future__ import annotations
 
-import functools
-import math
-import os
-import signal
 import sys
 from importlib.metadata import version as package_version
 from pathlib import Path
 
 import click
 
+from ckpt.cli_common import (
+    CONTEXT,
+    FLOWS,
+    SECONDS,
+    WEIGHTS,
+    FiniteFloat,
+    allocator_option,
+    capped,
+    deeploy_root_option,
+    model_or_default,
+    one_line_errors,
+    progress,
+    refuse_inputs_as_output,
+    weights_option,
+)
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError, ExitCode
-from ckpt.paths import model_files
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
-ALLOCATORS = [a.value for a in Allocator]
-FLOWS = [f.value for f in Flow]
-WEIGHTS = [w.value for w in WeightUpdate]
-WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
-                "of each constant; every reader of a weight runs before its update), or out-of-place, Deeploy's own "
-                "(a new buffer in the arena, every reader its own copy; the code does not train across steps)")
-
-
-class FiniteFloat(click.FloatRange):
-    """A float in a range that is also a number (click's FloatRange lets NaN through)."""
-
-    def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
-
-
-SECONDS = FiniteFloat(min=0, min_open=True)
-
-
-def one_line_errors(command):
-    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback."""
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except CkptError as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(int(err.exit_code))
-    return wrapper
-
-
-INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AT"   # tests: a real SIGINT once a progress line starts with this text
-
-
-def progress(message: str) -> None:
-    click.echo(f"[ckpt] {message}", err=True)
-    hook = os.environ.get(INTERRUPT_HOOK)
-    if hook and message.startswith(hook):
-        os.kill(os.getpid(), signal.SIGINT)
-
-
-def _default_model() -> str:
-    from ckpt.examples.default import DEFAULT_MODEL, default_model_dir
-
-    progress(f"no MODEL given: using the {DEFAULT_MODEL}")
-    return str(default_model_dir())
-
-
-def _capped(count: int, option: str) -> int:
-    """A thread or process count no larger than this machine's cores (more only slows every one down)."""
-    cores = os.cpu_count() or 1
-    if count > cores:
-        click.echo(f"note: {option} {count} is more than this machine's {cores} core(s): using {cores}", err=True)
-    return min(count, cores)
-
-
-def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> None:
-    """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
-    read = [*model_files(model), *(Path(o) for o in others if o)]
-    target = Path(output)
-    for path in read:
-        if output != "-" and path.exists() and target.exists() and os.path.samefile(path, target):
-            raise CkptError(f"output '{output}' is {path}, an input of this command",
-                            "write the schedule to a file of its own, e.g. -o seq.json")
-
-
-def _model_or_default(model: str | None) -> str:
-    from ckpt.solver.onnx_loader import check_training_graph
-
-    if model is None:
-        return _default_model()
-    check_training_graph(model)     # a missing, non-ONNX or inference model is refused before anything runs
-    return model
 
 
 @click.group(context_settings=CONTEXT)
@@ -125,8 +58,7 @@ def cli() -> None:
 @click.option("--flow", type=click.Choice(FLOWS), default=None,
               help="The deployment --budget is checked on: non-tiled (the first-fit heap) or tiled (the live peak; "
                    "the arena is reported) [default: tiled for a Deeploy target, non-tiled for none].")
-@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
-              help=WEIGHTS_HELP + ".")
+@weights_option()
 @click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
 @click.option("--objective", type=click.Choice(values(Objective)), default=Objective.COST.value, show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
@@ -155,14 +87,15 @@ def cli() -> None:
 def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
                   time_limit, gap, threads, order, views, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
-    from ckpt.budgets.progress import SolveProgress
     from ckpt.files import check_output_file, write_output
-    from ckpt.pipeline.solve import SolveRequest, solve_and_document
+    from ckpt.live import SolveProgress
+    from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
+    from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
     from ckpt.solver.backends import SolverOptions
     from ckpt.solver.budget import parse_budget, parse_total
     from ckpt.solver.costs import CostModel
-    from ckpt.solver.solve import SolveOptions
+    from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
     if budget is not None and budget_total is not None:
@@ -176,49 +109,19 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     parsed = None if objective == "peak" or total is not None else parse_budget(budget or "0.7")
     costs = CostModel.from_json(cost_file) if cost_file else None
     starts = [read_schedule(path) for path in warm_start]
-    source = _model_or_default(model)
+    source = model_or_default(model)
     refuse_inputs_as_output(output, source, cost_file, *warm_start)
     options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
-                           backend=SolverOptions(solver, time_limit, gap, _capped(threads or 1, "--threads")))
+                           backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
                            Flow(flow) if flow else None, WeightUpdate(weights))
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
-    _print_solve_summary(doc, result, output)
-
-
-def not_proven_warning(result) -> str:
-    """Why a schedule is not called optimal, what is proven, and what may change that."""
-    gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
-    bound = result.cost_lower_bound
-    proven = "" if bound is None else f"; no schedule of the space costs less than {bound} cycles"
-    text = f"warning: not proven optimal (status {result.status}, gap {gap}{proven})"
-    return text + (": the time limit ran out, a longer --time-limit may close the gap" if result.timed_out else "")
-
-
-def moved_ops_note(result) -> str | None:
-    """Why what runs costs less than the schedule the status is about (None: it does not)."""
-    if result.recompute_cost >= result.planned_cost:
-        return None
-    return (f"note: what runs costs {result.recompute_cost} cycles, less than the {result.planned_cost} planned over "
-            "the stage order: Deeploy deletes a first run nobody reads, which moves its op later; the status and "
-            "the lower bound are about the planned cost")
-
-
-def _print_solve_summary(schedule, result, output: str) -> None:
-    if result.status != "optimal":
-        click.echo(not_proven_warning(result), err=True)
-    if (note := moved_ops_note(result)) is not None:
+    for note in solve_notes(result):
         click.echo(note, err=True)
-    predicted = schedule.predicted
-    base = predicted.baseline_peak_bytes
-    where = "stdout" if output == "-" else output
-    click.echo(f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
-               f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {result.recomputes} recomputes, "
-               f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}, {result.seconds:.1f} s",
-               err=output == "-")
+    click.echo(written_line(doc, result, output), err=output == "-")
 
 
 @cli.command("inspect")
@@ -226,14 +129,13 @@ def _print_solve_summary(schedule, result, output: str) -> None:
 @click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=8, show_default=True,
               help="How many of the largest live tensors to list.")
-@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
-              help=WEIGHTS_HELP + ".")
+@weights_option()
 @one_line_errors
 def inspect_command(model, target, top, weights):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(_model_or_default(model), target, top, progress, WeightUpdate(weights)):
+    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights)):
         click.echo(line)
 
 
@@ -271,20 +173,16 @@ def example_command(kind, output, overwrite, **options):
 @click.option("-o", "--outdir", default=None, help="Output folder [default: <schedule>_replay next to it].")
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
-@click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
-              help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
-                   "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
-@click.option("--weights", type=click.Choice(WEIGHTS), default=None,
-              help=WEIGHTS_HELP + " [default: as the schedule was solved, else in-place].")
+@allocator_option
+@weights_option(None, " [default: as the schedule was solved, else in-place].")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
                    "with the updated weights fed back.")
 @click.option("--force", is_flag=True,
               help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of the replay and the run of its generated code.")
-@click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
-              help="Deeploy checkout with the training harness, toolchain and gvsoc: run the schedule in gvsoc "
-                   "(and, unless $CKPT_DEEPLOY_ROOT names another, the checkout whose kernels the code is built with).")
+@deeploy_root_option("run the schedule in gvsoc (and, unless $CKPT_DEEPLOY_ROOT names another, the checkout "
+                     "whose kernels the code is built with).")
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, steps, force, no_verify,
@@ -294,7 +192,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
 
     from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
     from ckpt.replay.folder import check_replay_folder, default_outdir
-    from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
+    from ckpt.replay.run import ReplayOptions, replay_schedule
+    from ckpt.replay.summary import summary_lines
     from ckpt.schedule_file import read_schedule
 
     solved = read_schedule(schedule)
@@ -305,7 +204,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps)
-    result = replay_schedule(schedule, _model_or_default(model), folder, options, progress)
+    result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
     sys.exit(0 if result.ok else 1)
@@ -357,16 +256,12 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
 @click.option("--method", type=click.Choice(values(Method)), default=Method.MILP.value, show_default=True)
 @click.option("--solver", type=click.Choice(values(Backend)), default=Backend.HIGHS.value, show_default=True)
-@click.option("--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
-              help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or "
-                   "Deeploy's MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
-@click.option("--weights", type=click.Choice(WEIGHTS), default=WeightUpdate.IN_PLACE.value, show_default=True,
-              help=WEIGHTS_HELP + ".")
+@allocator_option
+@weights_option()
 @click.option("--no-carry", is_flag=True,
               help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
-@click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
-              help="Deeploy checkout with the training harness, toolchain and gvsoc: simulate each point.")
+@deeploy_root_option("simulate each point.")
 @click.option("--emit-ci", "emit_ci", type=click.Path(file_okay=False), default=None,
               help="Also write Deeploy CI test-config entries for the best verified schedule into this folder.")
 @click.option("--ci-test-name", default=None,
@@ -386,7 +281,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.files import check_output_dir
     from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import SolverOptions
-    from ckpt.solver.solve import SolveOptions
+    from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
     check_output_dir(outdir)
@@ -395,14 +290,14 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         check_emit_target(target)
         check_output_dir(emit_ci)
     options = SweepOptions(
-        fractions=tuple(fractions), target=target, jobs=_capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
+        fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
         flow=Flow(flow) if flow else None,
         solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator),
                                              weights=WeightUpdate(weights))))
-    sources = [_model_or_default(m) for m in models] if models else [_model_or_default(None)]
+    sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())

@@ -8,15 +8,16 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent
 
 
-MODEL_FILES = ("network.onnx", "inputs.npz", "outputs.npz")   # a model folder, laid out as Deeploy's test models
+NETWORK, INPUTS, OUTPUTS = "network.onnx", "inputs.npz", "outputs.npz"   # a model folder, as Deeploy's test models
+MODEL_FILES = (NETWORK, INPUTS, OUTPUTS)
 
 
 def model_files(model: str | Path) -> list[Path]:
     """The files of a model argument: the .onnx it names, or a folder's network.onnx, and the step's inputs.npz
     and outputs.npz beside it."""
     path = Path(model)
-    onnx = path / MODEL_FILES[0] if path.is_dir() else path
-    return [onnx] + [onnx.parent / name for name in MODEL_FILES[1:]]
+    onnx = path / NETWORK if path.is_dir() else path
+    return [onnx, onnx.parent / INPUTS, onnx.parent / OUTPUTS]
 
 
 def cache_root() -> Path:

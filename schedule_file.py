@@ -17,6 +17,17 @@ from ckpt.files import atomic_write
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
 
 
+def clone_name(name: str, k: int) -> str:
+    """The name of the k-th clone of a node or tensor."""
+    return f"{name}{CLONE_TAG}{k}"
+
+
+def clone_of(name: str) -> tuple[str, int] | None:
+    """(original, k) for a clone's name `<original>__ck<k>`, None for any other name."""
+    head, tag, k = name.rpartition(CLONE_TAG)
+    return (head, int(k)) if tag and k.isdigit() else None
+
+
 @dataclass(frozen=True)
 class GraphId:
     """The graph a schedule was solved on: what a replay checks before it touches anything."""

@@ -35,15 +35,16 @@ from ckpt.budgets.ranges import parse_range
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.errors import CkptError
 from ckpt.paths import shared_models
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
 from ckpt.replay.predict import predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
+from ckpt.solver.onnx_loader import data_inputs
+from ckpt.solver.records import SolveOptions
 from ckpt.solver.simulate import memory_trace, plain_sequence
-from ckpt.solver.solve import SolveOptions
 
 TARGET = "siracusa"
 HEADER = ["weights", "point", "live peak", "+ inputs", "predicted", "Deeploy live", "Tetris", "ckpt", "ckpt/+inputs",
@@ -79,8 +80,7 @@ def main() -> int:
 def _rows(args, weights: WeightUpdate) -> list[list]:
     loaded = load_for_target(args.model, TARGET, weights=weights)
     graph, model = loaded.graph, loaded.lowered.model
-    inits = {t.name for t in model.graph.initializer}
-    inputs = sum(graph.tensor_bytes[i.name] for i in model.graph.input if i.name not in inits)
+    inputs = sum(graph.tensor_bytes[i.name] for i in data_inputs(model.graph))
     points = [("graph order", Schedule(tuple(plain_sequence(graph))), None)]
     for fraction in parse_range(args.range):
         options = SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit))

@@ -22,14 +22,14 @@ from pathlib import Path
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
 from ckpt.examples.write import write_example
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import baseline_schedule
-from ckpt.pipeline.solve import solve_model
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, write_schedule
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 
 def progress(message: str) -> None:

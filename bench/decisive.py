@@ -31,7 +31,8 @@ from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
-from ckpt.solver.solve import SolveOptions, Status, solve
+from ckpt.solver.records import SolveOptions, Status
+from ckpt.solver.solve import solve
 
 GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "cct1", "cct2", "cct4", "cct8", "mlp",
           "resnet"]

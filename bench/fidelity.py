@@ -34,16 +34,16 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
 from ckpt.errors import CkptError
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import Sequence, drop_dead, memory_trace, plain_sequence
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
+from ckpt.solver.simulate import RunSequence, drop_dead, memory_trace, plain_sequence
 
 TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
 
@@ -54,7 +54,7 @@ TARGET = "siracusa"
 @dataclass
 class Row:
     label: str
-    seq: Sequence | None
+    seq: RunSequence | None
     budget: int | None = None
     predicted: int | None = None
     predicted_heap: int | None = None
@@ -82,7 +82,7 @@ HEADER = ["schedule", "budget", "recomputes", "predicted", "code live", "code he
           "tiled L3", "tiled L2", "tiled L1", "L3 live", "pred/code", "pred/nt", "note"]
 
 
-def apply_schedule(model: onnx.ModelProto, seq: Sequence) -> tuple[onnx.ModelProto, list[str]]:
+def apply_schedule(model: onnx.ModelProto, seq: RunSequence) -> tuple[onnx.ModelProto, list[str]]:
     """The lowered graph with one node per execution of `seq` (clones for recomputes), and its run order."""
     plan = plan_replay(view_of_model(model), seq)
     return apply_to_model(model, plan), plan.order

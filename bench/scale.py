@@ -129,7 +129,8 @@ def worker(conn, job: dict) -> None:
 def _work(job: dict) -> dict:
     from ckpt.errors import CkptError
     from ckpt.solver.backends import SolverOptions
-    from ckpt.solver.solve import SolveOptions, solve
+    from ckpt.solver.records import SolveOptions
+    from ckpt.solver.solve import solve
     events: list = []
     _instrument(events)
     start = time.perf_counter()
@@ -158,8 +159,8 @@ def _timings(events: list) -> dict:
 
 def _build_only(staged, budget: int, start: float) -> dict:
     from ckpt.solver import milp
+    from ckpt.solver.model_run import unpruned_variables
     from ckpt.solver.problem import Problem
-    from ckpt.solver.solve import unpruned_variables
     focused = milp.build(Problem(staged, focus=True), budget)
     del focused
     problem = Problem(staged)

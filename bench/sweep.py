@@ -31,7 +31,7 @@ from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.budgets.table import terminal_table
 from ckpt.solver.backends import SolverOptions
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 

@@ -13,8 +13,6 @@ with several models each has such a folder under OUTDIR/<model>/ and OUTDIR hold
 from __future__ import annotations
 
 import hashlib
-import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -22,14 +20,15 @@ from pathlib import Path
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.executors import LocalExecutor, LostCluster, default_jobs
-from ckpt.budgets.plot import pareto_plot
-from ckpt.budgets.progress import SweepProgress
+from ckpt.budgets.reports import write_reports, write_tables
 from ckpt.budgets.store import SweepStore
-from ckpt.budgets.table import csv_text, json_text, markdown_table
+from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
 from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, ExitCode
-from ckpt.files import atomic_write, check_output_dir
+from ckpt.files import check_output_dir
+from ckpt.live import SweepProgress
+from ckpt.paths import NETWORK, model_files
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.point import (
     PointRecord,
@@ -50,9 +49,7 @@ from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.onnx_loader import model_path
-from ckpt.solver.solve import SolveOptions
-
-KILL_HOOK = "CKPT_TEST_KILL_WORKER_AT"   # tests: "<phase>:<label>" kills the worker running it, once (marker file)
+from ckpt.solver.records import SolveOptions
 
 
 class SweepInterrupted(CkptError):
@@ -144,7 +141,7 @@ def _names(sources: list[str]) -> list[str]:
     names = []
     for source in sources:
         path = model_path(source)
-        name = path.parent.name if path.name == "network.onnx" else path.stem
+        name = path.parent.name if path.name == NETWORK else path.stem
         names.append(name if name not in names else f"{name}-{len(names)}")
     return names
 
@@ -170,7 +167,7 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
         return results[models[0].name]
     rows = [replace(row, label=f"{name}/{row.label}", schedule=f"{name}/{row.schedule}" if row.schedule else None)
             for name, result in results.items() for row in result.rows]
-    files = _write_tables(root.root, rows, {"models": sources, "target": options.target})
+    files = write_tables(root.root, rows, {"models": sources, "target": options.target})
     stages = {stage: sum(r.stage_seconds[stage] for r in results.values()) for stage in
               ("lowering", "solve", "replay", "verify", "code")}
     return SweepResult(root.root, rows, [f"{n}/{label}" for n, r in results.items() for label in r.ran],
@@ -197,9 +194,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
 def _data_sha256(source: str) -> str:
     """sha256 over the step's inputs and goldens beside the model (absent files count as absent)."""
     digest = hashlib.sha256()
-    for name in ("inputs.npz", "outputs.npz"):
-        path = model_path(source).parent / name
-        digest.update(name.encode() + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-"))
+    for path in model_files(source)[1:]:
+        digest.update(path.name.encode() + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-"))
     return digest.hexdigest()
 
 
@@ -232,8 +228,8 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
     for label in mine_ran:
         for stage, seconds in finished[model.name, label].stage_seconds.items():
             stages[stage] += seconds
-    files = write_reports(model.store.root, rows, model.source, options, model.base.lower_bound,
-                          model.base.graph_order_peak)
+    files = write_reports(model.store.root, rows, model.source, options.target, options.solve,
+                          model.base.lower_bound, model.base.graph_order_peak)
     return SweepResult(model.store.root, rows, mine_ran, [label for label in labels if label not in mine_ran],
                        model.base.lower_bound, model.base.graph_order_peak, files, stages,
                        time.perf_counter() - start,
@@ -287,7 +283,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
         return SolveRecord(task.key, task.spec.label, None, asdict(empty_row(
             task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why)), 0.0, stored=False)
 
-    _run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
+    run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
     return records
 
 
@@ -353,99 +349,6 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
                       check="replay failed")
         return PointRecord(task.key, task.spec.label, asdict(row), {}, stored=False)
 
-    _run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay", _logger(models))
+    run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay", _logger(models))
     order = {(m.name, s.label): k for k, (m, s) in enumerate((m, s) for m in models for s in m.specs)}
     return finished, sorted(ran, key=order.get)
-
-
-# --------------------------------------------------------------------------- running tasks
-
-
-def run_task(fn: Callable, phase: str, task):
-    """What a worker runs: `fn(task)`. (Tests can make the worker running a given point die first, once.)"""
-    hook = os.environ.get(KILL_HOOK, "")
-    if hook == f"{phase}:{task.spec.label}":
-        marker = Path(task.folder) / f".killed-{phase}"
-        if not marker.exists():
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
-    return fn(task)
-
-
-def _run_tasks(executor, fn: Callable, items: list, began: Callable, done: Callable, lost: Callable,
-               board: SweepProgress, phase: str, log: Callable[[str], None] = lambda msg: None) -> None:
-    """Run `fn` over the tasks of `items` ((model, task) pairs) on the executor, at most `executor.slots` at a
-    time, calling `done(item, result)` in the sweep process as each ends. A task whose worker process died is
-    tried once more (on a fresh pool, locally; Dask reruns it by itself), then recorded by `lost`."""
-    queue, tries = list(items), {id(item): 0 for item in items}
-    running: dict = {}
-    while queue or running:
-        while queue and len(running) < executor.slots:
-            item = queue.pop(0)
-            running[executor.submit(_bound(fn, phase), item[1])] = item
-            began(item)
-        broken = False
-        for future in sorted(executor.wait_first(running), key=lambda f: items.index(running[f])):
-            item = running.pop(future)
-            error = future.exception()
-            if error is None:
-                done(item, future.result())
-            elif executor.lost_worker(error):
-                broken = True
-                tries[id(item)] += 1
-                if tries[id(item)] < 2:
-                    queue.insert(0, item)
-                else:
-                    done(item, lost(item, f"worker process died twice ({type(error).__name__})"))
-            else:
-                done(item, lost(item, f"{type(error).__name__}: {error}"))
-        while executor.left:
-            _say_and_log(board, log, f"Dask worker {executor.left.pop(0)} left the cluster: Dask runs its task "
-                                     "again elsewhere")
-        if broken:
-            queue = [running.pop(f) for f in list(running)] + queue    # a broken pool took them down too
-            _say_and_log(board, log, f"a worker process died: running {len(queue)} task(s) again")
-            executor.renew()
-
-
-def _say_and_log(board: SweepProgress, log: Callable[[str], None], message: str) -> None:
-    board.note(message)
-    log(message)
-
-
-@dataclass(frozen=True)
-class _bound:
-    """`run_task(fn, phase, task)` as a picklable one-argument callable."""
-
-    fn: Callable
-    phase: str
-
-    def __call__(self, task):
-        return run_task(self.fn, self.phase, task)
-
-
-# --------------------------------------------------------------------------- reports
-
-
-def write_reports(outdir: Path, rows: list[PointRow], model: str, options: SweepOptions, lower_bound: int,
-                  baseline_peak: int) -> list[Path]:
-    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep."""
-    header = {"model": model, "target": options.target, "baseline_peak_bytes": baseline_peak,
-              "lower_bound_bytes": lower_bound, "method": options.solve.method,
-              "time_limit": options.solve.backend.time_limit}
-    facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
-             f"Seconds are wall time and differ run to run.\n\n")
-    written = _write_tables(outdir, rows, header, f"{Path(model).name} (target {options.target})", facts)
-    title = f"{Path(model).name} ({options.target}): replayed peak against recompute cost"
-    return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
-
-
-def _write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "", facts: str = "") -> list[Path]:
-    title = f"# ckpt sweep: {what or ', '.join(header.get('models', []))}\n\n"
-    written = []
-    for name, text in (("sweep.md", title + facts + markdown_table(rows)), ("sweep.csv", csv_text(rows)),
-                       ("sweep.json", json_text(rows, header))):
-        atomic_write(outdir / name, text)
-        written.append(outdir / name)
-    return written

@@ -22,7 +22,7 @@ from pathlib import Path
 from ckpt.ci.figures import CiFigures, Comparison, compare
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
-from ckpt.paths import shared_models
+from ckpt.paths import NETWORK, shared_models
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import read_schedule
 
@@ -85,7 +85,7 @@ def check(case: CiCase = CiCase(), models: Path | None = None, outdir: Path | No
         raise CkptError(f"the shared models folder '{named}' does not exist",
                         "point CKPT_SHARED_MODELS (or --models) at the folder holding cct2_ft2, or unset it")
     model_dir = (models or shared_models()) / case.model
-    if not (model_dir / "network.onnx").is_file():
+    if not (model_dir / NETWORK).is_file():
         return CheckResult(case, model_dir, "skipped", f"no shared models at {model_dir}")
     baseline = read_baseline(case)
     try:
@@ -103,7 +103,7 @@ def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir:
                     progress=lambda msg: None) -> CiFigures:
     """Replay and write the figures as the new baseline: the one way the baseline changes."""
     model_dir = (models or shared_models()) / case.model
-    if not (model_dir / "network.onnx").is_file():
+    if not (model_dir / NETWORK).is_file():
         raise CkptError(f"no model at {model_dir}", "set CKPT_SHARED_MODELS or pass --models")
     figures = _measure_in(case, model_dir, outdir, progress)
     if figures.replay_errors != 0:

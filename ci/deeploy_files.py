@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from string import Template
 
-PLATFORMS = {"siracusa": ("Siracusa", "siracusa_tiled"), "gap9": ("GAP9", "gap9_tiled")}
+from ckpt.deeploy_bridge.setup import PLATFORM_NAMES
 
 
 def config_module(platform: str, entries: dict[str, dict], cores: int) -> str:
@@ -98,7 +98,7 @@ def config_name(platform: str) -> str:
 
 def cases_module(platform: str) -> str:
     """test_<platform>_training_recompute.py."""
-    name, marker = PLATFORMS[platform]
+    name, marker = PLATFORM_NAMES[platform], f"{platform}_tiled"
     return _TEST_MODULE.substitute(config=config_name(platform), marker=marker, platform=name)
 
 
@@ -106,5 +106,5 @@ def workflow(template: str, platform: str) -> str:
     """The committed Siracusa workflow (ci/github/recompute.yml), renamed for another platform."""
     if platform == "siracusa":
         return template
-    name, _ = PLATFORMS[platform]
+    name = PLATFORM_NAMES[platform]
     return template.replace("Siracusa", name).replace("siracusa", platform)

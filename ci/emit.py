@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ckpt.budgets.store import SweepStore
 from ckpt.budgets.sweep import SweepResult
-from ckpt.ci.deeploy_files import PLATFORMS, cases_module, config_module, config_name, workflow
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.ci.deeploy_files import cases_module, config_module, config_name, workflow
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, PLATFORM_NAMES
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.pipeline.row import BASELINE, PointRow
@@ -31,9 +31,9 @@ WORKFLOW = Path(__file__).resolve().parent / "github" / "recompute.yml"
 
 def check_emit_target(target: str) -> None:
     """Refuse before any work: only a Deeploy target's schedules name the nodes Deeploy schedules."""
-    if target not in PLATFORMS:
+    if target not in PLATFORM_NAMES:
         raise CkptError(f"--emit-ci needs a Deeploy target, not '{target}'",
-                        f"use --target {' or --target '.join(PLATFORMS)}")
+                        f"use --target {' or --target '.join(PLATFORM_NAMES)}")
 
 
 def best_point(rows: list[PointRow]) -> PointRow:

@@ -30,7 +30,7 @@ import numpy as np
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 
-from ckpt.schedule_file import CLONE_TAG
+from ckpt.schedule_file import clone_name, clone_of
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.layout import Block, Layout, aligned, lay_out
 
@@ -108,9 +108,9 @@ def deeploy_tensor_name(name: str) -> str:
     """The name Deeploy's front end gives a tensor of a graph it already lowered: `_tensor` appended unless
     present, graph I/O (input_i / output_i) kept. A replay's clone (`<tensor>__ck<k>`) is made on Deeploy's
     graph after that renaming, from the renamed tensor."""
-    base, tag, k = name.rpartition(CLONE_TAG)
-    if tag and k.isdigit():
-        return f"{deeploy_tensor_name(base)}{tag}{k}"
+    clone = clone_of(name)
+    if clone:
+        return clone_name(deeploy_tensor_name(clone[0]), clone[1])
     head, _, index = name.partition("_")
     if head in ("input", "output") and index.isdigit() or name.endswith("_tensor"):
         return name

@@ -13,6 +13,8 @@ from Deeploy.AbstractDataTypes import PointerClass
 from Deeploy.CommonExtensions import DataTypes
 from Deeploy.CommonExtensions.DataTypes import minimalFloatType, minimalIntegerType
 
+from ckpt.solver.onnx_loader import data_inputs
+
 _ONNX_FALLBACK = {
     onnx.TensorProto.FLOAT: "float32_t",
     onnx.TensorProto.DOUBLE: "float32_t",
@@ -51,8 +53,7 @@ def infer_input_types(graph: onnx.GraphProto, values: dict[str, np.ndarray] | No
 
     ``known`` (already-lowered graphs) wins; then npz values; then the ONNX element type.
     """
-    initializers = {t.name for t in graph.initializer}
-    real_inputs = [i for i in graph.input if i.name not in initializers]
+    real_inputs = data_inputs(graph)
     by_position: list[np.ndarray | None] = [None] * len(real_inputs)
     if values:
         names = [i.name for i in real_inputs]

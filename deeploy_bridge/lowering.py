@@ -14,11 +14,11 @@ from ckpt.paths import lowered_cache_dir
 from . import cache as _cache
 from .aliases import collect_aliases
 from .constants import constant_plan
+from .deeploy_run import DeployOptions, front_end, mid_end, start
 from .errors import BridgeError
 from .export import bound_types, export_lowered, strip_mangling
 from .input_types import infer_input_types
 from .naming import io_mapping, node_diff
-from .pipeline import DeployOptions, front_end, mid_end, start
 from .records import ConstantPlan, LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
@@ -100,7 +100,15 @@ def lower(model_dir_or_onnx_path: ModelLike,
             record = _record_from_model(hit, target, from_cache=True, cache_path=_cache.entry_path(directory, key))
             record.timings.cache_load = time.perf_counter() - t0
             return record
+    model = _lowered_model(source, target, n_cores, input_types, opts)
+    path = _cache.store(directory, key, model) if use_cache else None
+    record = _record_from_model(model, target, from_cache=False, cache_path=path)
+    return record
 
+
+def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: DeployOptions) -> onnx.ModelProto:
+    """One Deeploy front and mid end over the source: the lowered ONNX model with ckpt's metadata."""
+    prior = source.lowered_meta
     graph = prepare_graph(source, opts.relower)
     run = start(graph, input_types, make_scheduler(None), opts)
     try:
@@ -110,8 +118,6 @@ def lower(model_dir_or_onnx_path: ModelLike,
         deployer = run.deployer
         aliases, alias_ops = collect_aliases(deployer.ctxt, deployer.graph)
         types = bound_types(deployer.ctxt)
-        lowered_graph = deployer.graph
-        # Names relative to the original graph (or carried over when the input was already lowered).
         meta = {
             "deeploy_version": deeploy_version(),
             "target": target,
@@ -124,23 +130,26 @@ def lower(model_dir_or_onnx_path: ModelLike,
             "input_types": input_types,
             "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},
         }
-        model = export_lowered(lowered_graph, types, meta, opset_model=source.model)
-        if opts.relower:
-            kept, added, removed = node_diff(source.model.graph, model.graph)
-            io = io_mapping(source.model.graph)
-        else:
-            kept = (prior or {}).get("node_names", {})
-            io = (prior or {}).get("io_names", {})
-            present = {n.name for n in model.graph.node}
-            added = [n for n in present if n not in set(kept.values())]
-            removed = [o for o, n in kept.items() if n not in present]
-        meta.update(io_names=io, node_names=kept, added_nodes=added, removed_nodes=removed,
-                    tensor_types={k: v for k, v in types.items()
-                                  if k in {vi.name for vi in list(model.graph.value_info) +
-                                           list(model.graph.input) + list(model.graph.output)}})
+        model = export_lowered(deployer.graph, types, meta, opset_model=source.model)
+        meta.update(_names_against_source(source, model, prior, opts.relower))
+        declared = {vi.name for vi in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
+        meta["tensor_types"] = {k: v for k, v in types.items() if k in declared}
         model.metadata_props[0].value = json.dumps(meta, sort_keys=True)
     finally:
         run.close()
-    path = _cache.store(directory, key, model) if use_cache else None
-    record = _record_from_model(model, target, from_cache=False, cache_path=path)
-    return record
+    return model
+
+
+def _names_against_source(source, model: onnx.ModelProto, prior: dict | None, relower: bool) -> dict:
+    """Names relative to the original graph (or carried over when the input was already lowered)."""
+    if relower:
+        kept, added, removed = node_diff(source.model.graph, model.graph)
+        io = io_mapping(source.model.graph)
+    else:
+        kept = (prior or {}).get("node_names", {})
+        io = (prior or {}).get("io_names", {})
+        present = {n.name for n in model.graph.node}
+        added = [n for n in present if n not in set(kept.values())]
+        removed = [o for o, n in kept.items() if n not in present]
+    return {"io_names": io, "node_names": kept, "added_nodes": added, "removed_nodes": removed}
+

@@ -36,11 +36,11 @@ from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _
 
 from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
 
+from .deeploy_run import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .errors import BridgeError
 from .in_place import apply_in_place, refresh_code
 from .input_types import infer_input_types
 from .lowering import prepare_graph
-from .pipeline import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .records import MemoryFigures
 from .reentrant import restore_code
 from .scheduler import Order, make_scheduler
@@ -182,35 +182,7 @@ def deploy(model: ModelLike,
             apply_in_place(run.deployer)
         mid_end(run)
         back_end(run)
-        d = run.deployer
-        home, live, calls, placed_by, laid_out = {}, {}, 0, {}, {}
-        if "map" in kept:
-            peaks = lifetime_peaks(d.ctxt, kept["map"], setup.default_mem_level)
-            home = {"all": peaks.all_buffers, "local": peaks.local, "io": peaks.io_bytes}
-            live = {setup.default_mem_level: peaks.all_buffers}
-        log = getattr(d.tiler, "layout_log", None) if tiled else None
-        if log is not None and log.layouts:
-            live = {level: layout.live_max for level, layout in log.layouts.items()}
-            placed_by = {level: layout.allocator for level, layout in log.layouts.items()}
-            laid_out = {level: tuple(blocks) for level, blocks in (log.blocks or {}).items()}
-            calls = log.calls
-        dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
-        worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
-        figures = MemoryFigures(target=target,
-                                deeploy_version=deeploy_version(),
-                                tiled=tiled,
-                                order=list(d.layerBinding.keys()),
-                                worst_case=worst,
-                                dynamic_peak=dynamic,
-                                arena=dict(worst) if tiled else {},
-                                static=_static_bytes(run, worst.keys() if tiled else ()),
-                                home_live=home,
-                                live_max=live,
-                                allocator_calls=calls,
-                                placed_by=placed_by,
-                                laid_out=laid_out,
-                                setup=setup,
-                                timings=run.timings)
+        figures = _figures(run, target, tiled, setup, kept)
         if code_dir is not None:
             t0 = time.perf_counter()
             with quiet_deeploy():
@@ -220,6 +192,29 @@ def deploy(model: ModelLike,
     finally:
         run.close()
     return figures
+
+
+def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kept: dict) -> MemoryFigures:
+    """Deeploy's own memory figures after its back end, with what ckpt's tiler hooks saw of the layout."""
+    d = run.deployer
+    home, live, calls, placed_by, laid_out = {}, {}, 0, {}, {}
+    if "map" in kept:
+        peaks = lifetime_peaks(d.ctxt, kept["map"], setup.default_mem_level)
+        home = {"all": peaks.all_buffers, "local": peaks.local, "io": peaks.io_bytes}
+        live = {setup.default_mem_level: peaks.all_buffers}
+    log = getattr(d.tiler, "layout_log", None) if tiled else None
+    if log is not None and log.layouts:
+        live = {level: layout.live_max for level, layout in log.layouts.items()}
+        placed_by = {level: layout.allocator for level, layout in log.layouts.items()}
+        laid_out = {level: tuple(blocks) for level, blocks in (log.blocks or {}).items()}
+        calls = log.calls
+    dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
+    worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
+    return MemoryFigures(target=target, deeploy_version=deeploy_version(), tiled=tiled,
+                         order=list(d.layerBinding.keys()), worst_case=worst, dynamic_peak=dynamic,
+                         arena=dict(worst) if tiled else {}, static=_static_bytes(run, worst.keys() if tiled else ()),
+                         home_live=home, live_max=live, allocator_calls=calls, placed_by=placed_by,
+                         laid_out=laid_out, setup=setup, timings=run.timings)
 
 
 def deeploy_memory(model_dir_or_path: ModelLike, order_or_scheduler: Order = None, target: str = "siracusa",

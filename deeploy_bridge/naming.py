@@ -12,6 +12,8 @@ from collections import Counter
 
 import onnx
 
+from ckpt.solver.onnx_loader import data_inputs
+
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9_]")
 
 
@@ -36,8 +38,7 @@ def expected_node_names(original: onnx.GraphProto) -> dict[str, str]:
 
 def io_mapping(original: onnx.GraphProto) -> dict[str, str]:
     """Original graph input/output name -> input_i / output_i (initializers are not inputs)."""
-    inits = {t.name for t in original.initializer}
-    inputs = [i.name for i in original.input if i.name not in inits]
+    inputs = [i.name for i in data_inputs(original)]
     mapping = {name: f"input_{i}" for i, name in enumerate(inputs)}
     mapping.update({o.name: f"output_{i}" for i, o in enumerate(original.output)})
     return mapping

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 TARGETS = ("none", "siracusa", "gap9")      # "none": the ONNX as it is, no Deeploy
 DEEPLOY_TARGETS = ("siracusa", "gap9")
+PLATFORM_NAMES = {"siracusa": "Siracusa", "gap9": "GAP9"}   # each target as Deeploy's runners (-p) name it
 
 
 class Flow(StrEnum):

@@ -12,6 +12,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ckpt.paths import model_files
+from ckpt.solver.onnx_loader import data_inputs
+
 from .errors import BridgeError
 
 ModelLike = str | Path | onnx.ModelProto
@@ -43,8 +46,7 @@ class ModelSource:
         if self.lowered_meta is not None:
             return True
         g = self.model.graph
-        inits = {t.name for t in g.initializer}
-        ins = [i.name for i in g.input if i.name not in inits]
+        ins = [i.name for i in data_inputs(g)]
         return bool(ins) and ins == [f"input_{i}" for i in range(len(ins))] and \
             [o.name for o in g.output] == [f"output_{i}" for i in range(len(g.output))]
 
@@ -57,13 +59,7 @@ def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> Mo
         data = proto.SerializeToString()
         label = proto.graph.name or "<ModelProto>"
     else:
-        path = Path(model)
-        if path.is_dir():
-            onnx_path = path / "network.onnx"
-            npz_path = path / "inputs.npz"
-        else:
-            onnx_path = path
-            npz_path = path.with_name("inputs.npz")
+        onnx_path, npz_path, _ = model_files(model)
         if not onnx_path.is_file():
             raise BridgeError(f"no ONNX model at {onnx_path}")
         data = onnx_path.read_bytes()

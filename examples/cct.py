@@ -312,23 +312,7 @@ def _block_backward(gb: GraphBuilder, blk: _Block, dout: Tensor, i: int, heads: 
     # Attention: x1 = x0 + proj(merge(att @ v))
     wgrad(blk.attn_2d_in, dx1, "proj")
     do = linear_input_grad(gb, dx1, w["proj"], blk.attn_2d_in, f"{blk.attn_2d_in.name}_grad", f"{p}_attn_proj")
-    do = gb.op("Reshape", [do, gb.shape_const(f"attn_heads_shape_{b}x{s}x{heads}x{dh}", (b, s, heads, dh))],
-               f"{p}_attn_merge_t_out_grad", (b, s, heads, dh), name=f"{p}_attn_merge_Grad_Reshape_backward",
-               backward=True)
-    do = gb.op("Transpose", [do], f"{p}_attn_context_out_grad", (b, heads, s, dh),
-               name=f"{p}_attn_merge_Grad_Transpose_backward", backward=True, perm=[0, 2, 1, 3])
-    datt = gb.op("Gemm", [do, blk.v_t], f"{blk.att.name}_grad", blk.att.shape,
-                 name=f"{p}_attn_context_Grad_dA_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
-    dv_t = gb.op("Gemm", [blk.att, do], f"{blk.v_t.name}_grad", blk.v_t.shape,
-                 name=f"{p}_attn_context_Grad_dB_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=1, transB=0)
-    dsc = gb.op("SoftmaxGrad", [datt, blk.att], f"{p}_attn_scaled_out_grad", blk.att.shape,
-                name=f"{p}_attn_Softmax_Grad_SoftmaxGrad_backward", domain=MS_DOMAIN, backward=True, axis=3)
-    dsc = gb.op("Mul", [dsc, scale], f"{p}_attn_scores_out_grad", blk.att.shape,
-                name=f"{p}_attn_scale_Grad_Mul_backward", backward=True)
-    dq_t = gb.op("Gemm", [dsc, blk.k_t], f"{blk.q_t.name}_grad", blk.q_t.shape,
-                 name=f"{p}_attn_scores_Grad_dA_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
-    dk_t = gb.op("Gemm", [blk.q_t, dsc], f"{blk.k_t.name}_grad", blk.k_t.shape,
-                 name=f"{p}_attn_scores_Grad_dB_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=1, transB=0)
+    dv_t, dq_t, dk_t = _attention_backward(gb, blk, do, p, heads, scale)
     seq_shape = gb.shape_const(f"seq_shape_{b}x{s}x{d}", (b, s, d))
     for n, dt, inv in (("v_proj", dv_t, [0, 2, 1, 3]), ("q_proj", dq_t, [0, 2, 1, 3]), ("k_proj", dk_t, [0, 3, 1, 2])):
         t = gb.op("Transpose", [dt], f"{p}_attn_{n}_heads_out_grad", (b, s, heads, dh),
@@ -348,3 +332,28 @@ def _block_backward(gb: GraphBuilder, blk: _Block, dout: Tensor, i: int, heads: 
     grads.add(blk.x0, dx1)
     grads.add(blk.x0, dln)
     return grads.total(blk.x0)
+
+
+def _attention_backward(gb: GraphBuilder, blk: _Block, do: Tensor, p: str, heads: int, scale: Tensor
+                        ) -> tuple[Tensor, Tensor, Tensor]:
+    """From d(merged context) back through att @ v and softmax(q k^T * scale): (dv_t, dq_t, dk_t)."""
+    b, s, d = blk.x0.shape
+    dh = d // heads
+    do = gb.op("Reshape", [do, gb.shape_const(f"attn_heads_shape_{b}x{s}x{heads}x{dh}", (b, s, heads, dh))],
+               f"{p}_attn_merge_t_out_grad", (b, s, heads, dh), name=f"{p}_attn_merge_Grad_Reshape_backward",
+               backward=True)
+    do = gb.op("Transpose", [do], f"{p}_attn_context_out_grad", (b, heads, s, dh),
+               name=f"{p}_attn_merge_Grad_Transpose_backward", backward=True, perm=[0, 2, 1, 3])
+    datt = gb.op("Gemm", [do, blk.v_t], f"{blk.att.name}_grad", blk.att.shape,
+                 name=f"{p}_attn_context_Grad_dA_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
+    dv_t = gb.op("Gemm", [blk.att, do], f"{blk.v_t.name}_grad", blk.v_t.shape,
+                 name=f"{p}_attn_context_Grad_dB_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=1, transB=0)
+    dsc = gb.op("SoftmaxGrad", [datt, blk.att], f"{p}_attn_scaled_out_grad", blk.att.shape,
+                name=f"{p}_attn_Softmax_Grad_SoftmaxGrad_backward", domain=MS_DOMAIN, backward=True, axis=3)
+    dsc = gb.op("Mul", [dsc, scale], f"{p}_attn_scores_out_grad", blk.att.shape,
+                name=f"{p}_attn_scale_Grad_Mul_backward", backward=True)
+    dq_t = gb.op("Gemm", [dsc, blk.k_t], f"{blk.q_t.name}_grad", blk.q_t.shape,
+                 name=f"{p}_attn_scores_Grad_dA_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
+    dk_t = gb.op("Gemm", [blk.q_t, dsc], f"{blk.k_t.name}_grad", blk.k_t.shape,
+                 name=f"{p}_attn_scores_Grad_dB_Gemm_backward", backward=True, alpha=1.0, beta=0.0, transA=1, transB=0)
+    return dv_t, dq_t, dk_t

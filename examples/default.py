@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ckpt.examples.write import write_example
-from ckpt.paths import examples_cache_dir
+from ckpt.paths import NETWORK, examples_cache_dir
 
 DEFAULT_KIND = "cct"
 DEFAULT_OPTIONS = {"blocks": 2}
@@ -17,6 +17,6 @@ def default_model_dir() -> Path:
     name = DEFAULT_KIND + "".join(f"-{key}{value}" for key, value in DEFAULT_OPTIONS.items()) \
         + f"-v{GENERATOR_VERSION}"
     folder = examples_cache_dir() / name
-    if not (folder / "network.onnx").is_file():
+    if not (folder / NETWORK).is_file():
         write_example(DEFAULT_KIND, folder, **DEFAULT_OPTIONS)
     return folder

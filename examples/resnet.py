@@ -88,23 +88,14 @@ def resnet(blocks: int = 2, channels: int = 8, image_size: int = 8, in_channels:
         s = gb.op("Add", [h, c2], f"block{i}_skip_out", h.shape, name=f"block{i}_skip_Add")
         saved.append((h, c1, a, s))
         h = gelu(gb, s, f"block{i}_act2_out", name=f"block{i}_act2_Gelu")
-    flat = gb.op("Reshape", [h, gb.shape_const("pool_flat_shape", (batch, channels, hw))], "pool_flat_out",
-                 (batch, channels, hw), name="pool_flat_Reshape")
-    col = gb.op("MatMul", [flat, avg], "pool_MatMul_out", (batch, channels, 1), name="pool_MatMul")
-    pooled = gb.op("Reshape", [col, gb.shape_const("pooled_shape", (batch, channels))], "pooled_out",
-                   (batch, channels), name="pooled_Reshape")
+    flat, col, pooled = _pool(gb, h, avg)
     logits = linear(gb, pooled, fc_w, fc_b, "fc")
     _, dlogits = softmax_ce_loss(gb, logits, labels)
 
     # Backward.
     updates = [(fc_w, linear_weight_grad(gb, pooled, dlogits, fc_w, "fc")), (fc_b, bias_grad(gb, dlogits, fc_b, "fc"))]
     dpooled = linear_input_grad(gb, dlogits, fc_w, pooled, "pooled_out_grad", "fc")
-    dcol = gb.op("Reshape", [dpooled, gb.shape_const("pool_MatMul_grad_shape", col.shape)], "pool_MatMul_out_grad",
-                 col.shape, name="pooled_Grad_Reshape_backward", backward=True)
-    dflat = gb.op("Gemm", [dcol, avg], "pool_flat_out_grad", flat.shape, name="pool_MatMul_Grad_Gemm_backward",
-                  backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
-    dh = gb.op("Reshape", [dflat, gb.shape_const("pool_flat_grad_shape", h.shape)], f"{h.name}_grad", h.shape,
-               name="pool_flat_Grad_Reshape_backward", backward=True)
+    dh = _pool_backward(gb, dpooled, h, flat, col, avg)
     for i in reversed(range(blocks)):
         w1, w2 = convs[2 * i], convs[2 * i + 1]
         hin, c1, a, s = saved[i]
@@ -124,3 +115,25 @@ def resnet(blocks: int = 2, channels: int = 8, image_size: int = 8, in_channels:
     sgd_updates(gb, sorted(updates, key=lambda u: order[u[0].name]), lr)
     return gb.build(doc=f"ckpt.examples.resnet(blocks={blocks}, channels={channels}, image_size={image_size}, "
                         f"in_channels={in_channels}, classes={classes}, batch={batch}, seed={seed}, lr={lr})")
+
+
+def _pool(gb: GraphBuilder, h, avg):
+    """Global average pooling as Reshape, MatMul by 1/hw, Reshape: (flat, col, pooled)."""
+    batch, channels, height, width = h.shape
+    hw = height * width
+    flat = gb.op("Reshape", [h, gb.shape_const("pool_flat_shape", (batch, channels, hw))], "pool_flat_out",
+                 (batch, channels, hw), name="pool_flat_Reshape")
+    col = gb.op("MatMul", [flat, avg], "pool_MatMul_out", (batch, channels, 1), name="pool_MatMul")
+    pooled = gb.op("Reshape", [col, gb.shape_const("pooled_shape", (batch, channels))], "pooled_out",
+                   (batch, channels), name="pooled_Reshape")
+    return flat, col, pooled
+
+
+def _pool_backward(gb: GraphBuilder, dpooled, h, flat, col, avg):
+    """The pooling's gradient back to its input `h`."""
+    dcol = gb.op("Reshape", [dpooled, gb.shape_const("pool_MatMul_grad_shape", col.shape)], "pool_MatMul_out_grad",
+                 col.shape, name="pooled_Grad_Reshape_backward", backward=True)
+    dflat = gb.op("Gemm", [dcol, avg], "pool_flat_out_grad", flat.shape, name="pool_MatMul_Grad_Gemm_backward",
+                  backward=True, alpha=1.0, beta=0.0, transA=0, transB=1)
+    return gb.op("Reshape", [dflat, gb.shape_const("pool_flat_grad_shape", h.shape)], f"{h.name}_grad", h.shape,
+                 name="pool_flat_Grad_Reshape_backward", backward=True)

@@ -19,6 +19,7 @@ import onnx
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_output_dir
 from ckpt.hostexec.executor import run_graph
+from ckpt.paths import INPUTS, NETWORK, OUTPUTS
 
 from .cct import cct
 from .mlp import mlp
@@ -107,9 +108,10 @@ def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, overwr
     out = Path(out_dir)
     check_output_dir(out)
     feeds = example_inputs(model, int(opts.get("seed", 0)))  # type: ignore[arg-type]
-    files = {out / "network.onnx": model.SerializeToString(), out / "inputs.npz": npz_bytes(feeds)}
+    network, inputs, outputs = out / NETWORK, out / INPUTS, out / OUTPUTS
+    files = {network: model.SerializeToString(), inputs: npz_bytes(feeds)}
     if golden:
-        files[out / "outputs.npz"] = npz_bytes(golden_outputs(model, feeds))
+        files[outputs] = npz_bytes(golden_outputs(model, feeds))
     other = [path.name for path, data in files.items() if path.exists() and path.read_bytes() != data]
     if other and not overwrite:
         raise CkptError(f"'{out}' already holds another model's {', '.join(other)}",
@@ -117,5 +119,4 @@ def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, overwr
     for path, data in files.items():
         if not (path.exists() and path.read_bytes() == data):      # the same bytes stay untouched
             atomic_write(path, data)
-    return WrittenExample(out, out / "network.onnx", out / "inputs.npz",
-                          out / "outputs.npz" if golden else None)
+    return WrittenExample(out, network, inputs, outputs if golden else None)

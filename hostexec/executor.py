@@ -20,6 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from ckpt.hostexec.op_registry import BindContext, BoundNode, bind_node
+from ckpt.solver.onnx_loader import data_inputs
 
 
 class OrderError(ValueError):
@@ -228,8 +229,7 @@ def _checked_against(values: dict[str, np.ndarray], declared: list[onnx.ValueInf
 
 def feeds_from_npz(model: onnx.ModelProto, npz_path: str | Path) -> dict[str, np.ndarray]:
     """inputs.npz keyed by the model's (non-initializer) graph input names, checked against their declarations."""
-    inits = {t.name for t in model.graph.initializer}
-    declared = [i for i in model.graph.input if i.name not in inits]
+    declared = data_inputs(model.graph)
     return _checked_against(_map_npz([i.name for i in declared], npz_path, "inputs"), declared, npz_path)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.baselines import Baselines, baselines
@@ -14,7 +15,7 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
-def inspect_lines(source: str, target: str, top: int, progress=lambda msg: None,
+def inspect_lines(source: str, target: str, top: int, progress: Progress = ignore,
                   weights: WeightUpdate = DEFAULT_SETUP.weights) -> Iterator[str]:
     loaded = load_for_target(source, target, weights=weights)
     graph = loaded.graph
@@ -50,7 +51,7 @@ def _constant_lines(loaded: LoadedModel) -> Iterator[str]:
         yield f"  a copy of its own: {copy} (other bytes than the constant it copies: another layout)"
 
 
-def _lowering_lines(loaded: LoadedModel, base: Baselines, progress) -> Iterator[str]:
+def _lowering_lines(loaded: LoadedModel, base: Baselines, progress: Progress) -> Iterator[str]:
     lowered = loaded.lowered
     yield f"lowered by Deeploy {lowered.deeploy_version}: {len(lowered.added_nodes)} nodes added, " \
           f"{len(lowered.removed_nodes)} removed, {len(lowered.renamed_nodes)} renamed"
@@ -62,7 +63,7 @@ def _lowering_lines(loaded: LoadedModel, base: Baselines, progress) -> Iterator[
                          ("min-memory order", list(base.min_memory_order))):
         for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights).items():
             yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
-    progress("generating Deeploy's non-tiled code for the graph order")
+    progress(Step("generating Deeploy's non-tiled code for the graph order"))
     with tempfile.TemporaryDirectory(prefix="ckpt_inspect_") as out:
         figures = deeploy_bridge.generate_code(lowered.model, None, out, loaded.target, tiled=False,
                                                already_lowered=True)

@@ -24,15 +24,18 @@ from pathlib import Path
 
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate
 from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.events import as_lines
 from ckpt.files import write_json
+from ckpt.pipeline.deployed_solve import schedule_of, solve_model
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, solved_row
-from ckpt.pipeline.solve import schedule_of, solve_model
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget
-from ckpt.solver.solve import Objective, SolveOptions, StageOrder, Views, solve
+from ckpt.solver.options import Objective, StageOrder, Views
+from ckpt.solver.records import SolveOptions
+from ckpt.solver.solve import solve
 
 SOLVED = "solved.json"
 SCHEDULE = "seq.json"
@@ -199,8 +202,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     budget = Budget(text=spec.label, fraction=spec.fraction)
     say("solve")
     try:
-        schedule, result = solve_model(task.model, budget, task.target, task.solve, progress=say, flow=task.flow,
-                                       weights=task.weights)
+        schedule, result = solve_model(task.model, budget, task.target, task.solve, progress=as_lines(say),
+                                       flow=task.flow, weights=task.weights)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \

@@ -5,12 +5,11 @@ Deeploy hands its scheduler, so the two cannot drift apart.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
 from ckpt.errors import CkptError
-from ckpt.solver.graph import stable_order
+from ckpt.solver.graph import names_fingerprint, stable_order
 
 
 @dataclass(frozen=True)
@@ -73,9 +72,8 @@ class GraphView:
         return frozenset(t for t in self.read if t not in self.producer)
 
     def fingerprint(self) -> str:
-        """sha256 over the sorted names of the nodes that run: equals TrainGraph.fingerprint() of this graph."""
-        names = sorted(self.nodes[i].name for i in self.live)
-        return hashlib.sha256("\n".join(names).encode()).hexdigest()
+        """The fingerprint of the nodes that run: equals TrainGraph.fingerprint() of this graph."""
+        return names_fingerprint(self.nodes[i].name for i in self.live)
 
     def topological(self) -> list[int]:
         """Live node indices in a stable topological order (file order unless a producer comes later)."""

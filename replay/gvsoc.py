@@ -14,11 +14,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, DeeploySetup
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, PLATFORM_NAMES, DeeploySetup
 from ckpt.files import atomic_write
 from ckpt.replay.report import NOT_SIMULATED, GvsocSection
 
-PLATFORMS = {"siracusa": "Siracusa", "gap9": "GAP9"}
 RUNNERS = {"siracusa": ("deeployTrainingRunner_tiled_siracusa.py", "deeployTrainingRunner_siracusa.py"),
            "gap9": ("deeployTrainingRunner_tiled_gap9.py", "deeployTrainingRunner_gap9.py")}
 _ERRORS = re.compile(r"Errors:\s*(\d+)\s+out of\s+(\d+)")
@@ -95,7 +94,7 @@ def _gvsoc_found() -> bool:
 
 def why_not(deeploy_root: Path | None, target: str) -> str | None:
     """The reason the harness cannot run here, or None when it can."""
-    if target not in PLATFORMS:
+    if target not in PLATFORM_NAMES:
         return f"target {target} has no Deeploy harness"
     if deeploy_root is None:
         return "no --deeploy-root given"
@@ -115,7 +114,7 @@ def why_not(deeploy_root: Path | None, target: str) -> str | None:
 
 def harness_command(runner: Path, model_dir: Path, schedule: Path, target: str, setup: HarnessSetup,
                     deeploy: DeeploySetup = DEFAULT_SETUP) -> list[str]:
-    command = [setup.python, str(runner), "-t", str(model_dir), "-p", PLATFORMS[target], "-s", "gvsoc",
+    command = [setup.python, str(runner), "-t", str(model_dir), "-p", PLATFORM_NAMES[target], "-s", "gvsoc",
                "--toolchain", setup.toolchain, "--cores", str(deeploy.n_cores),
                "--n-steps", str(setup.n_steps), "--n-accum", str(setup.n_accum),
                f"--recomputeSchedule={schedule}"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from ckpt.errors import CkptError
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.matching import MIN_MATCH, Fingerprint, Match, check_fingerprint, match_schedule, require_match
-from ckpt.schedule_file import CLONE_TAG
+from ckpt.schedule_file import clone_name
 
 
 @dataclass(frozen=True)
@@ -110,21 +110,21 @@ def _scheduled(view: GraphView, seq: list[tuple[str, int]]) -> list[Execution]:
             clone, outputs = 0, node.outputs
         else:
             clone = _free_suffix(node, runs[name], taken)
-            outputs = tuple(f"{t}{CLONE_TAG}{clone}" if t else t for t in node.outputs)
+            outputs = tuple(clone_name(t, clone) if t else t for t in node.outputs)
             taken.update(t for t in outputs if t)
-            taken.add(f"{name}{CLONE_TAG}{clone}")
+            taken.add(clone_name(name, clone))
         runs[name] += 1
         for old, new in zip(node.outputs, outputs):
             if old:
                 newest[old] = new
-        label = f"{name}{CLONE_TAG}{clone}" if clone else name
+        label = clone_name(name, clone) if clone else name
         executions.append(Execution(label, name, clone, inputs, outputs))
     return executions
 
 
 def _free_suffix(node: NodeView, k: int, taken: set[str]) -> int:
     """k, or the next k whose clone name and output names are all unused (a graph may hold clones already)."""
-    while f"{node.name}{CLONE_TAG}{k}" in taken or any(f"{t}{CLONE_TAG}{k}" in taken for t in node.outputs if t):
+    while clone_name(node.name, k) in taken or any(clone_name(t, k) in taken for t in node.outputs if t):
         k += 1
     return k
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import onnx
+
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.layout import Block, Layout, peak_step
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.simulate import Sequence
+from ckpt.solver.onnx_loader import io_names, load_graph
+from ckpt.solver.simulate import RunSequence
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,23 @@ class PredictedLevel:
     @property
     def total(self) -> int:
         return self.static + self.arena
+
+
+@dataclass(frozen=True)
+class Rewired:
+    """A replay plan applied to the lowered graph: the ONNX model and ckpt's graph of it as the tiled flow
+    deploys it (aliases and scratch carried over, weights written as the layout says)."""
+
+    model: onnx.ModelProto
+    graph: TrainGraph
+
+
+def rewired(lowered: LoweredGraph, view: GraphView, plan: ReplayPlan, weights: WeightUpdate) -> Rewired:
+    """The one way a plan becomes the deployed graph: what `ckpt replay` measures and the prediction lays out."""
+    model = apply_to_model(lowered.model, plan)
+    graph = load_graph(model, aliases=rewired_aliases(view, plan, lowered.aliases),
+                       scratch=rewired_scratch(plan, lowered.transients))
+    return Rewired(model, lowered.deployed(graph, weights))
 
 
 def home_layout(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> Layout:
@@ -50,22 +70,18 @@ class HomeBlocks:
     io: frozenset[str]           # the blocks' names that are graph inputs or outputs
 
 
-def predicted_home_blocks(lowered: LoweredGraph, seq: Sequence, weights: WeightUpdate = DEFAULT_SETUP.weights
+def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights
                           ) -> HomeBlocks:
     """Replay `seq` on the lowered graph as `ckpt replay` does and list the home level's blocks."""
     view = view_of_model(lowered.model)
     plan = plan_replay(view, list(seq))
-    rewired = apply_to_model(lowered.model, plan)
-    graph = lowered.deployed(load_graph(rewired, aliases=rewired_aliases(view, plan, lowered.aliases),
-                                        scratch=rewired_scratch(plan, lowered.transients)), weights)
-    inits = {t.name for t in rewired.graph.initializer}
-    inputs = frozenset(i.name for i in rewired.graph.input if i.name not in inits)
-    outputs = frozenset(o.name for o in rewired.graph.output)
-    return HomeBlocks(home_blocks(plan, graph, inputs, outputs),
+    found = rewired(lowered, view, plan, weights)
+    inputs, outputs = io_names(found.model.graph)
+    return HomeBlocks(home_blocks(plan, found.graph, inputs, outputs),
                       frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs))
 
 
-def predicted_levels(lowered: LoweredGraph, seq: Sequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
+def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
                      home: str = DEFAULT_SETUP.default_mem_level) -> dict[str, PredictedLevel]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says."""

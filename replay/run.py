@@ -32,6 +32,7 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
 from ckpt.hostexec.executor import HostExecutor
+from ckpt.paths import INPUTS, model_files
 from ckpt.replay.code_run import (
     HostStepper,
     code_run_record,
@@ -53,10 +54,10 @@ from ckpt.replay.folder import (
     replay_folder,
 )
 from ckpt.replay.graph_view import GraphView
-from ckpt.replay.gvsoc import HarnessSetup, gvsoc_line, not_simulated, run_harness
-from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.gvsoc import HarnessSetup, not_simulated, run_harness
+from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
-from ckpt.replay.predict import home_layout
+from ckpt.replay.predict import home_layout, rewired
 from ckpt.replay.report import (
     BudgetRecord,
     CodeRunRecord,
@@ -76,7 +77,7 @@ from ckpt.schedule_file import Schedule, read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
-from ckpt.solver.onnx_loader import load_graph, model_path, read_model
+from ckpt.solver.onnx_loader import io_names, load_graph, model_path, read_model
 from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 
 
@@ -168,15 +169,13 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
 def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None,
             weights: WeightUpdate) -> _Rewired:
     """The rewired graph as the tiled flow deploys it (weights written as `weights` says)."""
-    model = apply_to_model(base, plan)
     home = None
     if lowered:
-        graph = lowered.deployed(load_graph(model, aliases=rewired_aliases(view, plan, lowered.aliases),
-                                            scratch=rewired_scratch(plan, lowered.transients)), weights)
-        inits = {t.name for t in model.graph.initializer}
-        home = home_layout(plan, graph, frozenset(i.name for i in model.graph.input if i.name not in inits),
-                           frozenset(o.name for o in model.graph.output))
+        deployed = rewired(lowered, view, plan, weights)
+        model, graph = deployed.model, deployed.graph
+        home = home_layout(plan, graph, *io_names(model.graph))
     else:
+        model = apply_to_model(base, plan)
         graph = load_graph(model)
     seq = plain_sequence(graph, plan.order)
     check_in_place(graph, seq)
@@ -214,8 +213,8 @@ def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPla
     if not options.verify:
         return "--no-verify"
     folder = model_path(model).parent
-    if not (folder / "inputs.npz").is_file():
-        return f"no inputs.npz in {folder}"
+    if not model_files(folder)[1].is_file():
+        return f"no {INPUTS} in {folder}"
     return host_check(folder, original, base, lowered.io_names if lowered else None,
                       lowered.target if lowered else "none", plan, progress)
 
@@ -343,78 +342,3 @@ def _flow(figures: MemoryFigures, options: ReplayOptions) -> FlowFigures:
                        arena=dict(figures.arena), static=dict(figures.static), setup=figures.setup.as_dict(),
                        layers=len(figures.order), code_files=sorted(figures.code_files),
                        home_live=dict(figures.home_live), allocator_calls=figures.allocator_calls, seconds=seconds)
-
-
-# --------------------------------------------------------------------------- the human summary
-
-
-def summary_lines(result: ReplayResult) -> list[str]:
-    r = result.report
-    sched, rep, mem = r.schedule, r.replay, r.memory
-    lines = [f"replayed {sched.path} on {r.model.path} (target {r.model.target}): "
-             f"{sched.matched}/{sched.entries} entries matched ({100 * sched.rate:.1f}%), "
-             f"fingerprint {sched.fingerprint.status}",
-             f"{rep.executions} executions: {rep.recomputes} recomputes, {rep.clones_kept} clones kept, "
-             f"{rep.clones_pruned} clones pruned, {rep.originals_pruned} originals pruned, "
-             f"{rep.unscheduled_nodes_placed} unnamed nodes placed, {rep.stale_nodes_dropped} stale nodes dropped",
-             f"activation peak: predicted {_b(mem.predicted_peak)} | ckpt replayed {_b(mem.replayed_peak)} | "
-             f"first-fit heap {_b(mem.heap)}"
-             + (f" | Deeploy non-tiled counter {_b(mem.deeploy_non_tiled)}" if mem.deeploy_non_tiled else ""),
-             f"persistent: predicted {_b(mem.persistent_predicted)} | replayed {_b(mem.persistent_replayed)}"
-             + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
-    if mem.levels and r.deeploy:
-        setup = r.deeploy["tiled"].setup
-        lines.append(f"Deeploy tiled ({setup['allocator']} allocator, L1 {setup['l1']}, L2 {setup['l2']}), per level "
-                     "static + arena = total:")
-        for level, fig in sorted(mem.levels.items()):
-            extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
-            lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
-                         f"blocks {_b(fig.live_max)}{extra}")
-    check = result.verification
-    if check is not None:
-        lines.append(check.schedule.line())
-        if check.golden is not None:
-            base = check.baseline_golden
-            lines.append(f"golden (device harness rule): {check.golden.line}"
-                         + (f" (graph order: {base.line})" if base is not None else ""))
-        if check.hint:
-            lines.append(check.hint)
-    else:
-        lines.append(f"verify: skipped ({r.verification.reason})")
-    lines.extend(_code_run_line(run) for run in r.code_runs.values())
-    if r.budget is not None:
-        b = r.budget
-        verdict = "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
-        lines.append(f"budget: {b.checked} replayed {_b(b.replayed)} against the schedule's {_b(b.limit)}: {verdict}")
-    lines.append(gvsoc_line(r.gvsoc))
-    files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
-    lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
-    return lines
-
-
-def _code_run_line(run: CodeRunRecord) -> str:
-    """The generated code's run, as the device harness would print it, and what it was compared with."""
-    head = f"generated {run.flow.replace('_', '-')} code on this host: "
-    if run.status != "ran":
-        return head + f"{run.status} ({run.reason})"
-    parts = [run.golden.line if run.golden else "ran (no outputs.npz to compare)"]
-    if run.golden and run.golden.by_output:
-        parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.by_output.items()))
-    parts.append(f"graph order's code: {run.graph_order}" + (f" ({', '.join(run.differing)})" if run.differing else ""))
-    if run.host is not None:
-        where = f" at {run.host.worst.tensor}{run.host.worst.index}" if run.host.worst and run.host.max_abs_diff else ""
-        parts.append(f"vs host executor: max |diff| {run.host.max_abs_diff:.3g}{where}")
-    level = max(run.memory, key=lambda name: run.memory[name]["peak"], default=None)
-    if level:
-        parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
-    if run.steps:
-        errors = ", ".join(str(step.errors) for step in run.steps)
-        verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"
-                                                 if run.weights != "in-place" else "STEPS DIFFER")
-        parts.append(f"{len(run.steps)} steps in a row, Errors per step against the host's step from the code's "
-                     f"weights: {errors}: {verdict}")
-    return head + "; ".join(parts)
-
-
-def _b(n: int | None) -> str:
-    return "n/a" if n is None else f"{n:,} B"

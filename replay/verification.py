@@ -29,10 +29,11 @@ from ckpt.errors import CkptError
 from ckpt.hostexec.compare import VerifyResult, bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
+from ckpt.paths import model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
-from ckpt.replay.plan import CLONE_TAG, ReplayPlan, plan_replay
+from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
-from ckpt.schedule_file import Schedule
+from ckpt.schedule_file import Schedule, clone_of
 from ckpt.solver.onnx_loader import model_path, read_model
 
 SHOWN = 5
@@ -183,7 +184,7 @@ class StepData:
 
 def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, str] | None) -> StepData:
     """inputs.npz / outputs.npz of `model_dir`, renamed to the run graph's I/O (Deeploy's input_i/output_i)."""
-    inputs, outputs = model_dir / "inputs.npz", model_dir / "outputs.npz"
+    _, inputs, outputs = model_files(model_dir)
     if not inputs.is_file():
         raise CkptError(f"no inputs.npz in '{model_dir}'", "put the step's inputs next to network.onnx")
     io = io_names or {}
@@ -215,8 +216,8 @@ def _base(version: str, known: dict) -> str:
     """The graph tensor a version copies: itself, or `<tensor>` for a clone's `<tensor>__ck<k>`."""
     if version in known:
         return version
-    head, tag, k = version.rpartition(CLONE_TAG)
-    return head if tag and k.isdigit() and head in known else version
+    clone = clone_of(version)
+    return clone[0] if clone and clone[0] in known else version
 
 
 def check_replayed(rewired: onnx.ModelProto, order: list[str], feeds: dict[str, np.ndarray],

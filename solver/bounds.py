@@ -1,8 +1,8 @@
 """A lower bound on recompute cost from memory checked at a few points only: the proof the MILP's LP can't give.
 
 Why: Checkmate's LP relaxation lets a small fraction of an input, carried through many stages, feed a small
-recompute in each of them, so a dropped buffer is rebuilt bit by bit almost for free. On CCT2_FT2 at 0.8 its
-bound is 17k cycles against a 246k-cycle schedule, and branch and bound cannot close that gap in time.
+recompute in each of them, so a dropped buffer is rebuilt bit by bit almost for free. On the CCT graphs its bound
+is a small fraction of the optimum, a gap branch and bound cannot close in time.
 
 This relaxation keeps what every schedule over the stage order must do around chosen points P_1 < ... < P_m
 (the first runs of ops t_1 < ... < t_m), and forgets the rest:
@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ckpt.events import Incumbent, LowerBound, Progress, ignore
 from ckpt.solver.greedy import outside_space
 from ckpt.solver.problem import Problem
 from ckpt.solver.realise import by_first_reader, overflow, placed_exactly, walked
@@ -80,7 +80,7 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
                 joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL,
-                progress: Callable[[str], None] = lambda message: None) -> Bound:
+                progress: Progress = ignore) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
     graph the hundreds of others would take all the time), then the `joint` strongest points together,
@@ -138,18 +138,18 @@ class _Found:
     schedules: list[Decisions] = field(default_factory=list)
     sketch: Decisions | None = None
     sketches: list[Decisions] = field(default_factory=list)
-    progress: Callable[[str], None] = lambda message: None
+    progress: Progress = ignore
 
     def add(self, problem: Problem, schedule: Decisions | None, how: str) -> None:
         """Keep a schedule that fits (None: nothing found), and say so."""
         if schedule is not None:
             self.schedules.append(schedule)
-            self.progress(f"incumbent {schedule.cost(problem.graph)} cycles ({how})")
+            self.progress(Incumbent(schedule.cost(problem.graph), how))
 
     def raised(self, bound: Bound) -> None:
         """Say the bound rose to `bound` (infeasible: the solve says so, and why)."""
         if not math.isinf(bound.cost):
-            self.progress(f"lower bound {bound.cost:.0f} cycles so far ({len(bound.points)} point(s))")
+            self.progress(LowerBound(bound.cost, len(bound.points)))
 
     def realised(self, problem: Problem, budget: int, answer: list[Span], bound: float) -> bool:
         """Realise `answer` (each recompute before its first reader); keep it if it fits. True when it fits
@@ -223,14 +223,8 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             continue
         if not in_recomputes:
             break
-        placed = None if headroom else placed_exactly(problem.graph, answer, budget, _limit(growing),
-                                                      deadline.threads)
-        found.add(problem, placed, "the relaxation's answer, placed exactly")
-        if placed is None and not headroom and small:
-            placed = _alternative_placed(problem, budget, chosen, frozenset(chained), answer,
-                                         found.sketch.cost(problem.graph), growing)
-            found.add(problem, placed, "another answer of the relaxation's, placed exactly")
-        if placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost):
+        if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
+                                       deadline, found):
             break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
         if unchecked and not headroom:
@@ -243,6 +237,19 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     if walking and newest is not None and not found.meets(problem, best.cost) and best.cost < enough:
         _walk(problem, budget, newest, deadline, found, enough)
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
+
+
+def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozenset[int], answer: list[Span],
+               best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found) -> bool:
+    """The answer's recomputes placed exactly (or, on small graphs, another answer's): whether a schedule
+    that fits and meets the bound came of it (`found` keeps any that fits)."""
+    placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads)
+    found.add(problem, placed, "the relaxation's answer, placed exactly")
+    if placed is None and small:
+        placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
+                                     growing)
+        found.add(problem, placed, "another answer of the relaxation's, placed exactly")
+    return placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost)
 
 
 def _alternative_placed(problem: Problem, budget: int, points: list[int], chained: frozenset[int],

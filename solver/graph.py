@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -130,8 +131,12 @@ class TrainGraph:
         return sum(self.tensor_bytes.get(t, 0) for t in self.persistent if t not in self.aliases)
 
     def fingerprint(self) -> str:
-        """sha256 over the sorted node names: what a schedule is keyed on (independent of the order)."""
-        return hashlib.sha256("\n".join(sorted(op.name for op in self.ops)).encode()).hexdigest()
+        return names_fingerprint(op.name for op in self.ops)
+
+
+def names_fingerprint(names: Iterable[str]) -> str:
+    """sha256 over the sorted node names: what a schedule is keyed on (independent of the order)."""
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
 def check_topological(ops: tuple[Op, ...], persistent: frozenset[str],

@@ -18,7 +18,7 @@ import numpy as np
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.memo import per_graph
 from ckpt.solver.schedule import Decisions, version_spans
-from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace, stages_of
+from ckpt.solver.simulate import MemoryTrace, RunSequence, memory_trace, stages_of
 
 MAX_STEPS = 400
 
@@ -119,7 +119,7 @@ def _gain_bound(graph: TrainGraph, over, reads: dict[str, list[int]], spans: dic
     return int(np.minimum(over[start + 1:own], freed).sum()) if freed else 0
 
 
-def outside_space(graph: TrainGraph, decisions: Decisions, seq: Sequence | None = None) -> bool:
+def outside_space(graph: TrainGraph, decisions: Decisions, seq: RunSequence | None = None) -> bool:
     """Whether the decisions leave the MILP's schedule space: a recompute runs past its deadline (after the
     in-place update of a weight it reads), or while the version it replaces must stay live (kept by a view made
     from it).

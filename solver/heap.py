@@ -12,7 +12,7 @@ deeploy_bridge/code_memory.py (tests/test_fidelity.py).
 from __future__ import annotations
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.simulate import MemoryTrace, Sequence, memory_trace
+from ckpt.solver.simulate import MemoryTrace, RunSequence, memory_trace
 
 Event = tuple[str, int, int]  # ("malloc" | "free", bytes, block id)
 GRANULE = 8
@@ -64,7 +64,7 @@ def _release(free: list[list[int]], start: int, size: int) -> None:
         free[i - 1][1] += free.pop(i)[1]
 
 
-def malloc_events(graph: TrainGraph, seq: Sequence, result: MemoryTrace | None = None) -> list[Event]:
+def malloc_events(graph: TrainGraph, seq: RunSequence, result: MemoryTrace | None = None) -> list[Event]:
     """The malloc/free sequence the replay implies, in the order Deeploy's code issues it."""
     result = result or memory_trace(graph, seq)
     made: dict[int, list[int]] = {}
@@ -86,7 +86,7 @@ def malloc_events(graph: TrainGraph, seq: Sequence, result: MemoryTrace | None =
     return events
 
 
-def heap_bytes(graph: TrainGraph, seq: Sequence, granule: int = GRANULE) -> int:
+def heap_bytes(graph: TrainGraph, seq: RunSequence, granule: int = GRANULE) -> int:
     """Smallest PMSIS L2 heap that runs `seq`: its live-bytes peak plus rounding and fragmentation."""
     result = memory_trace(graph, seq)
     return smallest_heap(malloc_events(graph, seq, result), granule, lower=result.peak_bytes)

@@ -10,6 +10,7 @@ import onnx_graphsurgeon as gs
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.errors import CkptError
+from ckpt.paths import model_files
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
@@ -17,11 +18,21 @@ from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
 
 def model_path(source: str | Path) -> Path:
     """The ONNX file a model argument names: the file itself, or a folder's network.onnx (Deeploy's layout)."""
-    path = Path(source)
-    return path / "network.onnx" if path.is_dir() else path
+    return model_files(source)[0]
 
 
 MAX_TENSOR_BYTES = 1 << 32      # 4 GiB: more than any device ckpt deploys to holds in all
+
+
+def data_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs a step is fed (the data): declared inputs that are not initializers, in order."""
+    constants = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in constants]
+
+
+def io_names(graph: onnx.GraphProto) -> tuple[frozenset[str], frozenset[str]]:
+    """(data inputs, outputs) of the graph by name: what stays resident whatever a schedule does."""
+    return frozenset(i.name for i in data_inputs(graph)), frozenset(o.name for o in graph.output)
 
 
 def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ckpt.errors import InfeasibleBudget
+from ckpt.events import Progress, Step, ignore
 from ckpt.solver.baselines import reorder
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy, polish
@@ -70,7 +71,7 @@ def screened_cost(graph: TrainGraph, order: list[str], budget: int, deadline: fl
 
 
 def search(graph: TrainGraph, budget: int, start: list[str], exact: Callable[[list[str], float | None], R],
-           cost: Callable[[R], int], seconds: float | None, progress=lambda msg: None) -> Searched[R]:
+           cost: Callable[[R], int], seconds: float | None, progress: Progress = ignore) -> Searched[R]:
     """Local search from `start` (see the module doc); `exact` raises InfeasibleBudget where an order has no
     schedule, and `cost` reads an answer's recompute cost."""
     began = time.perf_counter()
@@ -99,7 +100,7 @@ def search(graph: TrainGraph, budget: int, start: list[str], exact: Callable[[li
             if guess < here or (math.isinf(here) and best is None and not math.isinf(guess)):
                 screen.append((guess, candidate))
         screen.sort(key=lambda s: s[0])
-        progress(f"order search round {rounds}: {len(screen)} moves look cheaper to the greedy heuristic")
+        progress(Step(f"order search round {rounds}: {len(screen)} moves look cheaper to the greedy heuristic"))
         improved = None
         for k, (_, candidate) in enumerate(screen[:SOLVED_PER_ROUND]):
             if left() == 0 or (improved is not None and cost(improved[0]) == 0):
@@ -111,5 +112,5 @@ def search(graph: TrainGraph, budget: int, start: list[str], exact: Callable[[li
         if improved is None:
             break
         best, order = improved
-        progress(f"order search: {cost(best)} cycles after round {rounds}")
+        progress(Step(f"order search: {cost(best)} cycles after round {rounds}"))
     return Searched(best, tuple(order), count, rounds)

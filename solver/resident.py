@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ckpt.solver.graph import Op, TrainGraph
-from ckpt.solver.simulate import Sequence
+from ckpt.solver.simulate import RunSequence
 
 INPUTS_OP = "__ckpt_graph_inputs__"
 OUTPUTS_OP = "__ckpt_graph_outputs__"
@@ -32,11 +32,11 @@ def arena_resident(graph: TrainGraph, inputs: frozenset[str], outputs: frozenset
     return replace(graph, ops=ops, persistent=graph.persistent - set(fed) - set(kept), op_cost=costs, scratch={})
 
 
-def real_sequence(seq: Sequence) -> Sequence:
+def real_sequence(seq: RunSequence) -> RunSequence:
     """A schedule of the resident graph as a schedule of the real one."""
     return [(name, flag) for name, flag in seq if name not in SYNTHETIC]
 
 
-def resident_sequence(seq: Sequence) -> Sequence:
+def resident_sequence(seq: RunSequence) -> RunSequence:
     """A schedule of the real graph as a schedule of the resident one."""
     return [(INPUTS_OP, 0), *seq, (OUTPUTS_OP, 0)]

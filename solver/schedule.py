@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.simulate import Sequence, stages_of
+from ckpt.solver.simulate import RunSequence, stages_of
 
 
 @dataclass(frozen=True)
@@ -13,18 +13,18 @@ class Decisions:
 
     recomputes: frozenset[tuple[int, int]]
 
-    def sequence(self, graph: TrainGraph) -> Sequence:
+    def sequence(self, graph: TrainGraph) -> RunSequence:
         by_stage: dict[int, list[int]] = {}
         for t, i in self.recomputes:
             by_stage.setdefault(t, []).append(i)
-        seq: Sequence = []
+        seq: RunSequence = []
         for t, op in enumerate(graph.ops):
             seq.extend((graph.ops[i].name, 1) for i in sorted(by_stage.get(t, ())))
             seq.append((op.name, 0))
         return seq
 
     @classmethod
-    def from_sequence(cls, graph: TrainGraph, seq: Sequence) -> Decisions | None:
+    def from_sequence(cls, graph: TrainGraph, seq: RunSequence) -> Decisions | None:
         """The decisions behind a sequence over this stage order: each recompute in the stage of the next first
         run. None when the sequence runs the ops in another order (it is not a schedule of this stage order)."""
         firsts = [name for name, flag in seq if not flag]
@@ -46,7 +46,7 @@ class Decisions:
         return sum(graph.op_cost[graph.ops[i].name] for _, i in self.recomputes)
 
 
-def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
+def needed_retentions(graph: TrainGraph, seq: RunSequence) -> set[tuple[int, str]]:
     """(stage t, tensor) for every buffer or pin version that is read in stage t or later after entering t.
 
     This is S with every retention that no later reader needs dropped.
@@ -54,7 +54,7 @@ def needed_retentions(graph: TrainGraph, seq: Sequence) -> set[tuple[int, str]]:
     return {(t, x) for (x, made), last in version_spans(graph, seq).items() for t in range(made + 1, last + 1)}
 
 
-def version_spans(graph: TrainGraph, seq: Sequence) -> dict[tuple[str, int], int]:
+def version_spans(graph: TrainGraph, seq: RunSequence) -> dict[tuple[str, int], int]:
     """(tensor, stage its version was written in) -> last stage that reads that version, for every buffer or
     pin version that is read. Reading a view reads the buffer version the view was made from, which is not
     the newest one if its producer ran again since."""

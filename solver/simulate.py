@@ -29,7 +29,7 @@ from ckpt.errors import CkptError
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.memo import per_graph
 
-Sequence = list[tuple[str, int]]
+RunSequence = list[tuple[str, int]]   # (node, 0 first run | 1 recompute) in run order: what a schedule says
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class MemoryTrace:
         return peaks
 
 
-def stages_of(seq: Sequence) -> list[int]:
+def stages_of(seq: RunSequence) -> list[int]:
     """Stage index of each execution: a stage is a run of recomputes closed by one first execution."""
     stages, current = [], 0
     for _, is_recompute in seq:
@@ -80,7 +80,7 @@ def stages_of(seq: Sequence) -> list[int]:
     return stages
 
 
-def memory_trace(graph: TrainGraph, seq: Sequence) -> MemoryTrace:
+def memory_trace(graph: TrainGraph, seq: RunSequence) -> MemoryTrace:
     """Run the memory side of `seq` on `graph`. Raises CkptError if an op reads a tensor not yet written.
     (The solvers call this thousands of times per solve: each op's reads and writes are looked up once per graph,
     in `_tables`, and the loop touches nothing else.)"""
@@ -113,7 +113,7 @@ def memory_trace(graph: TrainGraph, seq: Sequence) -> MemoryTrace:
     return MemoryTrace(levels=tuple(levels), buffers=buffers, stage_of=tuple(stages_of(seq)), scratch=tuple(scratch))
 
 
-def in_place_violation(graph: TrainGraph, seq: Sequence) -> str | None:
+def in_place_violation(graph: TrainGraph, seq: RunSequence) -> str | None:
     """The first execution of `seq` that reads a weight after its in-place update ran, said in a line; None when
     every reader runs before the update (or nothing is updated in place)."""
     if not graph.must_precede:
@@ -127,7 +127,7 @@ def in_place_violation(graph: TrainGraph, seq: Sequence) -> str | None:
     return None
 
 
-def check_in_place(graph: TrainGraph, seq: Sequence) -> None:
+def check_in_place(graph: TrainGraph, seq: RunSequence) -> None:
     """Refuse a sequence that reads a weight after its in-place update (see in_place_violation)."""
     found = in_place_violation(graph, seq)
     if found:
@@ -180,7 +180,7 @@ def _levels(n: int, owners: list[list], allocated: list[list[int]]) -> list[int]
     return levels
 
 
-def drop_dead(graph: TrainGraph, seq: Sequence) -> Sequence:
+def drop_dead(graph: TrainGraph, seq: RunSequence) -> RunSequence:
     """`seq` without executions whose outputs nobody reads, as the deployed graph will run it.
 
     Checkmate-style schedules run every op in its own stage, so an op whose every reader comes after a
@@ -203,7 +203,7 @@ def drop_dead(graph: TrainGraph, seq: Sequence) -> Sequence:
             live[k] = True
             needed.update(reads[k])
     seen: set[str] = set()
-    kept: Sequence = []
+    kept: RunSequence = []
     for k, (name, _) in enumerate(seq):
         if live[k]:
             kept.append((name, int(name in seen)))
@@ -211,6 +211,6 @@ def drop_dead(graph: TrainGraph, seq: Sequence) -> Sequence:
     return kept
 
 
-def plain_sequence(graph: TrainGraph, order: list[str] | None = None) -> Sequence:
+def plain_sequence(graph: TrainGraph, order: list[str] | None = None) -> RunSequence:
     """The no-recompute sequence of an order (graph order by default)."""
     return [(name, 0) for name in (order or [op.name for op in graph.ops])]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ckpt.solver.graph import Op, TrainGraph
-from ckpt.solver.simulate import Sequence
+from ckpt.solver.simulate import RunSequence
 
 
 @dataclass(frozen=True)
@@ -67,12 +67,12 @@ def collapsed(graph: TrainGraph) -> Collapsed:
         views = kept
 
 
-def expanded(view: Collapsed, seq: Sequence) -> Sequence:
+def expanded(view: Collapsed, seq: RunSequence) -> RunSequence:
     """A schedule of the graph without views, with the views made (and re-made) where they are read."""
     g = view.graph
     changed: dict[str, int] = {}               # tensor -> position of its newest version (or the view's making)
     made: set[str] = set()                     # views made at least once
-    out: Sequence = []
+    out: RunSequence = []
 
     def ensure(tensor: str) -> None:
         """Make `tensor` (a view) current: its source first, then itself if it predates its source's version."""
@@ -96,7 +96,7 @@ def expanded(view: Collapsed, seq: Sequence) -> Sequence:
     return out          # a view nobody reads is not run, as solver.simulate.drop_dead drops any such run
 
 
-def view_cost(graph: TrainGraph, seq: Sequence, views: Collapsed) -> int:
+def view_cost(graph: TrainGraph, seq: RunSequence, views: Collapsed) -> int:
     """Cycles the recomputes of `seq` add, a view's re-making being free (a pointer copy)."""
     free = {graph.ops[i].name for i in views.view_ops}
     return sum(graph.op_cost[name] for name, flag in seq if flag and name not in free)

@@ -18,13 +18,13 @@ from replay_support import FT2, needs_models
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.examples import write_example
+from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document, solve_model
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import SolveRequest, solve_and_document, solve_model
 from ckpt.replay.predict import predicted_home_blocks, predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
 from ckpt.solver.budget import LevelTotal, parse_budget
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 

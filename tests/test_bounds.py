@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ckpt import examples
 from ckpt.errors import InfeasibleBudget
+from ckpt.events import Incumbent, LowerBound
 from ckpt.solver import bounds, milp, relaxation
 from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
@@ -18,9 +19,10 @@ from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
 from ckpt.solver.greedy import greedy
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
+from ckpt.solver.records import SolveOptions
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.solve import solve
 
 EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 
@@ -298,12 +300,12 @@ def test_the_bound_reports_each_raise_and_each_schedule_as_it_finds_them(tmp_pat
     graph = load_graph(tmp_path / "network.onnx")
     problem = Problem(staged(graph))
     budget = int(0.7 * baselines(graph).graph_order_peak)
-    messages: list[str] = []
-    bound = lower_bound(problem, budget, seconds=10, progress=messages.append)
-    raised = [int(m.group(1)) for m in map(re.compile(r"lower bound (\d+) cycles so far").match, messages) if m]
+    events: list = []
+    bound = lower_bound(problem, budget, seconds=10, progress=events.append)
+    raised = [e.cycles for e in events if isinstance(e, LowerBound)]
     assert len(raised) >= 2 and raised == sorted(set(raised))
-    assert raised[-1] == round(bound.cost)
-    found = [int(m.group(1)) for m in map(re.compile(r"incumbent (\d+) cycles").match, messages) if m]
+    assert raised[-1] == bound.cost
+    found = [e.cycles for e in events if isinstance(e, Incumbent)]
     assert (bound.schedule is None) == (not found)
     if found:
         assert min(found) == bound.schedule.cost(problem.graph) >= bound.cost - 1

@@ -5,12 +5,13 @@ from dataclasses import replace
 import pytest
 from cli_support import ckpt, ckpt_here
 
-from ckpt.cli import moved_ops_note, not_proven_warning
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.solve_summary import moved_ops_note, not_proven_warning
 from ckpt.schedule_file import read_schedule
 from ckpt.solver.baselines import baselines
-from ckpt.solver.solve import SolveOptions, Status, solve
+from ckpt.solver.records import SolveOptions, Status
+from ckpt.solver.solve import solve
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 from cli_support import ckpt_here, interrupted_at
 from onnx import TensorProto, helper
 
-from ckpt.cli import INTERRUPT_HOOK
+from ckpt.cli_common import INTERRUPT_HOOK
 from ckpt.examples import write_example
 
 
@@ -257,7 +257,7 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(mlp, t
 def test_deeploy_scratch_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
     """What an interrupted run left in the temp folder goes at the next run; a running process's scratch stays,
     and so does anything not named as ckpt's."""
-    from ckpt.deeploy_bridge.pipeline import SCRATCH_PREFIX, remove_stale_scratch  # Deeploy: this test only
+    from ckpt.deeploy_bridge.deeploy_run import SCRATCH_PREFIX, remove_stale_scratch  # Deeploy: this test only
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = tmp_path / f"{SCRATCH_PREFIX}{int(gone.stdout)}_abc"

@@ -15,14 +15,14 @@ from ckpt.deeploy_bridge import arena as arena_module
 from ckpt.deeploy_bridge.setup import WeightUpdate
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
 from ckpt.examples.write import write_example
-from ckpt.pipeline.solve import solve_model
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.replay.verification import step_data
 from ckpt.schedule_file import write_schedule
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import read_model
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 pytestmark = pytest.mark.deeploy
 BUDGETS = ("0.9", "0.7")

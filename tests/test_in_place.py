@@ -12,8 +12,9 @@ from ckpt.solver.baselines import baselines
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.in_place import with_in_place_updates
 from ckpt.solver.problem import Problem
+from ckpt.solver.records import SolveOptions
 from ckpt.solver.simulate import check_in_place, in_place_violation, plain_sequence
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.solve import solve
 
 
 def _layer() -> TrainGraph:

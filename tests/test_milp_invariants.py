@@ -12,9 +12,10 @@ from ckpt.solver.backends import SolverOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.greedy import outside_space, polish
 from ckpt.solver.problem import Problem
+from ckpt.solver.records import SolveOptions
 from ckpt.solver.schedule import Decisions, needed_retentions
 from ckpt.solver.simulate import memory_trace
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.solve import solve
 from ckpt.solver.views import collapsed
 
 EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)

@@ -7,7 +7,8 @@ from test_milp_invariants import EXACT, assert_sound_and_tight
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.baselines import baselines
 from ckpt.solver.order_search import moves
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.records import SolveOptions
+from ckpt.solver.solve import solve
 
 
 def two_branches():

@@ -11,13 +11,14 @@ from ckpt.ci.check import CiCase
 from ckpt.deeploy_bridge.setup import WeightUpdate
 from ckpt.errors import CkptError
 from ckpt.pipeline.load import load_for_target
-from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
+from ckpt.replay.onnx_graph import view_of_model
 from ckpt.replay.plan import plan_replay
+from ckpt.replay.predict import rewired
 from ckpt.replay.report import ReplayReport
-from ckpt.replay.run import ReplayOptions, replay_schedule, summary_lines
+from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.replay.summary import summary_lines
 from ckpt.schedule_file import read_schedule
-from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 pytestmark = [needs_models, pytest.mark.deeploy]
@@ -34,10 +35,7 @@ def test_schedule_replays_with_exactly_the_predicted_peak(solved):
     doc, lowered = read_schedule(path), loaded.lowered
     view = view_of_model(lowered.model)
     plan = plan_replay(view, doc.seq, fingerprint=doc.graph.names_sha256)
-    graph = lowered.deployed(load_graph(apply_to_model(lowered.model, plan),
-                                        aliases=rewired_aliases(view, plan, lowered.aliases),
-                                        scratch=rewired_scratch(plan, lowered.transients)),
-                             WeightUpdate(doc.graph.weights))
+    graph = rewired(lowered, view, plan, WeightUpdate(doc.graph.weights)).graph
     assert doc.predicted.recomputes > 0 and plan.clones_kept == doc.predicted.recomputes
     assert plan.match.rate == 1.0 and not plan.unscheduled and not plan.stale
     assert memory_trace(graph, plain_sequence(graph, plan.order)).peak_bytes == doc.predicted.peak_bytes

@@ -5,7 +5,8 @@ from test_milp_invariants import assert_sound_and_tight
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.records import SolveOptions
+from ckpt.solver.solve import solve
 
 
 @pytest.fixture(scope="module", params=["cct2_ft2", "cct2_lp"])

@@ -3,11 +3,11 @@ import pytest
 from replay_support import FT2, LP, needs_models
 
 from ckpt.deeploy_bridge import lower
-from ckpt.pipeline.solve import solve_model
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 
 @needs_models

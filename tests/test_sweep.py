@@ -15,7 +15,7 @@ import pytest
 from cli_support import ckpt, ckpt_here, interrupted_at
 
 from ckpt.budgets.ranges import parse_range
-from ckpt.cli import INTERRUPT_HOOK
+from ckpt.cli_common import INTERRUPT_HOOK
 from ckpt.examples import write_example
 from ckpt.replay.report import ReplayReport
 

@@ -10,7 +10,7 @@ import pytest
 from cli_support import ckpt
 from distributed import LocalCluster
 
-from ckpt.budgets.sweep import KILL_HOOK
+from ckpt.budgets.tasks import KILL_HOOK
 from ckpt.examples import write_example
 
 pytestmark = pytest.mark.slow

@@ -4,16 +4,17 @@ import pytest
 from graphs import chain
 
 from ckpt import examples
-from ckpt.solver import milp
-from ckpt.solver import solve as solve_module
+from ckpt.solver import milp, stages, time_plan
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import Bound
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
+from ckpt.solver.records import SolveOptions, Status
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
-from ckpt.solver.solve import SolveOptions, Status, TimePlan, solve
+from ckpt.solver.solve import solve
+from ckpt.solver.time_plan import TimePlan
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +27,11 @@ def resnet(tmp_path_factory):
 def test_whether_models_fit_depends_on_size_and_limit_only(resnet):
     problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
     recomputes = sum(len(problem.recompute_stages(i)) for i in range(problem.n))
-    needed = 2 * recomputes * solve_module.BUILD_SECONDS_PER_RECOMPUTE
-    share = (1 - solve_module.BOUND_UNTIL) * (1 - solve_module.RESERVE_SHARE)
-    assert solve_module._models_fit(problem, TimePlan(0.0, None))
-    assert solve_module._models_fit(problem, TimePlan(0.0, 1.01 * needed / share))
-    assert not solve_module._models_fit(problem, TimePlan(0.0, 0.99 * needed / share))
+    needed = 2 * recomputes * time_plan.BUILD_SECONDS_PER_RECOMPUTE
+    share = (1 - time_plan.BOUND_UNTIL) * (1 - time_plan.RESERVE_SHARE)
+    assert time_plan.models_fit(problem, TimePlan(0.0, None))
+    assert time_plan.models_fit(problem, TimePlan(0.0, 1.01 * needed / share))
+    assert not time_plan.models_fit(problem, TimePlan(0.0, 0.99 * needed / share))
 
 
 def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypatch):
@@ -43,7 +44,7 @@ def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypat
     budget = int(0.7 * baselines(resnet).graph_order_peak)
     problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
     limit = 5.0
-    assert not solve_module._models_fit(problem, TimePlan(0.0, limit))
+    assert not time_plan.models_fit(problem, TimePlan(0.0, limit))
     messages = []
     result = solve(resnet, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)), messages.append)
     assert memory_trace(resnet, result.seq).peak_bytes <= budget
@@ -57,14 +58,14 @@ def test_a_repair_that_fails_on_the_newest_near_miss_falls_back_to_older_ones(mo
     graph = reorder(chain(8), list(baselines(chain(8)).min_memory_order))
     budget = baselines(graph).min_memory_peak - 8
     older, newer = Decisions(frozenset()), Decisions(frozenset({(len(graph.ops) - 1, 0)}))
-    real, tried = solve_module.greedy, []
+    real, tried = stages.greedy, []
 
     def greedy(staged, limit, start=None, deadline=None):
         tried.append(start)
         return None if start == newer else real(staged, limit, start=start, deadline=deadline)
 
-    monkeypatch.setattr(solve_module, "greedy", greedy)
-    repaired = solve_module._from_relaxation(graph, Bound(0.0, (), sketches=(older, newer)), budget, None)
+    monkeypatch.setattr(stages, "greedy", greedy)
+    repaired = stages.from_relaxation(graph, Bound(0.0, (), sketches=(older, newer)), budget, None)
     assert tried == [newer, older]
     assert repaired is not None and memory_trace(graph, repaired.sequence(graph)).peak_bytes <= budget
 
@@ -75,17 +76,17 @@ def test_near_misses_are_repaired_unless_the_relaxation_has_a_schedule_at_the_bo
     graph = reorder(chain(8), list(baselines(chain(8)).min_memory_order))
     budget = baselines(graph).min_memory_peak - 8
     sketch = Decisions(frozenset())
-    fitting = solve_module.greedy(graph, budget)
-    real, tried = solve_module.greedy, []
+    fitting = stages.greedy(graph, budget)
+    real, tried = stages.greedy, []
 
     def greedy(staged, limit, start=None, deadline=None):
         tried.append(start)
         return real(staged, limit, start=start, deadline=deadline)
 
-    monkeypatch.setattr(solve_module, "greedy", greedy)
+    monkeypatch.setattr(stages, "greedy", greedy)
     cost = fitting.cost(graph)
-    solve_module._from_relaxation(graph, Bound(0.0, (), schedule=fitting, sketches=(sketch,)), budget, None)
+    stages.from_relaxation(graph, Bound(0.0, (), schedule=fitting, sketches=(sketch,)), budget, None)
     assert tried == [sketch]
     tried.clear()
-    solve_module._from_relaxation(graph, Bound(float(cost), (), schedule=fitting, sketches=(sketch,)), budget, None)
+    stages.from_relaxation(graph, Bound(float(cost), (), schedule=fitting, sketches=(sketch,)), budget, None)
     assert tried == []

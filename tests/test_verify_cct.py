@@ -12,13 +12,13 @@ from replay_support import FT2, LP, needs_models
 
 from ckpt.deeploy_bridge import lower
 from ckpt.hostexec.executor import HostExecutor, graph_order
+from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve import solve_model
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.verification import check_replayed, host_ready, step_data, verify_model
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.solve import SolveOptions
+from ckpt.solver.records import SolveOptions
 
 pytestmark = needs_models
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
@@ -28,9 +29,12 @@ from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
 from ckpt.solver.heap import GRANULE
+from ckpt.solver.onnx_loader import io_names
+from ckpt.solver.records import SolveOptions, SolveResult
 from ckpt.solver.resident import arena_resident, real_sequence, resident_sequence
-from ckpt.solver.simulate import Sequence
-from ckpt.solver.solve import SolveOptions, SolveResult, result_on, solve
+from ckpt.solver.result import result_on
+from ckpt.solver.simulate import RunSequence
+from ckpt.solver.solve import solve
 
 MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget
 
@@ -69,9 +73,9 @@ class Checked:
     activations_at_peak: int | None = None   # live activations where the checked arena peaks (None: a heap)
 
 
-def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tuple[Schedule, SolveResult]:
+def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
-    progress(f"loading {request.source} for target {request.target}")
+    progress(Step(f"loading {request.source} for target {request.target}"))
     loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
     starts = warm_start_sequences(loaded, request.warm_starts)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
@@ -79,7 +83,7 @@ def solve_and_document(request: SolveRequest, progress=lambda msg: None) -> tupl
                              request.total), result
 
 
-def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -> list[Sequence]:
+def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -> list[RunSequence]:
     """The sequences of earlier schedule files solved on this very graph (others are refused)."""
     fingerprint = loaded.graph.fingerprint()
     found = []
@@ -91,8 +95,8 @@ def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -
     return found
 
 
-def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Sequence], progress
-                    ) -> tuple[SolveResult, SolveOptions, Checked]:
+def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
+                    progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
     """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the
     excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
     options = request.options
@@ -122,8 +126,8 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
         checked = _checked(loaded, request, result, limit, live)
         if checked.nbytes <= limit:
             return result, replace(options, budget=live), checked    # the user's time limit, not what was left
-        progress(f"{checked.name} {checked.nbytes} B is over the budget {limit} B by {checked.nbytes - limit} B: "
-                 "tightening the live budget")
+        progress(Step(f"{checked.name} {checked.nbytes} B is over the budget {limit} B by "
+                      f"{checked.nbytes - limit} B: tightening the live budget"))
         best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
         fits_above = min(live, result.peak_bytes)
         wanted = fits_above - max(checked.nbytes - limit, GRANULE)
@@ -134,7 +138,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Seq
 
 
 def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOptions, err: InfeasibleBudget,
-                    progress) -> InfeasibleBudget:
+                    progress: Progress) -> InfeasibleBudget:
     """The refusal of a live budget restated for the figure the budget is held on: where that is the heap, the
     smallest live budget a schedule fits may still need a larger heap, so the floor stated is the heap of the
     schedule at that live budget (asking for it then succeeds: the tightening reaches that very schedule)."""
@@ -158,8 +162,8 @@ def _limit(loaded: LoadedModel, request: SolveRequest) -> int:
     return request.budget.resolve(graph_order_peak(loaded.graph))
 
 
-def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequence], progress
-                 ) -> tuple[SolveResult, SolveOptions, Checked]:
+def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
+                 progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
     """Solve against the home arena itself (see the module doc), then check the predicted total."""
     total, home = request.total, DEFAULT_SETUP.default_mem_level
     if total.level != home:
@@ -170,9 +174,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequen
         raise InfeasibleBudget(f"the {home} constants alone take {static} B, more than {total.nbytes} B",
                                f"raise the budget above {static} B")
     model = loaded.lowered.model
-    inits = {t.name for t in model.graph.initializer}
-    resident = arena_resident(loaded.graph, frozenset(i.name for i in model.graph.input if i.name not in inits),
-                              frozenset(o.name for o in model.graph.output))
+    resident = arena_resident(loaded.graph, *io_names(model.graph))
     arena = total.nbytes - static
     options = request.options
     deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
@@ -191,7 +193,8 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[Sequen
         if checked.nbytes <= total.nbytes:
             return real, replace(options, budget=arena), checked
         excess = checked.nbytes - total.nbytes             # the layout could not reach the live maximum
-        progress(f"{checked.name} {checked.nbytes} B is over {total.nbytes} B by {excess} B: tightening the arena")
+        progress(Step(f"{checked.name} {checked.nbytes} B is over {total.nbytes} B by {excess} B: "
+                      "tightening the arena"))
         arena -= max(excess, GRANULE)
         if _spent(deadline):
             break
@@ -268,7 +271,7 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
 
 def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 options: SolveOptions | None = None, cost_model: CostModel | None = None,
-                progress=lambda msg: None, flow: Flow | None = None,
+                progress: Progress = ignore, flow: Flow | None = None,
                 weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(budget=None), cost_model,

@@ -5,7 +5,7 @@ cost; the greedy heuristic alone is a row too. Target (issue 2): every point pro
 A row with 0 variables was proven before any MILP was built: a schedule (the greedy's, or the point relaxation's
 own answer replayed) met the relaxation's lower bound (solver/bounds.py, always on HiGHS). The gap is to the
 better of that bound and the solver's own.
-Run: python bench/solve.py [--model DIR] [--time-limit S] [--budgets 0.9,0.8,0.7,0.6] [--solvers highs,cbc]
+Run: python bench/solvers.py [--model DIR] [--time-limit S] [--budgets 0.9,0.8,0.7,0.6] [--solvers highs,cbc]
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from ckpt.errors import CkptError
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.solve import SolveOptions, solve
+from ckpt.solver.records import SolveOptions
+from ckpt.solver.solve import solve
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 

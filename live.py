@@ -3,11 +3,13 @@
 A sweep, in a terminal (stderr is a tty): a rich Live table of every point with its stage and status, under a
 line with the points done, running and left, the time elapsed and an estimate of the time left. A long solve:
 one live line with the time elapsed, the stage, the incumbent's cost, the proven bound and the gap, as MILP
-users are used to. Anywhere else each event is one line through the progress callback, as before.
+users are used to, read off the solver's events (ckpt.events). Anywhere else each event is one line through
+the callback, as before. Here, beside the commands' parts rather than in one of them, since `ckpt solve` and
+`ckpt sweep` both draw with it.
 """
 from __future__ import annotations
 
-import re
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+from ckpt.events import Event, Incumbent, LowerBound
 
 STAGES = ("waiting", "solving", "solved", "replaying", "done")
 
@@ -110,19 +114,15 @@ class SweepProgress:
         return table
 
 
-_INCUMBENT = re.compile(r"incumbent (\d+) cycles")
-_BOUND = re.compile(r"lower bound (\d+) cycles")
-
-
 @dataclass
 class SolveProgress:
-    """A solve's live line (elapsed, stage, incumbent, bound, gap), read off the solver's progress messages."""
+    """A solve's live line (elapsed, stage, incumbent, bound, gap), from the solver's events."""
 
     say: Callable[[str], None]
     live: bool = False
     stage: str = "starting"
     incumbent: int | None = None
-    bound: int | None = None
+    bound: float | None = None
     started: float = field(default_factory=time.perf_counter)
     _display: Live | None = None
 
@@ -141,23 +141,24 @@ class SolveProgress:
             self._display.__exit__(*exc)
             self._display = None
 
-    def __call__(self, message: str) -> None:
-        if found := _INCUMBENT.search(message):
-            self.incumbent = int(found.group(1)) if self.incumbent is None else min(self.incumbent, int(found.group(1)))
-        elif found := _BOUND.search(message):
-            self.bound = int(found.group(1))
-        else:
-            self.stage = message
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Incumbent(cycles=cycles):
+                self.incumbent = cycles if self.incumbent is None else min(self.incumbent, cycles)
+            case LowerBound(cycles=cycles) if math.isfinite(cycles):
+                self.bound = cycles
+            case _:
+                self.stage = str(event)
         if self._display is not None:
             self._display.update(self.line())
         else:
-            self.say(message)
+            self.say(str(event))
 
     def line(self) -> str:
         gap = ""
         if self.incumbent and self.bound is not None:
             gap = f" | gap {100 * max(0, self.incumbent - self.bound) / self.incumbent:.2f}%"
         incumbent = "-" if self.incumbent is None else f"{self.incumbent:,}"
-        bound = "-" if self.bound is None else f"{self.bound:,}"
+        bound = "-" if self.bound is None else f"{self.bound:,.0f}"
         return (f"[ckpt] {time.perf_counter() - self.started:6.1f} s | {self.stage[:60]} | incumbent {incumbent} "
                 f"| bound {bound}{gap}")

@@ -1,0 +1,32 @@
+"""A sweep's files people read: the table as Markdown, CSV and JSON, and the Pareto plot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ckpt.budgets.plot import pareto_plot
+from ckpt.budgets.table import csv_text, json_text, markdown_table
+from ckpt.files import atomic_write
+from ckpt.pipeline.row import PointRow
+from ckpt.solver.records import SolveOptions
+
+
+def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, solve: SolveOptions,
+                  lower_bound: int, baseline_peak: int) -> list[Path]:
+    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep."""
+    header = {"model": model, "target": target, "baseline_peak_bytes": baseline_peak,
+              "lower_bound_bytes": lower_bound, "method": solve.method, "time_limit": solve.backend.time_limit}
+    facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
+             f"Seconds are wall time and differ run to run.\n\n")
+    written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
+    title = f"{Path(model).name} ({target}): replayed peak against recompute cost"
+    return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
+
+
+def write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "", facts: str = "") -> list[Path]:
+    title = f"# ckpt sweep: {what or ', '.join(header.get('models', []))}\n\n"
+    written = []
+    for name, text in (("sweep.md", title + facts + markdown_table(rows)), ("sweep.csv", csv_text(rows)),
+                       ("sweep.json", json_text(rows, header))):
+        atomic_write(outdir / name, text)
+        written.append(outdir / name)
+    return written

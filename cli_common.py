@@ -1,0 +1,112 @@
+"""What every ckpt command shares: option types and options, one-line errors, progress lines, the default
+model, and the checks made before any work. Imports inside functions keep `ckpt --help` fast (as in cli.py)."""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from ckpt.deeploy_bridge.setup import Allocator, Flow, WeightUpdate
+from ckpt.errors import CkptError
+from ckpt.events import Event
+from ckpt.paths import model_files
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+ALLOCATORS = [a.value for a in Allocator]
+FLOWS = [f.value for f in Flow]
+WEIGHTS = [w.value for w in WeightUpdate]
+WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
+                "of each constant; every reader of a weight runs before its update), or out-of-place, Deeploy's own "
+                "(a new buffer in the arena, every reader its own copy; the code does not train across steps)")
+
+
+class FiniteFloat(click.FloatRange):
+    """A float in a range that is also a number (click's FloatRange lets NaN through)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+SECONDS = FiniteFloat(min=0, min_open=True)
+
+
+def one_line_errors(command):
+    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except CkptError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(int(err.exit_code))
+    return wrapper
+
+
+INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AT"   # tests: a real SIGINT once a progress line starts with this text
+
+
+def progress(message: str | Event) -> None:
+    """One line on stderr per message or event."""
+    text = str(message)
+    click.echo(f"[ckpt] {text}", err=True)
+    hook = os.environ.get(INTERRUPT_HOOK)
+    if hook and text.startswith(hook):
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def default_model() -> str:
+    from ckpt.examples.default import DEFAULT_MODEL, default_model_dir
+
+    progress(f"no MODEL given: using the {DEFAULT_MODEL}")
+    return str(default_model_dir())
+
+
+def capped(count: int, option: str) -> int:
+    """A thread or process count no larger than this machine's cores (more only slows every one down)."""
+    cores = os.cpu_count() or 1
+    if count > cores:
+        click.echo(f"note: {option} {count} is more than this machine's {cores} core(s): using {cores}", err=True)
+    return min(count, cores)
+
+
+def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> None:
+    """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
+    read = [*model_files(model), *(Path(o) for o in others if o)]
+    target = Path(output)
+    for path in read:
+        if output != "-" and path.exists() and target.exists() and os.path.samefile(path, target):
+            raise CkptError(f"output '{output}' is {path}, an input of this command",
+                            "write the schedule to a file of its own, e.g. -o seq.json")
+
+
+def model_or_default(model: str | None) -> str:
+    from ckpt.solver.onnx_loader import check_training_graph
+
+    if model is None:
+        return default_model()
+    check_training_graph(model)     # a missing, non-ONNX or inference model is refused before anything runs
+    return model
+
+
+allocator_option = click.option(
+    "--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
+    help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or Deeploy's "
+         "MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
+
+
+def weights_option(default: str | None = WeightUpdate.IN_PLACE.value, more: str = ""):
+    return click.option("--weights", type=click.Choice(WEIGHTS), default=default, show_default=default is not None,
+                        help=WEIGHTS_HELP + (more or "."))
+
+
+def deeploy_root_option(what: str):
+    return click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
+                        help=f"Deeploy checkout with the training harness, toolchain and gvsoc: {what}")

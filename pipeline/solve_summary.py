@@ -1,0 +1,40 @@
+"""What `ckpt solve` says of the schedule it wrote: why it is not called optimal, why what runs costs less than
+what was planned, and the summary line."""
+from __future__ import annotations
+
+from ckpt.schedule_file import Schedule
+from ckpt.solver.records import SolveResult
+
+
+def not_proven_warning(result: SolveResult) -> str:
+    """Why a schedule is not called optimal, what is proven, and what may change that."""
+    gap = "unknown" if result.gap is None else f"{100 * result.gap:.2f}%"
+    bound = result.cost_lower_bound
+    proven = "" if bound is None else f"; no schedule of the space costs less than {bound} cycles"
+    text = f"warning: not proven optimal (status {result.status}, gap {gap}{proven})"
+    return text + (": the time limit ran out, a longer --time-limit may close the gap" if result.timed_out else "")
+
+
+def moved_ops_note(result: SolveResult) -> str | None:
+    """Why what runs costs less than the schedule the status is about (None: it does not)."""
+    if result.recompute_cost >= result.planned_cost:
+        return None
+    return (f"note: what runs costs {result.recompute_cost} cycles, less than the {result.planned_cost} planned over "
+            "the stage order: Deeploy deletes a first run nobody reads, which moves its op later; the status and "
+            "the lower bound are about the planned cost")
+
+
+def solve_notes(result: SolveResult) -> list[str]:
+    """What `ckpt solve` warns of before its summary line."""
+    notes = [not_proven_warning(result)] if result.status != "optimal" else []
+    return notes + [note for note in (moved_ops_note(result),) if note is not None]
+
+
+def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:
+    """The line `ckpt solve` ends with: what it wrote and the schedule's figures."""
+    predicted = schedule.predicted
+    base = predicted.baseline_peak_bytes
+    where = "stdout" if output == "-" else output
+    return (f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
+            f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {result.recomputes} recomputes, "
+            f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}, {result.seconds:.1f} s")

@@ -1,0 +1,79 @@
+"""A replay's report as the lines `ckpt replay` prints: matching, memory per figure, checks, the code's runs."""
+from __future__ import annotations
+
+from ckpt.replay.folder import ORDER, REPORT, REWIRED
+from ckpt.replay.gvsoc import gvsoc_line
+from ckpt.replay.report import CodeRunRecord
+from ckpt.replay.run import ReplayResult
+
+
+def summary_lines(result: ReplayResult) -> list[str]:
+    r = result.report
+    sched, rep, mem = r.schedule, r.replay, r.memory
+    lines = [f"replayed {sched.path} on {r.model.path} (target {r.model.target}): "
+             f"{sched.matched}/{sched.entries} entries matched ({100 * sched.rate:.1f}%), "
+             f"fingerprint {sched.fingerprint.status}",
+             f"{rep.executions} executions: {rep.recomputes} recomputes, {rep.clones_kept} clones kept, "
+             f"{rep.clones_pruned} clones pruned, {rep.originals_pruned} originals pruned, "
+             f"{rep.unscheduled_nodes_placed} unnamed nodes placed, {rep.stale_nodes_dropped} stale nodes dropped",
+             f"activation peak: predicted {_b(mem.predicted_peak)} | ckpt replayed {_b(mem.replayed_peak)} | "
+             f"first-fit heap {_b(mem.heap)}"
+             + (f" | Deeploy non-tiled counter {_b(mem.deeploy_non_tiled)}" if mem.deeploy_non_tiled else ""),
+             f"persistent: predicted {_b(mem.persistent_predicted)} | replayed {_b(mem.persistent_replayed)}"
+             + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
+    if mem.levels and r.deeploy:
+        setup = r.deeploy["tiled"].setup
+        lines.append(f"Deeploy tiled ({setup['allocator']} allocator, L1 {setup['l1']}, L2 {setup['l2']}), per level "
+                     "static + arena = total:")
+        for level, fig in sorted(mem.levels.items()):
+            extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
+            lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
+                         f"blocks {_b(fig.live_max)}{extra}")
+    check = result.verification
+    if check is not None:
+        lines.append(check.schedule.line())
+        if check.golden is not None:
+            base = check.baseline_golden
+            lines.append(f"golden (device harness rule): {check.golden.line}"
+                         + (f" (graph order: {base.line})" if base is not None else ""))
+        if check.hint:
+            lines.append(check.hint)
+    else:
+        lines.append(f"verify: skipped ({r.verification.reason})")
+    lines.extend(_code_run_line(run) for run in r.code_runs.values())
+    if r.budget is not None:
+        b = r.budget
+        verdict = "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
+        lines.append(f"budget: {b.checked} replayed {_b(b.replayed)} against the schedule's {_b(b.limit)}: {verdict}")
+    lines.append(gvsoc_line(r.gvsoc))
+    files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
+    lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
+    return lines
+
+
+def _code_run_line(run: CodeRunRecord) -> str:
+    """The generated code's run, as the device harness would print it, and what it was compared with."""
+    head = f"generated {run.flow.replace('_', '-')} code on this host: "
+    if run.status != "ran":
+        return head + f"{run.status} ({run.reason})"
+    parts = [run.golden.line if run.golden else "ran (no outputs.npz to compare)"]
+    if run.golden and run.golden.by_output:
+        parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.by_output.items()))
+    parts.append(f"graph order's code: {run.graph_order}" + (f" ({', '.join(run.differing)})" if run.differing else ""))
+    if run.host is not None:
+        where = f" at {run.host.worst.tensor}{run.host.worst.index}" if run.host.worst and run.host.max_abs_diff else ""
+        parts.append(f"vs host executor: max |diff| {run.host.max_abs_diff:.3g}{where}")
+    level = max(run.memory, key=lambda name: run.memory[name]["peak"], default=None)
+    if level:
+        parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
+    if run.steps:
+        errors = ", ".join(str(step.errors) for step in run.steps)
+        verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"
+                                                 if run.weights != "in-place" else "STEPS DIFFER")
+        parts.append(f"{len(run.steps)} steps in a row, Errors per step against the host's step from the code's "
+                     f"weights: {errors}: {verdict}")
+    return head + "; ".join(parts)
+
+
+def _b(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B"

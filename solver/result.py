@@ -1,0 +1,63 @@
+"""A schedule made a SolveResult: the sequence that runs, its figures, and what is proven of it."""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from ckpt.solver.backends import Outcome, RunStatus
+from ckpt.solver.baselines import Baselines, baselines
+from ckpt.solver.canonical import canonical
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.heap import heap_bytes
+from ckpt.solver.options import Objective
+from ckpt.solver.records import Answer, SolveOptions, SolveResult, Status, space_of
+from ckpt.solver.simulate import RunSequence, check_in_place, drop_dead, memory_trace
+from ckpt.solver.time_plan import TimePlan
+from ckpt.solver.views import Collapsed, expanded, view_cost
+
+
+def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePlan, options: SolveOptions
+              ) -> SolveResult:
+    """The result of `answer` over the stage order of `staged`."""
+    decisions = answer.decisions
+    if options.objective is Objective.COST and decisions.recomputes:
+        decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
+    seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
+    check_in_place(staged, seq)
+    # What runs can cost less than the decisions: where an op's first run is read by nobody, its recompute only
+    # moves it later, a schedule of another stage order. The proof (status, gap, bound) is about the planned
+    # cost over this order; what runs may be cheaper still, and nothing is proven of that saving.
+    planned, cost = decisions.cost(staged), sum(staged.op_cost[name] for name, flag in seq if flag)
+    outcome, sizes = answer.outcome, answer.sizes
+    return SolveResult(
+        seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
+        peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
+        booked_peak_bytes=answer.booked, baselines=base, persistent_bytes=staged.persistent_bytes,
+        recomputes=sum(flag for _, flag in seq), recompute_cost=cost, planned_cost=planned,
+        base_cost=sum(staged.op_cost.values()), status=status_of(outcome, options.backend.gap), gap=outcome.gap,
+        seconds=time.perf_counter() - plan.start, variables=sizes.variables, constraints=sizes.constraints,
+        variables_unpruned=sizes.unpruned, space=space_of(options), timed_out=outcome.timed_out)
+
+
+def status_of(outcome: Outcome, tolerance: float) -> Status:
+    if outcome.status is RunStatus.OPTIMAL or (outcome.gap is not None and outcome.gap <= tolerance):
+        return Status.OPTIMAL
+    return Status.FEASIBLE if outcome.gap is not None else Status.HEURISTIC
+
+
+def expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) -> SolveResult:
+    """A result on the graph without views as a result on the real one: views written back where they are read."""
+    seq = expanded(views, result.seq)
+    check_in_place(graph, seq)
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
+                   recomputes=sum(flag for _, flag in seq), recompute_cost=view_cost(graph, seq, views),
+                   base_cost=sum(graph.op_cost.values()))
+
+
+def result_on(graph: TrainGraph, result: SolveResult, seq: RunSequence) -> SolveResult:
+    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`."""
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+                   baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
+                   base_cost=sum(graph.op_cost.values()),
+                   stage_order=tuple(name for name in result.stage_order if name in graph.index))

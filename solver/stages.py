@@ -1,0 +1,273 @@
+"""The solver's stages, each one plain function `stage(attempt, found) -> found` (as PyTorch's knapsack solvers
+share one signature), so a method is a tuple of stages and a benchmark can run any prefix or swap one out.
+
+An `Attempt` is one solve over one stage order (what every stage reads); `Found` is what the stages found so
+far. A stage that ends the solve sets `Found.answer`; the next stages do not run. The stages of the MILP
+method: the greedy heuristic, the relaxation's lower bound, the repair and polish of its answers, the focused
+model, the exact model, each stopping once a schedule meets the bound (solver/solve.py has the time shares).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from ckpt.errors import InfeasibleBudget
+from ckpt.events import Incumbent, LowerBound, Progress, Step
+from ckpt.solver.backends import Outcome, RunStatus
+from ckpt.solver.baselines import Baselines
+from ckpt.solver.bounds import Bound, as_cheap_as, lower_bound
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.greedy import greedy, outside_space, polish
+from ckpt.solver.infeasible import infeasible_error
+from ckpt.solver.model_run import ModelRun, run_model
+from ckpt.solver.options import Focus, Method, Objective
+from ckpt.solver.problem import Problem
+from ckpt.solver.records import Answer, Sizes, SolveOptions
+from ckpt.solver.schedule import Decisions
+from ckpt.solver.simulate import RunSequence, memory_trace
+from ckpt.solver.time_plan import (
+    BOUND_ALONE_UNTIL,
+    BOUND_UNTIL,
+    FOCUS_UNTIL,
+    GREEDY_UNTIL,
+    MIN_STAGE_SECONDS,
+    TimePlan,
+    models_fit,
+)
+
+NO_BOUND = Bound(0.0, ())
+HEURISTIC = Outcome(RunStatus.FEASIBLE, None, 0.0)     # a schedule nobody proved anything of (yet)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One solve over one stage order: what every stage reads."""
+
+    staged: TrainGraph
+    base: Baselines
+    options: SolveOptions
+    plan: TimePlan
+    progress: Progress
+    incumbents: tuple[RunSequence, ...] = ()    # schedules found before: the cheapest that fits is a start
+
+    @cached_property
+    def problem(self) -> Problem:
+        return Problem(self.staged, focus=self.options.focus is Focus.ONLY)
+
+    @cached_property
+    def models(self) -> bool:
+        """Whether the models get their share of the time (else the bound takes it: time_plan.models_fit)."""
+        return self.options.live_budget is None or models_fit(self.problem, self.plan)
+
+    def cost(self, decisions: Decisions) -> int:
+        return decisions.cost(self.staged)
+
+    def cheaper(self, *candidates: Decisions | None) -> Decisions | None:
+        return cheapest(self.staged, *candidates)
+
+    def meets(self, decisions: Decisions | None, floor: Bound) -> bool:
+        """A schedule within the gap tolerance of a proven floor needs no solver to call it optimal."""
+        return (decisions is not None and self.options.objective is Objective.COST and floor.cost > 0
+                and _gap(self.cost(decisions), floor.cost) <= self.options.backend.gap)
+
+    def bounded(self, outcome: Outcome, decisions: Decisions, floor: float) -> Outcome:
+        """The verdict on `decisions` given the best proven bound `floor` (the relaxation's, or the solver's
+        own): a gap within the tolerance is a proof of optimality whoever found the schedule."""
+        if outcome.gap is None and floor <= 0:
+            return outcome
+        gap = _gap(self.cost(decisions), floor)
+        return replace(outcome, status=RunStatus.OPTIMAL if gap <= self.options.backend.gap else outcome.status,
+                       gap=gap)
+
+    def infeasible(self, timed_out: bool = False) -> InfeasibleBudget:
+        return infeasible_error(self.options, self.base, self.staged, self.plan, self.progress, timed_out)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the stages found so far."""
+
+    start: Decisions | None = None        # the best schedule known: the models' warm start
+    polished: Decisions | None = None     # the best polished schedule known
+    floor: Bound = NO_BOUND               # the proven lower bound on the cost
+    timed_out: bool = False               # a stage ran out of its time
+    answer: Answer | None = None          # set by the stage that ends the solve
+
+
+Stage = Callable[[Attempt, Found], Found]
+
+
+def greedy_start(attempt: Attempt, found: Found) -> Found:
+    """The greedy heuristic (or a given schedule, when cheaper); under a cost cap the plain order, cost 0."""
+    attempt.progress(Step("greedy heuristic"))
+    if attempt.options.objective is not Objective.COST:
+        return replace(found, start=Decisions(frozenset()))
+    budget = attempt.options.budget
+    start = greedy(attempt.staged, budget, deadline=attempt.plan.at(GREEDY_UNTIL))
+    start = attempt.cheaper(start, *fitting(attempt.staged, attempt.incumbents, budget))
+    if start is not None:
+        attempt.progress(Incumbent(attempt.cost(start), "greedy"))
+    return replace(found, start=start)
+
+
+def greedy_answer(attempt: Attempt, found: Found) -> Found:
+    """The greedy schedule, polished: the answer of `--method greedy`."""
+    if found.start is None:
+        raise InfeasibleBudget(f"the greedy heuristic found no schedule for {attempt.options.budget} B "
+                               "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
+    polished = polish(attempt.staged, found.start, attempt.options.budget, attempt.plan.at())
+    return replace(found, answer=Answer(polished, HEURISTIC))
+
+
+def bound_stage(attempt: Attempt, found: Found) -> Found:
+    """The relaxation's lower bound on the cost (solver/bounds.py), until its deadline. It holds for every
+    schedule over the stage order, so the focus setting of the problem does not matter."""
+    options = attempt.options
+    if options.live_budget is None:
+        return found
+    attempt.progress(Step("lower bound: memory at the binding points"))
+    known = attempt.cost(found.start) * (1 - options.backend.gap) if found.start is not None else math.inf
+    until = BOUND_UNTIL if attempt.models else BOUND_ALONE_UNTIL
+    floor = lower_bound(attempt.problem, options.budget, attempt.plan.left(until), known,
+                        threads=options.backend.threads, progress=attempt.progress)
+    attempt.progress(LowerBound(floor.cost, len(floor.points), final=True))
+    if math.isinf(floor.cost):
+        raise attempt.infeasible()
+    return replace(found, floor=floor)
+
+
+def repair_stage(attempt: Attempt, found: Found) -> Found:
+    """The start polished, and the relaxation's answers made to fit; done when one meets the bound. The
+    models start from the greedy schedule as it is (polished, it tends to trap HiGHS's heuristics), or from
+    the relaxation's where that is cheaper. Polished first: it is quick, and the repair of the relaxation's
+    near miss may take all the time left."""
+    budget, staged, plan = attempt.options.live_budget, attempt.staged, attempt.plan
+    polished = polish(staged, found.start, budget, plan.at()) if found.start is not None and budget is not None \
+        else found.start
+    relaxed = from_relaxation(staged, found.floor, budget, plan.at())
+    found = replace(found, polished=attempt.cheaper(polished, relaxed), start=attempt.cheaper(found.start, relaxed))
+    if found.polished is not None and budget is not None:
+        attempt.progress(Incumbent(attempt.cost(found.polished), "relaxation and polish"))
+    if attempt.meets(found.polished, found.floor):
+        attempt.progress(Step(f"a schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
+        return replace(found, answer=Answer(found.polished,
+                                            attempt.bounded(HEURISTIC, found.polished, found.floor.cost)))
+    return found
+
+
+def focused_stage(attempt: Attempt, found: Found) -> Found:
+    """The focused model (recomputes only where a reader may run) until its deadline, as a better start."""
+    options, plan = attempt.options, attempt.plan
+    if not attempt.models:
+        return _without_models(attempt, found)
+    if options.focus is not Focus.SEED or options.objective is not Objective.COST or not plan.allows(FOCUS_UNTIL):
+        return found
+    seeded = run_model(Problem(attempt.staged, focus=True), options.budget, options, plan, FOCUS_UNTIL, found.start,
+                       attempt.progress, "focused", _target(attempt, found))
+    start = found.start
+    if seeded is not None:
+        start = attempt.cheaper(start, seeded.decisions)
+        if start is not None:
+            attempt.progress(Incumbent(attempt.cost(start), "focused MILP"))
+    found = replace(found, start=start, timed_out=seeded is None or seeded.outcome.timed_out)
+    if attempt.meets(start, found.floor):
+        attempt.progress(Step(f"the focused model's schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
+        return replace(found, answer=Answer(start, attempt.bounded(HEURISTIC, start, found.floor.cost)))
+    return found
+
+
+def exact_stage(attempt: Attempt, found: Found) -> Found:
+    """The exact model until the end of the limit; its answer polished when not proven, and bounded by the
+    best proof either has."""
+    if not attempt.models:
+        return _without_models(attempt, found)
+    options, plan, budget = attempt.options, attempt.plan, attempt.options.live_budget
+    ran = run_model(attempt.problem, budget, options, plan, 1.0, found.start, attempt.progress, "exact",
+                    _target(attempt, found)) if plan.allows() else None
+    timed_out = found.timed_out or ran is None or ran.outcome.timed_out
+    if ran is None or (ran.infeasible and found.start is not None):
+        return replace(found, answer=_known_answer(attempt, found, ran, timed_out))
+    if ran.infeasible:
+        raise attempt.infeasible()
+    chosen, booked, outcome = ran.decisions, ran.booked, ran.outcome
+    if budget is not None:
+        solver_bound = attempt.cost(chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
+        if outcome.status is not RunStatus.OPTIMAL:
+            better = attempt.cheaper(polish(attempt.staged, chosen, budget, plan.at()), found.polished)
+            chosen, booked = better, (booked if better == chosen else None)
+        outcome = attempt.bounded(outcome, chosen, max(found.floor.cost, solver_bound))
+    return replace(found, answer=Answer(chosen, replace(outcome, timed_out=timed_out), booked, ran.sizes))
+
+
+STAGES: dict[Method, tuple[Stage, ...]] = {
+    Method.MILP: (greedy_start, bound_stage, repair_stage, focused_stage, exact_stage),
+    Method.GREEDY: (greedy_start, greedy_answer),
+}
+
+
+def _target(attempt: Attempt, found: Found) -> float | None:
+    """The cost at which a schedule is within the gap tolerance of the proven floor (None: no floor)."""
+    floor, tolerance = found.floor.cost, attempt.options.backend.gap
+    return floor / (1 - tolerance) if 0 < floor and tolerance < 1 else None
+
+
+def _without_models(attempt: Attempt, found: Found) -> Found:
+    attempt.progress(Step("models: too big to build and run in the time left, the bound had it"))
+    return replace(found, answer=_known_answer(attempt, found, None, timed_out=True))
+
+
+def _known_answer(attempt: Attempt, found: Found, ran: ModelRun | None, timed_out: bool) -> Answer:
+    """The exact model gave nothing usable: the best schedule already checked, or say none was found."""
+    if found.start is None:
+        raise attempt.infeasible(timed_out=True)
+    if ran is not None and ran.infeasible:
+        # A replay-checked schedule fits, so "infeasible" is the solver stopping early (CBC's preprocessing
+        # says so when its time runs out): keep the known schedule rather than believe it.
+        attempt.progress(Step(f"{attempt.options.backend.backend.value} reported infeasible although a checked "
+                              "schedule fits; keeping it"))
+    budget = attempt.options.live_budget
+    polished = polish(attempt.staged, found.start, budget, attempt.plan.at()) if budget is not None else found.start
+    best = attempt.cheaper(polished, found.polished)
+    outcome = replace(attempt.bounded(HEURISTIC, best, found.floor.cost), timed_out=timed_out)
+    return Answer(best, outcome, None, ran.sizes if ran else Sizes())
+
+
+def _gap(cost: int, bound: float) -> float:
+    return 0.0 if cost <= bound or cost == 0 else (cost - bound) / cost
+
+
+def from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None
+                    ) -> Decisions | None:
+    """The cheapest of the relaxation's schedule (its answers made to fit by rule or by walking) and of its
+    near misses made to fit by the greedy heuristic by `deadline` (newest first: the last answers saw the
+    most points; the older ones are a fallback, since a repair can fail on one and succeed on another); polished.
+    A schedule that meets the bound needs no repairs."""
+    if budget is None:
+        return None
+    found = floor.schedule
+    met = found is not None and found.cost(staged) <= as_cheap_as(floor.cost)
+    for n, sketch in enumerate(reversed(floor.sketches if not met else ())):
+        if n and deadline is not None and time.perf_counter() + MIN_STAGE_SECONDS >= deadline:
+            break     # the newest is always tried (as the only one once was); the others while time is left
+        found = cheapest(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))
+    return polish(staged, found, budget, deadline) if found is not None else None
+
+
+def cheapest(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:
+    """The cheapest of the schedules given (the first of equals), None if none is."""
+    found = [c for c in candidates if c is not None]
+    return min(found, key=lambda c: c.cost(staged)) if found else None
+
+
+def fitting(staged: TrainGraph, sequences: tuple[RunSequence, ...] | list[RunSequence], budget: int) -> list[Decisions]:
+    """The given schedules that are schedules of this stage order and fit the budget, as decisions."""
+    found = []
+    for seq in sequences:
+        decisions = Decisions.from_sequence(staged, seq)
+        if decisions is not None and not outside_space(staged, decisions) \
+                and memory_trace(staged, decisions.sequence(staged)).peak_bytes <= budget:
+            found.append(decisions)
+    return found
