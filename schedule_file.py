@@ -99,6 +99,12 @@ class SolverRecord:
 _OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights"}
 
 
+def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:
+    """A part of the file as it is written: its fields, the optional ones only when set."""
+    return {f.name: getattr(part, f.name) for f in fields(part)
+            if not (f.name in _OPTIONAL and getattr(part, f.name) is None)}
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A schedule file: `seq` (what Deeploy's training harness reads as it is) and what ckpt says about it.
@@ -120,8 +126,7 @@ class Schedule:
         for part in ("graph", "budget", "predicted", "solver"):
             value = getattr(self, part)
             if value is not None:
-                doc[part] = {f.name: getattr(value, f.name) for f in fields(value)
-                             if not (f.name in _OPTIONAL and getattr(value, f.name) is None)}
+                doc[part] = part_dict(value)
         return doc
 
     @classmethod

@@ -39,7 +39,6 @@ from ckpt.pipeline.point import (
     carried,
     content_key,
     finished_row,
-    label_of,
     replay_key,
     replay_point,
     solve_point,
@@ -184,8 +183,7 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
                f"bound {base.lower_bound} B ({lowering:.1f} s)")
-    specs = [PointSpec(BASELINE, None, None)] + [PointSpec(label_of(f), f, int(f * base.graph_order_peak))
-                                                 for f in options.fractions]
+    specs = [PointSpec(BASELINE, None, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
     return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source))

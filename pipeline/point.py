@@ -91,6 +91,15 @@ class PointSpec:
     fraction: float | None           # None for the baseline (the graph order, no recompute)
     budget_bytes: int | None
 
+    @classmethod
+    def at(cls, fraction: float, baseline_peak: int) -> PointSpec:
+        """The point of a budget fraction, resolved once, on the graph whose baseline peak is given."""
+        return cls(label_of(fraction), fraction, cls.budget(fraction).resolve(baseline_peak))
+
+    @staticmethod
+    def budget(fraction: float) -> Budget:
+        return Budget(text=label_of(fraction), fraction=fraction)
+
 
 @dataclass(frozen=True)
 class SolveTask:
@@ -199,7 +208,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
-    budget = Budget(text=spec.label, fraction=spec.fraction)
+    budget = PointSpec.budget(spec.fraction)
     say("solve")
     try:
         schedule, result = solve_model(task.model, budget, task.target, task.solve, progress=as_lines(say),

@@ -73,7 +73,7 @@ from ckpt.replay.report import (
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
-from ckpt.schedule_file import Schedule, read_schedule
+from ckpt.schedule_file import Schedule, part_dict, read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
@@ -269,7 +269,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
             verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions,
             code_runs: dict[str, CodeRunRecord]) -> ReplayReport:
     predicted = doc.predicted
-    solved_on = doc.to_dict().get("graph") or {}
+    solved_on = part_dict(doc.graph) if doc.graph else {}
     model_sha = _sha256(model_path(model))
     non_tiled, tiled = flows.get("non_tiled"), flows.get("tiled")
     trace = rewired.trace
