@@ -280,8 +280,8 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
                  fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
     start = time.perf_counter()
+    original = read_model(model_path(model_dir))    # a missing model is named as given
     model_dir = model_path(model_dir).parent        # a folder, or the folder of the .onnx named
-    original = read_model(model_dir)
     io_names = None
     if target == "none":
         model = original

@@ -158,6 +158,11 @@ def test_verify_takes_the_onnx_file_too(mlp):
     assert code == 0 and "Errors: 0 out of" in out, err
 
 
+def test_verify_of_a_missing_model_names_it(tmp_path):
+    code, _, err = run("verify", str(tmp_path / "nothere"))
+    assert code == 1 and f"no model at '{tmp_path / 'nothere'}'" in one_line(err)
+
+
 def test_ci_check_with_shared_models_that_do_not_exist_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("CKPT_SHARED_MODELS", str(tmp_path / "nowhere"))
     code, _, err = run("ci", "check")
