@@ -287,7 +287,7 @@ class ReplayReport:
 
     @classmethod
     def from_dict(cls, doc: dict) -> ReplayReport:
-        return _build(cls, doc)
+        return record_from_json(cls, doc)
 
     @classmethod
     def read(cls, path: Path) -> ReplayReport:
@@ -298,22 +298,25 @@ class ReplayReport:
                             "replay the schedule again with `ckpt replay`") from None
 
 
-def _build(kind, value):
+def record_from_json(kind, value):
     """Rebuild a value of type `kind` (a dataclass, a container of them, or a plain type) from its JSON form."""
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType):
         options = [k for k in typing.get_args(kind) if k is not type(None)]
         if value is None:
             return None
-        return _build(options[0], value) if len(options) == 1 else value
+        return record_from_json(options[0], value) if len(options) == 1 else value
     if is_dataclass(kind):
         hints = typing.get_type_hints(kind)
         known = {f.name for f in fields(kind)}
         unknown = set(value) - known
         if unknown:
             raise KeyError(f"unknown field(s) {sorted(unknown)} for {kind.__name__}")
-        return kind(**{name: _build(hints[name], item) for name, item in value.items()})
+        return kind(**{name: record_from_json(hints[name], item) for name, item in value.items()})
     if origin is dict and value is not None:
         _, item_kind = typing.get_args(kind)
-        return {k: _build(item_kind, v) for k, v in value.items()}
+        return {k: record_from_json(item_kind, v) for k, v in value.items()}
+    if origin is list and value is not None:
+        (item_kind,) = typing.get_args(kind)
+        return [record_from_json(item_kind, v) for v in value]
     return value
