@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,26 @@ from .setup import DEFAULT_SETUP, TARGETS
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
 from .versions import deeploy_version
+
+# Lowered graphs of this process, by cache key and folder: a sweep point's solve, replay and host check share one
+# lowering (and one cache read). The records are shared: callers copy a model before changing it.
+_LOWERED_HERE: OrderedDict[tuple[str, Path], LoweredGraph] = OrderedDict()
+_KEEP_HERE = 4
+
+
+def _remembered(key: tuple[str, Path]) -> LoweredGraph | None:
+    record = _LOWERED_HERE.get(key)
+    if record is None:
+        return None
+    _LOWERED_HERE.move_to_end(key)
+    return replace(record, from_cache=True)
+
+
+def _remember(key: tuple[str, Path], record: LoweredGraph) -> LoweredGraph:
+    _LOWERED_HERE[key] = record
+    while len(_LOWERED_HERE) > _KEEP_HERE:
+        _LOWERED_HERE.popitem(last=False)
+    return record
 
 
 def _import_gs(model: onnx.ModelProto):
@@ -79,7 +100,8 @@ def lower(model_dir_or_onnx_path: ModelLike,
     """Run Deeploy's front end (+ bind, for alias info) and return the lowered graph.
 
     ``target``: 'siracusa' (PULPOpen), 'gap9' (only if the installed Deeploy has it) or 'none'.
-    Results are cached under ``cache_dir`` (default ckpt.paths.lowered_cache_dir()).
+    Results are cached under ``cache_dir`` (default ckpt.paths.lowered_cache_dir()) and, within this process,
+    in memory: the same model and options lower once per process (``use_cache=False`` runs Deeploy again).
     """
     if target not in TARGETS:
         raise BridgeError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -93,17 +115,21 @@ def lower(model_dir_or_onnx_path: ModelLike,
     key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
                                                    "input_types": input_types}, deeploy_version())
     directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
-    if use_cache:
-        t0 = time.perf_counter()
-        hit = _cache.load(directory, key)
-        if hit is not None:
-            record = _record_from_model(hit, target, from_cache=True, cache_path=_cache.entry_path(directory, key))
-            record.timings.cache_load = time.perf_counter() - t0
-            return record
+    if not use_cache:
+        return _record_from_model(_lowered_model(source, target, n_cores, input_types, opts), target)
+    here = (key, directory.resolve())
+    known = _remembered(here)
+    if known is not None:
+        return known
+    t0 = time.perf_counter()
+    hit = _cache.load(directory, key)
+    if hit is not None:
+        record = _record_from_model(hit, target, from_cache=True, cache_path=_cache.entry_path(directory, key))
+        record.timings.cache_load = time.perf_counter() - t0
+        return _remember(here, record)
     model = _lowered_model(source, target, n_cores, input_types, opts)
-    path = _cache.store(directory, key, model) if use_cache else None
-    record = _record_from_model(model, target, from_cache=False, cache_path=path)
-    return record
+    path = _cache.store(directory, key, model)
+    return _remember(here, _record_from_model(model, target, from_cache=False, cache_path=path))
 
 
 def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: DeployOptions) -> onnx.ModelProto:

@@ -83,6 +83,8 @@ class LoweredGraph:
     timings: StageTimings = field(default_factory=StageTimings)
     constant_bytes: int = 0  # constants Deeploy deploys (static, outside any arena), with its bound types
     constants: ConstantPlan = field(default_factory=lambda: ConstantPlan())  # one copy per constant (in place)
+    from_cache: bool = False  # read back (from the on-disk cache or this process's memory), not lowered now
+    cache_path: Path | None = None
 
     def deployed(self, graph: TrainGraph, weights: WeightUpdate) -> TrainGraph:
         """`graph` (of this lowered model, or a rewired copy of it) as the deployment writes its weights: in place,
@@ -96,8 +98,6 @@ class LoweredGraph:
         another copy's bytes when each constant is kept once (in place)."""
         shared = self.constants.bytes_before - self.constants.bytes_after
         return self.constant_bytes - (shared if weights is WeightUpdate.IN_PLACE else 0)
-    from_cache: bool = False
-    cache_path: Path | None = None
 
     @property
     def renamed_nodes(self) -> dict[str, str]:

@@ -123,6 +123,25 @@ def test_cache_hit_does_not_run_deeploy(ft2, cache_dir):
     assert list(Path(cache_dir).glob("*.tmp")) == []
 
 
+@pytest.mark.deeploy
+def test_a_second_lowering_in_one_process_reads_neither_deeploy_nor_the_disk(ft2, cache_dir, monkeypatch):
+    """A sweep point's solve, replay and host check lower the same model: once per process, then from memory."""
+    from ckpt.deeploy_bridge import cache
+
+    def no_disk(*_):
+        raise AssertionError("the on-disk cache was read again")
+
+    monkeypatch.setattr(cache, "load", no_disk)
+    runs = run_count()
+    again = lower(FT2, cache_dir=cache_dir)
+    assert run_count() == runs and again.from_cache and again.model is ft2.model
+    elsewhere = Path(cache_dir) / "elsewhere"      # another cache folder is another store: a miss there runs Deeploy
+    monkeypatch.undo()
+    fresh = lower(FT2, cache_dir=elsewhere)
+    assert run_count() == runs + 1 and not fresh.from_cache
+    assert fresh.model.graph.SerializeToString() == ft2.model.graph.SerializeToString()   # timings aside
+
+
 def test_gap9_error_is_one_line_with_version(tmp_path):
     with pytest.raises(BridgeError) as info:
         lower(FT2, "gap9", cache_dir=tmp_path)

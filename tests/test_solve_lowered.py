@@ -23,3 +23,33 @@ def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
     assert doc.graph.names_sha256 == load_graph(lowered.model).fingerprint()
     assert doc.graph.nodes == len(names) and doc.graph.target == "siracusa"
     assert doc.predicted.peak_bytes <= budget.resolve(doc.predicted.baseline_peak_bytes)
+
+
+@needs_models
+@pytest.mark.deeploy
+def test_a_point_solved_and_replayed_in_one_process_is_lowered_once(lowering_cache, tmp_path, monkeypatch):
+    """Solve and replay of one point read Deeploy's lowered graph at most once in a process (a Deeploy run or one
+    read of the on-disk cache): the rest comes from memory."""
+    from ckpt.deeploy_bridge import cache, lowering
+    from ckpt.replay.run import ReplayOptions, replay_schedule
+    from ckpt.schedule_file import write_schedule
+
+    reads = []
+
+    def counted(module, name):
+        real = getattr(module, name)
+
+        def call(*args, **kwargs):
+            found = real(*args, **kwargs)
+            if found is not None:              # a cache miss is not a read
+                reads.append(name)
+            return found
+        monkeypatch.setattr(module, name, call)
+
+    counted(lowering, "_lowered_model")
+    counted(cache, "load")
+    doc, _ = solve_model(LP, parse_budget("1"), "siracusa",
+                         SolveOptions(budget=None, method="greedy", backend=SolverOptions(time_limit=20)))
+    write_schedule(tmp_path / "seq.json", doc)
+    replay_schedule(tmp_path / "seq.json", LP, tmp_path / "out", ReplayOptions(verify=False))
+    assert len(reads) <= 1, reads
