@@ -111,7 +111,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     starts = [read_schedule(path) for path in warm_start]
     source = model_or_default(model)
     refuse_inputs_as_output(output, source, cost_file, *warm_start)
-    options = SolveOptions(budget=None, objective=objective, cost_cap=cost_cap, order=order, method=method,
+    options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
@@ -292,7 +292,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     options = SweepOptions(
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
         flow=Flow(flow) if flow else None,
-        solve=SolveOptions(budget=None, method=method, backend=SolverOptions(solver, time_limit)),
+        solve=SolveOptions(method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator),

@@ -83,7 +83,7 @@ def _rows(args, weights: WeightUpdate) -> list[list]:
     inputs = sum(graph.tensor_bytes[i.name] for i in data_inputs(model.graph))
     points = [("graph order", Schedule(tuple(plain_sequence(graph))), None)]
     for fraction in parse_range(args.range):
-        options = SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit))
+        options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
         try:
             schedule, result = solve_model(args.model, parse_budget(str(fraction)), TARGET, options, weights=weights)
         except CkptError as err:

@@ -72,7 +72,7 @@ def main() -> int:
         model = Path(args.model) if args.model else work / "example"
         if not args.model:
             write_example(DEFAULT_KIND, model, **DEFAULT_OPTIONS)
-        options = SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit))
+        options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
         schedules = {"baseline": baseline_schedule(load_for_target(model, "siracusa"), options)}
         for budget in args.budgets.split(","):
             schedules[budget] = solve_model(model, parse_budget(budget), "siracusa", options)[0]

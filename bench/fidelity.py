@@ -113,7 +113,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
     for fraction in fractions:
         errors = []
         for method in methods:
-            options = SolveOptions(budget=None, method=method, backend=SolverOptions(time_limit=time_limit))
+            options = SolveOptions(method=method, backend=SolverOptions(time_limit=time_limit))
             try:
                 schedule, result = solve_model(model, parse_budget(str(fraction)), TARGET, options)
             except CkptError as err:

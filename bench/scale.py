@@ -69,7 +69,7 @@ def prepare(kind: str, size: int, embed_dim: int, conv_channels: int, budget_tex
     graph = load_graph(make_model(kind, size, embed_dim, conv_channels))
     base = baselines(graph)
     staged = reorder(graph, list(base.min_memory_order))
-    return graph, staged, parse_budget(budget_text).resolve(base.graph_order_peak)
+    return graph, staged, parse_budget(budget_text).resolved(base.graph_order_peak).nbytes
 
 
 def estimate_variables(problem) -> int:

@@ -92,7 +92,7 @@ def main() -> int:
         print(f"no model at {args.model} (set CKPT_BENCH_MODEL)", file=sys.stderr)
         return 1
     options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
-                           solve=SolveOptions(budget=None, backend=SolverOptions(time_limit=args.time_limit)))
+                           solve=SolveOptions(backend=SolverOptions(time_limit=args.time_limit)))
     labels = ("local", "dask") if args.executor == "both" else (args.executor,)
     print(f"model {args.model}, target siracusa, budgets {args.range}, time limit {args.time_limit:.0f} s, "
           f"{default_jobs(options.jobs)} jobs (local processes or LocalCluster workers)")

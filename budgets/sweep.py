@@ -38,7 +38,6 @@ from ckpt.pipeline.point import (
     SolveTask,
     carried,
     content_key,
-    finished_row,
     replay_key,
     replay_point,
     solve_point,
@@ -61,7 +60,7 @@ class SweepInterrupted(CkptError):
 class SweepOptions:
     fractions: tuple[float, ...]                     # high to low, as budgets.ranges.parse_range gives them
     target: str = "siracusa"
-    solve: SolveOptions = field(default_factory=lambda: SolveOptions(budget=None))
+    solve: SolveOptions = field(default_factory=lambda: SolveOptions())
     replay: ReplayOptions = field(default_factory=ReplayOptions)
     jobs: int = 0                                    # 0: the core count (local processes)
     show_progress: bool = True                       # workers print per-stage progress on stderr
@@ -183,7 +182,7 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
                f"bound {base.lower_bound} B ({lowering:.1f} s)")
-    specs = [PointSpec(BASELINE, None, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
+    specs = [PointSpec(BASELINE, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
     return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source))
@@ -218,8 +217,8 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
                ) -> SweepResult:
     labels = [s.label for s in model.specs]
     mine_ran = [label for (name, label) in ran if name == model.name]
-    rows = [PointRow(**finished[model.name, label].row) if (model.name, label) in finished
-            else PointRow(**solved[model.name, label].row) for label in labels]
+    rows = [finished[model.name, label].row if (model.name, label) in finished
+            else solved[model.name, label].row for label in labels]
     stages = {"lowering": model.lowering,
               "solve": sum(solved[model.name, label].seconds for label in mine_ran),
               "replay": 0.0, "verify": 0.0, "code": 0.0}
@@ -242,7 +241,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                ) -> dict[tuple[str, str], SolveRecord]:
     records: dict[tuple[str, str], SolveRecord] = {}
     tasks = []
-    solver = asdict(replace(options.solve, budget=None))
+    solver = asdict(options.solve)      # how to solve (its live bytes are set per point)
     for model in models:
         common = {"fingerprint": model.loaded.graph.fingerprint(), "model_sha256": model.loaded.model_sha256,
                   "target": options.target}
@@ -278,8 +277,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
 
     def lost(item, why: str) -> SolveRecord:
         task = item[1]
-        return SolveRecord(task.key, task.spec.label, None, asdict(empty_row(
-            task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why)), 0.0, stored=False)
+        return SolveRecord(task.key, task.spec.label, None, empty_row(
+            task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why), 0.0, stored=False)
 
     run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
     return records
@@ -311,15 +310,16 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
                 schedule, note = carried(schedule, [(label, s) for label, s in found if label != spec.label],
                                          spec.budget_bytes, options.solve.backend.gap)
             if schedule is None:
-                board.stage(model.name, spec.label, "done", record.row["status"])
+                board.stage(model.name, spec.label, "done", record.row.status)
                 continue
             key = replay_key(schedule, options.replay, model.loaded.model_sha256 + model.data_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)
-            if stored is not None and finished_row(stored) is not None:
-                finished[model.name, spec.label] = PointRecord(**stored)
+            earlier = None if stored is None else PointRecord.from_stored(stored)
+            if earlier is not None:
+                finished[model.name, spec.label] = earlier
                 model.store.log(f"skipped {spec.label}: finished before with the same key {key[:12]}")
-                board.stage(model.name, spec.label, "done", f"{stored['row']['status']} (earlier run)")
+                board.stage(model.name, spec.label, "done", f"{earlier.row.status} (earlier run)")
                 if not board.live:
                     board.say(f"point {spec.label}: finished before, skipped")
                 continue
@@ -335,17 +335,17 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
         finished[model.name, task.spec.label] = record
         ran.append((model.name, task.spec.label))
         row = record.row
-        model.store.log(f"ran {task.spec.label}: {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
-        board.stage(model.name, task.spec.label, "done", f"{row['status']}, {row['check']}")
+        model.store.log(f"ran {task.spec.label}: {row.status}" + (f" ({row.reason})" if row.reason else ""))
+        board.stage(model.name, task.spec.label, "done", f"{row.status}, {row.check}")
         if not board.live:
-            board.say(f"point {task.spec.label} finished ({len(ran)}/{len(tasks)} run): {row['status']}, "
-                      f"check {row['check']}")
+            board.say(f"point {task.spec.label} finished ({len(ran)}/{len(tasks)} run): {row.status}, "
+                      f"check {row.check}")
 
     def lost(item, why: str) -> PointRecord:
         task = item[1]
         row = replace(empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why),
                       check="replay failed")
-        return PointRecord(task.key, task.spec.label, asdict(row), {}, stored=False)
+        return PointRecord(task.key, task.spec.label, row, {}, stored=False)
 
     run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay", _logger(models))
     order = {(m.name, s.label): k for k, (m, s) in enumerate((m, s) for m in models for s in m.specs)}

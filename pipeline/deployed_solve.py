@@ -43,9 +43,9 @@ MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the 
 class SolveRequest:
     source: str
     target: str
-    budget: Budget | None              # None: objective peak, or a level total
+    budget: Budget | None              # the user's, as parsed (None: objective peak, or a level total)
     total: LevelTotal | None = None
-    options: SolveOptions = SolveOptions(budget=None)
+    options: SolveOptions = SolveOptions()
     costs: CostModel | None = None
     warm_starts: tuple[Schedule, ...] = ()
     record_time: bool = False
@@ -77,6 +77,8 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(Step(f"loading {request.source} for target {request.target}"))
     loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
+    if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
+        request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
@@ -105,7 +107,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
         return result, options, Checked("peak_bytes", result.peak_bytes, None, None)
     if request.total is not None:
         return _solve_total(loaded, request, starts, progress)
-    limit = _limit(loaded, request)
+    limit = request.budget.nbytes
     live = limit
     deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
     best_over: tuple[int, SolveResult] | None = None
@@ -156,10 +158,6 @@ def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOp
 
 def _spent(deadline: float | None) -> bool:
     return deadline is not None and deadline - time.perf_counter() <= 0
-
-
-def _limit(loaded: LoadedModel, request: SolveRequest) -> int:
-    return request.budget.resolve(graph_order_peak(loaded.graph))
 
 
 def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
@@ -243,6 +241,7 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
                       total: LevelTotal | None = None) -> Schedule:
     """The seq.json record. Wall-clock seconds only with record_time: same inputs, byte-identical file."""
     base_peak = result.baselines.graph_order_peak
+    budget = budget.resolved(base_peak) if budget is not None else None
     checked = checked or Checked("peak_bytes", result.peak_bytes, None, options.budget)
     solver = SolverRecord(
         name=options.backend.name if result.variables else "none", method=options.method, status=result.status,
@@ -253,7 +252,7 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
     if total is not None:
         spec = BudgetSpec(total.text, None, total.nbytes, total.level)
     elif budget is not None:
-        spec = BudgetSpec(budget.text, budget.fraction, budget.resolve(base_peak))
+        spec = BudgetSpec(budget.text, budget.fraction, budget.nbytes)
     else:
         spec = BudgetSpec()
     predicted = Predicted(
@@ -274,6 +273,6 @@ def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 progress: Progress = ignore, flow: Flow | None = None,
                 weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
-    request = SolveRequest(str(source), target, budget, None, options or SolveOptions(budget=None), cost_model,
+    request = SolveRequest(str(source), target, budget, None, options or SolveOptions(), cost_model,
                            flow=flow, weights=weights)
     return solve_and_document(request, progress)

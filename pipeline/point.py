@@ -88,17 +88,22 @@ class PointFolder:
 @dataclass(frozen=True)
 class PointSpec:
     label: str                       # "baseline" or the budget fraction as written ("0.8")
-    fraction: float | None           # None for the baseline (the graph order, no recompute)
-    budget_bytes: int | None
+    budget: Budget | None            # resolved on the model's graph; None for the baseline (graph order)
 
     @classmethod
     def at(cls, fraction: float, baseline_peak: int) -> PointSpec:
-        """The point of a budget fraction, resolved once, on the graph whose baseline peak is given."""
-        return cls(label_of(fraction), fraction, cls.budget(fraction).resolve(baseline_peak))
+        """The point of a budget fraction, resolved once, on the graph whose baseline peak is given: the solve
+        takes this very budget and does not resolve it again."""
+        label = label_of(fraction)
+        return cls(label, Budget(text=label, fraction=fraction).resolved(baseline_peak))
 
-    @staticmethod
-    def budget(fraction: float) -> Budget:
-        return Budget(text=label_of(fraction), fraction=fraction)
+    @property
+    def fraction(self) -> float | None:
+        return self.budget.fraction if self.budget else None
+
+    @property
+    def budget_bytes(self) -> int | None:
+        return self.budget.nbytes if self.budget else None
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class SolveTask:
     spec: PointSpec
     model: str
     target: str
-    solve: SolveOptions              # budget None: set from the spec's bytes
+    solve: SolveOptions              # how to solve; the live bytes come from the spec's budget
     folder: str
     key: str
     lower_bound: int
@@ -122,24 +127,26 @@ class SolveRecord:
     key: str
     label: str
     schedule: Schedule | None
-    row: dict | None                 # asdict(PointRow) of a point without a schedule
+    row: PointRow | None             # the row of a point without a schedule
     seconds: float
     stored: bool = True
 
     @property
     def status(self) -> str:
-        return self.schedule.solver.status if self.schedule else self.row["status"]
+        return self.schedule.solver.status if self.schedule else self.row.status
 
     def to_dict(self) -> dict:
+        """The form solved.json holds."""
         return {"key": self.key, "label": self.label, "schedule": self.schedule and self.schedule.to_dict(),
-                "row": self.row, "seconds": self.seconds, "stored": self.stored}
+                "row": self.row and asdict(self.row), "seconds": self.seconds, "stored": self.stored}
 
     @classmethod
     def from_stored(cls, stored: dict) -> SolveRecord | None:
         """The record of a stored solved.json, or None when another ckpt version wrote it (solved again)."""
         try:
             schedule = stored["schedule"] and Schedule.from_dict(stored["schedule"])
-            return cls(stored["key"], stored["label"], schedule, stored["row"], stored["seconds"], stored["stored"])
+            row = stored["row"] and PointRow(**stored["row"])
+            return cls(stored["key"], stored["label"], schedule, row, stored["seconds"], stored["stored"])
         except (KeyError, TypeError, CkptError):
             return None
 
@@ -159,11 +166,24 @@ class ReplayTask:
 
 @dataclass(frozen=True)
 class PointRecord:
+    """A finished point: its row and the seconds of its stages (point.json holds `to_dict`)."""
+
     key: str
     label: str
-    row: dict
+    row: PointRow
     stage_seconds: dict[str, float] = field(default_factory=dict)
     stored: bool = True
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_stored(cls, stored: dict) -> PointRecord | None:
+        """The record of a stored point.json, or None when another ckpt version wrote it (replayed again)."""
+        try:
+            return cls(**{**stored, "row": PointRow(**stored["row"])})
+        except (KeyError, TypeError):
+            return None
 
 
 def _say(label: str, show: bool):
@@ -188,8 +208,7 @@ def solve_point(task: SolveTask) -> SolveRecord:
         schedule, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
                                    str(err) if isinstance(err, CkptError) else f"{type(err).__name__}: {err}")
         seconds, stored = time.perf_counter() - start, False
-    record = SolveRecord(task.key, task.spec.label, schedule, None if row is None else asdict(row),
-                         round(seconds, 3), stored)
+    record = SolveRecord(task.key, task.spec.label, schedule, row, round(seconds, 3), stored)
     if stored:
         write_json(folder.solved, record.to_dict())
     say("solved: " + (schedule.solver.status if schedule else f"{row.status} ({row.reason})"))
@@ -208,10 +227,9 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
-    budget = PointSpec.budget(spec.fraction)
     say("solve")
     try:
-        schedule, result = solve_model(task.model, budget, task.target, task.solve, progress=as_lines(say),
+        schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, progress=as_lines(say),
                                        flow=task.flow, weights=task.weights)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
@@ -299,16 +317,9 @@ def replay_point(task: ReplayTask) -> PointRecord:
     except Exception as err:                          # a bug: say so in the row, retry on the next run
         row = replace(row, check="replay failed", status="error", reason=f"{type(err).__name__}: {err}")
         stored = False
-    record = PointRecord(task.key, task.spec.label, asdict(row), {k: round(v, 3) for k, v in stage.items()}, stored)
+    record = PointRecord(task.key, task.spec.label, row, {k: round(v, 3) for k, v in stage.items()}, stored)
     if stored:
-        write_json(folder.record, asdict(record))
+        write_json(folder.record, record.to_dict())
     say(f"done: {row.status}" + (f" ({row.reason})" if row.reason else ""))
     return record
 
-
-def finished_row(record: dict) -> PointRow | None:
-    """The row of a stored point record, or None when another ckpt version wrote it."""
-    try:
-        return PointRow(**record["row"])
-    except (KeyError, TypeError):
-        return None

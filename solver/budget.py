@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ckpt.errors import CkptError
 
@@ -16,18 +16,19 @@ _TOTAL = re.compile(r"^\s*(L[123])\s*=\s*(.+)$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Budget:
-    """Exactly one of fraction (of the baseline activation peak) or nbytes is set."""
+    """What the user asked for, as written: a fraction of the graph order's activation peak, or bytes.
+
+    The one budget object from the command line to the solve: a fraction is resolved once, on the graph it is
+    solved for (`resolved`), and then keeps both its fraction and its bytes; nothing resolves it again.
+    """
 
     text: str
     fraction: float | None = None
-    nbytes: int | None = None
+    nbytes: int | None = None        # set when given in bytes, or once resolved
 
-    def resolve(self, baseline_peak: int) -> int:
-        """Bytes this budget allows on a graph whose baseline activation peak is `baseline_peak`."""
-        return self.nbytes if self.nbytes is not None else int(self.fraction * baseline_peak)
-
-    def as_dict(self, baseline_peak: int) -> dict:
-        return {"text": self.text, "fraction": self.fraction, "bytes": self.resolve(baseline_peak)}
+    def resolved(self, baseline_peak: int) -> Budget:
+        """This budget on a graph whose graph-order activation peak is `baseline_peak` (bytes known)."""
+        return self if self.nbytes is not None else replace(self, nbytes=int(self.fraction * baseline_peak))
 
 
 @dataclass(frozen=True)

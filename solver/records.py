@@ -26,7 +26,14 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class SolveOptions:
-    budget: int | None                     # bytes; None with objective "peak"
+    """How to solve, and the live bytes to hold the schedule to.
+
+    `budget` is the solver's limit on live activation bytes, not the user's budget: the pipeline derives it from
+    the one `Budget` the user gave (solver.budget), and tightens it where the deployed figure needs it
+    (pipeline.deployed_solve). None with objective "peak", or until the pipeline sets it.
+    """
+
+    budget: int | None = None              # live bytes
     objective: Objective = Objective.COST
     cost_cap: int | None = None
     order: StageOrder = StageOrder.MINMEM

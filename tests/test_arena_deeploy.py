@@ -52,7 +52,7 @@ def schedules(ft2):
     order = Schedule(tuple((op.name, 0) for op in ft2.graph.ops))
     found = {}
     for weights in WeightUpdate:
-        doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(budget=None, method="greedy"),
+        doc, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", SolveOptions(method="greedy"),
                              weights=weights)
         found[weights, "graph order"], found[weights, "0.7"] = order, doc
     return found
@@ -100,7 +100,7 @@ def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
         ft2.lowered, [(op.name, 0) for op in ft2.graph.ops])["L3"]
     total = static + baseline.arena - 64 * 1024
     doc, result = solve_and_document(SolveRequest(str(FT2), "siracusa", None, LevelTotal(f"L3={total}", "L3", total),
-                                                  SolveOptions(budget=None)))
+                                                  SolveOptions()))
     assert doc.predicted.checked == "total_L3" and doc.predicted.checked_bytes <= total
     figures = _tiled(ft2.lowered.model, doc)
     assert figures.static["L3"] + figures.arena["L3"] == doc.predicted.checked_bytes

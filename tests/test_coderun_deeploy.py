@@ -36,7 +36,7 @@ def example(lowering_cache, tmp_path_factory):
     write_example(DEFAULT_KIND, folder, **DEFAULT_OPTIONS)
     replays = {}
     for budget in BUDGETS:
-        doc, _ = solve_model(folder, parse_budget(budget), "siracusa", SolveOptions(budget=None))
+        doc, _ = solve_model(folder, parse_budget(budget), "siracusa", SolveOptions())
         path = folder.parent / f"seq_{budget}.json"
         write_schedule(path, doc)
         replays[budget] = replay_schedule(path, folder, folder.parent / f"replay_{budget}",
@@ -163,7 +163,7 @@ def test_three_steps_in_a_row_train_only_with_weights_in_place(example, tmp_path
     folder, _ = example
     schedule = folder.parent / ("seq_0.7.json" if weights == "in-place" else f"seq_0.7_{weights}.json")
     if not schedule.exists():
-        doc, _ = solve_model(folder, parse_budget("0.7"), "siracusa", SolveOptions(budget=None),
+        doc, _ = solve_model(folder, parse_budget("0.7"), "siracusa", SolveOptions(),
                              weights=WeightUpdate(weights))
         write_schedule(schedule, doc)
     run = ckpt_here("replay", str(schedule), "--model", str(folder), "-o", str(tmp_path / "out"), "--steps", "3",

@@ -144,8 +144,8 @@ def test_scratch_is_booked_as_the_replay_uses_it():
 
 def test_peak_objective_trades_cycles_for_memory():
     graph = chain(6, size=4)
-    no_cycles = solve(graph, SolveOptions(budget=None, objective="peak", cost_cap=0, backend=EXACT))
-    some = solve(graph, SolveOptions(budget=None, objective="peak", cost_cap=3, backend=EXACT))
+    no_cycles = solve(graph, SolveOptions(objective="peak", cost_cap=0, backend=EXACT))
+    some = solve(graph, SolveOptions(objective="peak", cost_cap=3, backend=EXACT))
     assert no_cycles.recomputes == 0 and no_cycles.peak_bytes == baselines(graph).min_memory_peak
     assert some.peak_bytes < no_cycles.peak_bytes and some.recompute_cost <= 3
     assert some.status == "optimal"

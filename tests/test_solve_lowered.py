@@ -14,7 +14,7 @@ from ckpt.solver.records import SolveOptions
 @pytest.mark.deeploy
 @pytest.mark.parametrize("model", [FT2, LP], ids=["cct2_ft2", "cct2_lp"])
 def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
-    options = SolveOptions(budget=None, method="greedy", backend=SolverOptions(time_limit=20))
+    options = SolveOptions(method="greedy", backend=SolverOptions(time_limit=20))
     budget = parse_budget("0.9" if model == FT2 else "1")
     doc, _ = solve_model(model, budget, "siracusa", options)
     lowered = lower(model, "siracusa")
@@ -22,7 +22,7 @@ def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
     assert {name for name, _ in doc.seq} <= names
     assert doc.graph.names_sha256 == load_graph(lowered.model).fingerprint()
     assert doc.graph.nodes == len(names) and doc.graph.target == "siracusa"
-    assert doc.predicted.peak_bytes <= budget.resolve(doc.predicted.baseline_peak_bytes)
+    assert doc.predicted.peak_bytes <= budget.resolved(doc.predicted.baseline_peak_bytes).nbytes
 
 
 @needs_models
@@ -49,7 +49,7 @@ def test_a_point_solved_and_replayed_in_one_process_is_lowered_once(lowering_cac
     counted(lowering, "_lowered_model")
     counted(cache, "load")
     doc, _ = solve_model(LP, parse_budget("1"), "siracusa",
-                         SolveOptions(budget=None, method="greedy", backend=SolverOptions(time_limit=20)))
+                         SolveOptions(method="greedy", backend=SolverOptions(time_limit=20)))
     write_schedule(tmp_path / "seq.json", doc)
     replay_schedule(tmp_path / "seq.json", LP, tmp_path / "out", ReplayOptions(verify=False))
     assert len(reads) <= 1, reads

@@ -64,7 +64,7 @@ def test_deeploys_lowered_graph_in_its_own_order(lowering_cache):
 def ft2_plan(lowering_cache):
     """Deeploy's lowered CCT2_FT2 ready for the host, its data, and a greedy schedule's replay plan."""
     budget = parse_budget("0.8")
-    doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(budget=None, method="greedy"))
+    doc, _ = solve_model(FT2, budget, "siracusa", SolveOptions(method="greedy"))
     loaded = load_for_target(FT2, "siracusa")
     model = host_ready(loaded.lowered.model)
     plan = plan_replay(view_of_model(model), doc.seq, fingerprint=doc.graph.names_sha256)
