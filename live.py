@@ -25,6 +25,40 @@ STAGES = ("waiting", "solving", "solved", "replaying", "done")
 
 
 @dataclass
+class _LiveDisplay:
+    """Drawn live on stderr while entered, when `live`; what is drawn is the subclass's `_render()`."""
+
+    say: Callable[[str], None]
+    live: bool = False
+    _display: Live | None = field(default=None, init=False, repr=False)
+    _transient = False                # cleared from the terminal on exit (a solve's line) or left (a sweep's table)
+
+    @classmethod
+    def for_terminal(cls, say: Callable[[str], None]):
+        return cls(say, live=sys.stderr.isatty())
+
+    def _render(self):
+        raise NotImplementedError
+
+    def _refresh(self) -> None:
+        if self._display is not None:
+            self._display.update(self._render())
+
+    def __enter__(self):
+        if self.live:
+            self._display = Live(self._render(), console=Console(file=sys.stderr), refresh_per_second=4,
+                                 transient=self._transient)
+            self._display.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._display is not None:
+            self._refresh()
+            self._display.__exit__(*exc)
+            self._display = None
+
+
+@dataclass
 class _Point:
     model: str
     label: str
@@ -35,31 +69,11 @@ class _Point:
 
 
 @dataclass
-class SweepProgress:
+class SweepProgress(_LiveDisplay):
     """Where each point of a sweep is; `live` when drawn in a terminal."""
 
-    say: Callable[[str], None]
-    live: bool = False
     points: dict[tuple[str, str], _Point] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
-    _display: Live | None = None
-
-    @classmethod
-    def for_terminal(cls, say: Callable[[str], None]) -> SweepProgress:
-        return cls(say, live=sys.stderr.isatty())
-
-    def __enter__(self) -> SweepProgress:
-        if self.live:
-            self._display = Live(self._table(), console=Console(file=sys.stderr), refresh_per_second=4,
-                                 transient=False)
-            self._display.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._display is not None:
-            self._display.update(self._table())
-            self._display.__exit__(*exc)
-            self._display = None
 
     def note(self, message: str) -> None:
         """A line about the sweep as a whole (lowering, resuming): printed above the table, or as a line."""
@@ -80,8 +94,7 @@ class SweepProgress:
             point.seconds += now - point.started
             point.started = None
         point.stage, point.status = stage, status or point.status
-        if self._display is not None:
-            self._display.update(self._table())
+        self._refresh()
 
     def counts(self) -> tuple[int, int, int]:
         """(done, running, left)."""
@@ -99,7 +112,7 @@ class SweepProgress:
             estimate = f", about {per_point * (left + running / 2) / max(running, 1):.0f} s left"
         return f"{done} done, {running} running, {left} left; {elapsed:.0f} s{estimate}"
 
-    def _table(self) -> Table:
+    def _render(self) -> Table:
         table = Table(title=f"ckpt sweep: {self.summary()}", title_justify="left", expand=False)
         several = len({p.model for p in self.points.values()}) > 1
         if several:
@@ -115,31 +128,14 @@ class SweepProgress:
 
 
 @dataclass
-class SolveProgress:
+class SolveProgress(_LiveDisplay):
     """A solve's live line (elapsed, stage, incumbent, bound, gap), from the solver's events."""
 
-    say: Callable[[str], None]
-    live: bool = False
+    _transient = True
     stage: str = "starting"
     incumbent: int | None = None
     bound: float | None = None
     started: float = field(default_factory=time.perf_counter)
-    _display: Live | None = None
-
-    @classmethod
-    def for_terminal(cls, say: Callable[[str], None]) -> SolveProgress:
-        return cls(say, live=sys.stderr.isatty())
-
-    def __enter__(self) -> SolveProgress:
-        if self.live:
-            self._display = Live(self.line(), console=Console(file=sys.stderr), refresh_per_second=4, transient=True)
-            self._display.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._display is not None:
-            self._display.__exit__(*exc)
-            self._display = None
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -150,9 +146,12 @@ class SolveProgress:
             case _:
                 self.stage = str(event)
         if self._display is not None:
-            self._display.update(self.line())
+            self._refresh()
         else:
             self.say(str(event))
+
+    def _render(self) -> str:
+        return self.line()
 
     def line(self) -> str:
         gap = ""

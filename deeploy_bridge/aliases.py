@@ -14,8 +14,8 @@ What Deeploy 0.2.1 records (found by reading its source, not guessed from op typ
 * ``_ReferenceBuffer`` / ``hoistReference`` are used by the tiler for tile pointers into a larger
   buffer, not for graph-level aliasing, so they are not reported here.
 
-An alias here is oriented output -> input of the same node; chains are kept as single hops (use
-``resolve`` for the root buffer).
+An alias here is oriented output -> input of the same node; chains are kept as single hops
+(``ckpt.solver.graph.alias_root`` follows them to the root buffer).
 """
 from __future__ import annotations
 
@@ -43,12 +43,3 @@ def collect_aliases(ctxt, graph) -> tuple[dict[str, str], dict[str, str]]:
         aliases[out] = inp
         ops[out] = node.op
     return aliases, ops
-
-
-def resolve(aliases: dict[str, str], name: str) -> str:
-    """Follow alias hops to the buffer that actually owns the memory."""
-    seen = set()
-    while name in aliases and name not in seen:
-        seen.add(name)
-        name = aliases[name]
-    return name

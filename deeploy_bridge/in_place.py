@@ -27,6 +27,8 @@ import numpy as np
 from Deeploy.DeeployTypes import NodeTemplate
 from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
 
+from ckpt.solver.in_place import UPDATES_IN_PLACE
+
 from .constants import ConstantPlan, constant_plan
 
 REFRESH_CHUNK = 256      # bytes of the bounce buffer the refresh copies through (the cluster stack is small)
@@ -80,7 +82,7 @@ def apply_in_place(deployer) -> InPlaceCode:
     _merge(deployer, plan.merged)
     outputs = {}
     for node in graph.nodes:
-        if node.op == "SGD" and node.outputs and node.inputs:
+        if node.op in UPDATES_IN_PLACE and node.outputs and node.inputs:
             weight, out = node.inputs[0].name, node.outputs[0].name
             ctxt.lookup(out)._alias = weight
             outputs[out] = weight

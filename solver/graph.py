@@ -14,6 +14,16 @@ from functools import cached_property
 
 from ckpt.errors import CkptError
 
+
+def alias_root(aliases: dict[str, str], tensor: str) -> str:
+    """The tensor owning the buffer `tensor` lives in: alias hops (output -> input it reuses) followed to the end."""
+    seen = set()
+    while tensor in aliases and tensor not in seen:
+        seen.add(tensor)
+        tensor = aliases[tensor]
+    return tensor
+
+
 # Ops that update weights or optimizer state: a training step has at least one (or a gradient op).
 OPTIMIZER_OPS = frozenset({"SGD", "Adam", "AdamW", "Momentum", "InPlaceAccumulatorV2", "InPlaceAccumulator"})
 # Ops whose re-execution would not reproduce the same values, or that update state.
@@ -103,11 +113,7 @@ class TrainGraph:
 
     def root(self, tensor: str) -> str:
         """The tensor that owns the buffer `tensor` lives in (itself unless it is an alias)."""
-        seen = set()
-        while tensor in self.aliases and tensor not in seen:
-            seen.add(tensor)
-            tensor = self.aliases[tensor]
-        return tensor
+        return alias_root(self.aliases, tensor)
 
     def buffer_bytes(self, tensor: str) -> int:
         """Bytes a new version of `tensor` allocates: 0 for aliases and persistent tensors."""

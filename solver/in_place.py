@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ckpt.solver.graph import TrainGraph, toposort
+from ckpt.solver.graph import TrainGraph, alias_root, toposort
 
 UPDATES_IN_PLACE = frozenset({"SGD"})     # optimizer ops whose first input is the weight they overwrite
 
@@ -26,9 +26,7 @@ def with_in_place_updates(graph: TrainGraph, shared: dict[str, str] | None = Non
                     if copy in graph.tensor_bytes and canonical in graph.tensor_bytes})
 
     def root(tensor: str) -> str:
-        while tensor in aliases:
-            tensor = aliases[tensor]
-        return tensor
+        return alias_root(aliases, tensor)
 
     updated: dict[str, str] = {}             # weight buffer -> the op that overwrites it
     for op in graph.ops:
