@@ -24,13 +24,15 @@ from ckpt.cli_common import (
     allocator_option,
     capped,
     deeploy_root_option,
+    gvsoc_options,
+    home_option,
     model_or_default,
     one_line_errors,
     progress,
     refuse_inputs_as_output,
     weights_option,
 )
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, SIMULATED_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError, ExitCode
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
 
@@ -78,23 +80,27 @@ def cli() -> None:
 @click.option("--views", type=click.Choice(values(Views)), default=Views.REMADE.value, show_default=True,
               help="Views (Reshape-like, free) re-made where they are read, or made once: the larger space is the "
                    "default; a proof is relative to the space chosen.")
-@click.option("--costs", "cost_file", default=None, help="JSON of per-op-type cost coefficients.")
+@home_option()
+@click.option("--costs", "cost_file", default="estimate", show_default=True, metavar="estimate|gvsoc|FILE",
+              help="Op costs: the built-in estimate, the model's cycles measured on gvsoc (ckpt calibrate; measured "
+                   "once, cached), or a cost file (a calibration, or per-op-type coefficients).")
 @click.option("--warm-start", "warm_start", multiple=True, metavar="SEQ_JSON",
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
-                  time_limit, gap, threads, order, views, cost_file, warm_start, record_time):
+                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
+    from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
+    from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
     from ckpt.solver.backends import SolverOptions
     from ckpt.solver.budget import parse_budget, parse_total
-    from ckpt.solver.costs import CostModel
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
@@ -107,15 +113,18 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
         raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
                         "add --target siracusa (or gap9)")
     parsed = None if objective == "peak" or total is not None else parse_budget(budget or "0.7")
-    costs = CostModel.from_json(cost_file) if cost_file else None
+    if cost_file not in COSTS_CHOICES:
+        read_cost_file(cost_file)                    # a bad file is refused before anything is lowered
     starts = [read_schedule(path) for path in warm_start]
     source = model_or_default(model)
-    refuse_inputs_as_output(output, source, cost_file, *warm_start)
+    refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start)
+    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+                          progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights))
+                           Flow(flow) if flow else None, WeightUpdate(weights), home)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -124,18 +133,53 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     click.echo(written_line(doc, result, output), err=output == "-")
 
 
+@cli.command("calibrate")
+@click.argument("model", required=False)
+@click.option("--target", type=click.Choice(SIMULATED_TARGETS), default="siracusa", show_default=True)
+@weights_option()
+@home_option()
+@click.option("-o", "--output", default=None, help="Also write the calibration as a cost file (--costs FILE).")
+@deeploy_root_option
+@click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,
+              help="gvsoc's install folder [default: $GVSOC_INSTALL, else the one beside the shared models].")
+@one_line_errors
+def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc):
+    """Measure MODEL's op costs: the graph order's generated step on gvsoc, each layer's cycles (cached)."""
+    from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.files import check_output_file, write_output
+    from ckpt.pipeline.calibrate import calibrate
+
+    if output is not None:
+        check_output_file(output)
+    source = model_or_default(model)
+    if output is not None:
+        refuse_inputs_as_output(output, source)
+    found = calibrate(source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+                      Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress)
+    top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
+    click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles, Errors: {found.errors} out of "
+               f"{found.total}; {len(found.node_cycles)} layers measured, {sum(found.node_cycles.values()):,} cycles "
+               f"in them")
+    for name, cycles in top:
+        click.echo(f"  {cycles:>12,}  {100 * cycles / found.step_cycles:5.1f}%  {name}")
+    if output is not None:
+        write_output(output, found.to_json())
+        click.echo(f"wrote {output}: solve with --costs {output} (or --costs gvsoc)")
+
+
 @cli.command("inspect")
 @click.argument("model", required=False)
 @click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=8, show_default=True,
               help="How many of the largest live tensors to list.")
 @weights_option()
+@home_option()
 @one_line_errors
-def inspect_command(model, target, top, weights):
+def inspect_command(model, target, top, weights, home):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights)):
+    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), home):
         click.echo(line)
 
 
@@ -175,24 +219,23 @@ def example_command(kind, output, overwrite, **options):
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
 @allocator_option
 @weights_option(None, " [default: as the schedule was solved, else in-place].")
+@home_option(None, " [default: as the schedule was solved, else L3].")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
                    "with the updated weights fed back.")
 @click.option("--force", is_flag=True,
               help="Replay a schedule solved on another graph (the 90% name match still applies).")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of the replay and the run of its generated code.")
-@deeploy_root_option("run the schedule in gvsoc (and, unless $CKPT_DEEPLOY_ROOT names another, the checkout "
-                     "whose kernels the code is built with).")
+@deeploy_root_option
+@gvsoc_options
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
 @one_line_errors
-def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, steps, force, no_verify,
-                   deeploy_root, record_time):
+def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, steps, force, no_verify,
+                   deeploy_root, gvsoc, no_simulate, record_time):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
-    from dataclasses import replace
-
-    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.replay.folder import check_replay_folder, default_outdir
-    from ckpt.replay.run import ReplayOptions, replay_schedule
+    from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
     from ckpt.replay.summary import summary_lines
     from ckpt.schedule_file import read_schedule
 
@@ -201,9 +244,12 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     check_replay_folder(folder, overwrite)
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
+    home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
-                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps)
+                            gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
+                            deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
+                                              weights=chosen), steps=steps)
     result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
@@ -258,45 +304,55 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 @click.option("--solver", type=click.Choice(values(Backend)), default=Backend.HIGHS.value, show_default=True)
 @allocator_option
 @weights_option()
+@home_option()
 @click.option("--no-carry", is_flag=True,
               help="Keep each point's own schedule even where a tighter point's is cheaper.")
+@click.option("--costs", default="auto", show_default=True, metavar="auto|estimate|gvsoc|FILE",
+              help="Op costs the points are solved with: auto is the model's cycles measured on gvsoc (calibrated "
+                   "once, cached) where gvsoc is at hand, else the built-in estimate.")
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
-@deeploy_root_option("simulate each point.")
+@deeploy_root_option
+@gvsoc_options
 @click.option("--emit-ci", "emit_ci", type=click.Path(file_okay=False), default=None,
               help="Also write Deeploy CI test-config entries for the best verified schedule into this folder.")
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, no_carry, no_verify, deeploy_root, emit_ci, ci_test_name):
+                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, emit_ci,
+                  ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
-    from dataclasses import replace
 
     from ckpt.budgets.executors import DaskExecutor
     from ckpt.budgets.ranges import parse_range
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
     from ckpt.ci.emit import check_emit_target, emit_ci_configs
-    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_dir
+    from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import SolverOptions
     from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
     check_output_dir(outdir)
+    if costs not in COSTS_CHOICES:
+        read_cost_file(costs)                        # a bad file is refused before anything is lowered
     executor = DaskExecutor(scheduler) if scheduler else None      # its address is checked here, before any work
     if emit_ci:
         check_emit_target(target)
         check_output_dir(emit_ci)
     options = SweepOptions(
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
+        costs=costs,
         flow=Flow(flow) if flow else None,
         solve=SolveOptions(method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
-                             deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator),
-                                             weights=WeightUpdate(weights))))
+                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
+                             deeploy=setup_for(target, home, allocator=Allocator(allocator),
+                                               weights=WeightUpdate(weights))))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))

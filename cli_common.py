@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import HOMES, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError
 from ckpt.events import Event
 from ckpt.paths import model_files
@@ -107,6 +107,22 @@ def weights_option(default: str | None = WeightUpdate.IN_PLACE.value, more: str 
                         help=WEIGHTS_HELP + (more or "."))
 
 
-def deeploy_root_option(what: str):
-    return click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
-                        help=f"Deeploy checkout with the training harness, toolchain and gvsoc: {what}")
+deeploy_root_option = click.option(
+    "--deeploy-root", type=click.Path(file_okay=False), default=None,
+    help="Deeploy checkout at the installed release whose kernels and Siracusa harness the generated code is built "
+         "with [default: $CKPT_DEEPLOY_ROOT, else the one beside the shared models].")
+
+
+def home_option(default: str | None = "L3", more: str = ""):
+    return click.option("--home", type=click.Choice(HOMES), default=default, show_default=default is not None,
+                        help="Where the tiled flow keeps its constants and arena (Deeploy's default memory level): "
+                             "L3, off-chip RAM, or L2, on chip (the tiler then gets the chip's L2)" + (more or "."))
+
+
+def gvsoc_options(func):
+    """--gvsoc DIR and --no-simulate: where gvsoc comes from, or not to run it."""
+    func = click.option("--no-simulate", is_flag=True,
+                        help="Do not run the generated steps on gvsoc.")(func)
+    return click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,
+                        help="gvsoc's install folder (bin/gvsoc) to run the generated steps on Siracusa's model "
+                             "[default: $GVSOC_INSTALL, else the one beside the shared models].")(func)

@@ -37,6 +37,7 @@ class GraphId:
     model_sha256: str | None = None
     target: str | None = None
     weights: str | None = None             # the weight layout its order respects (in-place: readers first)
+    home: str | None = None                # the tiled deployment's home level, unless Deeploy's default (L3)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Predicted:
     planned_cost: int | None = None        # cycles of the decisions over the stage order (what a proof is about)
     cost_increase_pct: float = 0.0
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
+    step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
 
     @property
     def held_bytes(self) -> int:
@@ -93,10 +95,11 @@ class SolverRecord:
     space: str | None = None
     seconds: float | None = None           # only with --record-time
     carried_from: str | None = None        # a sweep point given a tighter point's schedule
+    costs: str | None = None               # where the op costs came from, unless the built-in estimate
 
 
 # Fields written only when set: the file has them for some schedules and not others.
-_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights"}
+_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

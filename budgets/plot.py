@@ -1,4 +1,7 @@
-"""The Pareto plot of a sweep: memory against recompute cost, each point labelled with its budget.
+"""The Pareto plot of a sweep: memory against step time, each point labelled with its budget.
+
+The time axis is the step's cycles over the baseline's: measured on gvsoc where the points were simulated, else
+predicted (the calibrated costs, or ckpt's estimate); the axis says which.
 
 Left: the live activation peak, with the baseline and the single-op lower bound marked. Right: what the device
 reserves for the same schedules: the first-fit heap of the non-tiled code and, where the tiled flow ran, the
@@ -21,17 +24,32 @@ from ckpt.pipeline.row import BASELINE, PointRow
 KIB = 1024
 
 
-def pareto_front(rows: list[PointRow]) -> list[PointRow]:
-    """Rows no other row beats on both peak and cost, by increasing cost."""
-    placed = _placed(rows)
+def time_axis(rows: list[PointRow]) -> tuple[str, str]:
+    """(row field, axis label) of the time axis: measured cycles when every placed point has them, else the
+    predicted ones, else ckpt's estimate."""
+    placed = [r for r in rows if r.replayed_peak is not None]
+    if placed and all(r.overhead_pct is not None for r in placed):
+        return "overhead_pct", "step cycles over the baseline, measured on gvsoc (%)"
+    if placed and all(r.overhead_pct_predicted is not None for r in placed):
+        return "overhead_pct_predicted", "step cycles over the baseline, predicted from measured op costs (%)"
+    return "cost_increase_pct", "recompute cost (% cycles over the baseline step, ckpt's estimate)"
+
+
+def _x(row: PointRow, key: str) -> float:
+    return getattr(row, key)
+
+
+def pareto_front(rows: list[PointRow], key: str = "cost_increase_pct") -> list[PointRow]:
+    """Rows no other row beats on both peak and time, by increasing time."""
+    placed = _placed(rows, key)
     front = [r for r in placed if not any(
-        (o.replayed_peak <= r.replayed_peak and o.cost_increase_pct <= r.cost_increase_pct)
-        and (o.replayed_peak < r.replayed_peak or o.cost_increase_pct < r.cost_increase_pct) for o in placed)]
-    return sorted(front, key=lambda r: (r.cost_increase_pct, -r.replayed_peak))
+        (o.replayed_peak <= r.replayed_peak and _x(o, key) <= _x(r, key))
+        and (o.replayed_peak < r.replayed_peak or _x(o, key) < _x(r, key)) for o in placed)]
+    return sorted(front, key=lambda r: (_x(r, key), -r.replayed_peak))
 
 
-def _placed(rows: list[PointRow]) -> list[PointRow]:
-    return [r for r in rows if r.replayed_peak is not None and r.cost_increase_pct is not None]
+def _placed(rows: list[PointRow], key: str = "cost_increase_pct") -> list[PointRow]:
+    return [r for r in rows if r.replayed_peak is not None and getattr(r, key) is not None]
 
 
 def pareto_plot(rows: list[PointRow], lower_bound: int, stem: Path, title: str = "") -> list[Path]:
@@ -39,8 +57,9 @@ def pareto_plot(rows: list[PointRow], lower_bound: int, stem: Path, title: str =
     with matplotlib.rc_context({"svg.hashsalt": "ckpt"}):   # stable ids: same sweep, same SVG
         fig = Figure(figsize=(13, 5.2), dpi=120)
         live, deployed = fig.subplots(1, 2)
-        _live_panel(live, rows, lower_bound)
-        _deployed_panel(deployed, rows)
+        key, label = time_axis(rows)
+        _live_panel(live, rows, lower_bound, key, label)
+        _deployed_panel(deployed, rows, key, label)
         fig.suptitle(title or "Memory / compute operating points", fontsize=11)
         fig.tight_layout()
         written = []
@@ -53,28 +72,28 @@ def pareto_plot(rows: list[PointRow], lower_bound: int, stem: Path, title: str =
     return written
 
 
-def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int) -> None:
-    placed, front = _placed(rows), pareto_front(rows)
+def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int, key: str, xlabel: str) -> None:
+    placed, front = _placed(rows, key), pareto_front(rows, key)
     baseline = [r for r in placed if r.status == BASELINE]
     solved = [r for r in placed if r.status != BASELINE]
     if len(front) > 1:
-        ax.step([r.cost_increase_pct for r in front], [r.replayed_peak / KIB for r in front], where="post",
+        ax.step([_x(r, key) for r in front], [r.replayed_peak / KIB for r in front], where="post",
                 color="tab:blue", alpha=0.4, linewidth=1.5, label="Pareto front")
     on_front = [r for r in solved if r in front]
     dominated = [r for r in solved if r not in front]
-    ax.plot([r.cost_increase_pct for r in on_front], [r.replayed_peak / KIB for r in on_front], "o",
+    ax.plot([_x(r, key) for r in on_front], [r.replayed_peak / KIB for r in on_front], "o",
             color="tab:blue", markersize=7, label="schedule (replayed peak)")
     if dominated:
-        ax.plot([r.cost_increase_pct for r in dominated], [r.replayed_peak / KIB for r in dominated], "o",
+        ax.plot([_x(r, key) for r in dominated], [r.replayed_peak / KIB for r in dominated], "o",
                 markerfacecolor="white", color="tab:blue", markersize=7, label="dominated schedule")
     for r in baseline:
-        ax.plot([r.cost_increase_pct], [r.replayed_peak / KIB], "s", color="black", markersize=8,
+        ax.plot([_x(r, key)], [r.replayed_peak / KIB], "s", color="black", markersize=8,
                 label="baseline (no recompute)")
     for r in placed:
         text = ("baseline" if r.status == BASELINE else f"budget {r.label}") + f": {r.replayed_peak / KIB:.0f} KiB"
         if not r.verified:
             text += " (unverified)"
-        ax.annotate(text, (r.cost_increase_pct, r.replayed_peak / KIB), textcoords="offset points",
+        ax.annotate(text, (_x(r, key), r.replayed_peak / KIB), textcoords="offset points",
                     xytext=(7, 5), fontsize=8)
     ax.axhline(lower_bound / KIB, color="tab:red", linestyle="--", linewidth=1.2,
                label=f"single-op lower bound ({lower_bound / KIB:.0f} KiB)")
@@ -82,25 +101,27 @@ def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int) -> None:
     if missing:
         ax.text(0.99, 0.02, "no schedule: " + ", ".join(missing), transform=ax.transAxes, ha="right",
                 va="bottom", fontsize=7, color="dimgray")
-    _limits(ax, [r.cost_increase_pct for r in placed], [r.replayed_peak / KIB for r in placed] + [lower_bound / KIB])
-    ax.set_xlabel("recompute cost (% cycles over the baseline step)")
+    _limits(ax, [_x(r, key) for r in placed], [r.replayed_peak / KIB for r in placed] + [lower_bound / KIB])
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("live activation peak (KiB)")
     ax.set_title("live bytes", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
 
 
-def _deployed_panel(ax: Axes, rows: list[PointRow]) -> None:
+def _deployed_panel(ax: Axes, rows: list[PointRow], key: str, xlabel: str) -> None:
     """What the device reserves: first-fit heap (non-tiled), the tiled home arena, and the home level in all
     (constants + arena), per schedule."""
-    placed = _placed(rows)
-    series = [("heap", "first-fit heap, non-tiled code", "tab:green", "o"),
-              ("arena_l3", "L3 arena in the tiled code", "tab:purple", "D"),
-              ("total_l3", "L3 in all (constants + arena), tiled code", "tab:red", "s")]
+    placed = _placed(rows, key)
+    home = next((r.home for r in placed if r.home), None)
+    series = [(lambda r: r.heap, "first-fit heap, non-tiled code", "tab:green", "o"),
+              (lambda r: r.home_figures and r.home_figures.arena, f"{home} arena in the tiled code", "tab:purple",
+               "D"),
+              (lambda r: r.home_figures and r.home_figures.total, f"{home} in all (constants + arena), tiled code",
+               "tab:red", "s")]
     values = []
-    for key, label, color, marker in series:
-        points = sorted((r.cost_increase_pct, getattr(r, key) / KIB, r.label) for r in placed
-                        if getattr(r, key) is not None)
+    for figure, label, color, marker in series:
+        points = sorted((_x(r, key), figure(r) / KIB, r.label) for r in placed if figure(r) is not None)
         if not points:
             continue
         ax.plot([p[0] for p in points], [p[1] for p in points], marker=marker, color=color, linestyle=":",
@@ -108,8 +129,8 @@ def _deployed_panel(ax: Axes, rows: list[PointRow]) -> None:
         for cost, kib, name in points:
             ax.annotate(name, (cost, kib), textcoords="offset points", xytext=(6, 4), fontsize=7, color=color)
         values += [p[1] for p in points]
-    _limits(ax, [r.cost_increase_pct for r in placed], values or [0.0])
-    ax.set_xlabel("recompute cost (% cycles over the baseline step)")
+    _limits(ax, [_x(r, key) for r in placed], values or [0.0])
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("reserved by the deployment (KiB)")
     ax.set_title("what the device reserves", fontsize=10)
     ax.grid(True, alpha=0.3)

@@ -29,6 +29,7 @@ from ckpt.errors import CkptError, ExitCode
 from ckpt.files import check_output_dir
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
+from ckpt.pipeline.calibrate import resolve_costs
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.point import (
     PointRecord,
@@ -42,10 +43,11 @@ from ckpt.pipeline.point import (
     replay_point,
     solve_point,
 )
-from ckpt.pipeline.row import BASELINE, OVER_BUDGET, PointRow, empty_row
+from ckpt.pipeline.row import BASELINE, OVER_BUDGET, PointRow, empty_row, with_overheads
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
+from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import model_path
 from ckpt.solver.records import SolveOptions
 
@@ -66,6 +68,7 @@ class SweepOptions:
     show_progress: bool = True                       # workers print per-stage progress on stderr
     carry: bool = True                               # give looser points a cheaper schedule a tighter one found
     flow: Flow | None = None                         # the deployment budgets are checked on (None: target's)
+    costs: str = "auto"                              # op costs: auto | estimate | gvsoc | a cost file
 
 
 @dataclass
@@ -102,6 +105,7 @@ class _Model:
     specs: list[PointSpec]
     lowering: float
     data_sha256: str = ""            # inputs.npz and outputs.npz: a replay's verdict depends on them
+    costs: CostModel | None = None   # the op costs its points are solved with (None: the built-in estimate)
 
 
 def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
@@ -167,7 +171,7 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
             for name, result in results.items() for row in result.rows]
     files = write_tables(root.root, rows, {"models": sources, "target": options.target})
     stages = {stage: sum(r.stage_seconds[stage] for r in results.values()) for stage in
-              ("lowering", "solve", "replay", "verify", "code")}
+              ("lowering", "solve", "replay", "verify", "code", "gvsoc")}
     return SweepResult(root.root, rows, [f"{n}/{label}" for n, r in results.items() for label in r.ran],
                        [f"{n}/{label}" for n, r in results.items() for label in r.skipped],
                        min(r.lower_bound for r in results.values()), max(r.baseline_peak for r in results.values()),
@@ -179,13 +183,17 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     board.note(f"lowering {source} for target {options.target} once for the whole sweep")
     loaded = load_for_target(source, options.target, weights=_weights(options))
     lowering = time.perf_counter() - started
+    costs = resolve_costs(options.costs, source, options.target, options.replay.deeploy, options.replay.gvsoc,
+                          options.replay.deeploy_root, board.note)
+    if costs is not None:
+        board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
                f"bound {base.lower_bound} B ({lowering:.1f} s)")
     specs = [PointSpec(BASELINE, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
-    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source))
+    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs)
 
 
 def _data_sha256(source: str) -> str:
@@ -217,11 +225,11 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
                ) -> SweepResult:
     labels = [s.label for s in model.specs]
     mine_ran = [label for (name, label) in ran if name == model.name]
-    rows = [finished[model.name, label].row if (model.name, label) in finished
-            else solved[model.name, label].row for label in labels]
+    rows = with_overheads([finished[model.name, label].row if (model.name, label) in finished
+                           else solved[model.name, label].row for label in labels])
     stages = {"lowering": model.lowering,
               "solve": sum(solved[model.name, label].seconds for label in mine_ran),
-              "replay": 0.0, "verify": 0.0, "code": 0.0}
+              "replay": 0.0, "verify": 0.0, "code": 0.0, "gvsoc": 0.0}
     for label in mine_ran:
         for stage, seconds in finished[model.name, label].stage_seconds.items():
             stages[stage] += seconds
@@ -250,7 +258,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
             key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
                                "solver": solver if spec.fraction is not None else None,
                                "flow": options.flow.value if options.flow and spec.fraction is not None else None,
-                               "weights": _weights(options).value})
+                               "weights": _weights(options).value,
+                               "costs": model.costs.source if model.costs else "estimate"})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
             record = None if stored is None else SolveRecord.from_stored(stored)
@@ -260,7 +269,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
-                                           _weights(options))))
+                                           _weights(options), model.costs)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 

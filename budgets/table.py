@@ -8,63 +8,123 @@ from dataclasses import asdict, fields
 
 from ckpt.pipeline.row import PointRow
 
-COLUMNS = [
-    ("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
-    ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
-    ("arena pred", "arena_predicted"), ("L3 const", "static_l3"), ("L3 arena", "arena_l3"), ("L3 total", "total_l3"),
-    ("L2 total", "total_l2"), ("L1 total", "total_l1"),
-    ("persistent", "persistent_bytes"), ("recomp", "recomputes"),
-    ("clones", "clones_kept"), ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"),
-    ("cycles", "cycles"), ("Errors", "errors"), ("host Errors", "host_errors"), ("code = graph order", "code_check"),
-    ("replay check", "check"), ("status", "status"),
-    ("gap", "gap"), ("s", "seconds"),
-]
+HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
+        ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
+        ("arena pred", "arena_predicted")]
+TAIL = [("on chip B", "on_chip"), ("fits L2", "fits_on_chip"), ("persistent", "persistent_bytes"),
+        ("recomp", "recomputes"), ("clones", "clones_kept"),
+        ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"), ("cycles pred", "cycles_predicted"),
+        ("cycles", "cycles"), ("+% pred", "overhead_pct_predicted"), ("+%", "overhead_pct"), ("Errors", "errors"),
+        ("host Errors", "host_errors"), ("code = graph order", "code_check"), ("replay check", "check"),
+        ("status", "status"), ("gap", "gap"), ("s", "seconds")]
+LEVEL_PARTS = (("const", "static"), ("arena", "arena"), ("total", "total"))
+PERCENT = {"cost_increase_pct", "overhead_pct", "overhead_pct_predicted"}
+
+
+def level_names(rows: list[PointRow]) -> list[str]:
+    """The memory levels the rows have figures for, outermost first."""
+    return sorted({name for r in rows for name in r.levels}, reverse=True)
+
+
+def columns(rows: list[PointRow]) -> list[tuple[str, str]]:
+    """(title, key) per column; a level's key is `<level>.<part>` (its static, arena or total)."""
+    levels = level_names(rows)
+    home = levels[:1]
+    per_level = [(f"{name} {title}", f"{name}.{part}") for name in home for title, part in LEVEL_PARTS]
+    per_level += [(f"{name} total", f"{name}.total") for name in levels[1:]]
+    return HEAD + per_level + TAIL
+
+
+def value(row: PointRow, key: str):
+    if "." in key:
+        level, part = key.split(".")
+        figures = row.levels.get(level)
+        return getattr(figures, part) if figures is not None else None
+    return getattr(row, key)
 
 
 def _cell(row: PointRow, key: str) -> str:
-    value = getattr(row, key)
-    if value is None:
+    found = value(row, key)
+    if found is None:
         return "-"
     if key == "gap":
-        return f"{100 * value:.2f}%"
-    if key == "cost_increase_pct":
-        return f"{value:.2f}"
+        return f"{100 * found:.2f}%"
+    if key in PERCENT:
+        return f"{found:.2f}"
     if key == "seconds":
-        return f"{value:.1f}"
+        return f"{found:.1f}"
     if key == "budget_fraction":
-        return f"{value:g}"
-    return str(value)
+        return f"{found:g}"
+    if key == "fits_on_chip":
+        return "yes" if found else f"no (+{row.on_chip - row.on_chip_capacity})"
+    return str(found)
 
 
 def notes(rows: list[PointRow]) -> list[str]:
-    """One line per point with a reason: what the table's '-' cells mean."""
-    return [f"{r.label}: {r.reason}" for r in rows if r.reason]
+    """One line per point with a reason: what the table's '-' cells mean; then whether the step fits on chip."""
+    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows)
+
+
+def on_chip_notes(rows: list[PointRow]) -> list[str]:
+    """The largest budget whose whole step fits the chip's L2, or by how much the smallest misses it."""
+    known = [r for r in rows if r.fits_on_chip is not None]
+    if not known:
+        return []
+    fitting = [r for r in known if r.fits_on_chip]
+    capacity = known[0].on_chip_capacity
+    if fitting:
+        best = max(fitting, key=lambda r: r.budget_fraction if r.budget_fraction is not None else 2.0)
+        return [f"on chip: the whole step fits the {capacity:,} B of L2 at point {best.label} ({best.on_chip:,} B)"
+                + ("" if best.budget_fraction is None else ", the largest budget that does")]
+    least = min(known, key=lambda r: r.on_chip)
+    return [f"on chip: no point's step fits the {capacity:,} B of L2; the smallest, point {least.label}, needs "
+            f"{least.on_chip:,} B ({least.on_chip - capacity:,} B over)"]
 
 
 def terminal_table(rows: list[PointRow]) -> str:
-    cells = [[title for title, _ in COLUMNS]] + [[_cell(r, key) for _, key in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    cols = columns(rows)
+    cells = [[title for title, _ in cols]] + [[_cell(r, key) for _, key in cols] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells]
     return "\n".join(lines + notes(rows))
 
 
 def markdown_table(rows: list[PointRow]) -> str:
-    titles = [title for title, _ in COLUMNS] + ["reason"]
+    cols = columns(rows)
+    titles = [title for title, _ in cols] + ["reason"]
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
-    lines += ["| " + " | ".join([_cell(r, key) for _, key in COLUMNS] + [r.reason.replace("|", "/")]) + " |"
+    lines += ["| " + " | ".join([_cell(r, key) for _, key in cols] + [r.reason.replace("|", "/")]) + " |"
               for r in rows]
     return "\n".join(lines) + "\n"
 
 
+def flat(row: PointRow, levels: list[str]) -> dict:
+    """The row as one flat record (CSV): each level's figures as `<part>_<level>` fields."""
+    doc = {k: v for k, v in asdict(row).items() if k != "levels"}
+    for name in levels:
+        for _, part in LEVEL_PARTS:
+            doc[f"{part}_{name}"] = value(row, f"{name}.{part}")
+    return doc
+
+
 def csv_text(rows: list[PointRow]) -> str:
+    levels = level_names(rows)
+    names = [f.name for f in fields(PointRow) if f.name != "levels"]
+    names += [f"{part}_{name}" for name in levels for _, part in LEVEL_PARTS]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[f.name for f in fields(PointRow)], lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow(asdict(row))
+        writer.writerow(flat(row, levels))
     return out.getvalue()
 
 
+def _json_row(row: PointRow) -> dict:
+    doc = asdict(row)
+    doc["levels"] = {name: {**asdict(fig), "total": fig.total} for name, fig in sorted(row.levels.items())}
+    return doc
+
+
 def json_text(rows: list[PointRow], extra: dict | None = None) -> str:
-    doc = {**(extra or {}), "points": [asdict(r) for r in rows]}
+    doc = {**(extra or {}), "points": [_json_row(r) for r in rows]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -84,11 +84,16 @@ def emit_ci_configs(result: SweepResult, model: str | Path, target: str, outdir:
     return written
 
 
+def _arena(row: PointRow) -> int | None:
+    return row.home_figures.arena if row.home_figures else None
+
+
 def _comment(point: PointRow, baseline: PointRow) -> list[str]:
     return [f"ckpt sweep point {point.label} (budget {point.budget_bytes} B): replayed peak {point.replayed_peak} B "
             f"vs {baseline.replayed_peak} B baseline,",
-            f"first-fit heap (non-tiled) {point.heap} B vs {baseline.heap} B, tiled L3 arena "
-            f"{point.arena_l3} B vs {baseline.arena_l3} B,",
+            f"first-fit heap (non-tiled) {point.heap} B vs {baseline.heap} B, tiled {point.home} arena "
+            f"{_arena(point)} B vs {_arena(baseline)} B,",
             f"{point.recomputes} recomputes (+{point.cost_increase_pct:.2f}% cycles by ckpt's cost model), "
             f"host check {point.check}, Errors {point.errors} (graph order {baseline.errors}),",
-            f"cycles: {point.cycles}."]
+            "cycles on gvsoc: " + (f"{point.cycles} vs {baseline.cycles} baseline." if point.cycles is not None
+                                   else "not simulated.")]

@@ -5,7 +5,9 @@ replay whose outputs are not bit-identical to the graph order's (recompute chang
 difference is a wiring error), golden Errors above the baseline's (the device harness's count), any peak more
 than 1% above the baseline's, a home arena in the generated code other than the one ckpt predicted, and the
 generated code itself: each flow's code must build, run, print `Errors: 0` by the harness's rule and compute
-the graph order's code's outputs bit for bit.
+the graph order's code's outputs bit for bit; and, where gvsoc ran it, the deployed (tiled) step on Siracusa's
+model: `Errors: 0` by Deeploy's own harness and cycles no more than 2% above the baseline's (gvsoc is
+deterministic: the same code gives the same cycles; a ckpt change that moves code shifts them a little).
 Recomputes and clones kept are shown beside them and flagged when they change, without failing:
 a changed count with unchanged peaks and outputs is a different schedule, not a broken one.
 """
@@ -14,9 +16,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from ckpt.replay.matching import MIN_MATCH
-from ckpt.replay.report import CodeRunRecord, ReplayReport
+from ckpt.replay.report import CodeRunRecord, GvsocRecord, ReplayReport, SimStatus
 
 PEAK_TOLERANCE = 0.01
+CYCLES_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class CiFigures:
     code: dict[str, str] | None = None     # per flow: the generated code's run on this host ("0/198027", or why
                                            # not), and " = graph order" / " != graph order" when compared
     code_l3_allocated: int | None = None   # what the tiled code allocated in L3 when it ran (constants + arena)
+    gvsoc: str | None = None               # the tiled step on gvsoc: "0/198027" or why it did not run
+    gvsoc_cycles: int | None = None        # ... its cycles when it ran
 
     @property
     def match_rate(self) -> float:
@@ -70,7 +75,9 @@ class CiFigures:
                    predicted_tiled_l3=memory.levels["L3"].predicted_arena if "L3" in memory.levels else None,
                    code={flow: _code_text(run) for flow, run in report.code_runs.items()},
                    code_l3_allocated=(report.code_runs["tiled"].memory.get("L3", {}).get("peak")
-                                      if "tiled" in report.code_runs else None))
+                                      if "tiled" in report.code_runs else None),
+                   gvsoc=_gvsoc_text(report.gvsoc.get("tiled")),
+                   gvsoc_cycles=report.gvsoc["tiled"].cycles if "tiled" in report.gvsoc else None)
 
 
 @dataclass(frozen=True)
@@ -122,10 +129,32 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
         rows.append(Comparison("generated tiled code: L3 allocated B", _text(baseline.code_l3_allocated),
                                _text(now.code_l3_allocated), "shown",
                                "ok" if baseline.code_l3_allocated == now.code_l3_allocated else "changed"))
+    rows += _gvsoc_rows(baseline, now)
     for title, key in (("recomputes", "recomputes"), ("clones kept", "clones_kept")):
         before, after = getattr(baseline, key), getattr(now, key)
         rows.append(Comparison(title, str(before), str(after), "shown", "ok" if before == after else "changed"))
     return rows
+
+
+def _gvsoc_rows(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
+    """The tiled step on gvsoc: must print Errors 0 and stay within the cycle tolerance where it ran; shown, not
+    failing, where this machine cannot run it."""
+    ran = now.gvsoc_cycles is not None
+    rows = [Comparison("gvsoc (tiled): Errors", baseline.gvsoc or "-", now.gvsoc or "-",
+                       "0 where simulated", _ok(now.gvsoc.startswith("0/")) if ran else "shown")]
+    if ran and baseline.gvsoc_cycles is not None:
+        fits = now.gvsoc_cycles <= baseline.gvsoc_cycles * (1 + CYCLES_TOLERANCE)
+        rows.append(Comparison("gvsoc (tiled): cycles", _text(baseline.gvsoc_cycles), _text(now.gvsoc_cycles),
+                               f"<= +{100 * CYCLES_TOLERANCE:.0f}%", _ok(fits)))
+    return rows
+
+
+def _gvsoc_text(run: GvsocRecord | None) -> str | None:
+    if run is None:
+        return None
+    if run.status is SimStatus.MEASURED:
+        return f"{run.errors}/{run.total}"
+    return f"{run.status.value}: {run.reason}"
 
 
 def _code_text(run: CodeRunRecord) -> str:

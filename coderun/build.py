@@ -127,7 +127,7 @@ def _first_error(stderr: str) -> str:
 _AUX = re.compile(r"^/\* (?P<path>.+):\d+:(?P<kind>..) \*/ (?P<decl>[^;]+;)")
 
 
-def _definitions(aux_file: Path, source: Path) -> list[str]:
+def defined_prototypes(aux_file: Path, source: Path) -> list[str]:
     """The prototypes of the non-static functions `source` defines, from gcc's -aux-info output."""
     found = []
     for line in aux_file.read_text(errors="replace").splitlines():
@@ -182,7 +182,7 @@ def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
             skipped.append(f"{source.relative_to(sources.root)}: {_first_error(done.stderr).split(': ', 1)[-1]}")
             continue
         objects.append(obj)
-        prototypes.extend(p for p in _definitions(obj.with_suffix(".aux"), source) if p not in prototypes)
+        prototypes.extend(p for p in defined_prototypes(obj.with_suffix(".aux"), source) if p not in prototypes)
     runtime = out / "host_runtime.o"
     done = subprocess.run([toolchain.cc, *flags, *STRICT, "-c", str(RUNTIME / "host_runtime.c"), "-o", str(runtime)],
                           capture_output=True, text=True)

@@ -6,12 +6,13 @@ training graphs (L1 128,000 B, L2 1,024,000 B, default level L3, 8 cluster cores
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-TARGETS = ("none", "siracusa", "gap9")      # "none": the ONNX as it is, no Deeploy
-DEEPLOY_TARGETS = ("siracusa", "gap9")
-PLATFORM_NAMES = {"siracusa": "Siracusa", "gap9": "GAP9"}   # each target as Deeploy's runners (-p) name it
+from ckpt.targets import DEEPLOY_TARGETS, HOMES, PLATFORM_NAMES, SIMULATED_TARGETS, TARGET_TABLE, TARGETS
+
+__all__ = ["DEEPLOY_TARGETS", "HOMES", "PLATFORM_NAMES", "SIMULATED_TARGETS", "TARGETS", "DeeploySetup", "Flow",
+           "Allocator", "WeightUpdate", "DEFAULT_SETUP", "deployed_weights", "setup_for"]
 
 
 class Flow(StrEnum):
@@ -63,6 +64,16 @@ class DeeploySetup:
 
 
 DEFAULT_SETUP = DeeploySetup()
+
+
+def setup_for(target: str, home: str = DEFAULT_SETUP.default_mem_level, **changes) -> DeeploySetup:
+    """The Deeploy setup of a tiled deployment whose tensors live in `home`: Deeploy's CI sizes for home L3; for
+    another home the tiler gets what the chip gives data there (its size less what the runtime reserves)."""
+    setup = replace(DEFAULT_SETUP, default_mem_level=home, **changes)
+    spec = TARGET_TABLE.get(target)
+    if home == DEFAULT_SETUP.default_mem_level or spec is None or home not in spec.level_names:
+        return setup
+    return replace(setup, **{home.lower(): spec.level(home).usable})
 
 
 def deployed_weights(target: str, flow: Flow | None, weights: WeightUpdate = DEFAULT_SETUP.weights) -> WeightUpdate:

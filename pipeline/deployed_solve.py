@@ -51,6 +51,7 @@ class SolveRequest:
     record_time: bool = False
     flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
     weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
+    home: str = DEFAULT_SETUP.default_mem_level       # where the tiled flow keeps its tensors
 
     @property
     def deployed_flow(self) -> Flow:
@@ -76,7 +77,7 @@ class Checked:
 def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(Step(f"loading {request.source} for target {request.target}"))
-    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
+    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights, request.home)
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
@@ -163,7 +164,7 @@ def _spent(deadline: float | None) -> bool:
 def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
                  progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
     """Solve against the home arena itself (see the module doc), then check the predicted total."""
-    total, home = request.total, DEFAULT_SETUP.default_mem_level
+    total, home = request.total, loaded.home
     if total.level != home:
         raise CkptError(f"ckpt predicts the tiled flow's home level ({home}), not {total.level}",
                         f"give --budget-total {home}=SIZE")
@@ -185,7 +186,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSeq
             raise InfeasibleBudget(f"the {home} total cannot fit {total.nbytes} B (constants {static} B + an arena "
                                    f"of {arena} B): {err.problem}", "raise the budget", proven=err.proven) from None
         real = result_on(loaded.graph, result, real_sequence(result.seq))
-        levels = predicted_levels(loaded.lowered, real.seq, loaded.weights)
+        levels = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home)
         checked = Checked(f"total_{home}", levels[home].total, total.nbytes, arena,
                           _levels_doc(loaded, real, levels), levels[home].activations_at_peak)
         if checked.nbytes <= total.nbytes:
@@ -211,7 +212,7 @@ def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = 
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
     if loaded.lowered is None:
         return None
-    levels = levels or predicted_levels(loaded.lowered, result.seq, loaded.weights)
+    levels = levels or predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home)
     return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total,
                    "activations_at_peak": fig.activations_at_peak} for name, fig in sorted(levels.items())}
 
@@ -248,7 +249,9 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         gap=None if result.gap is None else round(result.gap, 6), cost_lower_bound=result.cost_lower_bound,
         variables=result.variables, variables_unpruned=result.variables_unpruned, constraints=result.constraints,
         time_limit=options.backend.time_limit, stage_order=options.order, objective=options.objective,
-        space=result.space, seconds=round(result.seconds, 3) if record_time else None)
+        space=result.space, seconds=round(result.seconds, 3) if record_time else None,
+        costs=loaded.costs.source if loaded.costs and loaded.costs.source != "estimate" else None)
+    measured_step = loaded.costs.measured_step if loaded.costs else None
     if total is not None:
         spec = BudgetSpec(total.text, None, total.nbytes, total.level)
     elif budget is not None:
@@ -262,17 +265,20 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         min_memory_order_peak_bytes=result.baselines.min_memory_peak, persistent_bytes=result.persistent_bytes,
         lower_bound_bytes=result.baselines.lower_bound, recomputes=result.recomputes,
         recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
-        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels)
+        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels,
+        step_cycles=measured_step + result.recompute_cost if measured_step is not None else None)
     graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
-                    model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value)
+                    model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value,
+                    home=loaded.home if loaded.lowered and loaded.home != DEFAULT_SETUP.default_mem_level else None)
     return Schedule(tuple(result.seq), graph, spec, predicted, solver)
 
 
 def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 options: SolveOptions | None = None, cost_model: CostModel | None = None,
                 progress: Progress = ignore, flow: Flow | None = None,
-                weights: WeightUpdate = DEFAULT_SETUP.weights) -> tuple[Schedule, SolveResult]:
+                weights: WeightUpdate = DEFAULT_SETUP.weights,
+                home: str = DEFAULT_SETUP.default_mem_level) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(), cost_model,
-                           flow=flow, weights=weights)
+                           flow=flow, weights=weights, home=home)
     return solve_and_document(request, progress)

@@ -16,8 +16,9 @@ from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
 def inspect_lines(source: str, target: str, top: int, progress: Progress = ignore,
-                  weights: WeightUpdate = DEFAULT_SETUP.weights) -> Iterator[str]:
-    loaded = load_for_target(source, target, weights=weights)
+                  weights: WeightUpdate = DEFAULT_SETUP.weights,
+                  home: str = DEFAULT_SETUP.default_mem_level) -> Iterator[str]:
+    loaded = load_for_target(source, target, weights=weights, home=home)
     graph = loaded.graph
     base = baselines(graph)
     activations = [t for t in graph.tensor_bytes if graph.is_activation(t)]
@@ -61,7 +62,8 @@ def _lowering_lines(loaded: LoadedModel, base: Baselines, progress: Progress) ->
     yield "tiled flow, home level, static + arena = total (ckpt's layout of Deeploy's lifetimes):"
     for label, order in (("graph order", [op.name for op in loaded.graph.ops]),
                          ("min-memory order", list(base.min_memory_order))):
-        for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights).items():
+        for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights,
+                                           loaded.home).items():
             yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
     progress(Step("generating Deeploy's non-tiled code for the graph order"))
     with tempfile.TemporaryDirectory(prefix="ckpt_inspect_") as out:

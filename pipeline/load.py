@@ -20,17 +20,20 @@ class LoadedModel:
     model_sha256: str
     lowered: LoweredGraph | None = None     # when a Deeploy target lowered it
     weights: WeightUpdate = WeightUpdate.OUT_OF_PLACE   # how the deployment writes weights (the graph models it)
+    costs: CostModel | None = None          # the op costs the graph carries (None: the built-in estimate)
+    home: str = DEFAULT_SETUP.default_mem_level   # the tiled deployment's home level (where its tensors live)
 
 
 def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None,
-                    weights: WeightUpdate = DEFAULT_SETUP.weights) -> LoadedModel:
+                    weights: WeightUpdate = DEFAULT_SETUP.weights,
+                    home: str = DEFAULT_SETUP.default_mem_level) -> LoadedModel:
     """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target;
     with weights updated in place, the graph says so (solver.in_place) and shares each constant's copies."""
     check_training_graph(source)
     sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
     if target == "none":
-        return LoadedModel(load_graph(source, cost_model=cost_model), target, sha)
+        return LoadedModel(load_graph(source, cost_model=cost_model), target, sha, costs=cost_model)
     lowered = deeploy_bridge.lower(source, target)
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model,
                                         scratch=lowered.transients), weights)
-    return LoadedModel(graph, target, sha, lowered, weights)
+    return LoadedModel(graph, target, sha, lowered, weights, cost_model, home)

@@ -28,11 +28,12 @@ from ckpt.events import as_lines
 from ckpt.files import write_json
 from ckpt.pipeline.deployed_solve import schedule_of, solve_model
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, solved_row
+from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, row_from_json, solved_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget
+from ckpt.solver.costs import CostModel
 from ckpt.solver.options import Objective, StageOrder, Views
 from ckpt.solver.records import SolveOptions
 from ckpt.solver.solve import solve
@@ -118,6 +119,7 @@ class SolveTask:
     show_progress: bool = True
     flow: Flow | None = None         # the deployment the budget is checked on (None: the target's default)
     weights: WeightUpdate = DEFAULT_SETUP.weights   # how the tiled flow writes updated weights
+    costs: CostModel | None = None   # the op costs (None: the built-in estimate)
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ class SolveRecord:
         """The record of a stored solved.json, or None when another ckpt version wrote it (solved again)."""
         try:
             schedule = stored["schedule"] and Schedule.from_dict(stored["schedule"])
-            row = stored["row"] and PointRow(**stored["row"])
+            row = stored["row"] and row_from_json(stored["row"])
             return cls(stored["key"], stored["label"], schedule, row, stored["seconds"], stored["stored"])
         except (KeyError, TypeError, CkptError):
             return None
@@ -181,8 +183,8 @@ class PointRecord:
     def from_stored(cls, stored: dict) -> PointRecord | None:
         """The record of a stored point.json, or None when another ckpt version wrote it (replayed again)."""
         try:
-            return cls(**{**stored, "row": PointRow(**stored["row"])})
-        except (KeyError, TypeError):
+            return cls(**{**stored, "row": row_from_json(stored["row"])})
+        except (KeyError, TypeError, ValueError):
             return None
 
 
@@ -221,7 +223,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_schedule(load_for_target(task.model, task.target, weights=task.weights), task.solve), \
+        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights), task.solve), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
@@ -229,8 +231,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
     say("solve")
     try:
-        schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, progress=as_lines(say),
-                                       flow=task.flow, weights=task.weights)
+        schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
+                                       progress=as_lines(say), flow=task.flow, weights=task.weights)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \
@@ -286,6 +288,7 @@ def replay_key(schedule: Schedule, replay: ReplayOptions, model_sha256: str, cod
     generated code is built against (`code`: the kernels' fingerprint, or why it cannot run)."""
     options = asdict(replay)
     options["deeploy_root"] = str(replay.deeploy_root) if replay.deeploy_root else None
+    options["gvsoc"] = str(replay.gvsoc) if replay.gvsoc else None
     options.pop("record_time", None)
     return content_key({"schedule": dumps(schedule), "model": model_sha256, "replay": options, "code": code})
 
@@ -294,7 +297,7 @@ def replay_point(task: ReplayTask) -> PointRecord:
     """Write the point's seq.json, replay it (Deeploy, host check, gvsoc) and store the finished point."""
     say = _say(task.spec.label, task.show_progress)
     folder = PointFolder(Path(task.folder))
-    stage = {"replay": 0.0, "verify": 0.0, "code": 0.0}
+    stage = {"replay": 0.0, "verify": 0.0, "code": 0.0, "gvsoc": 0.0}
     row = solved_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.schedule, task.solver_seconds,
                      "not verified", task.note, f"points/{task.spec.label}/{SCHEDULE}")
     folder.record.unlink(missing_ok=True)           # a crash midway leaves the point unfinished
@@ -309,8 +312,9 @@ def replay_point(task: ReplayTask) -> PointRecord:
         total = time.perf_counter() - start
         stage["verify"] = result.seconds.get("verify", 0.0)
         stage["code"] = result.seconds.get("code", 0.0)
-        stage["replay"] = total - stage["verify"] - stage["code"]
-        row = replayed_row(row, result.report, gvsoc_asked=task.replay.deeploy_root is not None)
+        stage["gvsoc"] = result.seconds.get("gvsoc", 0.0)
+        stage["replay"] = total - stage["verify"] - stage["code"] - stage["gvsoc"]
+        row = replayed_row(row, result.report, gvsoc_asked=task.replay.gvsoc is not None)
     except CkptError as err:                          # refused or failed: said in the row, tried again on a rerun
         row = replace(row, check="replay failed", reason=f"replay refused or failed: {err}")
         stored = False

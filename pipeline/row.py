@@ -9,7 +9,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ckpt.replay.report import CodeRunRecord, GvsocSection, ReplayReport, VerificationSection
+from ckpt.gvsoc.run import L2Need
+from ckpt.replay.report import (
+    CodeRunRecord,
+    GvsocRecord,
+    LevelMemory,
+    ReplayReport,
+    SimStatus,
+    VerificationSection,
+    record_from_json,
+)
 from ckpt.schedule_file import Schedule
 
 BASELINE = "baseline"
@@ -29,21 +38,20 @@ class PointRow:
     heap: int | None                 # first-fit L2 heap the non-tiled code needs
     deeploy_nontiled: int | None     # Deeploy's own non-tiled counter
     arena_predicted: int | None      # ckpt's predicted arena at the tiled flow's home level
-    arena_l3: int | None             # the tiled flow's arenas as the generated code reserves them
-    arena_l2: int | None
-    arena_l1: int | None
-    static_l3: int | None            # the constants the tiled code keeps at each level, outside the arena
-    static_l2: int | None
-    static_l1: int | None
-    total_l3: int | None             # static + arena per level: what the chip must hold there
-    total_l2: int | None
-    total_l1: int | None
+    home: str | None                 # the tiled flow's home level (Deeploy's default memory level)
+    levels: dict[str, LevelMemory]   # the tiled flow per memory level: constants, arena, total the code reserves
+    on_chip: int | None              # what the whole step needs in L2 to run on chip: its code and data, what it
+                                     # allocates there, and (home L3) its constants and arena brought in
+    on_chip_capacity: int | None     # the L2 the chip gives it
     persistent_bytes: int | None
     recomputes: int | None
     clones_kept: int | None
     recompute_cost: int | None       # cycles (ckpt's cost model) the recomputes add
     cost_increase_pct: float | None  # ... as % of the baseline step
-    cycles: str                      # gvsoc's train cycles, or "not simulated"
+    cycles: int | None               # the deployed (tiled) step on gvsoc, measured; None: not simulated (reason)
+    cycles_predicted: int | None     # measured op costs: the calibrated graph-order step + the recompute cycles
+    overhead_pct: float | None       # measured cycles over the baseline's, %
+    overhead_pct_predicted: float | None   # predicted cycles over the baseline's predicted, %
     errors: str                      # the verdict, "N/M": gvsoc's when simulated, else the generated code's run
                                      # on this host; "not run" / "failed" when the code did not run (see reason)
     host_errors: str                 # ckpt's host executor against the goldens, "N/M", beside it
@@ -65,6 +73,16 @@ class PointRow:
 
 
     @property
+    def fits_on_chip(self) -> bool | None:
+        """Whether the whole step fits the chip's L2 (None: not known, the step was not built for the chip)."""
+        return None if self.on_chip is None else self.on_chip <= self.on_chip_capacity
+
+    @property
+    def home_figures(self) -> LevelMemory | None:
+        """The tiled flow's home level as the generated code reserves it."""
+        return self.levels.get(self.home) if self.home else None
+
+    @property
     def code_failed(self) -> bool:
         """Its generated code failed, erred, or computed other numbers than the graph order's code."""
         ran = self.code_check in ("bit-identical", "differs")
@@ -78,10 +96,11 @@ def _no_errors(errors: str) -> bool:
 def empty_row(label: str, fraction: float | None, budget_bytes: int | None, status: str, reason: str) -> PointRow:
     """A point without a schedule: only its budget, its status and why."""
     return PointRow(label=label, budget_fraction=fraction, budget_bytes=budget_bytes, predicted_peak=None,
-                    replayed_peak=None, heap=None, deeploy_nontiled=None, arena_predicted=None, arena_l3=None,
-                    arena_l2=None, arena_l1=None, static_l3=None, static_l2=None, static_l1=None, total_l3=None,
-                    total_l2=None, total_l1=None, persistent_bytes=None, recomputes=None,
-                    clones_kept=None, recompute_cost=None, cost_increase_pct=None, cycles="not simulated",
+                    replayed_peak=None, heap=None, deeploy_nontiled=None, arena_predicted=None, home=None, levels={},
+                    on_chip=None, on_chip_capacity=None,
+                    persistent_bytes=None, recomputes=None, clones_kept=None, recompute_cost=None,
+                    cost_increase_pct=None, cycles=None, cycles_predicted=None, overhead_pct=None,
+                    overhead_pct_predicted=None,
                     errors=NOT_VERIFIED, host_errors="-", code_check="-", check="-", status=status, reason=reason,
                     gap=None, seconds=None, schedule=None)
 
@@ -94,8 +113,8 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, fou
                    predicted_peak=predicted.peak_bytes, heap=predicted.heap_bytes,
                    persistent_bytes=predicted.persistent_bytes, recomputes=predicted.recomputes,
                    recompute_cost=predicted.recompute_cost, cost_increase_pct=predicted.cost_increase_pct,
-                   check=check, gap=_finite(solver.gap), seconds=None if seconds is None else round(seconds, 1),
-                   schedule=schedule)
+                   cycles_predicted=predicted.step_cycles, check=check, gap=_finite(solver.gap),
+                   seconds=None if seconds is None else round(seconds, 1), schedule=schedule)
 
 
 def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> PointRow:
@@ -103,7 +122,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     memory = report.memory
     check, host_errors, reason = _verification(report.verification)
     code_check, code_errors, code_reason = _code_run(report.code_verdict, report.model.target, host_errors)
-    cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc, gvsoc_asked)
+    cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc.get("tiled"), gvsoc_asked)
     if report.budget is not None and not report.budget.fits:
         check, reason = OVER_BUDGET, "; ".join(r for r in (reason, f"replayed {report.budget.checked} "
                                                                f"{report.budget.replayed} B is over the budget "
@@ -111,15 +130,29 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     home = (report.deeploy or {}).get("tiled")
     home_level = home.setup["default_mem_level"] if home else None
     home_figures = memory.levels.get(home_level) if home_level else None
-    level = lambda name, part="arena": getattr(memory.levels[name], part) if name in memory.levels else None  # noqa
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
-                   arena_l3=level("L3"), arena_l2=level("L2"), arena_l1=level("L1"),
-                   static_l3=level("L3", "static"), static_l2=level("L2", "static"), static_l1=level("L1", "static"),
-                   total_l3=level("L3", "total"), total_l2=level("L2", "total"), total_l1=level("L1", "total"),
-                   persistent_bytes=memory.persistent_replayed, clones_kept=report.replay.clones_kept,
+                   home=home_level, levels=dict(memory.levels), on_chip=_on_chip(report, home_level),
+                   on_chip_capacity=_l2(report).capacity if _l2(report) else None,
+                   persistent_bytes=memory.persistent_replayed,
+                   clones_kept=report.replay.clones_kept,
                    cycles=cycles, errors=gvsoc_errors or code_errors, host_errors=host_errors, code_check=code_check,
                    check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))
+
+
+def _l2(report: ReplayReport) -> L2Need | None:
+    run = report.gvsoc.get("tiled")
+    return run.l2 if run is not None else None
+
+
+def _on_chip(report: ReplayReport, home: str | None) -> int | None:
+    """The whole step in L2: as built for the chip, plus, when its tensors live off chip, its constants and arena
+    there (the L2 tiling buffers stay)."""
+    l2 = _l2(report)
+    if l2 is None or home is None:
+        return None
+    off_chip = report.memory.levels.get(home) if home != "L2" else None
+    return l2.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
 
 
 def _finite(value: float | None) -> float | None:
@@ -168,11 +201,29 @@ def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple
     return check, errors, "; ".join(reasons)
 
 
-def _gvsoc(gvsoc: GvsocSection, asked: bool) -> tuple[str, str | None, str]:
-    """(cycles, gvsoc's Errors or None, reason); why gvsoc did not run is a reason only when it was asked for."""
-    if gvsoc.status == "measured":
-        cycles = str(gvsoc.train_cycles) if gvsoc.train_cycles is not None else "no BENCH line"
-        return cycles, f"{gvsoc.errors}/{gvsoc.total}", ""
-    if gvsoc.status == "failed":
-        return "gvsoc failed", None, f"gvsoc failed: {gvsoc.reason}"
-    return "not simulated", None, f"not simulated: {gvsoc.reason}" if asked else ""
+def _gvsoc(gvsoc: GvsocRecord | None, asked: bool) -> tuple[int | None, str | None, str]:
+    """(cycles, gvsoc's Errors or None, reason) of the deployed (tiled) step; why gvsoc did not run is a reason only
+    when it was asked for, or when it did not run because the step does not fit."""
+    if gvsoc is None:
+        return None, None, ""
+    if gvsoc.status is SimStatus.MEASURED:
+        return gvsoc.cycles, f"{gvsoc.errors}/{gvsoc.total}", ""
+    if gvsoc.status is SimStatus.FAILED:
+        return None, None, f"gvsoc failed: {gvsoc.reason}"
+    return None, None, f"not simulated: {gvsoc.reason}" if asked or gvsoc.l2 is not None else ""
+
+
+def with_overheads(rows: list[PointRow]) -> list[PointRow]:
+    """The rows with their cycles over the baseline's, measured and predicted, where both are known."""
+    base = next((r for r in rows if r.status == BASELINE), None)
+
+    def pct(value: int | None, reference: int | None) -> float | None:
+        return round(100.0 * (value - reference) / reference, 4) if value is not None and reference else None
+
+    return [replace(r, overhead_pct=pct(r.cycles, base and base.cycles),
+                    overhead_pct_predicted=pct(r.cycles_predicted, base and base.cycles_predicted)) for r in rows]
+
+
+def row_from_json(doc: dict) -> PointRow:
+    """A row as stored (point.json, solved.json), its level records rebuilt."""
+    return record_from_json(PointRow, doc)

@@ -22,8 +22,8 @@ ORDER = "order.json"
 CODE = "code"                        # the tiled flow's generated code (what Deeploy's CI deploys)
 CODE_NON_TILED = "code-non-tiled"    # the non-tiled flow's
 CODE_DIRS = {"tiled": CODE, "non_tiled": CODE_NON_TILED}
-GVSOC_LOG = "gvsoc.log"
-WRITTEN = (REPORT, REWIRED, ORDER, CODE, CODE_NON_TILED, GVSOC_LOG)
+GVSOC_LOGS = {"tiled": "gvsoc-tiled.log", "non_tiled": "gvsoc-non-tiled.log"}   # what gvsoc printed, per flow
+WRITTEN = (REPORT, REWIRED, ORDER, CODE, CODE_NON_TILED, *GVSOC_LOGS.values())
 
 
 def default_outdir(schedule: Path) -> Path:

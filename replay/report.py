@@ -9,12 +9,12 @@ import json
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from enum import Enum, StrEnum
 from pathlib import Path
 
 from ckpt.errors import CkptError
 from ckpt.files import write_json
-
-NOT_SIMULATED = "not simulated"
+from ckpt.gvsoc.run import L2Need
 
 
 @dataclass(frozen=True)
@@ -243,21 +243,36 @@ class CodeRunRecord:
         return self.golden.fraction if self.golden else "ran (no goldens)"
 
 
-@dataclass(frozen=True)
-class GvsocSection:
-    """status: measured | failed | not simulated; figures only when gvsoc printed them."""
+class SimStatus(StrEnum):
+    """What became of a flow's step on gvsoc."""
 
-    status: str
+    MEASURED = "measured"              # it ran to the harness's Errors line
+    NOT_SIMULATED = "not simulated"    # nothing ran: no gvsoc or compiler here, or the step does not fit (reason)
+    FAILED = "failed"                  # the step did not build, crashed or hung on the model (reason)
+
+
+@dataclass(frozen=True)
+class GvsocRecord:
+    """One flow's generated step built for Siracusa and run on gvsoc's model of it (ckpt.gvsoc)."""
+
+    flow: str
+    status: SimStatus
     reason: str | None = None
-    errors: int | None = None
+    errors: int | None = None          # deeploytest.c's Errors: N out of M
     total: int | None = None
-    train_cycles: int | None = None
-    opt_cycles: int | None = None
-    trainable_bytes: int | None = None
-    bench: dict[str, int] = field(default_factory=dict)
-    command: list[str] = field(default_factory=list)
-    returncode: int | None = None
-    log: str | None = None
+    cycles: int | None = None          # the harness's Runtime: the step on the cluster
+    layer_cycles: dict[str, int] = field(default_factory=dict)   # probed cycles per layer, by deployed node name
+    expected: str | None = None        # what the harness compared with: outputs.npz, or the host executor's step
+    l2: L2Need | None = None
+    log: str | None = None             # gvsoc's output, relative to the replay folder
+    seconds: dict[str, float] | None = None
+
+    @property
+    def line(self) -> str:
+        head = f"gvsoc ({self.flow.replace('_', '-')}): "
+        if self.status is not SimStatus.MEASURED:
+            return head + f"{self.status.value} ({self.reason})"
+        return head + f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
 
 
 @dataclass(frozen=True)
@@ -269,7 +284,7 @@ class ReplayReport:
     memory: MemorySection
     deeploy: dict[str, FlowFigures] | None
     verification: VerificationSection
-    gvsoc: GvsocSection
+    gvsoc: dict[str, GvsocRecord]             # per flow: tiled, non_tiled
     files: dict[str, str | None]
     code_runs: dict[str, CodeRunRecord] = field(default_factory=dict)   # tiled / non_tiled
     budget: BudgetRecord | None = None          # None: the schedule carries no budget
@@ -299,7 +314,10 @@ class ReplayReport:
 
 
 def record_from_json(kind, value):
-    """Rebuild a value of type `kind` (a dataclass, a container of them, or a plain type) from its JSON form."""
+    """Rebuild a value of type `kind` (a dataclass, a container of them, an enum or a plain type) from its JSON
+    form."""
+    if isinstance(kind, type) and issubclass(kind, Enum) and value is not None:
+        return kind(value)
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType):
         options = [k for k in typing.get_args(kind) if k is not type(None)]

@@ -9,7 +9,8 @@ as is for target none) and everything else is measured on it:
 - the host check (replay.verification): the rewired ONNX in ckpt's numpy executor;
 - the generated code of each flow, built with Deeploy's kernels and run on this host (replay.code_run): the
   `Errors: N out of M` the device harness would print, the figure that decides the point;
-- when a Deeploy harness is at hand, gvsoc (replay.gvsoc).
+- each flow's step built for Siracusa with Deeploy's harness and run on gvsoc's model (replay.gvsoc), where gvsoc
+  and a RISC-V compiler are at hand: the device's Errors and cycles, per layer too.
 The folder holds rewired.onnx, order.json, report.json, code/ (tiled) and code-non-tiled/; same inputs give the
 same bytes.
 """
@@ -31,6 +32,7 @@ from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
+from ckpt.gvsoc.kit import find_kit
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
 from ckpt.replay.code_run import (
@@ -43,7 +45,7 @@ from ckpt.replay.code_run import (
 from ckpt.replay.folder import (
     CODE,
     CODE_DIRS,
-    GVSOC_LOG,
+    GVSOC_LOGS,
     ORDER,
     REPORT,
     REWIRED,
@@ -54,7 +56,7 @@ from ckpt.replay.folder import (
     replay_folder,
 )
 from ckpt.replay.graph_view import GraphView
-from ckpt.replay.gvsoc import HarnessSetup, not_simulated, run_harness
+from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.predict import home_layout, rewired
@@ -63,13 +65,14 @@ from ckpt.replay.report import (
     CodeRunRecord,
     FingerprintRecord,
     FlowFigures,
-    GvsocSection,
+    GvsocRecord,
     LevelMemory,
     MemorySection,
     ModelSection,
     ReplayReport,
     ReplaySection,
     ScheduleSection,
+    SimStatus,
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
@@ -86,11 +89,12 @@ class ReplayOptions:
     target: str | None = None              # None: the target the schedule was solved for
     force: bool = False                    # replay despite another graph's fingerprint (never under 90% match)
     verify: bool = True
-    deeploy_root: Path | None = None       # a Deeploy checkout with the training harness, for gvsoc
+    deeploy_root: Path | None = None       # the Deeploy checkout whose kernels and harness the code is built with
+    gvsoc: Path | None = None              # gvsoc's install (else $GVSOC_INSTALL, else the shared one)
+    simulate: bool = True                  # run the steps on gvsoc where it can be found
     record_time: bool = False              # put wall-clock seconds in report.json (then not reproducible)
     overwrite: bool = False                # write into a non-empty folder ckpt did not write (its files only)
     deeploy: DeeploySetup = DEFAULT_SETUP
-    harness: HarnessSetup = field(default_factory=HarnessSetup)
     steps: int = 1                         # training steps the generated code runs back to back
 
 
@@ -155,7 +159,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
-        gvsoc = _gvsoc(model, schedule, target, outdir, options, progress)
+        gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, progress)
+        seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs)
         write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
@@ -249,12 +254,21 @@ def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, dat
     return HostStepper(HostExecutor(rewired), plan.order, data.feeds, feedback_targets(rewired, lowered.constants))
 
 
-def _gvsoc(model, schedule: Path, target: str, outdir: Path, options: ReplayOptions, progress) -> GvsocSection:
-    if target == "none":
-        return not_simulated("target none has no device to simulate")
-    progress("gvsoc: checking for Deeploy's training harness")
-    return run_harness(options.deeploy_root, target, model_path(model).parent, schedule, outdir / GVSOC_LOG,
-                       options.harness, options.deeploy)
+def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flows: dict[str, MemoryFigures],
+              verification: VerifyReport | str | None, code_runs: dict[str, CodeRunRecord],
+              sources: KernelSources | NoSources | None, options: ReplayOptions, progress) -> dict[str, GvsocRecord]:
+    """Each flow's step on gvsoc (replay.gvsoc), or why not."""
+    if lowered is None:
+        return {}                       # target none: no generated code, no device
+    if not options.simulate or not isinstance(verification, VerifyReport) or sources is None:
+        why = "--no-simulate" if not options.simulate else "the host check did not run"
+        return {flow: not_simulated(flow, why) for flow in flows}
+    kit = find_kit(options.gvsoc)
+    data = verification.data
+    return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
+                                data.golden, verification.outputs, plan.order, sources, kit,
+                                outdir / GVSOC_LOGS[flow], options.record_time, progress)
+            for flow in flows}
 
 
 # --------------------------------------------------------------------------- report.json
@@ -266,7 +280,7 @@ def _sha256(path: Path) -> str:
 
 def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredGraph | None, view: GraphView,
             plan: ReplayPlan, rewired: _Rewired, flows: dict[str, MemoryFigures],
-            verification: VerifyReport | str | None, gvsoc: GvsocSection, options: ReplayOptions,
+            verification: VerifyReport | str | None, gvsoc: dict[str, GvsocRecord], options: ReplayOptions,
             code_runs: dict[str, CodeRunRecord]) -> ReplayReport:
     predicted = doc.predicted
     solved_on = part_dict(doc.graph) if doc.graph else {}
@@ -286,7 +300,8 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
     section = verification_section(check, verification if isinstance(verification, str) else None,
                                    options.record_time)
     budget = _budget(doc, memory)
-    ok = (section.status != "miswired" and not (gvsoc.status == "measured" and gvsoc.errors)
+    ok = (section.status != "miswired" and all(run.status is not SimStatus.FAILED and not run.errors
+                                                for run in gvsoc.values())
           and all(run.ok or run.status == "not run" for run in code_runs.values())
           and (budget is None or budget.fits))
     return ReplayReport(
@@ -306,7 +321,8 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
         verification=section,
         gvsoc=gvsoc,
         files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None,
-               "code_non_tiled": CODE_DIRS["non_tiled"] if non_tiled else None, "gvsoc_log": gvsoc.log},
+               "code_non_tiled": CODE_DIRS["non_tiled"] if non_tiled else None,
+               **{f"gvsoc_{flow}": run.log for flow, run in gvsoc.items() if run.log}},
         code_runs=code_runs, budget=budget)
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ckpt.replay.folder import ORDER, REPORT, REWIRED
-from ckpt.replay.gvsoc import gvsoc_line
 from ckpt.replay.report import CodeRunRecord
 from ckpt.replay.run import ReplayResult
 
@@ -45,7 +44,7 @@ def summary_lines(result: ReplayResult) -> list[str]:
         b = r.budget
         verdict = "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
         lines.append(f"budget: {b.checked} replayed {_b(b.replayed)} against the schedule's {_b(b.limit)}: {verdict}")
-    lines.append(gvsoc_line(r.gvsoc))
+    lines.extend(run.line for run in r.gvsoc.values())
     files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
     lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
     return lines

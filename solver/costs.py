@@ -1,7 +1,11 @@
-"""Recompute price of each op: estimated cycles from MACs (Conv, Gemm, MatMul) or output elements (the rest).
+"""Recompute price of each op: measured cycles where a calibration gives them, else estimated cycles from MACs
+(Conv, Gemm, MatMul) or output elements (the rest).
 
-The coefficients are rough per-op costs for a PULP cluster; what matters for the schedule is their ratio,
-and users with measured kernels override them from a JSON file: {"OpType": {"per_mac": x, "per_elem": y}}.
+The estimate's coefficients are rough per-op costs for a PULP cluster; what matters for the schedule is their
+ratio, and users override them from a JSON file: {"OpType": {"per_mac": x, "per_elem": y}}. A calibration
+(pipeline.calibrate: the graph order's step run on gvsoc, each layer's cycles probed) gives every op its own
+measured cycles, which then replace the estimate: the solver minimises what the device measured. An op a
+calibration has no cycles for makes no kernel call there (a view): it costs 1, so every recompute has a price.
 """
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ class CostModel:
 
     per_mac: dict[str, float] = field(default_factory=dict)
     per_elem: dict[str, float] = field(default_factory=dict)
+    measured: dict[str, int] | None = None      # op name -> measured cycles (a calibration), overriding the rest
+    measured_step: int | None = None            # the calibration's whole graph-order step, cycles
+    source: str = "estimate"                    # what the costs are, as a schedule records it
 
     def coefficients(self, op_type: str) -> tuple[float, float]:
         mac = self.per_mac.get(op_type, 1.0 if op_type in MAC_OPS else 0.0)
@@ -71,6 +78,8 @@ def estimate_costs(ops: list[Op], shapes: dict[str, tuple[int, ...]], model: Cos
                    ) -> dict[str, int]:
     """Op name -> estimated cycles (at least 1, so every recompute has a price)."""
     model = model or CostModel()
+    if model.measured is not None:
+        return {op.name: max(1, int(model.measured.get(op.name, 1))) for op in ops}
     costs = {}
     for op in ops:
         per_mac, per_elem = model.coefficients(op.op_type)

@@ -11,6 +11,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 SHARED_MODELS = paths.shared_models()
 
 
+@pytest.fixture(autouse=True)
+def gvsoc_only_where_asked(request, monkeypatch):
+    """Steps run on gvsoc only in tests marked `gvsoc` (a minute or more each); the others see it switched off,
+    as a user does with $GVSOC_INSTALL=none."""
+    if request.node.get_closest_marker("gvsoc") is None:
+        monkeypatch.setenv("GVSOC_INSTALL", "none")
+
+
 @pytest.fixture(scope="session")
 def shared_models() -> Path:
     if not (SHARED_MODELS / "cct2_ft2" / "network.onnx").is_file():

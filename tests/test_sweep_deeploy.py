@@ -34,13 +34,17 @@ def test_one_point_siracusa_sweep_with_deeploy_figures_and_ci_files(cct1, loweri
     assert base["label"] == "baseline" and point["label"] == "0.8"
     sources = find_sources()       # without a Deeploy checkout the code is not run, and the row says so
     for row in (base, point):
-        assert row["check"] == "bit-identical"
+        l3 = row["levels"]["L3"]
+        assert row["check"] == "bit-identical" and row["home"] == "L3"
         assert row["errors"] == "not run" if isinstance(sources, NoSources) else row["errors"].startswith("0/")
-        assert row["deeploy_nontiled"] > 0 and row["arena_l3"] > 0 and row["cycles"] == "not simulated"
-        assert row["replayed_peak"] == row["predicted_peak"] and row["arena_l3"] == row["arena_predicted"]
-        assert row["total_l3"] == row["static_l3"] + row["arena_l3"] > row["arena_l3"]   # constants + the arena
+        assert row["deeploy_nontiled"] > 0 and l3["arena"] > 0 and row["cycles"] is None
+        assert row["replayed_peak"] == row["predicted_peak"] and l3["arena"] == row["arena_predicted"]
+        assert l3["total"] == l3["static"] + l3["arena"] > l3["arena"]   # constants + the arena
     assert point["recomputes"] > 0 and point["replayed_peak"] <= point["budget_bytes"] < base["replayed_peak"]
-    assert point["deeploy_nontiled"] < base["deeploy_nontiled"] and point["arena_l3"] <= base["arena_l3"]
+    assert point["deeploy_nontiled"] < base["deeploy_nontiled"]
+    assert point["levels"]["L3"]["arena"] <= base["levels"]["L3"]["arena"]
+    csv_head = (outdir / "sweep.csv").read_text().splitlines()[0].split(",")
+    assert {"arena_L3", "static_L3", "total_L2", "cycles", "cycles_predicted"} <= set(csv_head)
     assert (outdir / "points" / "0.8" / "replay" / "code" / "Network.c").is_file()
     assert "lowering" in run.stderr and "once for the whole sweep" in run.stderr
 

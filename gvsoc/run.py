@@ -1,0 +1,209 @@
+"""Run one generated training step on gvsoc's Siracusa model and read what Deeploy's harness printed.
+
+The step (gvsoc.step) boots on the fabric controller, which opens the cluster, runs InitNetwork and RunNetwork
+on it as cluster tasks and compares the outputs on a cluster core, as DeeployTest's Siracusa harness does; the
+constants and the inputs the code keeps in L3 are readfs files on the hyperflash, loaded into the HyperRAM behind
+the uDMA by InitNetwork (as Deeploy's own simulation flow passes its .hex files). Read back: `Errors: N out of M`
+(deeploytest.c's rule), `Runtime: N cycles` (the cluster timer around RunNetwork) and each probed layer's cycles.
+
+gvsoc is deterministic: the same step on the same kit gives the same figures, so a finished run is kept under
+$CKPT_CACHE_DIR/gvsoc/runs, keyed by the step's files, its data, the kit and ckpt's device files, and served from
+there when asked again (a sweep's baseline is the calibration's run).
+
+Before anything runs, the step's L2 is counted: what the ELF places in L2 (code, data, the harness's expected
+outputs), what the code allocates there at run time (its peak as the same code measured on the host), and the
+largest buffer the harness allocates to read an output back. A step that cannot fit is not run, and says by how
+much.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ckpt.coderun.manifest import CodeManifest
+from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
+from ckpt.gvsoc.harness import write_harness_data
+from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
+from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.probes import layer_cycles
+from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
+from ckpt.gvsoc.step import L2_BASE, L2Overflow, StepBuildError, build_step, harness_missing
+from ckpt.paths import cache_root
+
+L2_END = 0x1C200000          # the end of Siracusa's shared L2 banks: pulpos's L2 heap runs up to it
+L2_CAPACITY = L2_END - L2_BASE
+RUN_FORMAT = 2
+_ERRORS = re.compile(r"Errors:\s*(\d+)\s+out of\s+(\d+)")
+_RUNTIME = re.compile(r"Runtime:\s*(\d+)\s+cycles")
+
+
+@dataclass(frozen=True)
+class L2Need:
+    """The step's L2 in bytes, as counted before it runs."""
+
+    static: int                 # code and data the ELF places in L2 (from its base to __l2_shared_end)
+    heap: int                   # what the code allocates in L2 at its peak
+    capacity: int               # Siracusa's L2, base to the end of the shared banks
+    test_data: int = 0          # of `static`: the harness's inputs and expected outputs (not part of a step)
+    readback: int = 0           # the buffer the harness allocates to read an output back from L3
+
+    @property
+    def total(self) -> int:
+        """What this run needs: the step and the harness's data."""
+        return self.static + self.heap + self.readback
+
+    @property
+    def step(self) -> int:
+        """What the step alone needs (code, its data, its L2 allocations), as deployed without a test harness."""
+        return self.static - self.test_data + self.heap
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+
+@dataclass
+class GvsocRun:
+    """What the harness printed for one step."""
+
+    errors: int
+    total: int
+    cycles: int                                 # the harness's Runtime: RunNetwork on the cluster
+    layers: dict[str, int] | None               # probed cycles per layer (Deeploy's layer names)
+    l2: L2Need
+    log: str                                    # everything gvsoc printed
+    seconds: dict[str, float] = field(default_factory=dict)   # build, simulate
+    cached: bool = False                        # served from the run cache: the same step ran before
+
+
+@dataclass(frozen=True)
+class NotSimulated:
+    reason: str
+    failed: bool = False        # True: the step itself failed (did not build, did not fit, crashed, hung)
+    l2: L2Need | None = None
+
+
+def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                  sources: KernelSources, kit: GvsocKit, l2_heap_peak: int, *, timeout: float = 1800.0,
+                  keep: Path | None = None) -> GvsocRun | NotSimulated:
+    """Build `code_dir`'s step and run it on gvsoc (see the module doc). `l2_heap_peak`: the most the code keeps
+    allocated in L2 at once. `keep`: a folder to keep the ELF, its map and gvsoc's log in."""
+    missing = harness_missing(sources)
+    if missing:
+        return NotSimulated(missing)
+    manifest = CodeManifest.read(code_dir)
+    key = _run_key(Path(code_dir), manifest, feeds, expected, sources, kit, l2_heap_peak)
+    cached = _cached_run(key)
+    if cached is not None:
+        return cached
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_") as scratch:
+        work = Path(keep) if keep is not None else Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            data = write_harness_data(manifest, Path(code_dir), feeds, expected, work / "data")
+        except ValueError as exc:
+            return NotSimulated(f"the harness cannot run this code: {exc}")
+        readback = max((p.nbytes for p in manifest.outputs), default=0)
+        try:
+            sdk = sdk_library(kit, sources)
+            kernels = device_kernels(sources, kit, sdk, manifest.cores)
+            step = build_step(Path(code_dir), manifest, data, sources, kit, sdk, kernels, work)
+        except L2Overflow as exc:
+            need = L2Need(L2_CAPACITY + exc.overflow, l2_heap_peak, L2_CAPACITY, data.nbytes, readback)
+            return NotSimulated(_does_not_fit(need), l2=need)
+        except (SdkBuildError, StepBuildError) as exc:
+            return NotSimulated(str(exc), failed=True)
+        need = L2Need(step.l2_static_bytes, l2_heap_peak, L2_CAPACITY, data.nbytes, readback)
+        if not need.fits:
+            return NotSimulated(_does_not_fit(need), l2=need)
+        built = time.perf_counter()
+        command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
+                   *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
+                   "run"]
+        try:
+            done = subprocess.run(command, cwd=work, env=_environment(kit), capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return NotSimulated(f"gvsoc did not finish in {timeout:g} s", failed=True, l2=need)
+        ran = time.perf_counter()
+        log = done.stdout + done.stderr
+        if keep is not None:
+            (work / "gvsoc.log").write_text(log)
+    errors, runtime = _ERRORS.findall(log), _RUNTIME.findall(log)
+    if not errors or not runtime:
+        tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
+        return NotSimulated(f"the step did not finish on gvsoc (exit code {done.returncode}): {tail[0].strip()}",
+                            failed=True, l2=need)
+    run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
+                   log, {"build": built - start, "simulate": ran - built})
+    _store_run(key, run)
+    return run
+
+
+def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndarray],
+             expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, l2_heap_peak: int) -> str:
+    digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
+                                        "device": device_fingerprint(), "l2_heap": l2_heap_peak}).encode())
+    files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
+             *sorted((code_dir / "hex").glob("*.hex"))]
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    for port in manifest.inputs:
+        digest.update(np.ascontiguousarray(np.asarray(feeds[port.name]).astype(port.dtype)).tobytes())
+    for port in manifest.outputs:
+        digest.update(np.ascontiguousarray(np.asarray(expected[port.name]).astype(port.dtype)).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def _runs() -> Path:
+    return cache_root() / "gvsoc" / "runs"
+
+
+def _cached_run(key: str) -> GvsocRun | None:
+    """A finished run of the same step, or None (absent or unreadable: it runs again)."""
+    try:
+        doc = json.loads((_runs() / f"{key}.json").read_text())
+        log = (_runs() / f"{key}.log").read_text()
+        return GvsocRun(doc["errors"], doc["total"], doc["cycles"], doc["layers"], L2Need(**doc["l2"]), log,
+                        doc["seconds"], cached=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_run(key: str, run: GvsocRun) -> None:
+    atomic_write(_runs() / f"{key}.log", run.log)
+    atomic_write(_runs() / f"{key}.json", json.dumps(
+        {"errors": run.errors, "total": run.total, "cycles": run.cycles, "layers": run.layers,
+         "l2": asdict(run.l2),
+         "seconds": run.seconds}, indent=1))
+
+
+def _does_not_fit(need: L2Need) -> str:
+    return (f"the step does not fit Siracusa's L2 with the harness's data: it needs {need.total:,} B "
+            f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
+            f"{need.heap + need.readback:,} B allocated), {need.total - need.capacity:,} B more than the "
+            f"{need.capacity:,} B there")
+
+
+def gvsoc_command(kit: GvsocKit, elf: Path, work_dir: Path) -> list[str]:
+    return [str(kit.install / "bin" / "gvsoc"), "--target=siracusa", f"--work-dir={work_dir}", f"--binary={elf}"]
+
+
+def _environment(kit: GvsocKit) -> dict[str, str]:
+    """gvsoc's launcher on this interpreter (whose packages it imports), its install's tools and modules first."""
+    env = kit.environment()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return env

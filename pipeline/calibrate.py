@@ -1,0 +1,165 @@
+"""Op costs the solver can believe: the graph order's generated step run on gvsoc, each layer's cycles measured.
+
+`calibrate` lowers the model, generates the graph order's tiled code (the deployment the points use), runs it on
+this host (which says how much L2 it allocates, and that it computes what it should), then on gvsoc's Siracusa
+model with a probe around each layer (ckpt.gvsoc). Each node of the lowered graph gets the cycles its layer took;
+views make no call and get none. The result is cached per model, target, Deeploy setup, kernels and gvsoc kit
+($CKPT_CACHE_DIR/calibration), and written as a cost file `--costs FILE` reads.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ckpt import deeploy_bridge
+from ckpt.coderun.run import NotRun, run_code
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup
+from ckpt.errors import CkptError
+from ckpt.files import atomic_write
+from ckpt.gvsoc.kernels import device_fingerprint
+from ckpt.gvsoc.kit import NoKit, find_kit
+from ckpt.gvsoc.run import NotSimulated, simulate_step
+from ckpt.paths import cache_root
+from ckpt.replay.gvsoc import node_cycles
+from ckpt.replay.verification import step_data
+from ckpt.solver.costs import CostModel
+from ckpt.solver.onnx_loader import model_path, read_model
+
+CALIBRATION_FORMAT = 1
+KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured cycles of a model's graph-order step on gvsoc."""
+
+    kind: str
+    format: int
+    model_sha256: str
+    target: str
+    setup: dict
+    step_cycles: int                   # the whole step: the harness's Runtime
+    node_cycles: dict[str, int]        # per node of the lowered graph that makes a kernel call
+    errors: int                        # the harness's Errors: N out of M of that step
+    total: int
+    key: str                           # what it was measured with (model, setup, kernels, kit), hashed
+
+    def cost_model(self) -> CostModel:
+        return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
+                         source=f"gvsoc calibration {self.key[:12]}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_doc(cls, doc: dict, where: str) -> Calibration:
+        try:
+            found = cls(**doc)
+        except TypeError as exc:
+            raise CkptError(f"'{where}' is not a calibration this ckpt wrote ({exc})",
+                            "make it again with `ckpt calibrate`") from None
+        if found.kind != KIND or found.format != CALIBRATION_FORMAT:
+            raise CkptError(f"'{where}' is a calibration of another format", "make it again with `ckpt calibrate`")
+        if not all(isinstance(v, int) and v >= 0 for v in found.node_cycles.values()):
+            raise CkptError(f"'{where}' has cycles that are not counts", "make it again with `ckpt calibrate`")
+        return found
+
+
+def is_calibration(doc: object) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == KIND
+
+
+def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: str) -> str:
+    blob = json.dumps({"format": CALIBRATION_FORMAT, "model": model_sha, "target": target, "setup": setup.as_dict(),
+                       "kernels": kernels, "kit": kit, "device": device_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+              deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None) -> Calibration:
+    """The model's calibration, measured now unless cached (see the module doc); CkptError when it cannot be."""
+    if target not in SIMULATED_TARGETS:
+        raise CkptError(f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}",
+                        "calibrate with --target siracusa")
+    kit = find_kit(gvsoc)
+    if isinstance(kit, NoKit):
+        raise CkptError(f"cannot calibrate: {kit.reason}", "or solve with the built-in estimate (--costs estimate)")
+    sources = find_sources(deeploy_root)
+    if isinstance(sources, NoSources):
+        raise CkptError(f"cannot calibrate: {sources.reason}", "or solve with --costs estimate")
+    model_sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
+    key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
+    cached = cache_root() / "calibration" / f"{key[:32]}.json"
+    if cached.is_file():
+        try:
+            return Calibration.from_doc(json.loads(cached.read_text()), str(cached))
+        except (CkptError, ValueError):
+            cached.unlink(missing_ok=True)            # not one ckpt can read: measured again
+    lowered = deeploy_bridge.lower(source, target)
+    folder = Path(source) if Path(source).is_dir() else Path(source).parent
+    data = step_data(folder, read_model(source), lowered.io_names)
+    order = [node.name for node in lowered.model.graph.node]
+    with tempfile.TemporaryDirectory(prefix="ckpt_calibrate_") as scratch:
+        code = Path(scratch) / "code"
+        progress(f"calibrating: the graph order's tiled code for {target}")
+        deeploy_bridge.deploy(lowered.model, order, target, tiled=True, setup=setup, code_dir=code)
+        progress("calibrating: running it on this host")
+        host = run_code(code, data.feeds, sources)
+        if isinstance(host, NotRun):
+            raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
+                            "check `ckpt replay` of the baseline, or solve with --costs estimate")
+        expected = data.golden or host.outputs
+        progress("calibrating: running it on gvsoc (once per model; cached)")
+        run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels["L2"].peak)
+    if isinstance(run, NotSimulated):
+        raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
+    if run.layers is None:
+        raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
+    found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
+                        node_cycles(run.layers, order), run.errors, run.total, key)
+    unknown = [name for name in found.node_cycles if name not in set(order)]
+    if unknown:
+        raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
+                        "report this: Deeploy's layer names changed")
+    atomic_write(cached, found.to_json())
+    return found
+
+
+def read_cost_file(path: str | Path) -> CostModel:
+    """A `--costs FILE`: a calibration (measured cycles per node) or per-op-type coefficients."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        doc = None
+    if is_calibration(doc):
+        return Calibration.from_doc(doc, str(path)).cost_model()
+    return CostModel.from_json(path)
+
+
+COSTS_CHOICES = ("auto", "estimate", "gvsoc")   # or a cost file's path
+
+
+def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None
+                  ) -> CostModel | None:
+    """The op costs `--costs` names: None for the built-in estimate, a cost file's, or the model's calibration
+    (`gvsoc`: measured now if not cached; `auto`: the calibration when gvsoc is at hand, else the estimate, said
+    through `progress`)."""
+    if costs == "estimate":
+        return None
+    if costs not in COSTS_CHOICES:
+        return read_cost_file(costs)
+    if costs == "auto":
+        if target not in SIMULATED_TARGETS:
+            return None
+        try:
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model()
+        except CkptError as err:
+            progress(f"op costs: the built-in estimate ({err})")
+            return None
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model()

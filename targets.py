@@ -1,0 +1,64 @@
+"""The targets ckpt knows, as data: one entry per target, read everywhere (a new chip is one entry here).
+
+A target names Deeploy's platform for it (None: the ONNX as it is, no Deeploy), its memory levels outermost
+first with the bytes each gives data, the levels a tiled deployment may keep its tensors in (its home: Deeploy's
+default memory level), and whether ckpt runs its generated step on gvsoc.
+
+Siracusa's figures are those of gvsoc's model of it and of pulp-sdk's memory map: L3 is the HyperRAM behind the
+uDMA (8 MiB on the model), L2 is 2 MiB of which the two 32 KiB private banks hold the fabric controller's code and
+data (the shared banks, 0x1F0000 bytes, hold the cluster's code, data and heap), L1 is the cluster's 256 KiB TCDM.
+GAP9's are its datasheet's; ckpt does not simulate it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIB, MIB = 1024, 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Level:
+    """One memory level of a chip."""
+
+    name: str
+    size: int                 # bytes the chip has there
+    reserved: int = 0         # bytes the runtime keeps for itself (not for the step's code, data or heap)
+
+    @property
+    def usable(self) -> int:
+        return self.size - self.reserved
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    platform: str | None = None               # Deeploy's platform (its runners' -p name); None: no Deeploy
+    levels: tuple[Level, ...] = ()            # outermost first
+    homes: tuple[str, ...] = ()               # where the tiled flow may keep its tensors
+    simulated: bool = False                   # ckpt runs its generated step on gvsoc
+
+    def level(self, name: str) -> Level:
+        found = next((lv for lv in self.levels if lv.name == name), None)
+        if found is None:
+            raise KeyError(f"{self.name} has no memory level {name}")
+        return found
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        return tuple(lv.name for lv in self.levels)
+
+
+TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
+    Target("none"),
+    Target("siracusa", "Siracusa",
+           (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
+           homes=("L3", "L2"), simulated=True),
+    Target("gap9", "GAP9", (Level("L3", 8 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB)),
+           homes=("L3", "L2")),
+)}
+
+TARGETS = tuple(TARGET_TABLE)
+DEEPLOY_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.platform)
+PLATFORM_NAMES = {name: t.platform for name, t in TARGET_TABLE.items() if t.platform}
+SIMULATED_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.simulated)
+HOMES = tuple(dict.fromkeys(home for t in TARGET_TABLE.values() for home in t.homes))

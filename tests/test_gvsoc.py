@@ -1,0 +1,202 @@
+"""The gvsoc path's parts on their own: probes put in and read back, the harness data, the kit's reasons, pulp-sdk's
+lists from Deeploy's CMake, links restored, the L2 count, and the records a replay keeps (fast: nothing is built or
+simulated here; test_gvsoc_run.py runs real steps)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ckpt.coderun.manifest import CodeManifest, Port
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.errors import CkptError
+from ckpt.gvsoc.harness import write_harness_data
+from ckpt.gvsoc.kit import NoKit, find_compiler, find_kit
+from ckpt.gvsoc.probes import c_name, instrument, layer_cycles
+from ckpt.gvsoc.run import L2Need
+from ckpt.gvsoc.sdk import read_cmake_lists, restore_links
+from ckpt.replay.gvsoc import node_cycles, simulate_flow
+from ckpt.replay.report import GvsocRecord, ReplayReport, SimStatus, record_from_json
+
+NETWORK_C = """\
+static void _conv_closure(void* args){
+// _conv_tiling_closure CLOSURE CALL
+_conv_tiling_closure(args);
+}
+void RunNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {
+float32_t* x;
+// _conv_closure_L3 CLOSURE CALL
+_conv_closure_L3(&DeeployNetwork__conv_closure_L3_args);
+// Reshape (Name: flat, Op: Reshape)
+y = x;
+// _node_2_Gemm_closure_L3 CLOSURE CALL
+_node_2_Gemm_closure_L3(&args2);
+// _conv_closure_L3 CLOSURE CALL
+_conv_closure_L3(&DeeployNetwork__conv_closure_L3_args);
+}
+void InitNetwork(uint32_t core_id, uint32_t numThreads) {
+// _init_closure CLOSURE CALL
+_init_closure(0);
+}
+"""
+
+
+def test_probes_go_around_each_layer_call_of_run_network_only():
+    probed = instrument(NETWORK_C)
+    assert probed.layers == ("conv", "node_2_Gemm", "conv")
+    lines = probed.source.split("\n")
+    call = lines.index("_node_2_Gemm_closure_L3(&args2);")
+    assert lines[call - 1] == "CKPT_PROBE_BEGIN(1);" and lines[call + 1] == "CKPT_PROBE_END(1);"
+    assert probed.source.count("CKPT_PROBE_BEGIN") == 3          # not inside closures, not in InitNetwork
+    assert re.sub(r"CKPT_PROBE_(BEGIN|END)\(\d+\);\n", "", probed.source) == NETWORK_C
+
+
+def test_code_without_run_network_or_layers_is_refused():
+    with pytest.raises(CkptError, match="no RunNetwork"):
+        instrument("int main(void) { return 0; }\n")
+    with pytest.raises(CkptError, match="no layer calls"):
+        instrument("void RunNetwork(uint32_t a, uint32_t b) {\n}\n")
+
+
+def _log(probes: list[tuple[int, int]], count: int | None = None) -> str:
+    lines = ["Runtime: 99 cycles", f"ckpt-probes {len(probes) if count is None else count}"]
+    lines += [f"ckpt-probe {k} {b} {e}" for k, (b, e) in enumerate(probes)]
+    return "\n".join(lines) + "\nErrors: 0 out of 4 \n"
+
+
+def test_layer_cycles_sum_a_repeated_layer_and_wrap_the_32_bit_timer():
+    layers = ("conv", "node_2_Gemm", "conv")
+    found = layer_cycles(_log([(10, 30), (31, 131), (2**32 - 5, 5)]), layers)
+    assert found == {"conv": 20 + 10, "node_2_Gemm": 100}
+
+
+def test_layer_cycles_of_an_incomplete_report_are_none():
+    layers = ("a", "b")
+    assert layer_cycles(_log([(1, 2)]), layers) is None                 # one probe printed of two
+    assert layer_cycles(_log([(1, 2), (3, 4)], count=3), layers) is None
+    assert layer_cycles("Errors: 0 out of 1\n", layers) is None
+
+
+@given(st.text(alphabet="ab/._-0:", min_size=1, max_size=12))
+def test_c_names_are_identifiers_and_node_cycles_find_their_node(name):
+    assert re.fullmatch(r"\w+", c_name(name))
+    assert node_cycles({c_name(name): 7, "deeploy_only": 3}, [name]) == {name: 7, "deeploy_only": 3}
+
+
+def _manifest(outputs=("float32_t",)) -> CodeManifest:
+    return CodeManifest("tiled", 8, 1 << 20,
+                        (Port("input_0", "float32_t", 4, "0.hex"), Port("input_1", "uint8_t", 1)),
+                        tuple(Port(f"output_{i}", t, 2) for i, t in enumerate(outputs)))
+
+
+def test_harness_data_pulls_each_array_in_and_lists_the_flash_files(tmp_path):
+    code = tmp_path / "code"
+    (code / "hex").mkdir(parents=True)
+    (code / "hex" / "2.hex").write_bytes(b"\0" * 8)
+    feeds = {"input_0": np.arange(4, dtype=np.float64), "input_1": np.array([3])}
+    data = write_harness_data(_manifest(), code, feeds, {"output_0": np.array([1.5, 2.5])}, tmp_path / "data")
+    assert [p.name for p in data.flash_files] == ["2.hex", "0.hex"]
+    assert np.frombuffer((tmp_path / "data" / "0.hex").read_bytes(), np.float32).tolist() == [0, 1, 2, 3]
+    assert (tmp_path / "data" / "input_1.bin").read_bytes() == b"\x03"
+    outputs = (tmp_path / "data" / "testoutputs.h").read_text()
+    assert "#define OUTPUTTYPE float32_t" in outputs and "#define ISOUTPUTFLOAT 1" in outputs
+    assert f'.incbin \\"{tmp_path / "data" / "expected_0.bin"}\\"' in outputs
+    assert "void *testInputVector[2]" in (tmp_path / "data" / "testinputs.h").read_text()
+
+
+def test_harness_data_refuses_what_the_harness_cannot_compare(tmp_path):
+    feeds = {"input_0": np.zeros(4), "input_1": np.zeros(1)}
+    with pytest.raises(ValueError, match="one type"):
+        write_harness_data(_manifest(("float32_t", "int32_t")), tmp_path, feeds,
+                           {"output_0": np.zeros(2), "output_1": np.zeros(2)}, tmp_path / "d")
+    with pytest.raises(ValueError, match="3 elements"):
+        write_harness_data(_manifest(), tmp_path, feeds, {"output_0": np.zeros(3)}, tmp_path / "e")
+
+
+def test_a_named_gvsoc_that_is_not_one_is_refused_and_missing_pieces_are_reasons(tmp_path, monkeypatch):
+    with pytest.raises(CkptError, match="not a gvsoc install"):
+        find_kit(tmp_path)
+    monkeypatch.setenv("GVSOC_INSTALL", str(tmp_path / "nowhere"))
+    with pytest.raises(CkptError, match=r"\$GVSOC_INSTALL"):
+        find_kit()
+    monkeypatch.setenv("CKPT_RISCV_CC", "no-such-riscv-gcc")
+    assert "no RISC-V compiler (no-such-riscv-gcc)" in find_compiler().reason
+    monkeypatch.delenv("GVSOC_INSTALL")
+    monkeypatch.setenv("CKPT_SHARED_MODELS", str(tmp_path / "models"))
+    assert isinstance(find_kit(), NoKit) and "no gvsoc" in find_kit().reason
+
+
+def test_links_kept_as_text_files_are_made_links_again(tmp_path):
+    (tmp_path / "chips" / "gap").mkdir(parents=True)
+    (tmp_path / "chips" / "pulp.h").write_text("#define X 1\n")
+    (tmp_path / "chips" / "pulp_archi.h").write_text("pulp.h")
+    (tmp_path / "chips" / "gap8").write_text("gap")
+    (tmp_path / "chips" / "note.txt").write_text("pulp.h is a header")
+    assert restore_links(tmp_path) == 2
+    assert (tmp_path / "chips" / "pulp_archi.h").is_symlink() and (tmp_path / "chips" / "gap8").is_dir()
+    assert not (tmp_path / "chips" / "note.txt").is_symlink()
+
+
+def test_pulp_sdk_lists_come_from_deeploys_cmake():
+    sources = find_sources()
+    if isinstance(sources, NoSources):
+        pytest.skip(sources.reason)
+    lists = read_cmake_lists(sources)
+    assert "rtos/pulpos/common/kernel/init.c" in lists.c_sources
+    assert "rtos/pulpos/pulp/kernel/chips/siracusa/soc.c" in lists.c_sources
+    assert "rtos/pulpos/pulp/drivers/cluster/pe-eu-v3.S" in lists.asm_sources
+    assert "-DUSE_HYPERRAM" in lists.flags and "-DCONFIG_SIRACUSA" in lists.flags
+    assert all(not s.startswith("${") for s in lists.c_sources + lists.includes)
+
+
+def test_l2_need_counts_code_data_and_heap():
+    need = L2Need(static=1_000_000, heap=1_000_000, capacity=2_097_152, test_data=300_000, readback=97_152)
+    assert need.total == 2_097_152 and need.fits and need.step == 1_700_000
+    assert not L2Need(1_000_000, 1_097_153, 2_097_152).fits
+
+
+@pytest.mark.gvsoc
+def test_every_reason_not_to_simulate_is_a_record_without_figures(tmp_path):
+    args = dict(code_dir=tmp_path, code_run=None, feeds={}, golden=None, host_outputs={}, nodes=[],
+                log=tmp_path / "gvsoc.log", record_time=False, progress=lambda m: None)
+    found = simulate_flow("tiled", target="gap9", sources=NoSources("x"), kit=NoKit("y"), **args)
+    assert found.status is SimStatus.NOT_SIMULATED and "not gap9" in found.reason and found.cycles is None
+    assert simulate_flow("tiled", target="siracusa", sources=NoSources("x"), kit=NoKit("no gvsoc here"),
+                         **args).reason == "no gvsoc here"
+    assert "did not run on this host" in simulate_flow("tiled", target="siracusa", sources=find_sources_or_skip(),
+                                                       kit=_a_kit(), **args).reason
+    assert not (tmp_path / "gvsoc.log").exists()
+
+
+def find_sources_or_skip():
+    sources = find_sources()
+    if isinstance(sources, NoSources):
+        pytest.skip(sources.reason)
+    return sources
+
+
+def _a_kit():
+    kit = find_kit()
+    if isinstance(kit, NoKit):
+        pytest.skip(kit.reason)
+    return kit
+
+
+def test_gvsoc_records_round_trip_through_report_json():
+    record = GvsocRecord("tiled", SimStatus.MEASURED, None, 0, 10, 1234, {"a": 1000, "b": 234}, "outputs.npz",
+                         L2Need(100, 200, 2_097_152), "gvsoc-tiled.log", None)
+    back = record_from_json(GvsocRecord, json.loads(json.dumps(record.__dict__ | {"l2": record.l2.__dict__})))
+    assert back == record and back.status is SimStatus.MEASURED and isinstance(back.l2, L2Need)
+    assert "Errors: 0 out of 10" in back.line and "1,234 cycles" in back.line
+    assert ReplayReport.__dataclass_fields__["gvsoc"].type == "dict[str, GvsocRecord]"
+
+
+def test_the_device_files_ckpt_ships_are_installed_with_it():
+    from ckpt.gvsoc.kernels import DEVICE
+    assert {p.name for p in Path(DEVICE).iterdir()} >= {"ckpt_probes.h", "ckpt_probes.c", "ckpt_harness_hooks.h",
+                                                       "pulp_nn_kernels.h"}
