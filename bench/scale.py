@@ -90,9 +90,8 @@ def estimate_variables(problem) -> int:
 # --- one row, in a worker process -------------------------------------------------------------------------
 def _instrument(events: list) -> None:
     """Time every milp.build and every solver run that solve() makes (patched in this worker only)."""
-    from ckpt.solver import milp
-    from ckpt.solver import solve as solve_module
-    build, run = milp.build, solve_module.run
+    from ckpt.solver import milp, model_run
+    build, run = milp.build, model_run.run
 
     def timed_build(*args, **kwargs):
         start = time.perf_counter()
@@ -106,7 +105,7 @@ def _instrument(events: list) -> None:
         events.append(("solve", time.perf_counter() - start, outcome.status))
         return outcome
 
-    milp.build, solve_module.run = timed_build, timed_run
+    milp.build, model_run.run = timed_build, timed_run
 
 
 def _rss_mb() -> tuple[int, int]:
@@ -363,7 +362,7 @@ def main() -> int:
                 if res.get("trace") and os.environ.get("CKPT_BENCH_DEBUG"):
                     print(res["trace"], file=sys.stderr)
     print_fits(rows)
-    return 0
+    return 1 if any(res["status"].startswith("error") for _, _, res in rows) else 0   # a crashed row: the bench broke
 
 
 if __name__ == "__main__":
