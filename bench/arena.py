@@ -22,19 +22,18 @@ Run: python bench/arena.py [--model DIR] [--range 0.6:0.9] [--time-limit S] [--w
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from dataclasses import replace
 
+from common import default_model
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.errors import CkptError
-from ckpt.paths import shared_models
 from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
@@ -62,7 +61,7 @@ def tiled(model, schedule: Schedule, allocator: Allocator, weights: WeightUpdate
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(shared_models() / "cct2_ft2")))
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--range", default="0.6:0.9")
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--weights", choices=("both", *(w.value for w in WeightUpdate)), default="both")

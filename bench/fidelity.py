@@ -21,14 +21,13 @@ Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--metho
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import onnx
+from common import default_model
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
@@ -47,7 +46,6 @@ from ckpt.solver.simulate import RunSequence, drop_dead, memory_trace, plain_seq
 
 TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 TARGET = "siracusa"
 
 
@@ -133,7 +131,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
     parser.add_argument("--methods", default="greedy,milp", help="tried in order per budget")
     parser.add_argument("--time-limit", type=float, default=60.0)

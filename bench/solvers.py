@@ -10,10 +10,10 @@ Run: python bench/solvers.py [--model DIR] [--time-limit S] [--budgets 0.9,0.8,0
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from pathlib import Path
+
+from common import default_model
 
 from ckpt.errors import CkptError
 from ckpt.solver.backends import SolverOptions
@@ -22,8 +22,6 @@ from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.records import SolveOptions
 from ckpt.solver.solve import solve
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
-
 
 def row(fraction: float, label: str, cells: list) -> str:
     return f"| {fraction:.2f} | {label} | " + " | ".join(str(c) for c in cells) + " |"
@@ -31,7 +29,7 @@ def row(fraction: float, label: str, cells: list) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
     parser.add_argument("--solvers", default="highs,cbc")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
+
+from common import default_model
 
 from ckpt.errors import CkptError
 from ckpt.solver import stages as st
@@ -20,7 +21,6 @@ from ckpt.solver.options import Method
 from ckpt.solver.records import SolveOptions
 from ckpt.solver.solve import solve
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 VARIANTS = {
     "greedy method": st.STAGES[Method.GREEDY],
     "greedy, bound, repair, exact": (st.greedy_start, st.bound_stage, st.repair_stage, st.exact_stage),
@@ -31,7 +31,7 @@ VARIANTS = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--budgets", default="0.9,0.8,0.7")
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()

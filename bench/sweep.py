@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from common import default_model
 from distributed import LocalCluster
 
 from ckpt.budgets.executors import DaskExecutor, default_jobs
@@ -32,8 +33,6 @@ from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.budgets.table import terminal_table
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.records import SolveOptions
-
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
 
 
 def progress(message: str) -> None:
@@ -79,7 +78,7 @@ def _untimed(rows) -> list:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--range", default="0.6:0.9")
     parser.add_argument("--time-limit", type=float, default=40.0)
     parser.add_argument("--jobs", type=int, default=0)
