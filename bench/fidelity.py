@@ -16,7 +16,7 @@ Solved schedules are first stripped of dead executions (`drop_dead`: ops run for
 front end deletes). Schedules with recomputes run on the graph with clones that `ckpt replay` builds
 (replay.plan + replay.onnx_graph).
 Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--methods greedy,milp] [--time-limit S]
-     [--no-tiled]
+     [--no-tiled] [--smoke]   (the smallest run: a tiny MLP, one budget)
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 import onnx
-from common import default_model
+from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
@@ -47,6 +47,7 @@ from ckpt.solver.simulate import RunSequence, drop_dead, memory_trace, plain_seq
 TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
 
 TARGET = "siracusa"
+SMOKE = {"budgets": "0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes
 
 
 @dataclass
@@ -131,14 +132,20 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=default_model())
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
     parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
     parser.add_argument("--methods", default="greedy,milp", help="tried in order per budget")
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--no-tiled", action="store_true", help="skip the tiled runs (about 11 s each)")
-    args = parser.parse_args()
+    parser.add_argument("--no-tiled", action="store_true", help="skip the tiled runs")
+    args = parse_args(parser, SMOKE)
+    with model_folder(args.model, args.smoke) as model:
+        return table(args, model)
+
+
+def table(args, model: str) -> int:
+    """Print the table; 1 if a Deeploy run failed (its row says why)."""
     start = time.perf_counter()
-    loaded = load_for_target(args.model, TARGET)
+    loaded = load_for_target(model, TARGET)
     graph = loaded.graph
     base = baselines(graph)
     rows = [Row("graph order", plain_sequence(graph)),
@@ -146,11 +153,12 @@ def main() -> int:
     for row in rows:
         row.predicted = memory_trace(graph, row.seq).peak_bytes
     fractions = [float(f) for f in args.budgets.split(",")]
-    rows += solved_rows(args.model, fractions, args.methods.split(","), args.time_limit, graph)
-    print(f"model {args.model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "
+    rows += solved_rows(model, fractions, args.methods.split(","), args.time_limit, graph)
+    print(f"model {model}, target {TARGET}: {len(graph.ops)} ops, graph-order peak {base.graph_order_peak} B, "
           f"scratch {sum(graph.scratch.values())} B on {len(graph.scratch)} ops")
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
+    failed = False
     for row in rows:
         if row.seq is not None:
             row.predicted_heap = heap_bytes(graph, row.seq)
@@ -158,9 +166,10 @@ def main() -> int:
                 measure(row, loaded.lowered, not args.no_tiled)
             except Exception as err:  # one failing Deeploy run should not hide the other rows
                 row.note += f" Deeploy failed: {type(err).__name__}: {str(err)[:80]}"
+                failed = True
         print("| " + " | ".join(row.cells()) + " |", flush=True)
     print(f"({time.perf_counter() - start:.0f} s)")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ Columns:
 
 Run: python bench/scale.py [--kind cct|mlp] [--blocks 1,2,4,8,13 | --layers ...] [--budget 0.7]
        [--solvers highs,cbc] [--methods milp,greedy] [--time-limit 600] [--gap 0.01] [--threads N]
-       [--max-variables 2000000] [--build-only] [--quick]
+       [--max-variables 2000000] [--build-only] [--quick] [--smoke]
   --quick       blocks 1,2 (layers 12,24 for mlp) and 60 s limits: a few minutes
+  --smoke       one block (two layers for mlp) and 10 s limits: the smallest run
   --build-only  build both MILPs per size and report sizes, build time and memory, without solving
 """
 from __future__ import annotations
@@ -39,6 +40,9 @@ import sys
 import time
 import traceback
 
+from common import parse_args
+
+SMOKE = {"blocks": "1", "layers": "2", "time_limit": 10.0}   # the smallest graph of each kind
 QUICK_SIZES = {"cct": "1,2", "mlp": "12,24"}
 DEFAULT_SIZES = {"cct": "1,2,4,8,13", "mlp": "12,24,48,96,112"}
 WATCHDOG_SLACK = 600.0  # seconds a worker may run past its two solver limits (builds, greedy, replay)
@@ -301,7 +305,7 @@ def main() -> int:
                         help="skip MILP sizes whose exact model would have more variables (memory guard)")
     parser.add_argument("--build-only", action="store_true", help="build the MILPs, report size/time/memory")
     parser.add_argument("--quick", action="store_true", help="small sizes and 60 s limits")
-    args = parser.parse_args()
+    args = parse_args(parser, SMOKE)
 
     from ckpt.errors import CkptError
     from ckpt.solver.budget import parse_budget
