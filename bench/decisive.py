@@ -1,4 +1,4 @@
-"""Decisiveness benchmark (issue 15): does every budget get a decisive answer, alone and under load?
+"""Decisiveness benchmark: does every budget get a decisive answer, alone and under load?
 
 For each graph (the shared models as they are and lowered for Siracusa; generated CCTs of 1, 2, 4 and 8 blocks,
 an MLP and a residual CNN), every budget from the single-op floor to 1.0 of the graph-order peak in steps of

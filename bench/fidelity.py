@@ -1,4 +1,4 @@
-"""Fidelity benchmark (issue 3): ckpt's predicted activation peak vs the memory Deeploy's code for the same
+"""Fidelity benchmark: ckpt's predicted activation peak vs the memory Deeploy's code for the same
 schedule uses, on CCT2_FT2 lowered for Siracusa.
 
 Rows: the graph order, the min-memory order, and schedules solved at 0.9/0.8/0.7/0.6 of the graph-order peak.
@@ -10,7 +10,7 @@ Columns (bytes):
   Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
   L3/L2/L1    the tiled flow's arena per level (TetrisRandom): static placement, graph I/O included
   L3 live     the tiler's own lifetimes at L3, activations only (no I/O, no packing loss): an allocator's floor
-  pred/code   predicted / code live: the acceptance figure (within 2%)
+  pred/code   predicted / code live: the acceptance figure
   pred/nt     predicted / Deeploy nt
 Solved schedules are first stripped of dead executions (`drop_dead`: ops run for nothing, which Deeploy's
 front end deletes). Schedules with recomputes run on the graph with clones that `ckpt replay` builds

@@ -1,7 +1,7 @@
 """Solve benchmark: CCT2_FT2 (as it is, target none) at budgets 0.9/0.8/0.7/0.6, HiGHS and CBC side by side.
 
 Prints one row per (budget, solver): variables, constraints, seconds, status, gap, predicted peak and recompute
-cost; the greedy heuristic alone is a row too. Target (issue 2): every point proven optimal in under 20 s.
+cost; the greedy heuristic alone is a row too.
 A row with 0 variables was proven before any MILP was built: a schedule (the greedy's, or the point relaxation's
 own answer replayed) met the relaxation's lower bound (solver/bounds.py, always on HiGHS). The gap is to the
 better of that bound and the solver's own.

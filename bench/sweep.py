@@ -5,12 +5,11 @@ generation included), verify on the host and build and run the generated code; t
 recompute) is replayed too.
 Prints the sweep table and where the time went: lowering (once), then per point solve, replay (Deeploy) and
 verify, and the wall total. Points run in parallel, so the per-stage sums can exceed the wall time.
-Target (issue 7): under 3 minutes on a 2-core machine.
 
 --executor dask runs the same sweep on a Dask LocalCluster (separate worker processes, one task each at a time,
 as many workers as --jobs), --executor both runs it locally and then on the cluster, each with a fresh lowering
-cache and folder, and prints whether the two tables agree and what each took (issue 17: the cluster path costs
-no more than its scheduling).
+cache and folder, and prints whether the two tables agree and what each took (what the cluster path costs beyond the
+local one).
 Run: python bench/sweep.py [--model DIR] [--time-limit S] [--jobs N] [--outdir DIR] [--range 0.6:0.9]
                            [--executor local|dask|both] [--smoke]
 (a fresh temporary folder unless --outdir is given; an existing --outdir resumes; --smoke: the smallest run, a
