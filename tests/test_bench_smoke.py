@@ -32,7 +32,8 @@ class Smoke:
 FAST = [
     Smoke("solvers", rows=3, shows=("| 0.70 | greedy |", "| 0.70 | highs |", "| 0.70 | cbc |")),
     Smoke("stages", rows=4, shows=("| 0.8 | MILP method (all five) |",)),
-    Smoke("decisive", rows=6, shows=("### mlp:", "### cct1:", "6 cells:")),
+    Smoke("decisive", args=("--json", "cells.json", "--compare", "cells.json"), rows=6,
+          shows=("### mlp:", "### cct1:", "6 cells:", "answers changed against cells.json: 0")),
     Smoke("scale", rows=3, shows=("| cct blocks=1 | 106 | milp | highs |", "| cct blocks=1 | 106 | greedy |")),
     Smoke("scale", args=("--kind", "mlp", "--build-only"), rows=1, shows=("| mlp layers=2 | 17 | build |",)),
 ]
