@@ -18,23 +18,23 @@ unless named):
   placed by      the omnimalloc allocator that placed the L3 blocks
   Tetris s / ckpt s   wall seconds of each whole tiled deploy (front, mid, back end and code)
 Run: python bench/arena.py [--model DIR] [--range 0.6:0.9] [--time-limit S] [--weights both|in-place|out-of-place]
+     [--smoke]   (the smallest run: a tiny MLP, one budget)
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from dataclasses import replace
 
+from common import MODEL_HELP, model_folder, parse_args
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
 from ckpt.errors import CkptError
-from ckpt.paths import shared_models
 from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
@@ -47,6 +47,7 @@ from ckpt.solver.records import SolveOptions
 from ckpt.solver.simulate import memory_trace, plain_sequence
 
 TARGET = "siracusa"
+SMOKE = {"range": "0.8:0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes
 HEADER = ["weights", "point", "live peak", "+ inputs", "predicted", "Deeploy live", "Tetris", "ckpt", "ckpt/+inputs",
           "constants", "L3 total", "placed by", "Tetris s", "ckpt s"]
 
@@ -62,14 +63,15 @@ def tiled(model, schedule: Schedule, allocator: Allocator, weights: WeightUpdate
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(shared_models() / "cct2_ft2")))
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
     parser.add_argument("--range", default="0.6:0.9")
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--weights", choices=("both", *(w.value for w in WeightUpdate)), default="both")
-    args = parser.parse_args()
+    args = parse_args(parser, SMOKE)
     layouts = list(WeightUpdate) if args.weights == "both" else [WeightUpdate(args.weights)]
-    rows = [row for weights in layouts for row in _rows(args, weights)]
-    print(f"model {args.model}, target {TARGET}, L3 home level")
+    with model_folder(args.model, args.smoke) as model:
+        rows = [row for weights in layouts for row in _rows(model, args, weights)]
+    print(f"model {model}, target {TARGET}, L3 home level")
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     for cells in rows:
@@ -77,15 +79,15 @@ def main() -> int:
     return 0
 
 
-def _rows(args, weights: WeightUpdate) -> list[list]:
-    loaded = load_for_target(args.model, TARGET, weights=weights)
+def _rows(model_dir: str, args, weights: WeightUpdate) -> list[list]:
+    loaded = load_for_target(model_dir, TARGET, weights=weights)
     graph, model = loaded.graph, loaded.lowered.model
     inputs = sum(graph.tensor_bytes[i.name] for i in data_inputs(model.graph))
     points = [("graph order", Schedule(tuple(plain_sequence(graph))), None)]
     for fraction in parse_range(args.range):
         options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
         try:
-            schedule, result = solve_model(args.model, parse_budget(str(fraction)), TARGET, options, weights=weights)
+            schedule, result = solve_model(model_dir, parse_budget(str(fraction)), TARGET, options, weights=weights)
         except CkptError as err:
             print(f"{weights.value} {fraction:g}: {err}", file=sys.stderr)
             continue

@@ -7,8 +7,9 @@ to the point: the non-tiled flow's code generation (written only so it can run) 
 The graph order's reference code (one Deeploy run and build per flow) is made once per graph and cached; the
 first point pays it, and it is shown on its own.
 
-Run: python bench/coderun.py [--model DIR] [--budgets 0.9,0.8,0.7] [--time-limit S]
-(default model: the built-in example; a fresh cache, so the kernel library and the reference are built for real).
+Run: python bench/coderun.py [--model DIR] [--budgets 0.9,0.8,0.7] [--time-limit S] [--smoke]
+(default model: the built-in example; a fresh cache, so the kernel library and the reference are built for real;
+--smoke: the smallest run, a tiny MLP, the baseline and one point).
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import parse_args, tiny_model
 
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
@@ -30,6 +33,8 @@ from ckpt.schedule_file import Schedule, write_schedule
 from ckpt.solver.backends import SolverOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.records import SolveOptions
+
+SMOKE = {"budgets": "1.0", "time_limit": 10.0}   # the baseline and one point
 
 
 def progress(message: str) -> None:
@@ -58,10 +63,11 @@ def _point(model: Path, label: str, schedule: Schedule, work: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None, help="model folder (default: the built-in example)")
+    parser.add_argument("--model", default=None,
+                        help="model folder (default: the built-in example; with --smoke a tiny MLP at batch 1)")
     parser.add_argument("--budgets", default="0.9,0.8,0.7")
     parser.add_argument("--time-limit", type=float, default=40.0)
-    args = parser.parse_args()
+    args = parse_args(parser, SMOKE)
     sources = find_sources()
     if isinstance(sources, NoSources):
         print(f"cannot run the generated code: {sources.reason}", file=sys.stderr)
@@ -70,14 +76,17 @@ def main() -> int:
         work = Path(tmp)
         os.environ["CKPT_CACHE_DIR"] = str(work / "cache")
         model = Path(args.model) if args.model else work / "example"
-        if not args.model:
+        if args.smoke and not args.model:
+            tiny_model(model, batch=1)       # the batch at which its generated code computes the goldens
+        elif not args.model:
             write_example(DEFAULT_KIND, model, **DEFAULT_OPTIONS)
         options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
         schedules = {"baseline": baseline_schedule(load_for_target(model, "siracusa"), options)}
         for budget in args.budgets.split(","):
             schedules[budget] = solve_model(model, parse_budget(budget), "siracusa", options)[0]
         rows = [_point(model, label, schedule, work) for label, schedule in schedules.items()]
-    print(f"model {args.model or 'built-in example'}, target siracusa, kernels {sources.root}; "
+    shown = args.model or ("tiny MLP" if args.smoke else "built-in example")
+    print(f"model {shown}, target siracusa, kernels {sources.root}; "
           f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end")
     print("| point | Errors (tiled/non-tiled) | Deeploy s | of which non-tiled codegen s | host check s | "
           "build tiled s | run tiled s | build non-tiled s | run non-tiled s | reference s | added s | point s | "

@@ -1,4 +1,4 @@
-"""Decisiveness benchmark (issue 15): does every budget get a decisive answer, alone and under load?
+"""Decisiveness benchmark: does every budget get a decisive answer, alone and under load?
 
 For each graph (the shared models as they are and lowered for Siracusa; generated CCTs of 1, 2, 4 and 8 blocks,
 an MLP and a residual CNN), every budget from the single-op floor to 1.0 of the graph-order peak in steps of
@@ -12,7 +12,7 @@ status, the largest gap left, the slowest cell.
 under that load; the answers must not change (the costs are compared with the run alone when --compare
 names its output).
 Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--order search]
-       [--json OUT] [--compare OUT]
+       [--json OUT] [--compare OUT] [--smoke]   (the smallest run: two generated graphs, a few budgets)
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import parse_args
+
 from ckpt.errors import InfeasibleBudget
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
@@ -34,6 +36,7 @@ from ckpt.solver.baselines import baselines
 from ckpt.solver.records import SolveOptions, Status
 from ckpt.solver.solve import solve
 
+SMOKE = {"graphs": "mlp,cct1", "step": 0.25, "time_limit": 5.0}   # generated graphs only, a few budgets each
 GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "cct1", "cct2", "cct4", "cct8", "mlp",
           "resnet"]
 
@@ -76,7 +79,7 @@ def main() -> int:
                         "order the search ends at)")
     parser.add_argument("--json", default=None, help="write the cells here")
     parser.add_argument("--compare", default=None, help="a --json output whose costs and statuses must match")
-    args = parser.parse_args()
+    args = parse_args(parser, SMOKE)
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
             args.graphs, "--order", args.order]
     others = [subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.load)]

@@ -3,13 +3,15 @@
 A method is a tuple of stages with one signature (solver/stages.py); this runs the greedy method, then the MILP
 method with stages left out, on one graph. A row whose stages cannot answer says so.
 Run: python bench/stages.py [--model DIR] [--budgets 0.9,0.8,0.7] [--time-limit S]
+     [--smoke]   (the smallest run: a tiny MLP, one budget)
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
+
+from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt.errors import CkptError
 from ckpt.solver import stages as st
@@ -20,7 +22,7 @@ from ckpt.solver.options import Method
 from ckpt.solver.records import SolveOptions
 from ckpt.solver.solve import solve
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "cct2_ft2"
+SMOKE = {"budgets": "0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes
 VARIANTS = {
     "greedy method": st.STAGES[Method.GREEDY],
     "greedy, bound, repair, exact": (st.greedy_start, st.bound_stage, st.repair_stage, st.exact_stage),
@@ -31,13 +33,14 @@ VARIANTS = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("CKPT_BENCH_MODEL", str(DEFAULT_MODEL)))
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
     parser.add_argument("--budgets", default="0.9,0.8,0.7")
     parser.add_argument("--time-limit", type=float, default=60.0)
-    args = parser.parse_args()
-    graph = load_graph(args.model)
+    args = parse_args(parser, SMOKE)
+    with model_folder(args.model, args.smoke) as model:
+        graph = load_graph(model)
     peak = baselines(graph).graph_order_peak
-    print(f"model {args.model} (target none), time limit {args.time_limit:g} s; machine: {os.cpu_count()} cores, "
+    print(f"model {model} (target none), time limit {args.time_limit:g} s; machine: {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f} at the start")
     print("| budget | stages | recompute cost | status | gap | seconds |")
     print("|---|---|---|---|---|---|")

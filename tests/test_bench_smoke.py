@@ -1,0 +1,95 @@
+"""Every bench in bench/ runs against today's code: `python bench/X.py --smoke` (its smallest run: a tiny model or
+graph, one budget, short limits) exits 0 and prints its whole table, so a bench the code moved away from fails here
+instead of rotting unseen. Run as a user runs them, in a subprocess from another folder."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.examples import write_example
+from ckpt.paths import REPO_ROOT
+
+BENCH = REPO_ROOT / "bench"
+HUNG = 600       # seconds after which a bench that has not finished fails (a smoke run takes a small part of it)
+
+
+@dataclass(frozen=True)
+class Smoke:
+    """One bench's smoke run: its arguments beside --smoke, the table rows it prints, text its output holds."""
+
+    script: str
+    args: tuple[str, ...] = ()
+    rows: int = 0
+    shows: tuple[str, ...] = ()
+
+
+FAST = [
+    Smoke("solvers", rows=3, shows=("| 0.70 | greedy |", "| 0.70 | highs |", "| 0.70 | cbc |")),
+    Smoke("stages", rows=4, shows=("| 0.8 | MILP method (all five) |",)),
+    Smoke("decisive", args=("--json", "cells.json", "--compare", "cells.json"), rows=6,
+          shows=("### mlp:", "### cct1:", "6 cells:", "answers changed against cells.json: 0")),
+    Smoke("scale", rows=3, shows=("| cct blocks=1 | 106 | milp | highs |", "| cct blocks=1 | 106 | greedy |")),
+    Smoke("scale", args=("--kind", "mlp", "--build-only"), rows=1, shows=("| mlp layers=2 | 17 | build |",)),
+]
+DEEPLOY = [
+    Smoke("fidelity", rows=3, shows=("| graph order |", "| min-memory order |", "| solved 0.8 (")),
+    Smoke("arena", rows=4, shows=("| in-place | graph order |", "| in-place | 0.8 |", "| out-of-place | 0.8 |")),
+    Smoke("coderun", rows=2, shows=("| baseline | 0/314, 0/314 |", "| 1.0 | 0/314, 0/314 |")),
+    Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "bit-identical")),
+]
+
+
+def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH / f"{script}.py"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=HUNG)
+
+
+def table_rows(text: str) -> int:
+    """Markdown table rows printed, headers left out (each table has one, above its |--- line)."""
+    lines = text.splitlines()
+    return sum(1 for line in lines if line.startswith("| ")) - sum(1 for line in lines if line.startswith("|---"))
+
+
+def check(smoke: Smoke, cwd: Path) -> None:
+    run = run_bench(smoke.script, "--smoke", *smoke.args, cwd=cwd)
+    assert run.returncode == 0, f"bench/{smoke.script}.py --smoke {' '.join(smoke.args)}:\n{run.stdout}\n{run.stderr}"
+    assert table_rows(run.stdout) == smoke.rows, run.stdout
+    for text in smoke.shows:
+        assert text in run.stdout, f"{text!r} not in:\n{run.stdout}"
+
+
+@pytest.mark.parametrize("smoke", FAST, ids=lambda s: " ".join((s.script, *s.args)))
+def test_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path):
+    check(smoke, tmp_path)
+
+
+@pytest.mark.deeploy
+@pytest.mark.parametrize("smoke", DEEPLOY, ids=lambda s: s.script)
+def test_deeploy_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path, lowering_cache):
+    if smoke.script == "coderun" and isinstance(sources := find_sources(), NoSources):
+        pytest.skip(f"bench/coderun.py runs the generated code: {sources.reason}")
+    check(smoke, tmp_path)
+
+
+def test_every_bench_has_a_smoke_run():
+    scripts = {path.stem for path in BENCH.glob("*.py") if 'if __name__ == "__main__"' in path.read_text()}
+    assert scripts == {smoke.script for smoke in FAST + DEEPLOY}
+    for script in scripts:
+        assert "--smoke" in (BENCH / f"{script}.py").read_text().split('"""')[1], f"{script}: --smoke undocumented"
+
+
+def test_benches_read_the_shared_models_where_CKPT_SHARED_MODELS_says(tmp_path, monkeypatch):
+    """Without --model a bench measures cct2_ft2 from the shared models folder, $CKPT_SHARED_MODELS when set."""
+    shared = tmp_path / "elsewhere" / "models"
+    write_example("mlp", shared / "cct2_ft2", layers=2, width=16, in_dim=8, golden=False)
+    monkeypatch.setenv("CKPT_SHARED_MODELS", str(shared))
+    monkeypatch.delenv("CKPT_BENCH_MODEL", raising=False)
+    run = run_bench("solvers", "--budgets", "0.9", "--solvers", "highs", "--time-limit", "10", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert re.match(rf"model {re.escape(str(shared / 'cct2_ft2'))}: 17 ops", run.stdout), run.stdout
