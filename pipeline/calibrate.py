@@ -30,7 +30,7 @@ from ckpt.replay.verification import step_data
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import model_path, read_model
 
-CALIBRATION_FORMAT = 1
+CALIBRATION_FORMAT = 2
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
 
