@@ -18,6 +18,7 @@ import onnx
 from .builder import INT64, MS_DOMAIN, GraphBuilder, Tensor
 from .ops import (
     DEFAULT_LR,
+    DEVICE_LN_GRAD,
     GradSet,
     bias_grad,
     gelu,
@@ -140,9 +141,7 @@ def cct(blocks: int = 2, embed_dim: int = 128, heads: int = 2, mlp_dim: int | No
     updates: list[tuple[Tensor, Tensor]] = []
     dx = _head_backward(gb, head, xn, dlogits, ts, updates)
     if dx is not None:
-        dx = gb.op("LayerNormalizationGrad", [dx, x_last, norm_w, norm_b], f"{x_last.name}_grad",
-                   x_last.shape, name="norm_Grad_LayerNormalizationGrad_backward", domain=MS_DOMAIN,
-                   backward=True, axis=-1, epsilon=LN_EPS, stash_type=1)
+        dx = _layer_norm_grad(gb, dx, x_last, norm_w, norm_b, f"{x_last.name}_grad", "norm")
         for i in reversed(range(ts.lowest, blocks)):  # type: ignore[arg-type]
             dx = _block_backward(gb, fwd[i], dx, i, heads, scale, i in ts.blocks, i > ts.lowest, updates)
 
@@ -186,6 +185,15 @@ def _tokenizer(gb: GraphBuilder, rng: np.random.Generator, image: Tensor, layers
 def _layer_norm(gb: GraphBuilder, x: Tensor, w: Tensor, b: Tensor, prefix: str) -> Tensor:
     return gb.op("LayerNormalization", [x, w, b], f"{prefix}_out", x.shape, name=f"{prefix}_LayerNormalization",
                  axis=-1, epsilon=LN_EPS, stash_type=1)
+
+
+def _layer_norm_grad(gb: GraphBuilder, dy: Tensor, x: Tensor, w: Tensor, b: Tensor, out: str, prefix: str
+                     ) -> Tensor:
+    """d(x) of _layer_norm as Deeploy's training graphs write it (dY, X, scale, bias), in the form Deeploy
+    computes (ops.DEVICE_LN_GRAD)."""
+    return gb.op("LayerNormalizationGrad", [dy, x, w, b], out, x.shape,
+                 name=f"{prefix}_Grad_LayerNormalizationGrad_backward", domain=MS_DOMAIN, backward=True,
+                 axis=-1, epsilon=LN_EPS, stash_type=1, form=DEVICE_LN_GRAD)
 
 
 def _block_forward(gb: GraphBuilder, rng: np.random.Generator, x0: Tensor, i: int, heads: int,
@@ -305,9 +313,8 @@ def _block_backward(gb: GraphBuilder, blk: _Block, dout: Tensor, i: int, heads: 
     wgrad(blk.n1, dl1, "linear1")
     grads.add(blk.n1, linear_input_grad(gb, dl1, w["linear1"], blk.n1, grads.name_for(blk.n1), f"{p}_linear1"))
     grads.add(blk.n1, dout)
-    dx1 = gb.op("LayerNormalizationGrad", [grads.total(blk.n1), blk.x1, blk.ln["norm1_weight"], blk.ln["norm1_bias"]],
-                f"{blk.x1.name}_grad", blk.x1.shape, name=f"{p}_norm1_Grad_LayerNormalizationGrad_backward",
-                domain=MS_DOMAIN, backward=True, axis=-1, epsilon=LN_EPS, stash_type=1)
+    dx1 = _layer_norm_grad(gb, grads.total(blk.n1), blk.x1, blk.ln["norm1_weight"], blk.ln["norm1_bias"],
+                           f"{blk.x1.name}_grad", f"{p}_norm1")
 
     # Attention: x1 = x0 + proj(merge(att @ v))
     wgrad(blk.attn_2d_in, dx1, "proj")
@@ -325,10 +332,8 @@ def _block_backward(gb: GraphBuilder, blk: _Block, dout: Tensor, i: int, heads: 
                                                     f"{p}_attn_{n}"))
     if not need_dx:
         return None
-    dln = gb.op("LayerNormalizationGrad", [grads.total(blk.ln_pre), blk.x0, blk.ln["pre_norm_weight"],
-                                           blk.ln["pre_norm_bias"]], grads.name_for(blk.x0), blk.x0.shape,
-                name=f"{p}_pre_norm_Grad_LayerNormalizationGrad_backward", domain=MS_DOMAIN, backward=True,
-                axis=-1, epsilon=LN_EPS, stash_type=1)
+    dln = _layer_norm_grad(gb, grads.total(blk.ln_pre), blk.x0, blk.ln["pre_norm_weight"], blk.ln["pre_norm_bias"],
+                           grads.name_for(blk.x0), f"{p}_pre_norm")
     grads.add(blk.x0, dx1)
     grads.add(blk.x0, dln)
     return grads.total(blk.x0)

@@ -120,14 +120,16 @@ def _sce_loss_grad(node, attrs, ctx) -> Kernel:
 
 
 def _layer_norm_grad(node, attrs, ctx) -> Kernel:
-    """5 inputs: com.microsoft (dY, X, scale, mean, inv_std); 3-4: Deeploy (dY, X, scale[, bias])."""
+    """5 inputs: com.microsoft (dY, X, scale, mean, inv_std); 3-4: Deeploy (dY, X, scale[, bias]).
+    A ``form`` attribute says which dX the graph means (training_ops.LAYER_NORM_GRAD_FORMS)."""
     axis = int(attrs.get("axis", -1))
     epsilon = float(attrs.get("epsilon", 1e-5))
+    form = attrs.get("form", "exact")
     n_out = len(node.output)
 
     def run(dy, x, scale, *rest):
         mean, inv_std = (rest[0], rest[1]) if len(rest) >= 2 else (None, None)
-        return T.layer_norm_grad(dy, x, scale, axis, epsilon, mean, inv_std)[:n_out]
+        return T.layer_norm_grad(dy, x, scale, axis, epsilon, mean, inv_std, form)[:n_out]
 
     return run
 

@@ -173,6 +173,13 @@ def softmax_cross_entropy_loss_grad(
 
 # --------------------------------------------------------------------------- layer norm
 
+#: What a LayerNormalizationGrad node's ``form`` attribute may say. "deeploy" is Deeploy's kernel
+#: (v0.2.1 TargetLibraries/Generic/src/Layernorm_fp32.c, LayernormGrad_fp32_fp32; still so in later sources):
+#: inv_std * scale * (dY - mean(dY) - (X - mean) * inv_std**2 * mean(dY * scale * (X - mean) * inv_std)),
+#: where the gradient has inv_std * (g - mean(g) - (X - mean) * inv_std**2 * mean(g * (X - mean))),
+#: g = dY * scale. A graph that means Deeploy's numbers says so; the host computes what it says.
+LAYER_NORM_GRAD_FORMS = ("exact", "deeploy")
+
 
 def layer_norm_stats(
     x: np.ndarray, axis: int = -1, epsilon: float = 1e-5
@@ -193,11 +200,16 @@ def layer_norm_grad(
     epsilon: float = 1e-5,
     mean: np.ndarray | None = None,
     inv_std: np.ndarray | None = None,
+    form: str = "exact",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LayerNormalizationGrad -> (dX, dScale, dBias).
 
     The com.microsoft schema passes the forward's saved mean/inv_std; Deeploy's graphs pass
     (dY, X, scale, bias) instead, so mean/inv_std are recomputed from X when not given.
+
+    form "exact" (the default): dX is the gradient. "deeploy": the dX Deeploy's kernel computes
+    (v0.2.1: LayernormGrad_fp32_fp32), which is the gradient only where a row's variance + epsilon
+    is 1 and the scale is 1 (see LAYER_NORM_GRAD_FORMS); dScale and dBias are the same in both.
     """
     dtype = np.asarray(dy).dtype
     x64 = np.asarray(x, dtype=np.float64)
@@ -210,10 +222,17 @@ def layer_norm_grad(
     mean = np.asarray(mean, np.float64).reshape(x64.shape[:axis] + (1,) * len(dims))
     inv_std = np.asarray(inv_std, np.float64).reshape(mean.shape)
     xhat = (x64 - mean) * inv_std
-    g = dy64 * np.asarray(scale, dtype=np.float64)
-    dx = inv_std * (
-        g - np.mean(g, axis=dims, keepdims=True) - xhat * np.mean(g * xhat, axis=dims, keepdims=True)
-    )
+    scale64 = np.asarray(scale, dtype=np.float64)
+    g = dy64 * scale64
+    if form == "exact":
+        projection = xhat * np.mean(g * xhat, axis=dims, keepdims=True)
+        dx = inv_std * (g - np.mean(g, axis=dims, keepdims=True) - projection)
+    elif form == "deeploy":
+        # the scale multiplies after centring dY, and the projection is divided by the std once more
+        projection = inv_std * xhat * np.mean(g * xhat, axis=dims, keepdims=True)
+        dx = inv_std * scale64 * (dy64 - np.mean(dy64, axis=dims, keepdims=True) - projection)
+    else:
+        raise ValueError(f"LayerNormalizationGrad: unknown form={form!r}; known: {', '.join(LAYER_NORM_GRAD_FORMS)}")
     dscale = np.sum(dy64 * xhat, axis=outer)
     dbias = np.sum(dy64, axis=outer)
     return dx.astype(dtype), dscale.astype(dtype), dbias.astype(dtype)

@@ -86,6 +86,17 @@ def test_op_set_within_cct2_ft2(kind: str) -> None:
         assert ("", "GeluGrad") in ours and ("", "SGD") in ours
 
 
+@pytest.mark.parametrize("options", [SMALL["cct"], {}], ids=["small", "default"])
+def test_cct_declares_the_gradient_forms_deeploy_computes(options: dict) -> None:
+    """Every GeluGrad and LayerNormalizationGrad of a CCT example says which form its goldens follow: the one
+    Deeploy's kernels compute (the host executor honours it; tests/test_deeploy_kernels.py holds the kernels
+    to it)."""
+    nodes = E.build("cct", **options).graph.node
+    forms = {n.name: _attrs(n).get("form") for n in nodes if n.op_type == "LayerNormalizationGrad"}
+    assert forms and set(forms.values()) == {b"deeploy"}, forms
+    assert {_attrs(n).get("approximate") for n in nodes if n.op_type == "GeluGrad"} == {b"sigmoid"}
+
+
 def test_default_node_counts() -> None:
     assert len(E.mlp().graph.node) == 26
     assert len(E.cct().graph.node) == 180  # cct2_ft2: 179
@@ -179,14 +190,18 @@ def _set_init(model: onnx.ModelProto, name: str, value: np.ndarray) -> onnx.Mode
 def test_sgd_step_matches_finite_differences(kind: str) -> None:
     """(w - w_updated)/lr must be dL/dw: checked along a random direction per weight by central
     differences of the loss -mean(log_prob[label]) from the same graph's forward part. GeluGrad is checked in
-    the form that is the derivative of the graph's Gelu (tanh); the examples carry the form Deeploy computes
-    (sigmoid), an approximation of it."""
+    the form that is the derivative of the graph's Gelu (tanh), LayerNormalizationGrad in its exact form; the
+    examples carry the forms Deeploy computes (sigmoid, an approximation of it; deeploy, the gradient only on
+    rows of unit variance)."""
     model = _with_output(E.build(kind, **SMALL[kind]), "log_prob")
+    as_derivative = {("GeluGrad", "approximate"): (b"sigmoid", b"tanh"),
+                     ("LayerNormalizationGrad", "form"): (b"deeploy", b"exact")}
     for node in model.graph.node:
         for attr in node.attribute:
-            if node.op_type == "GeluGrad" and attr.name == "approximate":
-                assert attr.s == b"sigmoid"
-                attr.s = b"tanh"
+            if (node.op_type, attr.name) in as_derivative:
+                declared, derivative = as_derivative[node.op_type, attr.name]
+                assert attr.s == declared
+                attr.s = derivative
     feeds = E.example_inputs(model, 0)
     labels = feeds["labels"]
     rng = np.random.default_rng(123)

@@ -147,6 +147,42 @@ def test_layer_norm_grad_is_derivative_of_reference_layer_norm(rows, width, seed
     np.testing.assert_allclose(dbias, central_diff(lambda b: loss(x, b=b), bias), rtol=1e-5, atol=1e-7)
 
 
+@FAST
+@given(rows=st.integers(1, 4), width=st.integers(2, 8), seed=seeds, spread=st.floats(0.3, 3.0))
+def test_deeploy_layer_norm_grad_is_the_gradient_only_where_each_rows_variance_plus_epsilon_is_one(
+        rows, width, seed, spread):
+    """Deeploy's LayernormGrad (the "deeploy" form) carries 1/std once more in its projection term: with unit
+    scale it equals the gradient on rows whose variance + epsilon is 1, and misses it on rows spread otherwise."""
+    rng = np.random.default_rng(seed)
+    eps = 1e-5
+    raw = rng.normal(0, 1, (rows, width))
+    centred = raw - raw.mean(-1, keepdims=True)
+    unit = centred / np.sqrt((centred ** 2).mean(-1, keepdims=True)) * np.sqrt(1 - eps) + rng.normal(0, 2, (rows, 1))
+    dy = rng.normal(0, 1, (rows, width))
+    ones = np.ones(width)
+    exact = T.layer_norm_grad(dy, unit, ones, -1, eps)
+    device = T.layer_norm_grad(dy, unit, ones, -1, eps, form="deeploy")
+    for a, b in zip(exact, device):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    if abs(spread - 1) < 0.05:
+        return
+    spread_rows = unit * spread
+    exact_dx = T.layer_norm_grad(dy, spread_rows, ones, -1, eps)[0]
+    device_dx = T.layer_norm_grad(dy, spread_rows, ones, -1, eps, form="deeploy")[0]
+    # the projection term inv_std * xhat * mean(dY * xhat) is scaled by inv_std once more: they differ by that
+    centred_rows = spread_rows - spread_rows.mean(-1, keepdims=True)
+    inv_std = 1 / np.sqrt((centred_rows ** 2).mean(-1, keepdims=True) + eps)
+    xhat = centred_rows * inv_std
+    projection = inv_std * xhat * (dy * xhat).mean(-1, keepdims=True)
+    np.testing.assert_allclose(device_dx - exact_dx, projection * (1 - inv_std), rtol=1e-6, atol=1e-10)
+
+
+def test_an_unknown_layer_norm_grad_form_is_refused():
+    x = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match="form='sideways'.*exact, deeploy"):
+        T.layer_norm_grad(x, x, np.ones(3), form="sideways")
+
+
 def test_layer_norm_grad_over_two_trailing_axes():
     rng = np.random.default_rng(1)
     x, dy = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
