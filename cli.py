@@ -190,6 +190,7 @@ def inspect_command(model, target, top, weights, home):
 @click.option("--embed-dim", type=click.IntRange(min=1, max=2048), help="cct: embedding width.")
 @click.option("--heads", type=click.IntRange(min=1, max=64), help="cct: attention heads.")
 @click.option("--image-size", type=click.IntRange(min=1, max=512), help="cct, resnet: input image side.")
+@click.option("--conv-channels", type=click.IntRange(min=1, max=1024), help="cct: the conv tokenizer's channels.")
 @click.option("--train", help="cct: all | classifier | none | comma list of block indices, pool, fc, head.")
 @click.option("--layers", type=click.IntRange(min=1, max=256), help="mlp: hidden layers.")
 @click.option("--width", type=click.IntRange(min=1, max=16384), help="mlp: hidden width.")

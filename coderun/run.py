@@ -78,7 +78,7 @@ def run_code(code_dir: Path, feeds: Mapping[str, np.ndarray], sources: KernelSou
     toolchain = find_toolchain()
     if toolchain is None:
         return NotRun("no C compiler on PATH (gcc or cc, and ar)")
-    code_dir = Path(code_dir)
+    code_dir = Path(code_dir).resolve()
     manifest = CodeManifest.read(code_dir)
     config = BuildConfig(manifest.cores, manifest.l3_bytes, sanitizer)
     start = time.perf_counter()
@@ -90,8 +90,10 @@ def run_code(code_dir: Path, feeds: Mapping[str, np.ndarray], sources: KernelSou
         except BuildError as err:
             return NotRun(str(err), failed=True)
         built = time.perf_counter()
+        _link_files(code_dir / "hex", work)
         _write_inputs(manifest, feeds, work)
-        env = {**os.environ, **SANITIZER_OPTIONS, "CKPT_HOST_FILES": f"{work}:{code_dir / 'hex'}"}
+        # every file the code loads sits in its working folder: no list of folders to parse, whatever the paths hold
+        env = {**os.environ, **SANITIZER_OPTIONS, "CKPT_HOST_FILES": "."}
         try:
             done = subprocess.run([str(exe), str(work / "outputs.bin"), str(work / "stats.json"), str(steps)],
                                   cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
@@ -105,6 +107,12 @@ def run_code(code_dir: Path, feeds: Mapping[str, np.ndarray], sources: KernelSou
     return CodeRun(outputs, _stats(stats), library.skipped, {"build": built - start, "run": ran - built})
 
 
+def _link_files(folder: Path, work: Path) -> None:
+    """The code's data files (hex/: the constants InitNetwork loads), linked into the run's working folder."""
+    for path in sorted(folder.glob("*.hex")):
+        (work / path.name).symlink_to(path)
+
+
 def _write_inputs(manifest: CodeManifest, feeds: Mapping[str, np.ndarray], work: Path) -> None:
     """input_<i>.bin for the harness, and the file InitNetwork loads for inputs kept in L3."""
     for index, port in enumerate(manifest.inputs):
@@ -115,6 +123,8 @@ def _write_inputs(manifest: CodeManifest, feeds: Mapping[str, np.ndarray], work:
             raise ValueError(f"input {port.name} has {data.size} elements; the code's has {port.elements}")
         (work / f"input_{index}.bin").write_bytes(data.tobytes())
         if port.file:
+            if (work / port.file).exists():
+                raise ValueError(f"input {port.name} is loaded from {port.file}, which a constant's file also is")
             (work / port.file).write_bytes(data.tobytes())
 
 

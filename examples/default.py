@@ -9,7 +9,7 @@ from ckpt.paths import NETWORK, examples_cache_dir
 DEFAULT_KIND = "cct"
 DEFAULT_OPTIONS = {"blocks": 2}
 DEFAULT_MODEL = "built-in example (CCT-like, 2 blocks)"
-GENERATOR_VERSION = 2   # bump when the generators' graphs change, so a cached copy is not reused (2: device Gelu)
+GENERATOR_VERSION = 3   # bump when the generators' graphs change, so a cached copy is not reused (3: device LN grad)
 
 
 def default_model_dir() -> Path:

@@ -15,7 +15,7 @@ def example_options(kind: str, given: dict) -> dict:
         flag = "--" + wrong[0].replace("_", "-")
         raise CkptError(f"option {flag} does not apply to a {kind} example",
                         f"{kind} takes: {', '.join(k.replace('_', '-') for k in accepted)}")
-    if isinstance(chosen.get("train"), str) and "," in chosen["train"]:
+    if isinstance(chosen.get("train"), str) and ("," in chosen["train"] or chosen["train"].strip().isdigit()):
         chosen["train"] = [int(p) if p.strip().isdigit() else p.strip() for p in chosen["train"].split(",")]
     values = _sized(kind, {**{k: p.default for k, p in accepted.items()}, **chosen})
     if values > MAX_VALUES:

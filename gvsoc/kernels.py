@@ -48,8 +48,11 @@ def include_flags(sources: KernelSources, *extra: Path) -> list[str]:
 
 
 def device_fingerprint() -> str:
-    """sha256 over ckpt's device-side files: a change there can change what a run computes or measures."""
-    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(DEVICE.glob("*")) if p.is_file()}
+    """sha256 over ckpt's device-side files and the modules that build a step with them: a change there can change
+    what a run computes or measures."""
+    here = DEVICE.parent
+    files = {str(p.relative_to(here)): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted([*DEVICE.glob("*"), *here.glob("*.py")]) if p.is_file()}
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 

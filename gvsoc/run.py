@@ -97,20 +97,22 @@ class NotSimulated:
 
 def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
                   sources: KernelSources, kit: GvsocKit, l2_heap_peak: int, *, timeout: float = 1800.0,
-                  keep: Path | None = None) -> GvsocRun | NotSimulated:
+                  keep: Path | None = None, pad: int = 0) -> GvsocRun | NotSimulated:
     """Build `code_dir`'s step and run it on gvsoc (see the module doc). `l2_heap_peak`: the most the code keeps
-    allocated in L2 at once. `keep`: a folder to keep the ELF, its map and gvsoc's log in."""
+    allocated in L2 at once. `keep`: a folder to keep the ELF, its map and gvsoc's log in. `pad`: see
+    gvsoc.step.build_step."""
     missing = harness_missing(sources)
     if missing:
         return NotSimulated(missing)
+    code_dir = Path(code_dir).resolve()        # gvsoc runs in another folder: every path it is given is absolute
     manifest = CodeManifest.read(code_dir)
-    key = _run_key(Path(code_dir), manifest, feeds, expected, sources, kit, l2_heap_peak)
+    key = _run_key(code_dir, manifest, feeds, expected, sources, kit, l2_heap_peak, pad)
     cached = _cached_run(key)
     if cached is not None:
         return cached
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_") as scratch:
-        work = Path(keep) if keep is not None else Path(scratch)
+        work = Path(keep).resolve() if keep is not None else Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         try:
             data = write_harness_data(manifest, Path(code_dir), feeds, expected, work / "data")
@@ -120,7 +122,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
-            step = build_step(Path(code_dir), manifest, data, sources, kit, sdk, kernels, work)
+            step = build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad)
         except L2Overflow as exc:
             need = L2Need(L2_CAPACITY + exc.overflow, l2_heap_peak, L2_CAPACITY, data.nbytes, readback)
             return NotSimulated(_does_not_fit(need), l2=need)
@@ -154,9 +156,11 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
 
 
 def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndarray],
-             expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, l2_heap_peak: int) -> str:
+             expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, l2_heap_peak: int,
+             pad: int) -> str:
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
-                                        "device": device_fingerprint(), "l2_heap": l2_heap_peak}).encode())
+                                        "device": device_fingerprint(), "l2_heap": l2_heap_peak,
+                                        "pad": pad}).encode())
     files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
              *sorted((code_dir / "hex").glob("*.hex"))]
     for path in files:

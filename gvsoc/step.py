@@ -4,7 +4,8 @@ Siracusa harness (deeploytest.c and CycleCounter.c of the checkout), its kernels
 The step is linked twice: once to learn which kernel objects it uses, then with those first, so the kernels sit
 at the same addresses whatever the generated code's size (a recompute adds code; the kernels then do not move).
 The harness is compiled as it is, with one header forced in (device/ckpt_harness_hooks.h) that prints the probes
-once the harness has stopped its timer.
+once the harness has stopped its timer, and with its own NOFLASH switch when the step loads no file (there is
+then no readfs image to mount).
 """
 from __future__ import annotations
 
@@ -76,8 +77,10 @@ def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
 
 
 def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, sources: KernelSources, kit: GvsocKit,
-               sdk: SdkLibrary, kernels: DeviceKernels, out: Path) -> DeviceStep:
-    """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build."""
+               sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0) -> DeviceStep:
+    """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build. `pad`:
+    bytes of code and of data put before the step's own (0: none), to measure how much its layout moves its
+    cycles (bench/gvsoc.py)."""
     cc = str(kit.compiler.cc)
     probed = instrument((Path(code_dir) / "Network.c").read_text())
     (out / "Network.c").write_text(probed.source)
@@ -86,9 +89,14 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
              f"-DCKPT_PROBE_COUNT={len(probed.layers)}",
              *include_flags(sources, data.folder, Path(code_dir), harness / "inc", kernels.folder)]
     units = [(out / "Network.c", ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]),
-             (harness / HARNESS_FILES[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h")]),
+             (harness / HARNESS_FILES[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
+                                           *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
+    if pad:
+        nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
+        (out / "ckpt_pad.c").write_text(f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
+        units.insert(0, (out / "ckpt_pad.c", []))
     objects = []
     for source, extra in units:
         obj = out / f"{source.stem}.o"
@@ -97,7 +105,7 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     link = [cc, *sdk.compile_flags(kit), "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", f"-L{sdk.link_dir}",
-            f"-T{LINKER_SCRIPT}"]
+            f"-T{LINKER_SCRIPT}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
     sdk_archive = ["-Wl,--whole-archive", str(sdk.archive), "-Wl,--no-whole-archive"]
     elf, probe_map = out / "step.elf", out / "first-link.map"
     archive = out / "kernels.a"
