@@ -13,6 +13,7 @@ import pytest
 
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.examples import write_example
+from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.paths import REPO_ROOT
 
 BENCH = REPO_ROOT / "bench"
@@ -43,6 +44,7 @@ DEEPLOY = [
     Smoke("coderun", rows=2, shows=("| baseline | 0/314, 0/314 |", "| 1.0 | 0/314, 0/314 |")),
     Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "bit-identical")),
 ]
+GVSOC = [Smoke("gvsoc", rows=2, shows=("| baseline | 0 |", "| 0.8 |", "| 0/3259 |"))]
 
 
 def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -77,9 +79,20 @@ def test_deeploy_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path, lowerin
     check(smoke, tmp_path)
 
 
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+@pytest.mark.slow
+@pytest.mark.parametrize("smoke", GVSOC, ids=lambda s: s.script)
+def test_gvsoc_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path, lowering_cache):
+    kit = find_kit()
+    if isinstance(kit, NoKit):
+        pytest.skip(kit.reason)
+    check(smoke, tmp_path)
+
+
 def test_every_bench_has_a_smoke_run():
     scripts = {path.stem for path in BENCH.glob("*.py") if 'if __name__ == "__main__"' in path.read_text()}
-    assert scripts == {smoke.script for smoke in FAST + DEEPLOY}
+    assert scripts == {smoke.script for smoke in FAST + DEEPLOY + GVSOC}
     for script in scripts:
         assert "--smoke" in (BENCH / f"{script}.py").read_text().split('"""')[1], f"{script}: --smoke undocumented"
 

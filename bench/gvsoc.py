@@ -1,0 +1,125 @@
+"""gvsoc benchmark: each operating point's step measured on gvsoc's Siracusa model, against what ckpt predicted.
+
+A sweep of the model (default CCT2_FT2) with op costs calibrated on gvsoc (`--costs gvsoc`): per point the
+recomputes, the predicted step cycles (the calibrated graph-order step + the recompute cycles) and the measured
+ones, both overheads over the baseline, their difference, the step's Errors on gvsoc, and the gvsoc seconds the
+point took (building the step and simulating it, both flows). Then, with --noise N, how much the layout of the
+code moves the cycles: the graph order's step built N more times with its code and data moved by a few hundred
+bytes (gvsoc.step's pad), the spread of the step's cycles and the largest change of one layer's.
+Run: python bench/gvsoc.py [--model DIR] [--range 0.7:0.9] [--noise 2] [--jobs N] [--outdir DIR] [--smoke]
+(--smoke: a small CCT example, the baseline and one point, no noise runs). Skips, saying why, without gvsoc.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from common import MODEL_HELP, parse_args
+
+from ckpt import deeploy_bridge
+from ckpt.budgets.ranges import parse_range
+from ckpt.budgets.sweep import SweepOptions, run_sweep
+from ckpt.coderun.run import run_code
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.examples import write_example
+from ckpt.gvsoc.kit import NoKit, find_kit
+from ckpt.gvsoc.run import GvsocRun, simulate_step
+from ckpt.paths import shared_models
+from ckpt.replay.run import ReplayOptions
+from ckpt.replay.verification import step_data
+from ckpt.solver.backends import SolverOptions
+from ckpt.solver.onnx_loader import read_model
+from ckpt.solver.records import SolveOptions
+
+SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
+SMALL = {"blocks": 2, "embed_dim": 16, "heads": 2, "image_size": 8, "conv_channels": 8}
+PADS = (68, 260, 1028, 4100)       # bytes of code and of data put before the step's own (not multiples of 64)
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def points_table(result) -> None:
+    print("| point | recomputes | cycles predicted | cycles measured | +% predicted | +% measured | diff (pp) | "
+          "predicted / measured | gvsoc Errors | gvsoc s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for row in result.rows:
+        if row.recomputes is None:
+            continue
+        diff = None if row.overhead_pct is None or row.overhead_pct_predicted is None \
+            else row.overhead_pct_predicted - row.overhead_pct
+        ratio = "-" if not row.cycles or not row.cycles_predicted else f"{row.cycles_predicted / row.cycles:.4f}"
+        seconds = result.point_seconds.get(row.label, {}).get("gvsoc")
+        print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {row.cycles or '-'} | "
+              f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | {ratio} | "
+              f"{row.errors} | {'-' if seconds is None else f'{seconds:.1f}'} |")
+
+
+def noise_table(model: str, target: str, count: int, kit, sources) -> None:
+    """The graph order's step with its layout moved: the spread of its cycles and of its layers'."""
+    lowered = deeploy_bridge.lower(model, target)
+    folder = Path(model) if Path(model).is_dir() else Path(model).parent
+    data = step_data(folder, read_model(model), lowered.io_names)
+    with tempfile.TemporaryDirectory(prefix="ckpt-bench-gvsoc-") as tmp:
+        code = Path(tmp) / "code"
+        deeploy_bridge.deploy(lowered.model, [n.name for n in lowered.model.graph.node], target, tiled=True,
+                              setup=setup_for(target), code_dir=code)
+        host = run_code(code, data.feeds, sources)
+        runs: dict[int, GvsocRun] = {}
+        for pad in (0, *PADS[:count]):
+            progress(f"noise: the graph order's step, layout moved by {pad} B")
+            found = simulate_step(code, data.feeds, data.golden or host.outputs, sources, kit,
+                                  host.stats.levels["L2"].peak, pad=pad)
+            if isinstance(found, GvsocRun):
+                runs[pad] = found
+    print("\n| layout moved by B | step cycles | vs unmoved % | largest layer change (cycles) | that layer |")
+    print("|---|---|---|---|---|")
+    base = runs.get(0)
+    for pad, run in runs.items():
+        change = max(((abs(c - base.layers.get(name, c)), name) for name, c in run.layers.items()),
+                     default=(0, "-")) if base and run.layers and base.layers else (0, "-")
+        moved = 100.0 * (run.cycles - base.cycles) / base.cycles if base else 0.0
+        print(f"| {pad} | {run.cycles} | {moved:+.3f} | {change[0]} | {change[1][:60]} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help=MODEL_HELP.replace("a tiny MLP", "a small CCT example"))
+    parser.add_argument("--range", default="0.7:0.9", help="budget fractions LOW:HIGH, step 0.1")
+    parser.add_argument("--noise", type=int, default=2, help=f"layout-moved builds of the graph order (<= {len(PADS)})")
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
+    args = parse_args(parser, SMOKE)
+    kit, sources = find_kit(), find_sources()
+    if isinstance(kit, NoKit) or isinstance(sources, NoSources):
+        print(f"skipped: {(kit if isinstance(kit, NoKit) else sources).reason}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="ckpt-bench-gvsoc-") as tmp:
+        model = args.model or (str(_small(Path(tmp) / "small")) if args.smoke else str(shared_models() / "cct2_ft2"))
+        options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
+                               costs="gvsoc", solve=SolveOptions(backend=SolverOptions("highs", args.time_limit)),
+                               replay=ReplayOptions(target="siracusa"))
+        result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
+        print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}); {result.seconds:.0f} s in all\n")
+        points_table(result)
+        if args.noise:
+            noise_table(model, "siracusa", args.noise, kit, sources)
+    return 1 if result.failed else 0
+
+
+def _small(folder: Path) -> Path:
+    write_example("cct", folder, **SMALL)
+    return folder
+
+
+if __name__ == "__main__":
+    sys.exit(main())
