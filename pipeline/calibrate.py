@@ -30,7 +30,7 @@ from ckpt.replay.verification import step_data
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import model_path, read_model
 
-CALIBRATION_FORMAT = 2
+CALIBRATION_FORMAT = 3
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
 
@@ -47,6 +47,7 @@ class Calibration:
     node_cycles: dict[str, int]        # per node of the lowered graph that makes a kernel call
     errors: int                        # the harness's Errors: N out of M of that step
     total: int
+    code_bytes: int                    # the step's own code and data in L2 (neither constants nor test data)
     key: str                           # what it was measured with (model, setup, kernels, kit), hashed
 
     def cost_model(self) -> CostModel:
@@ -107,7 +108,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     with tempfile.TemporaryDirectory(prefix="ckpt_calibrate_") as scratch:
         code = Path(scratch) / "code"
         progress(f"calibrating: the graph order's tiled code for {target}")
-        deeploy_bridge.deploy(lowered.model, order, target, tiled=True, setup=setup, code_dir=code)
+        figures = deeploy_bridge.deploy(lowered.model, order, target, tiled=True, setup=setup, code_dir=code)
         progress("calibrating: running it on this host")
         host = run_code(code, data.feeds, sources)
         if isinstance(host, NotRun):
@@ -120,8 +121,9 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
         raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
+    code_bytes = run.l2.static - run.l2.test_data - figures.static.get("L2", 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
-                        node_cycles(run.layers, order), run.errors, run.total, key)
+                        node_cycles(run.layers, order), run.errors, run.total, code_bytes, key)
     unknown = [name for name in found.node_cycles if name not in set(order)]
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
