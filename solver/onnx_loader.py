@@ -158,6 +158,7 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
     if _missing_sizes(ops, tensors):
         tensors = _tensors_after_inference(model)
     used = _used_tensors(ops)
+    _type_constant_outputs(graph, tensors)
     _resolve_undefined_types(ops, tensors)
     sizes = {name: _bytes(tensors[name]) for name in used}
     unknown = sorted(name for name, size in sizes.items() if size is None)
@@ -178,6 +179,37 @@ def check_training_graph(source: str | Path) -> None:
     if not any(node.op_type in OPTIMIZER_OPS or "Grad" in node.op_type for node in read_model(source).graph.node):
         raise CkptError(f"'{source}' has no backward or optimizer op: it is not a training graph",
                         "export the whole training step (forward, backward and the optimizer update)")
+
+
+def constant_value(node: gs.Node) -> np.ndarray | None:
+    """The value a `Constant` node makes, from whichever of its attributes holds it (None: not a Constant, or a
+    form without a dense value)."""
+    if node.op != "Constant":
+        return None
+    attrs = node.attrs
+    if isinstance(attrs.get("value"), gs.Constant):
+        return np.asarray(attrs["value"].values)
+    for name, dtype in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64),
+                        ("value_ints", np.int64)):
+        if name in attrs:
+            return np.asarray(attrs[name], dtype=dtype)
+    return None
+
+
+def _type_constant_outputs(graph: gs.Graph, tensors: dict[str, gs.Tensor]) -> None:
+    """A `Constant` node's output takes its element type (and, where value_info gives none, its shape) from the
+    value the node holds: exporters write weights that way with value_info that leaves the type out."""
+    for node in graph.nodes:
+        value = constant_value(node)
+        if value is None or not node.outputs:
+            continue
+        tensor = tensors.get(node.outputs[0].name)
+        if tensor is None or isinstance(tensor, gs.Constant):
+            continue
+        if not _known_dtype(tensor.dtype):
+            tensor.dtype = value.dtype
+        if tensor.shape is None:
+            tensor.shape = list(value.shape)
 
 
 def _resolve_undefined_types(ops: list[Op], tensors: dict[str, gs.Tensor]) -> None:
