@@ -26,6 +26,7 @@ from ckpt.cli_common import (
     deeploy_root_option,
     model_or_default,
     one_line_errors,
+    optimizer_option,
     progress,
     refuse_inputs_as_output,
     weights_option,
@@ -219,8 +220,9 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
               help="Rewire GeluGrad nodes that read the pre-bias tensor (a known export defect) before comparing.")
 @click.option("--force", is_flag=True,
               help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@optimizer_option
 @one_line_errors
-def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
+def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer):
     """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz as Deeploy's harness does
     (`Errors: N out of M` over output elements, |diff| > 1e-4 or NaN)."""
     from ckpt.replay.run import schedule_target
@@ -229,7 +231,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 
     solved = read_schedule(schedule) if schedule else None
     target = target or (schedule_target(solved, None) if solved else "none")
-    report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
+    report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, optimizer=optimizer,
+                          progress=progress)
     for line in report.lines():
         click.echo(line)
     click.echo(f"({report.seconds:.1f} s)")

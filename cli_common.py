@@ -110,3 +110,9 @@ def weights_option(default: str | None = WeightUpdate.IN_PLACE.value, more: str 
 def deeploy_root_option(what: str):
     return click.option("--deeploy-root", type=click.Path(file_okay=False), default=None,
                         help=f"Deeploy checkout with the training harness, toolchain and gvsoc: {what}")
+
+
+optimizer_option = click.option(
+    "--optimizer", default=None, metavar="GRAPH",
+    help="The optimizer graph of a split training step (an .onnx or a folder holding network.onnx) [default: "
+         "optimizer.onnx beside the model, else the sibling folder <name>_optimizer of a <name>_train folder].")
