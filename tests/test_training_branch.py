@@ -120,3 +120,13 @@ def test_a_replayed_schedule_is_bit_identical_and_trains_the_same(shared_models:
     result = ckpt_here("verify", str(shared_models / "dscnn_train"), "--schedule", str(seq))
     assert result.returncode == 0, result.stdout
     assert "Errors: 0 out of" in result.stdout and "bit-identical" in result.stdout
+
+
+@pytest.mark.deeploy
+def test_deeploy_0_2_1_names_the_ops_it_cannot_map_in_one_line(shared_models: Path, lowering_cache):
+    result = ckpt_here("inspect", str(shared_models / "resnet8_train"), "--target", "siracusa")
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and "ops without mapping:" in line
+    assert all(op in line for op in ("ConvGrad", "BatchNormInternal", "InPlaceAccumulatorV2"))
+    assert "Shape" not in line.split("ops without mapping:")[1]      # folded by Deeploy's front end
