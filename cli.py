@@ -84,9 +84,10 @@ def cli() -> None:
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
+@optimizer_option
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
-                  time_limit, gap, threads, order, views, cost_file, warm_start, record_time):
+                  time_limit, gap, threads, order, views, cost_file, warm_start, record_time, optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
@@ -116,11 +117,11 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                            views=views,
                            backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights))
+                           Flow(flow) if flow else None, WeightUpdate(weights), optimizer)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
-    for note in solve_notes(result):
+    for note in solve_notes(result, doc):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")
 
@@ -131,12 +132,13 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
 @click.option("--top", type=click.IntRange(min=0), default=8, show_default=True,
               help="How many of the largest live tensors to list.")
 @weights_option()
+@optimizer_option
 @one_line_errors
-def inspect_command(model, target, top, weights):
+def inspect_command(model, target, top, weights, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights)):
+    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), optimizer):
         click.echo(line)
 
 

@@ -68,6 +68,7 @@ class Predicted:
     planned_cost: int | None = None        # cycles of the decisions over the stage order (what a proof is about)
     cost_increase_pct: float = 0.0
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
+    optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.step_pair)
 
     @property
     def held_bytes(self) -> int:
@@ -96,7 +97,7 @@ class SolverRecord:
 
 
 # Fields written only when set: the file has them for some schedules and not others.
-_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights"}
+_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "optimizer"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

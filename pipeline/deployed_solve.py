@@ -51,6 +51,7 @@ class SolveRequest:
     record_time: bool = False
     flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
     weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
+    optimizer: str | None = None       # a split step's optimizer graph (None: found beside the model, if any)
 
     @property
     def deployed_flow(self) -> Flow:
@@ -76,7 +77,8 @@ class Checked:
 def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(Step(f"loading {request.source} for target {request.target}"))
-    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights)
+    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights,
+                             request.optimizer)
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
@@ -262,7 +264,8 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         min_memory_order_peak_bytes=result.baselines.min_memory_peak, persistent_bytes=result.persistent_bytes,
         lower_bound_bytes=result.baselines.lower_bound, recomputes=result.recomputes,
         recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
-        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels)
+        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels,
+        optimizer=None if loaded.optimizer is None else loaded.optimizer.as_dict())
     graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
                     model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value)
     return Schedule(tuple(result.seq), graph, spec, predicted, solver)

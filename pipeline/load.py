@@ -8,9 +8,12 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.errors import CkptError
+from ckpt.paths import optimizer_graph
 from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path
+from ckpt.solver.step_pair import OptimizerFigures, optimizer_figures
 
 
 @dataclass(frozen=True)
@@ -20,17 +23,34 @@ class LoadedModel:
     model_sha256: str
     lowered: LoweredGraph | None = None     # when a Deeploy target lowered it
     weights: WeightUpdate = WeightUpdate.OUT_OF_PLACE   # how the deployment writes weights (the graph models it)
+    optimizer: OptimizerFigures | None = None          # a split step's optimizer graph: what it adds
+    optimizer_path: Path | None = None
 
 
 def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None,
-                    weights: WeightUpdate = DEFAULT_SETUP.weights) -> LoadedModel:
+                    weights: WeightUpdate = DEFAULT_SETUP.weights, optimizer: str | Path | None = None
+                    ) -> LoadedModel:
     """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target;
-    with weights updated in place, the graph says so (solver.in_place) and shares each constant's copies."""
+    with weights updated in place, the graph says so (solver.in_place) and shares each constant's copies. The
+    optimizer graph of a split step (`optimizer`, else found beside the model) is read as it is, for what it
+    adds to the step's memory."""
     check_training_graph(source)
     sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
+    found = optimizer_graph(source, optimizer)
+    if optimizer is not None and (found is None or not found.is_file()):
+        raise CkptError(f"no optimizer graph at '{optimizer}'", "pass an .onnx or a folder holding network.onnx")
     if target == "none":
-        return LoadedModel(load_graph(source, cost_model=cost_model), target, sha)
+        graph = load_graph(source, cost_model=cost_model)
+        return LoadedModel(graph, target, sha, optimizer=_figures(graph, found), optimizer_path=found)
     lowered = deeploy_bridge.lower(source, target)
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model,
                                         scratch=lowered.transients), weights)
-    return LoadedModel(graph, target, sha, lowered, weights)
+    return LoadedModel(graph, target, sha, lowered, weights, optimizer=_figures(load_graph(source), found),
+                       optimizer_path=found)
+
+
+def _figures(train: TrainGraph, path: Path | None) -> OptimizerFigures | None:
+    if path is None:
+        return None
+    check_training_graph(path)
+    return optimizer_figures(train, load_graph(path))

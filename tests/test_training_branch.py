@@ -130,3 +130,32 @@ def test_deeploy_0_2_1_names_the_ops_it_cannot_map_in_one_line(shared_models: Pa
     assert len(line.splitlines()) == 1 and "ops without mapping:" in line
     assert all(op in line for op in ("ConvGrad", "BatchNormInternal", "InPlaceAccumulatorV2"))
     assert "Shape" not in line.split("ops without mapping:")[1]      # folded by Deeploy's front end
+
+
+def test_optimizer_figures_count_what_the_optimizer_graph_adds():
+    from graphs import make_graph
+
+    from ckpt.solver.step_pair import optimizer_figures
+
+    train = make_graph([("f", "Mul", ["x", "w"], ["y"]), ("g", "Grad", ["y", "x"], ["dw"]),
+                        ("acc", "InPlaceAccumulatorV2", ["buf", "dw"], ["flag"])],
+                       {"x": 8, "w": 16, "y": 8, "dw": 16, "buf": 16, "flag": 1}, {"x", "w", "buf", "flag"})
+    adam = make_graph([("adam", "Adam", ["w", "buf", "m"], ["w_new", "m_new"])],
+                      {"w": 16, "buf": 16, "m": 16, "w_new": 16, "m_new": 16}, {"w", "buf", "m", "w_new", "m_new"})
+    figures = optimizer_figures(train, adam)
+    assert (figures.shared_bytes, figures.output_bytes, figures.state_bytes) == (32, 32, 16)
+    assert figures.activation_peak == 0 and figures.op_types == ("Adam",)
+
+
+def test_inspect_and_solve_say_what_the_optimizer_graph_adds(shared_models: Path, tmp_path: Path):
+    model = str(shared_models / "dscnn_train")
+    inspect = ckpt_here("inspect", model)
+    assert inspect.returncode == 0
+    line = next(x for x in inspect.stdout.splitlines() if x.startswith("optimizer graph"))
+    assert "29 nodes (SGD)" in line and "outputs add 10928 B written out of place" in line
+    seq = tmp_path / "seq.json"
+    solved = ckpt_here("solve", model, "--budget", "0.8", "-o", str(seq))
+    assert solved.returncode == 0 and "the optimizer graph (29 nodes) runs after this one" in solved.stderr
+    assert '"output_bytes": 10928' in seq.read_text()
+    missing = ckpt_here("inspect", model, "--optimizer", str(tmp_path / "nothing"))
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
