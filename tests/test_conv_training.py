@@ -174,3 +174,18 @@ def test_adam_matches_onnx_reference_adam(step):
     ours = C.adam(float(r), step, x, g, v, h, **attrs)
     for a, b in zip(ours, ref):
         assert np.allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_a_conv_gradient_is_priced_as_two_convs_not_by_its_outputs():
+    """ConvGrad computes dX and dW, each as many MACs as the Conv: pricing it by output elements made its
+    recompute look as cheap as a Relu's, and the solver picked it."""
+    from ckpt.solver.costs import estimate_costs
+    from ckpt.solver.graph import Op
+
+    conv = Op("conv", "Conv", ("x", "w"), ("y",))
+    grad = Op("grad", "ConvGrad", ("dy", "x", "w"), ("dx", "dw"))
+    shapes = {"x": (1, 16, 8, 8), "w": (32, 16, 3, 3), "y": (1, 32, 8, 8), "dy": (1, 32, 8, 8),
+              "dx": (1, 16, 8, 8), "dw": (32, 16, 3, 3)}
+    costs = estimate_costs([conv, grad], shapes)
+    assert costs["conv"] == 32 * 8 * 8 * 16 * 9
+    assert costs["grad"] == 2 * costs["conv"]
