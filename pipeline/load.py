@@ -8,11 +8,9 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
-from ckpt.errors import CkptError
-from ckpt.paths import optimizer_graph
 from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path
+from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path, optimizer_path
 from ckpt.solver.step_pair import OptimizerFigures, optimizer_figures
 
 
@@ -36,9 +34,7 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
     adds to the step's memory."""
     check_training_graph(source)
     sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
-    found = optimizer_graph(source, optimizer)
-    if optimizer is not None and (found is None or not found.is_file()):
-        raise CkptError(f"no optimizer graph at '{optimizer}'", "pass an .onnx or a folder holding network.onnx")
+    found = optimizer_path(source, optimizer)
     if target == "none":
         graph = load_graph(source, cost_model=cost_model)
         return LoadedModel(graph, target, sha, optimizer=_figures(graph, found), optimizer_path=found)

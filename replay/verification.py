@@ -38,12 +38,12 @@ from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, gol
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
 from ckpt.hostexec.step_layout import StepLayout, is_positional, positional_layout
 from ckpt.hostexec.training_step import StepOutcome, run_step
-from ckpt.paths import model_files, optimizer_graph
+from ckpt.paths import model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
 from ckpt.schedule_file import Schedule, clone_of
-from ckpt.solver.onnx_loader import model_path, read_model
+from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
 
 SHOWN = 5
 
@@ -235,9 +235,7 @@ def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[st
                      optimizer: str | Path | None) -> StepData:
     layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz"))
     golden = read_npz(outputs) if outputs.is_file() else None
-    path = optimizer_graph(model_dir, optimizer)
-    if optimizer is not None and (path is None or not path.is_file()):
-        raise CkptError(f"no optimizer graph at '{optimizer}'", "pass an .onnx or a folder holding network.onnx")
+    path = optimizer_path(model_dir, optimizer)
     model = read_model(path) if path is not None else None
     return StepData({**layout.base, **layout.feeds(0)}, golden, {}, layout, model, path)
 

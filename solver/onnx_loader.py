@@ -10,7 +10,7 @@ import onnx_graphsurgeon as gs
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.errors import CkptError
-from ckpt.paths import model_files
+from ckpt.paths import model_files, optimizer_graph
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
@@ -19,6 +19,15 @@ from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
 def model_path(source: str | Path) -> Path:
     """The ONNX file a model argument names: the file itself, or a folder's network.onnx (Deeploy's layout)."""
     return model_files(source)[0]
+
+
+def optimizer_path(model: str | Path, given: str | Path | None = None) -> Path | None:
+    """The optimizer graph of a split step (paths.optimizer_graph), refusing in one line one given that is not
+    there."""
+    found = optimizer_graph(model, given)
+    if given is not None and (found is None or not found.is_file()):
+        raise CkptError(f"no optimizer graph at '{given}'", "pass an .onnx or a folder holding network.onnx")
+    return found
 
 
 MAX_TENSOR_BYTES = 1 << 32      # 4 GiB: more than any device ckpt deploys to holds in all
