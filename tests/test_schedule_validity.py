@@ -6,6 +6,7 @@ import pytest
 from graphs import make_graph, shaped_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.examples import write_example
@@ -112,3 +113,19 @@ def test_shared_models_give_valid_schedules(shared_models: Path, name):
         result = solved(graph, fraction, time_limit=10)
         if result is not None:
             assert_valid(graph, result.seq)
+
+
+@settings(max_examples=int(__import__("os").environ.get("CKPT_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(graph=shaped_graphs(), squeeze=st.floats(0.0, 1.0))
+def test_the_booking_stays_exact_on_graphs_with_shapes_and_constants(graph, squeeze):
+    """Views that read a run-time shape are made once, views of a constant shape re-made: either way what the
+    MILP books equals what the schedule uses, stage by stage."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    try:
+        result = solve(graph, SolveOptions(budget=budget, backend=EXACT))
+    except InfeasibleBudget:
+        return
+    assert result.status == "optimal"
+    assert_sound_and_tight(graph, result, budget)
