@@ -187,9 +187,10 @@ def example_command(kind, output, overwrite, **options):
 @deeploy_root_option("run the schedule in gvsoc (and, unless $CKPT_DEEPLOY_ROOT names another, the checkout "
                      "whose kernels the code is built with).")
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
+@optimizer_option
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, steps, force, no_verify,
-                   deeploy_root, record_time):
+                   deeploy_root, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from dataclasses import replace
 
@@ -206,7 +207,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
-                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps)
+                            deeploy=replace(DEFAULT_SETUP, allocator=Allocator(allocator), weights=chosen), steps=steps,
+                            optimizer=optimizer)
     result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)

@@ -380,9 +380,10 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
 
 
 def host_check(folder: Path, original: onnx.ModelProto, base: onnx.ModelProto, io_names: dict[str, str] | None,
-               target: str, plan: ReplayPlan, progress=lambda msg: None) -> VerifyReport:
+               target: str, plan: ReplayPlan, progress=lambda msg: None, optimizer: str | None = None
+               ) -> VerifyReport:
     """The replay's host check on the graph it ran on (`base`: Deeploy's lowered graph, or the ONNX as is)."""
     ready = host_ready(base)
     _, _, hint = bias_gelu_hint(ready)
-    data = step_data(folder, original, io_names)
+    data = step_data(folder, original, io_names, optimizer)
     return verify_loaded(ready, data, plan, label=str(folder), target=target, hint=hint, progress=progress)

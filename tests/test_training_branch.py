@@ -159,3 +159,14 @@ def test_inspect_and_solve_say_what_the_optimizer_graph_adds(shared_models: Path
     assert '"output_bytes": 10928' in seq.read_text()
     missing = ckpt_here("inspect", model, "--optimizer", str(tmp_path / "nothing"))
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_replay_checks_a_conv_net_schedule_through_the_whole_step(shared_models: Path, tmp_path: Path):
+    model = str(shared_models / "dscnn_train")
+    seq = tmp_path / "seq.json"
+    assert ckpt_here("solve", model, "--budget", "0.6", "-o", str(seq)).returncode == 0
+    result = ckpt_here("replay", str(seq), "--model", model, "-o", str(tmp_path / "replay"),
+                       "--optimizer", str(shared_models / "dscnn_optimizer"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "golden (device harness rule): Errors: 0 out of 2736" in result.stdout
+    assert "vs graph order: bit-identical" in result.stdout
