@@ -9,8 +9,8 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
 - `--budget-total LEVEL=SIZE` (tiled flow, home level): static constants + the arena ckpt predicts there. The
   solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
   bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
-Where the checked figure goes over, the live budget is tightened and the schedule solved again, until the figure
-fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
+Where the checked figure goes over, the live budget is tightened (in proportion to the excess) and the schedule
+solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
 The CLI only parses arguments and prints.
 """
 from __future__ import annotations
@@ -101,8 +101,8 @@ def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -
 
 def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
                     progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
-    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the
-    excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
+    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first in proportion
+    to the excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
     options = request.options
     if options.objective == "peak":
         result = solve(loaded.graph, options, progress, incumbents=starts)
@@ -134,7 +134,9 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
                       f"{checked.nbytes - limit} B: tightening the live budget"))
         best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
         fits_above = min(live, result.peak_bytes)
-        wanted = fits_above - max(checked.nbytes - limit, GRANULE)
+        # shrunk in proportion: the heap's fragmentation grows with the live bytes, so taking the whole excess off
+        # the live budget overshoots, into budgets that cost more and take longer to solve
+        wanted = min(fits_above - GRANULE, fits_above * limit // checked.nbytes)
         live = wanted if none_below is None else max(none_below + 1, wanted)
         if live <= (none_below or 0) or _spent(deadline):
             break
