@@ -10,7 +10,8 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
   solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
   bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
 Where the checked figure goes over, the live budget is tightened (in proportion to the excess) and the schedule
-solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
+solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure
+cannot fit and by how much.
 The CLI only parses arguments and prints.
 """
 from __future__ import annotations
@@ -134,13 +135,18 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
                       f"{checked.nbytes - limit} B: tightening the live budget"))
         best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
         fits_above = min(live, result.peak_bytes)
-        # shrunk in proportion: the heap's fragmentation grows with the live bytes, so taking the whole excess off
-        # the live budget overshoots, into budgets that cost more and take longer to solve
-        wanted = min(fits_above - GRANULE, fits_above * limit // checked.nbytes)
+        wanted = tightened(fits_above, limit, checked.nbytes)
         live = wanted if none_below is None else max(none_below + 1, wanted)
         if live <= (none_below or 0) or _spent(deadline):
             break
     raise _cannot_fit(request, limit, best_over, None, _spent(deadline))
+
+
+def tightened(live: int, limit: int, figure: int) -> int:
+    """The next live budget when a schedule of live peak `live` has a deployed figure over `limit`: shrunk in
+    proportion. The heap's fragmentation grows with the live bytes, so taking the whole excess off the live
+    budget overshoots, into budgets that cost more and take longer to solve."""
+    return min(live - GRANULE, live * limit // figure)
 
 
 def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOptions, err: InfeasibleBudget,
