@@ -9,13 +9,14 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
 - `--budget-total LEVEL=SIZE` (tiled flow, home level): static constants + the arena ckpt predicts there. The
   solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
   bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
-Where the checked figure goes over, the live budget is tightened (in proportion to the excess) and the schedule
+Where the checked figure goes over, the live budget is tightened (by the square root of the ratio) and the schedule
 solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure
 cannot fit and by how much.
 The CLI only parses arguments and prints.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -102,8 +103,9 @@ def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -
 
 def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
                     progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
-    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first in proportion
-    to the excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
+    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the square
+    root of the ratio (`tightened`), then, once a tighter budget has no schedule, halfway between that and the
+    last one tried."""
     options = request.options
     if options.objective == "peak":
         result = solve(loaded.graph, options, progress, incumbents=starts)
@@ -143,10 +145,12 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
 
 
 def tightened(live: int, limit: int, figure: int) -> int:
-    """The next live budget when a schedule of live peak `live` has a deployed figure over `limit`: shrunk in
-    proportion. The heap's fragmentation grows with the live bytes, so taking the whole excess off the live
-    budget overshoots, into budgets that cost more and take longer to solve."""
-    return min(live - GRANULE, live * limit // figure)
+    """The next live budget when a schedule of live peak `live` has a deployed figure over `limit`: `live` scaled
+    by the square root of limit / figure, halfway (in ratio) between keeping it and shrinking it in proportion.
+    The heap's fragmentation grows with the live bytes, so taking the whole excess off, or even shrinking in
+    proportion, overshoots into budgets that cost more and take longer to solve; a schedule found a step too
+    high only costs another, easier, step."""
+    return min(live - GRANULE, math.isqrt(live * live * limit // figure))
 
 
 def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOptions, err: InfeasibleBudget,

@@ -47,10 +47,10 @@ def test_a_sweep_points_solve_holds_the_bytes_its_spec_resolved(mlp):
 
 
 @given(live=st.integers(1000, 10**8), limit=st.integers(1, 10**8), extra=st.integers(1, 10**8))
-def test_a_deployed_figure_over_the_budget_tightens_the_live_budget_in_proportion(live, limit, extra):
+def test_a_deployed_figure_over_the_budget_tightens_the_live_budget_by_the_root_of_the_ratio(live, limit, extra):
     """Below the live peak that went over, by at least a granule; never by more than the whole excess (the old
-    step, which overshot); and scaled as the figure must shrink. The figure (a heap, or the peak itself) is never
-    below the live peak."""
+    step, which overshot), nor below the live peak shrunk in proportion; scaled by the root of the ratio. The
+    figure (a heap, or the peak itself) is never below the live peak."""
     from ckpt.pipeline.deployed_solve import tightened
     from ckpt.solver.heap import GRANULE
 
@@ -59,4 +59,5 @@ def test_a_deployed_figure_over_the_budget_tightens_the_live_budget_in_proportio
     nxt = tightened(live, limit, figure)
     assert nxt <= live - GRANULE
     assert nxt >= min(live - GRANULE, live - excess)
-    assert nxt * figure <= live * limit or nxt == live - GRANULE
+    assert nxt >= min(live - GRANULE, live * limit // figure)
+    assert nxt * nxt * figure <= live * live * limit or nxt == live - GRANULE
