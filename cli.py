@@ -28,6 +28,7 @@ from ckpt.cli_common import (
     home_option,
     model_or_default,
     one_line_errors,
+    optimizer_option,
     progress,
     refuse_inputs_as_output,
     weights_option,
@@ -88,9 +89,10 @@ def cli() -> None:
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
+@optimizer_option
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
-                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time):
+                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
@@ -124,11 +126,11 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                            views=views,
                            backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights), home)
+                           Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
-    for note in solve_notes(result):
+    for note in solve_notes(result, doc):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")
 
@@ -174,12 +176,14 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
               help="How many of the largest live tensors to list.")
 @weights_option()
 @home_option()
+@optimizer_option
 @one_line_errors
-def inspect_command(model, target, top, weights, home):
+def inspect_command(model, target, top, weights, home, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), home):
+    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), optimizer,
+                              home):
         click.echo(line)
 
 
@@ -230,9 +234,10 @@ def example_command(kind, output, overwrite, **options):
 @deeploy_root_option
 @gvsoc_options
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
+@optimizer_option
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, steps, force, no_verify,
-                   deeploy_root, gvsoc, no_simulate, record_time):
+                   deeploy_root, gvsoc, no_simulate, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.replay.folder import check_replay_folder, default_outdir
@@ -250,7 +255,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                             deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
-                                              weights=chosen), steps=steps)
+                                              weights=chosen), steps=steps, optimizer=optimizer)
     result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
@@ -266,8 +271,9 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
               help="Rewire GeluGrad nodes that read the pre-bias tensor (a known export defect) before comparing.")
 @click.option("--force", is_flag=True,
               help="Replay a schedule solved on another graph (the 90% name match still applies).")
+@optimizer_option
 @one_line_errors
-def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
+def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer):
     """Run MODEL_DIR/network.onnx on inputs.npz and compare with outputs.npz as Deeploy's harness does
     (`Errors: N out of M` over output elements, |diff| > 1e-4 or NaN)."""
     from ckpt.replay.run import schedule_target
@@ -276,7 +282,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force):
 
     solved = read_schedule(schedule) if schedule else None
     target = target or (schedule_target(solved, None) if solved else "none")
-    report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, progress=progress)
+    report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, optimizer=optimizer,
+                          progress=progress)
     for line in report.lines():
         click.echo(line)
     click.echo(f"({report.seconds:.1f} s)")

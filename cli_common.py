@@ -126,3 +126,9 @@ def gvsoc_options(func):
     return click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,
                         help="gvsoc's install folder (bin/gvsoc) to run the generated steps on Siracusa's model "
                              "[default: $GVSOC_INSTALL, else the one beside the shared models].")(func)
+
+
+optimizer_option = click.option(
+    "--optimizer", default=None, metavar="GRAPH",
+    help="The optimizer graph of a split training step (an .onnx or a folder holding network.onnx) [default: "
+         "optimizer.onnx beside the model, else the sibling folder <name>_optimizer of a <name>_train folder].")

@@ -20,6 +20,28 @@ def model_files(model: str | Path) -> list[Path]:
     return [onnx, onnx.parent / INPUTS, onnx.parent / OUTPUTS]
 
 
+OPTIMIZER = "optimizer.onnx"       # a model folder's own optimizer graph, beside network.onnx
+TRAIN_SUFFIX, OPTIMIZER_SUFFIX = "_train", "_optimizer"   # the training branch's sibling folders
+
+
+def optimizer_graph(model: str | Path, given: str | Path | None = None) -> Path | None:
+    """The optimizer graph that completes a split training step (Deeploy's training branch): the one `given`
+    (an .onnx, or a folder holding network.onnx), else `optimizer.onnx` beside the model's network.onnx, else
+    the sibling folder `<name>_optimizer` of a folder `<name>_train`; None when there is none (one that is
+    given is returned as it is: solver.onnx_loader.optimizer_path checks it is there)."""
+    if given is not None:
+        return model_files(given)[0]
+    folder = model_files(model)[0].parent
+    own = folder / OPTIMIZER
+    if own.is_file():
+        return own
+    if folder.name.endswith(TRAIN_SUFFIX):
+        sibling = folder.parent / (folder.name[: -len(TRAIN_SUFFIX)] + OPTIMIZER_SUFFIX) / NETWORK
+        if sibling.is_file():
+            return sibling
+    return None
+
+
 def cache_root() -> Path:
     """$CKPT_CACHE_DIR, else ~/.cache/ckpt: lowered graphs under lowered/, generated examples under examples/."""
     env = os.environ.get("CKPT_CACHE_DIR")

@@ -70,6 +70,7 @@ class Predicted:
     cost_increase_pct: float = 0.0
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
     step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
+    optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.step_pair)
 
     @property
     def held_bytes(self) -> int:
@@ -99,7 +100,7 @@ class SolverRecord:
 
 
 # Fields written only when set: the file has them for some schedules and not others.
-_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home"}
+_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

@@ -37,14 +37,14 @@ from ckpt.solver.records import SolveOptions, Status
 from ckpt.solver.solve import solve
 
 SMOKE = {"graphs": "mlp,cct1", "step": 0.25, "time_limit": 5.0}   # generated graphs only, a few budgets each
-GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "cct1", "cct2", "cct4", "cct8", "mlp",
-          "resnet"]
+GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "resnet8_train", "dscnn_train", "cct1",
+          "cct2", "cct4", "cct8", "mlp", "resnet"]
 
 
 def graph_of(name: str, scratch: Path):
     """The TrainGraph a name stands for (shared model, lowered or not; or a generated example)."""
     model, _, target = name.partition("@")
-    if model.startswith("cct2_"):
+    if (shared_models() / model / "network.onnx").is_file():
         return load_for_target(shared_models() / model, target or "none").graph
     folder = scratch / model
     if not (folder / "network.onnx").is_file():

@@ -181,7 +181,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
 def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
     started = time.perf_counter()
     board.note(f"lowering {source} for target {options.target} once for the whole sweep")
-    loaded = load_for_target(source, options.target, weights=_weights(options))
+    loaded = load_for_target(source, options.target, weights=_weights(options),
+                             home=options.replay.deeploy.default_mem_level)
     lowering = time.perf_counter() - started
     costs = resolve_costs(options.costs, source, options.target, options.replay.deeploy, options.replay.gvsoc,
                           options.replay.deeploy_root, board.note)
@@ -259,7 +260,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "solver": solver if spec.fraction is not None else None,
                                "flow": options.flow.value if options.flow and spec.fraction is not None else None,
                                "weights": _weights(options).value,
-                               "costs": model.costs.source if model.costs else "estimate"})
+                               "costs": model.costs.source if model.costs else "estimate",
+                               "home": options.replay.deeploy.default_mem_level})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
             record = None if stored is None else SolveRecord.from_stored(stored)
@@ -269,7 +271,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
-                                           _weights(options), model.costs)))
+                                           _weights(options), model.costs, options.replay.deeploy.default_mem_level)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 

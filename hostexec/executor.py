@@ -34,6 +34,20 @@ def _default_opset(model: onnx.ModelProto) -> int:
     return max(versions) if versions else onnx.defs.onnx_opset_version()
 
 
+def _declared_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+            shapes[vi.name] = tuple(d.dim_value for d in tt.shape.dim)
+    return shapes
+
+
+def _declared_types(graph: onnx.GraphProto) -> dict[str, int]:
+    return {vi.name: vi.type.tensor_type.elem_type for vi in list(graph.input) + list(graph.value_info)
+            + list(graph.output) if vi.type.tensor_type.elem_type}
+
+
 def _declared_ranks(graph: onnx.GraphProto) -> dict[str, int]:
     ranks: dict[str, int] = {}
     for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
@@ -49,7 +63,8 @@ class HostExecutor:
     def __init__(self, model: onnx.ModelProto) -> None:
         graph = model.graph
         self.opset = _default_opset(model)
-        ctx = BindContext(opset=self.opset, declared_rank=_declared_ranks(graph))
+        ctx = BindContext(opset=self.opset, declared_rank=_declared_ranks(graph),
+                          declared_shape=_declared_shapes(graph), declared_type=_declared_types(graph))
         self.nodes: list[BoundNode] = [bind_node(n, self.opset, ctx) for n in graph.node]
         self.by_name: dict[str, BoundNode] = {}
         for bn in self.nodes:
@@ -62,6 +77,9 @@ class HostExecutor:
         }
         self.input_names: list[str] = [i.name for i in graph.input if i.name not in self.initializers]
         self.output_names: list[str] = [o.name for o in graph.output]
+        # graph inputs an op updates in place (accumulation buffers): a run returns their final values too
+        self.updated_inputs: list[str] = list(dict.fromkeys(
+            bn.inputs[p] for bn in self.nodes for p in bn.writes_back if bn.inputs[p] in self.input_names))
         self.default_order: list[str] = graph_order(model)
 
     def impl_summary(self) -> dict[str, str]:
@@ -76,7 +94,8 @@ class HostExecutor:
         return_all: bool = False,
         timings: dict[str, float] | None = None,
     ) -> dict[str, np.ndarray]:
-        """Execute `order` (node names; None = `graph_order`) and return the graph outputs.
+        """Execute `order` (node names; None = `graph_order`) and return the graph outputs, and the final value
+        of every graph input an op updates in place (`updated_inputs`).
 
         return_all=True returns every tensor (initializers, feeds, all node outputs) instead.
         timings, if given, accumulates seconds per op_type.
@@ -110,6 +129,8 @@ class HostExecutor:
             for name, value in zip(bn.outputs, results):
                 if name:
                     env[name] = np.asarray(value)
+            for position, value in zip(bn.writes_back, results[len(bn.outputs):]):
+                env[bn.inputs[position]] = np.asarray(value)    # a new binding: the caller's feeds stay as given
         unproduced = [o for o in self.output_names if o not in env]
         if unproduced:
             raise OrderError(
@@ -118,7 +139,7 @@ class HostExecutor:
             )
         if return_all:
             return env
-        return {o: env[o] for o in self.output_names}
+        return {o: env[o] for o in [*self.output_names, *self.updated_inputs]}
 
     def _lookup(self, name: str, pos: int) -> BoundNode:
         try:
@@ -188,18 +209,23 @@ def graph_order(model: onnx.ModelProto) -> list[str]:
 # --------------------------------------------------------------------------- npz name mapping
 
 
+def read_npz(npz_path: str | Path) -> dict[str, np.ndarray]:
+    """Every array of an npz file by key, with a ValueError for anything that is not one."""
+    try:
+        with np.load(npz_path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, KeyError) as exc:
+        raise ValueError(f"{npz_path} is not an npz file of arrays ({type(exc).__name__}: {exc})") from None
+
+
 def _map_npz(names: list[str], npz_path: str | Path, what: str) -> dict[str, np.ndarray]:
     """Key npz arrays by graph names: by name when the key sets agree, else by position.
 
     The originals' npz keys equal their graph I/O names; Deeploy's lowered graphs rename I/O
     to input_i/output_i but keep the order, so position is the fallback.
     """
-    try:
-        with np.load(npz_path, allow_pickle=False) as z:
-            keys = list(z.files)
-            arrays = {k: z[k] for k in keys}
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, KeyError) as exc:
-        raise ValueError(f"{npz_path} is not an npz file of arrays ({type(exc).__name__}: {exc})") from None
+    arrays = read_npz(npz_path)
+    keys = list(arrays)
     if set(keys) == set(names):
         return {n: arrays[n] for n in names}
     if len(keys) != len(names):

@@ -8,7 +8,7 @@ cannot run these graphs anyway (SGD, GeluGrad and Gelu live in the default domai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import onnx
 from onnx import defs, helper
 from onnx.reference.ops import load_op
 
+from ckpt.hostexec import conv_training as C
 from ckpt.hostexec import training_ops as T
 from ckpt.hostexec.channels import DEEPLOY_ANNOTATIONS, channels_last, is_channels_last
 
@@ -41,6 +42,9 @@ class BoundNode:
     outputs: tuple[str, ...]
     kernel: Kernel
     impl: str  # "ckpt" or "onnx.reference:<OpClass>"
+    # input positions the op updates in place (ORT's InPlaceAccumulatorV2 with only its flag as output): the
+    # kernel returns their new values after its outputs, and the run rebinds those inputs to them
+    writes_back: tuple[int, ...] = ()
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -64,6 +68,8 @@ class BindContext:
 
     opset: int
     declared_rank: dict[str, int]
+    declared_shape: dict[str, tuple[int, ...]] = field(default_factory=dict)   # static shapes of value_info
+    declared_type: dict[str, int] = field(default_factory=dict)                # elem types of value_info
 
 
 def _gelu(node, attrs, ctx) -> Kernel:
@@ -140,12 +146,165 @@ def _sgd(node, attrs, ctx) -> Kernel:
 
 
 def _accumulator(node, attrs, ctx) -> Kernel:
-    """ORT outputs (updated flag, buffer); Deeploy's fork keeps only the buffer."""
+    """ORT outputs (updated flag, buffer); Deeploy's fork keeps only the buffer; the training branch keeps only
+    the flag (a bool output), the buffer being updated in place (see `writes_back`)."""
     n_out = len(node.output)
+    flag_only = n_out == 1 and ctx.declared_type.get(node.output[0]) == onnx.TensorProto.BOOL
 
     def run(buffer, value, overwrite=None):
         flag, new = T.inplace_accumulator_v2(buffer, value, overwrite)
+        if flag_only:
+            return (flag.reshape(1), new)
         return (new,) if n_out == 1 else (flag, new)
+
+    return run
+
+
+def accumulator_writes_back(node: onnx.NodeProto, ctx: BindContext) -> tuple[int, ...]:
+    """The buffer (input 0) an InPlaceAccumulatorV2 updates in place when its only output is the flag."""
+    if (node.op_type == "InPlaceAccumulatorV2" and len(node.output) == 1
+            and ctx.declared_type.get(node.output[0]) == onnx.TensorProto.BOOL):
+        return (0,)
+    return ()
+
+
+def _pair(attrs, name: str, default: int) -> tuple[int, int]:
+    value = list(attrs.get(name, [default, default]))
+    return (int(value[0]), int(value[1]))
+
+
+def _pads(attrs) -> tuple[int, int, int, int]:
+    pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+    return (pads[0], pads[1], pads[2], pads[3])
+
+
+def _conv_grad(node, attrs, ctx) -> Kernel | None:
+    """com.microsoft ConvGrad(dY, X, W) -> (dX, dW, dB), 2-D with explicit pads."""
+    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or len(attrs.get("kernel_shape", [0, 0])) != 2:
+        return None
+    kw = dict(strides=_pair(attrs, "strides", 1), pads=_pads(attrs), dilations=_pair(attrs, "dilations", 1),
+              group=int(attrs.get("group", 1)))
+    return lambda dy, x, w: C.conv2d_grad(dy, x, w, **kw)
+
+
+def _batch_norm_internal(node, attrs, ctx) -> Kernel:
+    """com.microsoft BatchNormInternal: training mode (the batch's statistics) unless training_mode=0."""
+    epsilon = float(attrs.get("epsilon", 1e-5))
+    momentum = float(attrs.get("momentum", 0.9))
+    training = int(attrs.get("training_mode", 1))
+
+    def run(x, scale, bias, mean, var):
+        if training:
+            return C.batch_norm_training(x, scale, bias, mean, var, epsilon, momentum)
+        inv_std = 1.0 / np.sqrt(np.asarray(var, np.float64) + epsilon)
+        shape = (1, -1) + (1,) * (np.ndim(x) - 2)
+        y = (np.asarray(x, np.float64) - np.asarray(mean, np.float64).reshape(shape)) * (
+            inv_std * np.asarray(scale, np.float64)).reshape(shape) + np.asarray(bias, np.float64).reshape(shape)
+        return (y.astype(np.asarray(x).dtype), mean, var, mean, inv_std.astype(np.asarray(var).dtype))
+
+    return run
+
+
+def _batch_norm_grad(node, attrs, ctx) -> Kernel:
+    return lambda dy, x, scale, mean, inv_std: C.batch_norm_grad(dy, x, scale, mean, inv_std)
+
+
+def _relu_grad(node, attrs, ctx) -> Kernel:
+    return lambda dy, x: (C.relu_grad(dy, x),)
+
+
+def _declared_output_shape(node, ctx, what: str) -> tuple[int, ...]:
+    shape = ctx.declared_shape.get(node.output[0])
+    if shape is None:
+        raise UnsupportedOpError(f"node {node.name!r}: {what} needs the shape of its output in value_info")
+    return shape
+
+
+def _global_average_pool_grad(node, attrs, ctx) -> Kernel:
+    """The pooled extent from `kernel_shape` (the branch's fused form), else from the output's declared shape."""
+    spatial = tuple(int(k) for k in attrs["kernel_shape"]) if "kernel_shape" in attrs \
+        else _declared_output_shape(node, ctx, "GlobalAveragePoolGrad")[2:]
+    return lambda dy: (C.global_average_pool_grad(dy, spatial),)
+
+
+def _average_pool_grad(node, attrs, ctx) -> Kernel:
+    shape = _declared_output_shape(node, ctx, "AveragePoolGrad")
+    kernel = _pair(attrs, "kernel_shape", 1)
+    strides, pads = _pair(attrs, "strides", 1), _pads(attrs)
+    include = bool(int(attrs.get("count_include_pad", 0)))
+    return lambda dy: (C.average_pool_grad(dy, (np.shape(dy)[0], *shape[1:]), kernel, strides, pads, include),)
+
+
+def _max_pool_grad(node, attrs, ctx) -> Kernel:
+    shape = _declared_output_shape(node, ctx, "MaxPoolGrad")
+    return lambda dy, indices: (C.max_pool_grad(dy, indices, (np.shape(dy)[0], *shape[1:])),)
+
+
+def _mse_loss(node, attrs, ctx) -> Kernel:
+    return lambda prediction, target: (C.mse_loss(prediction, target),)
+
+
+def _mse_loss_grad(node, attrs, ctx) -> Kernel:
+    return lambda prediction, target: (C.mse_loss_grad(prediction, target),)
+
+
+def _reduce_sum(node, attrs, ctx) -> Kernel | None:
+    """ReduceSum with its pre-13 `axes` attribute beside opset 13's `noop_with_empty_axes` (the training branch's
+    exporter writes both: no schema version has the pair); the input form goes to the reference."""
+    if "axes" not in attrs:
+        return None
+    axes = tuple(int(a) for a in attrs["axes"])
+    keepdims = bool(int(attrs.get("keepdims", 1)))
+
+    def run(x, *_ignored):
+        x = np.asarray(x)
+        return (np.sum(x.astype(np.float64) if x.dtype.kind == "f" else x, axis=axes, keepdims=keepdims)
+                .astype(x.dtype),)
+
+    return run
+
+
+def _axes_attribute(attrs) -> tuple[int, ...] | None:
+    """The pre-13 `axes` attribute, a list or (as the training branch's exporter writes it) a single int."""
+    if "axes" not in attrs:
+        return None
+    axes = attrs["axes"]
+    return (int(axes),) if isinstance(axes, (int, np.integer)) else tuple(int(a) for a in axes)
+
+
+def _squeeze(node, attrs, ctx) -> Kernel | None:
+    axes = _axes_attribute(attrs)
+    if axes is None:
+        return None
+    return lambda x, *_ignored: (np.squeeze(np.asarray(x), axis=tuple(a % np.ndim(x) for a in axes)),)
+
+
+def _unsqueeze(node, attrs, ctx) -> Kernel | None:
+    axes = _axes_attribute(attrs)
+    if axes is None:
+        return None
+
+    def run(x, *_ignored):
+        rank = np.ndim(x) + len(axes)
+        return (np.expand_dims(np.asarray(x), axis=tuple(sorted(a % rank for a in axes))),)
+
+    return run
+
+
+def _adam(node, attrs, ctx) -> Kernel:
+    """ONNX Adam(R, T, X1..Xn, G1..Gn, V1..Vn, H1..Hn) -> X_new.. (the branch's form), or X_new.., V_new..,
+    H_new.. (ONNX's)."""
+    kw = {k: float(attrs[k]) for k in ("alpha", "beta", "epsilon", "norm_coefficient", "norm_coefficient_post")
+          if k in attrs}
+    tensors = (len(node.input) - 2) // 4
+    full = len(node.output) == 3 * tensors
+
+    def run(r, t, *state):
+        found = [C.adam(float(np.asarray(r).reshape(-1)[0]), int(np.asarray(t).reshape(-1)[0]), state[k],
+                        state[tensors + k], state[2 * tensors + k], state[3 * tensors + k], **kw)
+                 for k in range(tensors)]
+        xs, vs, hs = ([f[j] for f in found] for j in range(3))
+        return (*xs, *vs, *hs) if full else tuple(xs)
 
     return run
 
@@ -197,6 +356,24 @@ _OWN: dict[tuple[str, str], Callable[..., Kernel | None]] = {
     ("com.microsoft", "InPlaceAccumulatorV2"): _accumulator,
     ("", "Gemm"): _gemm,
     ("", "Conv"): _conv,
+    ("com.microsoft", "ConvGrad"): _conv_grad,
+    ("com.microsoft", "BatchNormInternal"): _batch_norm_internal,
+    ("com.microsoft", "BatchNormalizationGrad"): _batch_norm_grad,
+    ("com.microsoft", "ReluGrad"): _relu_grad,
+    ("", "ReluGrad"): _relu_grad,
+    ("", "GlobalAveragePoolGrad"): _global_average_pool_grad,
+    ("com.microsoft", "GlobalAveragePoolGrad"): _global_average_pool_grad,
+    ("", "AveragePoolGrad"): _average_pool_grad,
+    ("com.microsoft", "AveragePoolGrad"): _average_pool_grad,
+    ("", "MaxPoolGrad"): _max_pool_grad,
+    ("com.microsoft", "MaxPoolGrad"): _max_pool_grad,
+    ("", "MSELoss"): _mse_loss,
+    ("", "MSELossGrad"): _mse_loss_grad,
+    ("", "ReduceSum"): _reduce_sum,
+    ("", "Squeeze"): _squeeze,
+    ("", "Unsqueeze"): _unsqueeze,
+    ("", "Adam"): _adam,
+    ("ai.onnx.preview.training", "Adam"): _adam,
 }
 
 OWN_OPS: frozenset[tuple[str, str]] = frozenset(_OWN)
@@ -268,4 +445,5 @@ def bind_node(node: onnx.NodeProto, opset: int, ctx: BindContext) -> BoundNode:
         outputs=tuple(node.output),
         kernel=kernel,
         impl=impl,
+        writes_back=accumulator_writes_back(node, ctx),
     )

@@ -9,12 +9,14 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
 - `--budget-total LEVEL=SIZE` (tiled flow, home level): static constants + the arena ckpt predicts there. The
   solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
   bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
-Where the checked figure goes over, the live budget is tightened and the schedule solved again, until the figure
-fits or no tighter live budget has a schedule; then the refusal says which figure cannot fit and by how much.
+Where the checked figure goes over, the live budget is tightened (by the square root of the ratio) and the schedule
+solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure
+cannot fit and by how much.
 The CLI only parses arguments and prints.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +54,7 @@ class SolveRequest:
     flow: Flow | None = None           # None: the target's default (tiled for a Deeploy target)
     weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
     home: str = DEFAULT_SETUP.default_mem_level       # where the tiled flow keeps its tensors
+    optimizer: str | None = None       # a split step's optimizer graph (None: found beside the model, if any)
 
     @property
     def deployed_flow(self) -> Flow:
@@ -77,7 +80,8 @@ class Checked:
 def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(Step(f"loading {request.source} for target {request.target}"))
-    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights, request.home)
+    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights,
+                             request.optimizer, request.home)
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
@@ -100,8 +104,9 @@ def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -
 
 def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
                     progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
-    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the
-    excess, then, once a tighter budget has no schedule, halfway between that and the last one tried."""
+    """Solve, tightening the live budget until the deployed figure fits (see the module doc): first by the square
+    root of the ratio (`tightened`), then, once a tighter budget has no schedule, halfway between that and the
+    last one tried."""
     options = request.options
     if options.objective == "peak":
         result = solve(loaded.graph, options, progress, incumbents=starts)
@@ -133,11 +138,20 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
                       f"{checked.nbytes - limit} B: tightening the live budget"))
         best_over = min(best_over or (checked.nbytes, result), (checked.nbytes, result), key=lambda c: c[0])
         fits_above = min(live, result.peak_bytes)
-        wanted = fits_above - max(checked.nbytes - limit, GRANULE)
+        wanted = tightened(fits_above, limit, checked.nbytes)
         live = wanted if none_below is None else max(none_below + 1, wanted)
         if live <= (none_below or 0) or _spent(deadline):
             break
     raise _cannot_fit(request, limit, best_over, None, _spent(deadline))
+
+
+def tightened(live: int, limit: int, figure: int) -> int:
+    """The next live budget when a schedule of live peak `live` has a deployed figure over `limit`: `live` scaled
+    by the square root of limit / figure, halfway (in ratio) between keeping it and shrinking it in proportion.
+    The heap's fragmentation grows with the live bytes, so taking the whole excess off, or even shrinking in
+    proportion, overshoots into budgets that cost more and take longer to solve; a schedule found a step too
+    high only costs another, easier, step."""
+    return min(live - GRANULE, math.isqrt(live * live * limit // figure))
 
 
 def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOptions, err: InfeasibleBudget,
@@ -266,7 +280,8 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         lower_bound_bytes=result.baselines.lower_bound, recomputes=result.recomputes,
         recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
         cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels,
-        step_cycles=measured_step + result.recompute_cost if measured_step is not None else None)
+        step_cycles=measured_step + result.recompute_cost if measured_step is not None else None,
+        optimizer=None if loaded.optimizer is None else loaded.optimizer.as_dict())
     graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
                     model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value,
                     home=loaded.home if loaded.lowered and loaded.home != DEFAULT_SETUP.default_mem_level else None)

@@ -16,9 +16,9 @@ from ckpt.solver.simulate import memory_trace, plain_sequence
 
 
 def inspect_lines(source: str, target: str, top: int, progress: Progress = ignore,
-                  weights: WeightUpdate = DEFAULT_SETUP.weights,
+                  weights: WeightUpdate = DEFAULT_SETUP.weights, optimizer: str | None = None,
                   home: str = DEFAULT_SETUP.default_mem_level) -> Iterator[str]:
-    loaded = load_for_target(source, target, weights=weights, home=home)
+    loaded = load_for_target(source, target, weights=weights, optimizer=optimizer, home=home)
     graph = loaded.graph
     base = baselines(graph)
     activations = [t for t in graph.tensor_bytes if graph.is_activation(t)]
@@ -31,6 +31,8 @@ def inspect_lines(source: str, target: str, top: int, progress: Progress = ignor
     minmem = plain_sequence(graph, list(base.min_memory_order))
     yield f"peak, min-memory order {base.min_memory_peak} B (first-fit heap {heap_bytes(graph, minmem)} B)"
     yield f"single-op lower bound  {base.lower_bound} B (op {base.lower_bound_op})"
+    if loaded.optimizer is not None:
+        yield f"optimizer graph  {loaded.optimizer_path}: {loaded.optimizer.line()}"
     if loaded.lowered is not None:
         yield from _lowering_lines(loaded, base, progress)
     result = memory_trace(graph, plain_sequence(graph))

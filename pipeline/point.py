@@ -120,6 +120,7 @@ class SolveTask:
     flow: Flow | None = None         # the deployment the budget is checked on (None: the target's default)
     weights: WeightUpdate = DEFAULT_SETUP.weights   # how the tiled flow writes updated weights
     costs: CostModel | None = None   # the op costs (None: the built-in estimate)
+    home: str = DEFAULT_SETUP.default_mem_level     # where the tiled flow keeps its tensors
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights), task.solve), \
+        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights, home=task.home),
+                                 task.solve), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
@@ -232,7 +234,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     say("solve")
     try:
         schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
-                                       progress=as_lines(say), flow=task.flow, weights=task.weights)
+                                       progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \

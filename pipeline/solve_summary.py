@@ -24,10 +24,22 @@ def moved_ops_note(result: SolveResult) -> str | None:
             "the lower bound are about the planned cost")
 
 
-def solve_notes(result: SolveResult) -> list[str]:
+def optimizer_note(schedule: Schedule) -> str | None:
+    """What the optimizer graph of a split step adds to the schedule's figures (None: the step is one graph)."""
+    found = schedule.predicted.optimizer if schedule.predicted else None
+    if not found:
+        return None
+    return (f"note: the optimizer graph ({found['nodes']} nodes) runs after this one: its outputs add "
+            f"{found['output_bytes']} B written out of place (0 B in place), its activations peak at "
+            f"{found['activation_peak_bytes']} B; the step's activation peak is "
+            f"{max(schedule.predicted.peak_bytes, found['activation_peak_bytes'])} B")
+
+
+def solve_notes(result: SolveResult, schedule: Schedule | None = None) -> list[str]:
     """What `ckpt solve` warns of before its summary line."""
     notes = [not_proven_warning(result)] if result.status != "optimal" else []
-    return notes + [note for note in (moved_ops_note(result),) if note is not None]
+    found = (moved_ops_note(result), optimizer_note(schedule) if schedule is not None else None)
+    return notes + [note for note in found if note is not None]
 
 
 def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:

@@ -96,6 +96,7 @@ class ReplayOptions:
     overwrite: bool = False                # write into a non-empty folder ckpt did not write (its files only)
     deeploy: DeeploySetup = DEFAULT_SETUP
     steps: int = 1                         # training steps the generated code runs back to back
+    optimizer: str | None = None           # a split step's optimizer graph (None: found beside the model)
 
 
 @dataclass
@@ -221,7 +222,7 @@ def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPla
     if not model_files(folder)[1].is_file():
         return f"no {INPUTS} in {folder}"
     return host_check(folder, original, base, lowered.io_names if lowered else None,
-                      lowered.target if lowered else "none", plan, progress)
+                      lowered.target if lowered else "none", plan, progress, options.optimizer)
 
 
 def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, outdir: Path,

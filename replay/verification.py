@@ -12,6 +12,13 @@ Two questions, answered separately:
 
 The graph is checked as written: a known export defect is reported with a hint, and fixed only on request
 (`fix_bias_gelu`), so a pass never hides a defect that Deeploy would deploy.
+
+Deeploy's training branch splits a step in two graphs and feeds it positionally (hostexec.step_layout): there
+the step is the harness's whole run (every mini-batch through the train graph, the optimizer graph after each
+accumulation), compared with outputs.npz by name (`loss` per mini-batch, the weights after the last update);
+golden tensors the step does not write (the BatchNorm running statistics the graph holds as constants) are
+named and left out of the count. The replayed order is held to the graph order bit for bit on the first
+mini-batch, accumulation buffers included, and runs the whole step for the golden comparison.
 """
 from __future__ import annotations
 
@@ -27,14 +34,16 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.sources import is_lowered
 from ckpt.errors import CkptError
 from ckpt.hostexec.compare import VerifyResult, bit_identical, compare_outputs
-from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz
+from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz, read_npz
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
+from ckpt.hostexec.step_layout import StepLayout, is_positional, positional_layout
+from ckpt.hostexec.training_step import StepOutcome, run_step
 from ckpt.paths import model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
 from ckpt.schedule_file import Schedule, clone_of
-from ckpt.solver.onnx_loader import model_path, read_model
+from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
 
 SHOWN = 5
 
@@ -92,6 +101,7 @@ class VerifyReport:
     seconds: float = 0.0
     outputs: dict[str, np.ndarray] = field(default_factory=dict)   # what the host computed (run-graph names)
     data: StepData | None = None                                    # the feeds and goldens it ran on
+    not_compared: list[str] = field(default_factory=list)  # golden tensors the step does not write
 
     @property
     def ok(self) -> bool:
@@ -101,10 +111,15 @@ class VerifyReport:
         which = "graph as written" if not self.fixed else f"with --fix-bias-gelu ({len(self.fixed)} nodes rewired)"
         order = "replayed order" if self.schedule else "graph order"
         found = [f"verify {self.model} (target {self.target}, {self.nodes} nodes, {which}, {order})"]
+        if self.data is not None and self.data.layout is not None:
+            found.append(self.data.step_line())
         if self.golden is not None:
             found.extend(self.golden.format().splitlines())
         else:
             found.append("no outputs.npz: golden comparison skipped")
+        if self.not_compared:
+            found.append(f"not compared: {len(self.not_compared)} golden tensor(s) the step does not write ("
+                         + _few(self.not_compared) + ")")
         if self.hint:
             found.append(self.hint)
         if self.schedule is not None:
@@ -175,20 +190,38 @@ def bias_gelu_hint(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], 
 
 @dataclass
 class StepData:
-    """Feeds and goldens for a model folder, keyed by the names of the graph that runs."""
+    """Feeds and goldens for a model folder, keyed by the names of the graph that runs; for the training branch's
+    layout, the mini-batches and the optimizer graph the step runs with."""
 
     feeds: dict[str, np.ndarray]
     golden: dict[str, np.ndarray] | None
     back: dict[str, str]                        # run-graph output name -> original name, for messages
+    layout: StepLayout | None = None            # positional step data: the harness's run (None: one step)
+    optimizer: onnx.ModelProto | None = None    # the split step's optimizer graph
+    optimizer_path: Path | None = None
+
+    def step_line(self) -> str:
+        layout = self.layout
+        updates = f"{layout.n_steps} update(s) by the optimizer graph {self.optimizer_path}" \
+            if self.optimizer is not None else "no optimizer graph (gradients only)"
+        return (f"step: {layout.n_batches} mini-batch(es), {layout.n_accum} accumulated per update, {updates}; "
+                "inputs.npz mapped by position as Deeploy's training harness maps it")
 
 
-def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, str] | None) -> StepData:
-    """inputs.npz / outputs.npz of `model_dir`, renamed to the run graph's I/O (Deeploy's input_i/output_i)."""
+def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, str] | None,
+              optimizer: str | Path | None = None) -> StepData:
+    """inputs.npz / outputs.npz of `model_dir`, renamed to the run graph's I/O (Deeploy's input_i/output_i); in
+    the training branch's positional layout, mapped as its harness maps them, with the optimizer graph
+    (`optimizer`, else found beside the model: paths.optimizer_graph)."""
     _, inputs, outputs = model_files(model_dir)
     if not inputs.is_file():
         raise CkptError(f"no inputs.npz in '{model_dir}'", "put the step's inputs next to network.onnx")
     io = io_names or {}
     try:
+        arrays = read_npz(inputs)
+        names = [i.name for i in original.graph.input if i.name not in {t.name for t in original.graph.initializer}]
+        if io_names is None and is_positional(list(arrays), names):
+            return _positional_data(model_dir, original, arrays, outputs, optimizer)
         feeds = {io.get(k, k): v for k, v in feeds_from_npz(original, inputs).items()}
         golden = {io.get(k, k): v for k, v in golden_from_npz(original, outputs).items()} \
             if outputs.is_file() else None
@@ -196,6 +229,15 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
         raise CkptError(f"npz files in '{model_dir}' do not fit the model ({exc})",
                         "regenerate inputs.npz/outputs.npz for this network.onnx") from None
     return StepData(feeds, golden, {v: k for k, v in io.items()})
+
+
+def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,
+                     optimizer: str | Path | None) -> StepData:
+    layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz"))
+    golden = read_npz(outputs) if outputs.is_file() else None
+    path = optimizer_path(model_dir, optimizer)
+    model = read_model(path) if path is not None else None
+    return StepData({**layout.base, **layout.feeds(0)}, golden, {}, layout, model, path)
 
 
 # --------------------------------------------------------------------------- running and comparing
@@ -225,8 +267,9 @@ def check_replayed(rewired: onnx.ModelProto, order: list[str], feeds: dict[str, 
     """Run a rewired graph in `order` and hold it to the replay's two promises against `baseline` (every tensor
     of the graph order's run): each execution reads the newest version of each input, and every version equals
     the graph order's tensor bit for bit. Returns the check and the run's graph outputs."""
+    executor = HostExecutor(rewired)
     try:
-        env = HostExecutor(rewired).run(feeds, order, return_all=True)
+        env = executor.run(feeds, order, return_all=True)
     except OrderError as exc:
         raise CkptError(f"the replayed order does not run on the host: {exc}", "the replay is miswired") from None
     nodes = {n.name: n for n in rewired.graph.node}
@@ -242,11 +285,12 @@ def check_replayed(rewired: onnx.ModelProto, order: list[str], feeds: dict[str, 
             if t:
                 newest[_base(t, baseline)] = t
                 written.append(t)
+    written += executor.updated_inputs      # buffers updated in place (gradient accumulation) are versions too
     differing = [t for t in written if _base(t, baseline) not in baseline
                  or not _same(env[t], baseline[_base(t, baseline)])]
     clones = sum(1 for name in order if any(t and _base(t, baseline) != t for t in nodes[name].output))
     check = ScheduleCheck(len(order), clones, 0, len(written), differing, stale)
-    return check, {o.name: env[o.name] for o in rewired.graph.output}
+    return check, {o: env[o] for o in [*executor.output_names, *executor.updated_inputs]}
 
 
 def check_schedule(model: onnx.ModelProto, plan: ReplayPlan, feeds: dict[str, np.ndarray],
@@ -265,19 +309,49 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
     executor = HostExecutor(model)
     progress("running the graph order on the host")
     baseline = executor.run(data.feeds, return_all=plan is not None)
-    outputs = {o: baseline[o] for o in executor.output_names}
+    outputs = {o: baseline[o] for o in [*executor.output_names, *executor.updated_inputs]}
     schedule, baseline_golden = None, None
+    step = _run_step(executor, None, data, progress)
     if plan is not None:
         progress(f"running the replayed order ({len(plan.executions)} executions) on the host")
         schedule, replayed = check_schedule(model, plan, data.feeds, baseline)
-        baseline_golden, outputs = compare_golden(outputs, data), replayed
-    return VerifyReport(model=label, target=target, nodes=len(model.graph.node), golden=compare_golden(outputs, data),
-                        baseline_golden=baseline_golden, schedule=schedule, hint=hint, fixed=list(fixed or []),
-                        seconds=time.perf_counter() - start, outputs=outputs, data=data)
+        baseline_golden, outputs = _compare(outputs, step, data), replayed
+        if data.layout is not None:
+            step = _run_step(HostExecutor(apply_to_model(model, plan)), plan.order, data, progress)
+    report = VerifyReport(model=label, target=target, nodes=len(model.graph.node), golden=_compare(outputs, step, data),
+                          baseline_golden=baseline_golden, schedule=schedule, hint=hint, fixed=list(fixed or []),
+                          seconds=time.perf_counter() - start, outputs=outputs, data=data)
+    if step is not None and data.golden is not None:
+        report.not_compared = sorted(k for k in data.golden if k not in step.as_outputs())
+    return report
+
+
+def _run_step(executor: HostExecutor, order: list[str] | None, data: StepData, progress) -> StepOutcome | None:
+    """The harness's whole run of a positional step (None for a one-step layout)."""
+    if data.layout is None:
+        return None
+    progress(f"running {data.layout.n_batches} mini-batch(es) and the optimizer graph on the host")
+    optimizer = HostExecutor(data.optimizer) if data.optimizer is not None else None
+    try:
+        return run_step(executor, optimizer, data.layout, order)
+    except ValueError as exc:
+        raise CkptError(f"the optimizer graph does not complete this train graph ({exc})",
+                        "pass the optimizer graph exported with it (--optimizer)") from None
+
+
+def _compare(outputs: dict[str, np.ndarray], step: StepOutcome | None, data: StepData) -> VerifyResult | None:
+    """The goldens against one step's outputs, or against what the whole positional run wrote."""
+    if step is None:
+        return compare_golden(outputs, data)
+    if data.golden is None:
+        return None
+    produced = step.as_outputs()
+    return compare_outputs(produced, {k: v for k, v in data.golden.items() if k in produced}, data.feeds)
 
 
 def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str = "none", *,
-                 fix_bias_gelu: bool = False, force: bool = False, progress=lambda msg: None) -> VerifyReport:
+                 fix_bias_gelu: bool = False, force: bool = False, optimizer: str | Path | None = None,
+                 progress=lambda msg: None) -> VerifyReport:
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
     start = time.perf_counter()
     original = read_model(model_path(model_dir))    # a missing model is named as given
@@ -292,7 +366,7 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
     fixed_model, rewired, hint = bias_gelu_hint(model)
     if fix_bias_gelu:
         model, hint = fixed_model, None
-    data = step_data(model_dir, original, io_names)
+    data = step_data(model_dir, original, io_names, optimizer)
     if doc is None and data.golden is None:
         raise CkptError(f"no outputs.npz in '{model_dir}': nothing to compare against",
                         "add the golden outputs, or pass --schedule to compare the replay with the graph order")
@@ -306,9 +380,10 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
 
 
 def host_check(folder: Path, original: onnx.ModelProto, base: onnx.ModelProto, io_names: dict[str, str] | None,
-               target: str, plan: ReplayPlan, progress=lambda msg: None) -> VerifyReport:
+               target: str, plan: ReplayPlan, progress=lambda msg: None, optimizer: str | None = None
+               ) -> VerifyReport:
     """The replay's host check on the graph it ran on (`base`: Deeploy's lowered graph, or the ONNX as is)."""
     ready = host_ready(base)
     _, _, hint = bias_gelu_hint(ready)
-    data = step_data(folder, original, io_names)
+    data = step_data(folder, original, io_names, optimizer)
     return verify_loaded(ready, data, plan, label=str(folder), target=target, hint=hint, progress=progress)

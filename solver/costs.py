@@ -1,5 +1,5 @@
 """Recompute price of each op: measured cycles where a calibration gives them, else estimated cycles from MACs
-(Conv, Gemm, MatMul) or output elements (the rest).
+(Conv, its gradient, Gemm, MatMul) or output elements (the rest).
 
 The estimate's coefficients are rough per-op costs for a PULP cluster; what matters for the schedule is their
 ratio, and users override them from a JSON file: {"OpType": {"per_mac": x, "per_elem": y}}. A calibration
@@ -17,7 +17,7 @@ from pathlib import Path
 from ckpt.errors import CkptError
 from ckpt.solver.graph import Op
 
-MAC_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+MAC_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose", "ConvGrad"})
 MAX_COEFFICIENT = 1e6     # cycles per MAC or element: far above any kernel, far below float overflow in a sum
 DEFAULT_PER_ELEM = {"Softmax": 8.0, "Gelu": 12.0, "LayerNormalization": 10.0, "MaxPool": 4.0,
                     "AveragePool": 4.0, "Transpose": 2.0, "SoftmaxCrossEntropyLoss": 8.0}
@@ -64,6 +64,8 @@ class CostModel:
 def macs(op: Op, shapes: dict[str, tuple[int, ...]]) -> int:
     """Multiply-accumulates of one execution; 0 for ops that are not matrix products or convolutions."""
     out = math.prod(shapes[op.outputs[0]]) if op.outputs else 0
+    if op.op_type == "ConvGrad" and len(op.inputs) > 2:      # (dY, X, W): dX and dW, a Conv's MACs each
+        return 2 * math.prod(shapes[op.inputs[0]]) * math.prod(shapes[op.inputs[2]][1:])
     if op.op_type in ("Conv", "ConvTranspose") and len(op.inputs) > 1:
         return out * math.prod(shapes[op.inputs[1]][1:])
     if op.op_type == "MatMul" and len(op.inputs) > 1:

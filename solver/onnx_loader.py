@@ -10,7 +10,7 @@ import onnx_graphsurgeon as gs
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.errors import CkptError
-from ckpt.paths import model_files
+from ckpt.paths import model_files, optimizer_graph
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
@@ -19,6 +19,15 @@ from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
 def model_path(source: str | Path) -> Path:
     """The ONNX file a model argument names: the file itself, or a folder's network.onnx (Deeploy's layout)."""
     return model_files(source)[0]
+
+
+def optimizer_path(model: str | Path, given: str | Path | None = None) -> Path | None:
+    """The optimizer graph of a split step (paths.optimizer_graph), refusing in one line one given that is not
+    there."""
+    found = optimizer_graph(model, given)
+    if given is not None and (found is None or not found.is_file()):
+        raise CkptError(f"no optimizer graph at '{given}'", "pass an .onnx or a folder holding network.onnx")
+    return found
 
 
 MAX_TENSOR_BYTES = 1 << 32      # 4 GiB: more than any device ckpt deploys to holds in all
@@ -158,6 +167,7 @@ def load_graph(source: str | Path | onnx.ModelProto, *, aliases: dict[str, str] 
     if _missing_sizes(ops, tensors):
         tensors = _tensors_after_inference(model)
     used = _used_tensors(ops)
+    _type_constant_outputs(graph, tensors)
     _resolve_undefined_types(ops, tensors)
     sizes = {name: _bytes(tensors[name]) for name in used}
     unknown = sorted(name for name, size in sizes.items() if size is None)
@@ -178,6 +188,37 @@ def check_training_graph(source: str | Path) -> None:
     if not any(node.op_type in OPTIMIZER_OPS or "Grad" in node.op_type for node in read_model(source).graph.node):
         raise CkptError(f"'{source}' has no backward or optimizer op: it is not a training graph",
                         "export the whole training step (forward, backward and the optimizer update)")
+
+
+def constant_value(node: gs.Node) -> np.ndarray | None:
+    """The value a `Constant` node makes, from whichever of its attributes holds it (None: not a Constant, or a
+    form without a dense value)."""
+    if node.op != "Constant":
+        return None
+    attrs = node.attrs
+    if isinstance(attrs.get("value"), gs.Constant):
+        return np.asarray(attrs["value"].values)
+    for name, dtype in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64),
+                        ("value_ints", np.int64)):
+        if name in attrs:
+            return np.asarray(attrs[name], dtype=dtype)
+    return None
+
+
+def _type_constant_outputs(graph: gs.Graph, tensors: dict[str, gs.Tensor]) -> None:
+    """A `Constant` node's output takes its element type (and, where value_info gives none, its shape) from the
+    value the node holds: exporters write weights that way with value_info that leaves the type out."""
+    for node in graph.nodes:
+        value = constant_value(node)
+        if value is None or not node.outputs:
+            continue
+        tensor = tensors.get(node.outputs[0].name)
+        if tensor is None or isinstance(tensor, gs.Constant):
+            continue
+        if not _known_dtype(tensor.dtype):
+            tensor.dtype = value.dtype
+        if tensor.shape is None:
+            tensor.shape = list(value.shape)
 
 
 def _resolve_undefined_types(ops: list[Op], tensors: dict[str, gs.Tensor]) -> None:

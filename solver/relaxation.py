@@ -290,8 +290,8 @@ class Relaxation:
             self.lp += at_most([(1, once), *((-1, v) for v in runs)], 0, f"once_{s}_{i}")
         for i in sorted(after):
             for y in dict.fromkeys(g.ops[i].inputs):
-                if not g.is_activation(y) or p.producer(y) >= t:
-                    continue
+                if not g.is_activation(y) or p.producer(y) >= t or y not in p.tensor_id:
+                    continue         # a zero-byte tensor (and a view of one) holds no memory: nothing to book
                 name = f"once_input_{s}_{i}_{p.tensor_id[y]}"
                 if y in g.aliases:
                     pinned = self._pinned(s, y)

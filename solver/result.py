@@ -11,7 +11,7 @@ from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.options import Objective
 from ckpt.solver.records import Answer, SolveOptions, SolveResult, Status, space_of
-from ckpt.solver.simulate import RunSequence, check_in_place, drop_dead, memory_trace
+from ckpt.solver.simulate import RunSequence, check_in_place, check_ready, drop_dead, memory_trace
 from ckpt.solver.time_plan import TimePlan
 from ckpt.solver.views import Collapsed, expanded, view_cost
 
@@ -23,6 +23,7 @@ def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePla
     if options.objective is Objective.COST and decisions.recomputes:
         decisions = canonical(staged, decisions, options.budget)   # one schedule per set of tied choices
     seq = drop_dead(staged, decisions.sequence(staged))  # Deeploy deletes runs nobody reads: so do we
+    check_ready(staged, seq)
     check_in_place(staged, seq)
     # What runs can cost less than the decisions: where an op's first run is read by nobody, its recompute only
     # moves it later, a schedule of another stage order. The proof (status, gap, bound) is about the planned
@@ -48,6 +49,7 @@ def status_of(outcome: Outcome, tolerance: float) -> Status:
 def expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) -> SolveResult:
     """A result on the graph without views as a result on the real one: views written back where they are read."""
     seq = expanded(views, result.seq)
+    check_ready(graph, seq)
     check_in_place(graph, seq)
     return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
                    baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,

@@ -135,6 +135,28 @@ def check_in_place(graph: TrainGraph, seq: RunSequence) -> None:
                                "deploy with --weights out-of-place")
 
 
+def unready_read(graph: TrainGraph, seq: RunSequence) -> str | None:
+    """The first execution of `seq` that reads a tensor an op of the graph writes before any execution of `seq`
+    wrote it, said in a line; None when every read finds its tensor. Stricter than `memory_trace`, which checks
+    only activations: a shape, a `Constant`'s value or a graph output an op writes must exist too."""
+    written: set[str] = set()
+    for name, _ in seq:
+        op = graph.ops[_op_index(graph, name)]
+        missing = next((t for t in op.inputs if t in graph.producer and t not in written), None)
+        if missing is not None:
+            return f"op '{name}' reads '{missing}' before any op writes it"
+        written.update(op.outputs)
+    return None
+
+
+def check_ready(graph: TrainGraph, seq: RunSequence) -> None:
+    """Refuse a sequence in which an op reads a tensor not yet written (see unready_read): a solver's fault."""
+    found = unready_read(graph, seq)
+    if found:
+        raise CkptError(f"internal error: the solver made an invalid schedule: {found}",
+                        "please report it with the model; `--views fixed` may avoid it meanwhile")
+
+
 def _unwritten(reader: str, tensor: str) -> int:
     raise CkptError(f"op '{reader}' reads '{tensor}' before any op writes it",
                     "the sequence is not a valid order for this graph")

@@ -11,7 +11,11 @@ then writes the views back into a schedule: each view runs first right before it
 recompute, flagged 1, free) right before any reader whose root has been recomputed since the view was made; a
 view nobody reads does not run (as no unread execution does).
 Views of weights or graph inputs, views that are graph outputs, and a view op with scratch memory of its own
-(not free to re-make) are left as they are.
+(not free to re-make) are left as they are. So is a view op that reads an activation besides its source (a
+Reshape whose shape a `Shape` op computes at run time): re-made before a late reader, it would keep that tensor
+alive until then, which the graph without views cannot book exactly. A view op's other inputs that cost no bytes
+(a shape held as a constant, or made by a `Constant` op) are read, in the graph without views, by every reader
+of the view: the op that writes them then runs before any of those readers, as the view's re-making needs.
 """
 from __future__ import annotations
 
@@ -33,12 +37,21 @@ class Collapsed:
     def without_views(self) -> TrainGraph:
         g, gone = self.graph, set(self.view_ops)
         views = {t for i in gone for t in g.ops[i].outputs}
-        ops = tuple(Op(op.name, op.op_type, tuple(dict.fromkeys(g.root(t) if t in views else t for t in op.inputs)),
+        ops = tuple(Op(op.name, op.op_type, tuple(dict.fromkeys(r for t in op.inputs for r in self.reads(t))),
                        op.outputs) for i, op in enumerate(g.ops) if i not in gone)
         # a view that stays, made from one taken out, is made from that one's root now
         aliases = {t: g.root(s) if s in views else s for t, s in g.aliases.items() if t not in views}
         costs = {op.name: g.op_cost[op.name] for op in ops}
         return replace(g, ops=ops, aliases=aliases, op_cost=costs)
+
+    def reads(self, tensor: str) -> tuple[str, ...]:
+        """What reading `tensor` reads in the graph without views: a view's root buffer and the other inputs of
+        every view op on the way to it (a shape, say), else the tensor itself."""
+        if tensor not in self.maker:
+            return (tensor,)
+        op = self.graph.ops[self.graph.index[self.maker[tensor]]]
+        extra = tuple(t for t in op.inputs if t != self.source[tensor])
+        return (*self.reads(self.source[tensor]), *extra)
 
     @cached_property
     def source(self) -> dict[str, str]:
@@ -58,13 +71,19 @@ def collapsed(graph: TrainGraph) -> Collapsed:
     views = {i for i, op in enumerate(graph.ops)
              if graph.is_aliasing_op(i) and not graph.scratch.get(op.name) and all(
                  t in graph.aliases and graph.is_activation(t) and graph.buffer_bytes(graph.root(t)) > 0
-                 for t in op.outputs)}
+                 for t in op.outputs) and not _reads_other_activations(graph, op)}
     while True:
         kept = {i for i in views if all(graph.aliases[t] not in graph.aliases
                                         or graph.producer.get(graph.aliases[t]) in views for t in graph.ops[i].outputs)}
         if kept == views:
             return Collapsed(graph, tuple(sorted(views)))
         views = kept
+
+
+def _reads_other_activations(graph: TrainGraph, op: Op) -> bool:
+    """A view op reading an activation besides the tensors its outputs are views of (a run-time shape)."""
+    sources = {graph.aliases[t] for t in op.outputs if t in graph.aliases}
+    return any(graph.is_activation(t) for t in op.inputs if t not in sources)
 
 
 def expanded(view: Collapsed, seq: RunSequence) -> RunSequence:

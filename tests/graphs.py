@@ -63,3 +63,56 @@ def random_graphs(draw, max_ops: int = 8) -> TrainGraph:
     costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
     scratch = {name: 4 * k for name, *_ in spec if (k := draw(st.integers(0, 3)))}
     return make_graph(spec, sizes, {"x", "w", "w_new"}, aliases, costs, scratch)
+
+
+@st.composite
+def shaped_graphs(draw, max_ops: int = 9) -> TrainGraph:
+    """DAGs with the ops that exported training graphs compute shapes and constants with: `Shape` (a tiny
+    activation read late by a Reshape in the backward pass), `Constant` (a persistent value an op writes),
+    `Reshape` views whose shape comes from either, `Flatten` views, zero-byte and tiny tensors."""
+    n = draw(st.integers(2, max_ops))
+    spec, sizes, aliases = [], {"x": 16, "w": 16}, {}
+    persistent = {"x", "w", "w_new"}
+    activations = ["x"]
+    shapes: list[str] = []
+    for i in range(n):
+        kind = draw(st.sampled_from(["op", "op", "shape", "constant", "reshape", "flatten"]))
+        if kind == "shape":
+            out = f"s{i}"
+            spec.append((f"n{i}", "Shape", [draw(st.sampled_from(activations))], [out]))
+            sizes[out] = draw(st.sampled_from([0, 8, 32]))
+            shapes.append(out)
+        elif kind == "constant":
+            out = f"c{i}"
+            spec.append((f"n{i}", "Constant", [], [out]))
+            sizes[out] = draw(st.sampled_from([0, 8, 64]))
+            persistent.add(out)
+            shapes.append(out)
+        elif kind in ("reshape", "flatten") and len(activations) > 1:
+            source = draw(st.sampled_from(activations[1:]))
+            out = f"v{i}"
+            extra = [draw(st.sampled_from(shapes))] if kind == "reshape" and shapes else []
+            spec.append((f"n{i}", "Reshape" if kind == "reshape" else "Flatten", [source, *extra], [out]))
+            sizes[out] = sizes[source]
+            aliases[out] = source
+            activations.append(out)
+        else:
+            k = draw(st.integers(1, min(3, len(activations))))
+            ins = draw(st.lists(st.sampled_from(activations + shapes), min_size=k, max_size=k))
+            outs = [f"t{i}_{j}" for j in range(draw(st.integers(1, 2)))]
+            for t in outs:
+                sizes[t] = 4 * draw(st.integers(0, 6))
+            spec.append((f"n{i}", "Op", ins, outs))
+            activations.extend(outs)
+    # a backward pass: each activation read again in reverse, so views and shapes are read late
+    grad = activations[-1]
+    for j, t in enumerate(reversed(activations[1:])):
+        extra = [shapes[j % len(shapes)]] if shapes and draw(st.booleans()) else []
+        spec.append((f"b{j}", "Grad", [grad, t, *extra], [f"g{j}"]))
+        sizes[f"g{j}"] = 4 * draw(st.integers(1, 6))
+        grad = f"g{j}"
+    spec.append(("upd", "SGD", ["w", grad], ["w_new"]))
+    sizes["w_new"] = 16
+    aliases["w_new"] = "w"
+    costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
+    return make_graph(spec, sizes, persistent, aliases, costs)

@@ -44,3 +44,20 @@ def test_a_sweep_points_solve_holds_the_bytes_its_spec_resolved(mlp):
     schedule, _ = solve_model(mlp, shifted, "none", SolveOptions(method="greedy"))
     assert schedule.budget.bytes == shifted.nbytes and schedule.budget.fraction == 0.8
     assert schedule.predicted.live_budget_bytes == shifted.nbytes
+
+
+@given(live=st.integers(1000, 10**8), limit=st.integers(1, 10**8), extra=st.integers(1, 10**8))
+def test_a_deployed_figure_over_the_budget_tightens_the_live_budget_by_the_root_of_the_ratio(live, limit, extra):
+    """Below the live peak that went over, by at least a granule; never by more than the whole excess (the old
+    step, which overshot), nor below the live peak shrunk in proportion; scaled by the root of the ratio. The
+    figure (a heap, or the peak itself) is never below the live peak."""
+    from ckpt.pipeline.deployed_solve import tightened
+    from ckpt.solver.heap import GRANULE
+
+    figure = max(live, limit) + extra
+    excess = figure - limit
+    nxt = tightened(live, limit, figure)
+    assert nxt <= live - GRANULE
+    assert nxt >= min(live - GRANULE, live - excess)
+    assert nxt >= min(live - GRANULE, live * limit // figure)
+    assert nxt * nxt * figure <= live * live * limit or nxt == live - GRANULE

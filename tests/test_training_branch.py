@@ -1,0 +1,172 @@
+"""Deeploy's training branch: positional step data mapped as its harness maps it, the split train/optimizer
+step found beside the model, and the conv nets of ../shared/models verified against their goldens."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_support import ckpt_here
+from onnx import TensorProto, helper
+
+from ckpt.hostexec.step_layout import is_positional, positional_layout
+from ckpt.paths import optimizer_graph
+
+CONV_NETS = ["resnet8_train", "dscnn_train"]
+
+
+def _graph(reset: bool = True):
+    def value(name, elem, dims):
+        return helper.make_tensor_value_info(name, elem, dims)
+
+    inputs = [value("input", TensorProto.FLOAT, [1, 2]), value("labels", TensorProto.INT64, [1]),
+              value("w", TensorProto.FLOAT, [2, 2]), value("b", TensorProto.FLOAT, [2]),
+              value("w_grad.accumulation.buffer", TensorProto.FLOAT, [2, 2]),
+              value("b_grad.accumulation.buffer", TensorProto.FLOAT, [2])]
+    if reset:
+        inputs.append(value("lazy_reset_grad", TensorProto.BOOL, [1]))
+    return helper.make_graph([], "g", inputs, [])
+
+
+def _arrays(batches: int = 3, **meta) -> dict[str, np.ndarray]:
+    arrays = {"arr_0000": np.zeros((1, 2), np.float32), "arr_0001": np.array([0]),
+              "arr_0002": np.eye(2, dtype=np.float32), "arr_0003": np.ones(2, np.float32),
+              "arr_0004": np.array([True])}
+    for b in range(1, batches):
+        arrays[f"mb{b}_arr_0000"] = np.full((1, 2), b, np.float32)
+        arrays[f"mb{b}_arr_0001"] = np.array([b])
+    arrays.update({f"meta_{k}": np.array([v], np.int32) for k, v in meta.items()})
+    return arrays
+
+
+def test_base_arrays_fill_the_inputs_that_are_not_gradient_buffers_in_order():
+    layout = positional_layout(_graph(), _arrays(), "inputs.npz")
+    assert np.array_equal(layout.base["w"], np.eye(2)) and np.array_equal(layout.base["b"], np.ones(2))
+    assert np.array_equal(layout.base["labels"], [0])
+    assert layout.buffers == ("w_grad.accumulation.buffer", "b_grad.accumulation.buffer")
+    assert all(not layout.base[b].any() and layout.base[b].shape == s
+               for b, s in zip(layout.buffers, [(2, 2), (2,)]))
+    assert layout.reset == "lazy_reset_grad"
+
+
+def test_mini_batches_cycle_through_the_data_and_reset_the_accumulators_per_update():
+    layout = positional_layout(_graph(), _arrays(3, n_batches=6, n_accum=2, data_size=3), "inputs.npz")
+    assert (layout.n_steps, layout.n_accum, layout.n_batches) == (3, 2, 6)
+    labels = [int(layout.feeds(b)["labels"][0]) for b in range(6)]
+    assert labels == [0, 1, 2, 0, 1, 2]                   # mb % data_size
+    resets = [bool(layout.feeds(b)["lazy_reset_grad"][0]) for b in range(6)]
+    assert resets == [True, False, True, False, True, False]   # the first mini-batch of each update overwrites
+    assert set(layout.feeds(1)) == {"input", "labels", "lazy_reset_grad"}   # weights are not data
+
+
+def test_a_count_that_does_not_fit_the_graph_is_refused():
+    arrays = _arrays()
+    del arrays["arr_0003"]
+    with pytest.raises(ValueError, match="4 base arrays"):
+        positional_layout(_graph(), arrays, "inputs.npz")
+
+
+def test_named_step_data_is_not_positional():
+    names = ["input", "labels"]
+    assert not is_positional(names, names)
+    assert is_positional(["arr_0000", "arr_0001"], names)
+
+
+def test_the_optimizer_graph_is_found_beside_the_model(tmp_path: Path):
+    train, sibling, own = tmp_path / "net_train", tmp_path / "net_optimizer", tmp_path / "plain"
+    for folder in (train, sibling, own):
+        folder.mkdir()
+        (folder / "network.onnx").write_bytes(b"")
+    assert optimizer_graph(train) == sibling / "network.onnx"
+    assert optimizer_graph(train / "network.onnx") == sibling / "network.onnx"
+    assert optimizer_graph(own) is None
+    (own / "optimizer.onnx").write_bytes(b"")
+    assert optimizer_graph(own) == own / "optimizer.onnx"
+    assert optimizer_graph(own, sibling) == sibling / "network.onnx"      # --optimizer wins
+
+
+@pytest.mark.parametrize("name", CONV_NETS)
+def test_conv_nets_verify_against_their_goldens_with_the_optimizer_applied(shared_models: Path, name):
+    if not (shared_models / name).is_dir():
+        pytest.skip(f"{name} is not among the shared models")
+    result = ckpt_here("verify", str(shared_models / name))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "4 mini-batch(es), 4 accumulated per update, 1 update(s) by the optimizer graph" in lines[1]
+    assert lines[2].startswith("Errors: 0 out of ")
+    assert "18 golden tensor(s) the step does not write" in result.stdout     # BatchNorm running statistics
+
+
+def test_without_its_optimizer_graph_the_update_is_missing_and_errors_show(shared_models: Path, tmp_path: Path):
+    """The goldens are the weights after the update: the train graph alone must not pass."""
+    folder = tmp_path / "dscnn"           # no dscnn_optimizer beside it
+    folder.mkdir()
+    for f in ("network.onnx", "inputs.npz", "outputs.npz"):
+        (folder / f).symlink_to(shared_models / "dscnn_train" / f)
+    result = ckpt_here("verify", str(folder))
+    assert result.returncode == 1
+    assert "no optimizer graph (gradients only)" in result.stdout and "Errors: 0 out of" not in result.stdout
+    assert ckpt_here("verify", str(folder), "--optimizer", str(shared_models / "dscnn_optimizer")).returncode == 0
+
+
+def test_a_missing_optimizer_graph_is_one_line(shared_models: Path, tmp_path: Path):
+    result = ckpt_here("verify", str(shared_models / "dscnn_train"), "--optimizer", str(tmp_path / "none.onnx"))
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "optimizer" in result.stderr
+
+
+def test_a_replayed_schedule_is_bit_identical_and_trains_the_same(shared_models: Path, tmp_path: Path):
+    seq = tmp_path / "seq.json"
+    solved = ckpt_here("solve", str(shared_models / "dscnn_train"), "--budget", "0.5", "-o", str(seq))
+    assert solved.returncode == 0, solved.stderr
+    result = ckpt_here("verify", str(shared_models / "dscnn_train"), "--schedule", str(seq))
+    assert result.returncode == 0, result.stdout
+    assert "Errors: 0 out of" in result.stdout and "bit-identical" in result.stdout
+
+
+@pytest.mark.deeploy
+def test_deeploy_0_2_1_names_the_ops_it_cannot_map_in_one_line(shared_models: Path, lowering_cache):
+    result = ckpt_here("inspect", str(shared_models / "resnet8_train"), "--target", "siracusa")
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and "ops without mapping:" in line
+    assert all(op in line for op in ("ConvGrad", "BatchNormInternal", "InPlaceAccumulatorV2"))
+    assert "Shape" not in line.split("ops without mapping:")[1]      # folded by Deeploy's front end
+
+
+def test_optimizer_figures_count_what_the_optimizer_graph_adds():
+    from graphs import make_graph
+
+    from ckpt.solver.step_pair import optimizer_figures
+
+    train = make_graph([("f", "Mul", ["x", "w"], ["y"]), ("g", "Grad", ["y", "x"], ["dw"]),
+                        ("acc", "InPlaceAccumulatorV2", ["buf", "dw"], ["flag"])],
+                       {"x": 8, "w": 16, "y": 8, "dw": 16, "buf": 16, "flag": 1}, {"x", "w", "buf", "flag"})
+    adam = make_graph([("adam", "Adam", ["w", "buf", "m"], ["w_new", "m_new"])],
+                      {"w": 16, "buf": 16, "m": 16, "w_new": 16, "m_new": 16}, {"w", "buf", "m", "w_new", "m_new"})
+    figures = optimizer_figures(train, adam)
+    assert (figures.shared_bytes, figures.output_bytes, figures.state_bytes) == (32, 32, 16)
+    assert figures.activation_peak == 0 and figures.op_types == ("Adam",)
+
+
+def test_inspect_and_solve_say_what_the_optimizer_graph_adds(shared_models: Path, tmp_path: Path):
+    model = str(shared_models / "dscnn_train")
+    inspect = ckpt_here("inspect", model)
+    assert inspect.returncode == 0
+    line = next(x for x in inspect.stdout.splitlines() if x.startswith("optimizer graph"))
+    assert "29 nodes (SGD)" in line and "outputs add 10928 B written out of place" in line
+    seq = tmp_path / "seq.json"
+    solved = ckpt_here("solve", model, "--budget", "0.8", "-o", str(seq))
+    assert solved.returncode == 0 and "the optimizer graph (29 nodes) runs after this one" in solved.stderr
+    assert '"output_bytes": 10928' in seq.read_text()
+    missing = ckpt_here("inspect", model, "--optimizer", str(tmp_path / "nothing"))
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_replay_checks_a_conv_net_schedule_through_the_whole_step(shared_models: Path, tmp_path: Path):
+    model = str(shared_models / "dscnn_train")
+    seq = tmp_path / "seq.json"
+    assert ckpt_here("solve", model, "--budget", "0.6", "-o", str(seq)).returncode == 0
+    result = ckpt_here("replay", str(seq), "--model", model, "-o", str(tmp_path / "replay"),
+                       "--optimizer", str(shared_models / "dscnn_optimizer"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "golden (device harness rule): Errors: 0 out of 2736" in result.stdout
+    assert "vs graph order: bit-identical" in result.stdout
