@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ckpt import deeploy_bridge
 from ckpt.errors import InfeasibleBudget
+from ckpt.pipeline.level_total import _bounded_by
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.onnx_graph import rewired_aliases
 from ckpt.replay.plan import plan_replay
@@ -196,3 +197,16 @@ def test_what_the_model_proves_holds_for_every_schedule_that_fits_the_arena(depl
     assert bound is not None and all(cost >= bound for cost, _ in fitting)
     if answer.status == "optimal":
         assert all(cost >= answer.planned_cost for cost, _ in fitting)
+
+
+def test_a_schedule_solved_at_a_tightened_budget_keeps_the_bound_of_the_total_asked_for():
+    """Where the layout misses its live maximum the arena's budget is tightened; what a solve there proves is
+    no bound at the total asked for, so the answer states the bound of the solve at the total's own budget."""
+    graph = chain(6)
+    proof = solve(graph, replace(OPTIONS, budget=20))
+    tighter = solve(graph, replace(OPTIONS, budget=16))
+    assert tighter.cost_lower_bound > proof.cost_lower_bound                 # the tighter proof bounds more
+    stated = _bounded_by(tighter, proof, OPTIONS)
+    assert stated.cost_lower_bound == proof.cost_lower_bound and stated.planned_cost == tighter.planned_cost
+    assert stated.status == "feasible" and stated.gap > 0
+    assert _bounded_by(proof, proof, OPTIONS).status == "optimal"
