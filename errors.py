@@ -33,8 +33,10 @@ class InfeasibleBudget(CkptError):
     the search merely ended without a schedule (time limit, heuristic only).
     """
 
-    def __init__(self, problem: str, way_out: str = "", proven: bool = True, floor: int | None = None) -> None:
+    def __init__(self, problem: str, way_out: str = "", proven: bool = True, floor: int | None = None,
+                 floor_exact: bool = False) -> None:
         super().__init__(problem, way_out)
         self.proven = proven
         self.floor = floor            # the smallest budget a schedule is known to fit, when the message states one
+        self.floor_exact = floor_exact    # ... proven the smallest: no schedule fits below it
         self.exit_code = ExitCode.INFEASIBLE if proven else ExitCode.NO_SCHEDULE

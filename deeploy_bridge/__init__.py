@@ -20,7 +20,7 @@ _WHERE = {
     "generate_code": "memory", "remove_stale_scratch": "deeploy_run", "run_count": "deeploy_run",
     "LoweredGraph": "records", "MemoryFigures": "records", "StageTimings": "records", "make_scheduler": "scheduler",
     "is_lowered": "sources", "deeploy_version": "versions", "home_blocks": "arena", "lay_out_home": "arena",
-    "deeploy_tensor_name": "arena",
+    "deeploy_tensor_name": "arena", "ALIGNMENT": "arena",
 }
 __all__ = sorted(_WHERE)
 

@@ -6,9 +6,9 @@ peak; the figure the budget is checked on depends on the flow the schedule is de
   needs for its activations, fragmentation included (solver.heap);
 - `--budget` with the tiled flow: the live activation peak, which is the activations' share of the home arena
   once ckpt lays it out (the arena adds the graph I/O that lives there; the document reports it);
-- `--budget-total LEVEL=SIZE` (tiled flow, home level): static constants + the arena ckpt predicts there. The
-  solver then works on the arena itself: graph I/O counted as the arena holds it (solver.resident), so its live
-  bytes are the most the arena's blocks hold at once, which ckpt's layout reaches.
+- `--budget-total LEVEL=SIZE` (tiled flow, home level): the static part (constants, and the step's own code and
+  data where the level holds them) + the arena ckpt predicts there, solved as the live-byte problem on the
+  arena itself (pipeline.level_total).
 Where the checked figure goes over, the live budget is tightened (by the square root of the ratio) and the schedule
 solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure
 cannot fit and by how much.
@@ -24,17 +24,15 @@ from pathlib import Path
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
+from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.replay.predict import predicted_levels
+from ckpt.replay.predict import PredictedLevel, predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
 from ckpt.solver.heap import GRANULE
-from ckpt.solver.onnx_loader import io_names
 from ckpt.solver.records import SolveOptions, SolveResult
-from ckpt.solver.resident import arena_resident, real_sequence, resident_sequence
-from ckpt.solver.result import result_on
 from ckpt.solver.simulate import RunSequence
 from ckpt.solver.solve import solve
 
@@ -55,6 +53,8 @@ class SolveRequest:
     weights: WeightUpdate = DEFAULT_SETUP.weights     # how the tiled flow writes weights (in place by default)
     home: str = DEFAULT_SETUP.default_mem_level       # where the tiled flow keeps its tensors
     optimizer: str | None = None       # a split step's optimizer graph (None: found beside the model, if any)
+    code_bytes: int = 0    # the step's own code and data in the home level (L2 on chip holds the program beside
+                           # the constants and the arena; L3 holds none): part of a level total's static part
 
     @property
     def deployed_flow(self) -> Flow:
@@ -177,58 +177,34 @@ def _spent(deadline: float | None) -> bool:
 
 def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
                  progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
-    """Solve against the home arena itself (see the module doc), then check the predicted total."""
-    total, home = request.total, loaded.home
-    if total.level != home:
-        raise CkptError(f"ckpt predicts the tiled flow's home level ({home}), not {total.level}",
-                        f"give --budget-total {home}=SIZE")
-    static = loaded.lowered.static_bytes(loaded.weights)
-    if total.nbytes <= static:
-        raise InfeasibleBudget(f"the {home} constants alone take {static} B, more than {total.nbytes} B",
-                               f"raise the budget above {static} B")
-    model = loaded.lowered.model
-    resident = arena_resident(loaded.graph, *io_names(model.graph))
-    arena = total.nbytes - static
-    options = request.options
-    deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
-    for attempt_number in range(MAX_TIGHTENINGS):
-        attempt = replace(options, budget=arena, explain=attempt_number == 0,
-                          backend=replace(options.backend, time_limit=_left(deadline)))
-        try:
-            result = solve(resident, attempt, progress, incumbents=[resident_sequence(s) for s in starts])
-        except InfeasibleBudget as err:
-            raise InfeasibleBudget(f"the {home} total cannot fit {total.nbytes} B (constants {static} B + an arena "
-                                   f"of {arena} B): {err.problem}", "raise the budget", proven=err.proven) from None
-        real = result_on(loaded.graph, result, real_sequence(result.seq))
-        levels = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home)
-        checked = Checked(f"total_{home}", levels[home].total, total.nbytes, arena,
-                          _levels_doc(loaded, real, levels), levels[home].activations_at_peak)
-        if checked.nbytes <= total.nbytes:
-            return real, replace(options, budget=arena), checked
-        excess = checked.nbytes - total.nbytes             # the layout could not reach the live maximum
-        progress(Step(f"{checked.name} {checked.nbytes} B is over {total.nbytes} B by {excess} B: "
-                      "tightening the arena"))
-        arena -= max(excess, GRANULE)
-        if _spent(deadline):
-            break
-    raise InfeasibleBudget(f"the {home} total (static + arena) cannot fit {total.nbytes} B: the closest schedule "
-                           f"found needs {checked.nbytes} B", f"raise the budget to at least {checked.nbytes} B",
-                           proven=False)
+    """The level total solved on the arena model (pipeline.level_total), checked on the predicted total."""
+    answer = solve_level_total(loaded, request.total, request.code_bytes, request.options, starts, progress)
+    level, home = answer.level, loaded.home
+    levels = {home: _level_doc(level, answer.code)}
+    checked = Checked(f"total_{home}", answer.total, request.total.nbytes, answer.arena_budget, levels,
+                      level.activations_at_peak)
+    return answer.result, replace(request.options, budget=answer.arena_budget), checked
 
 
 def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, limit: int, live: int) -> Checked:
     if request.deployed_flow is Flow.NON_TILED:
         return Checked("heap_bytes", max(result.heap_bytes, result.peak_bytes), limit, live)
-    return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result))
+    return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result, request.code_bytes))
 
 
-def _levels_doc(loaded: LoadedModel, result: SolveResult, levels: dict | None = None) -> dict | None:
+def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0) -> dict | None:
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
     if loaded.lowered is None:
         return None
-    levels = levels or predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home)
-    return {name: {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total,
-                   "activations_at_peak": fig.activations_at_peak} for name, fig in sorted(levels.items())}
+    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home)
+    return {name: _level_doc(fig, code if name == loaded.home else 0) for name, fig in sorted(levels.items())}
+
+
+def _level_doc(fig: PredictedLevel, code: int) -> dict:
+    """One level for the document; `code`, the step's own code and data there, is in its total when given."""
+    found = {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total + code,
+             "activations_at_peak": fig.activations_at_peak}
+    return {**found, "code": code} if code else found
 
 
 def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveResult] | None,

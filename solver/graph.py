@@ -57,6 +57,9 @@ class TrainGraph:
         TransientBuffers, e.g. a Conv's im2col buffer); counted at that op on every execution.
     must_precede: op -> ops every run of it (recomputes too) must come before: a reader of a weight that an
         in-place update overwrites must run before that update (solver.in_place).
+    run_once: ops never run again although what they write is counted: a graph output's producer in a model
+        that counts graph outputs as activations (solver.resident), whose first version is the one the step
+        ends with.
     """
 
     ops: tuple[Op, ...]
@@ -66,6 +69,7 @@ class TrainGraph:
     op_cost: dict[str, int] = field(default_factory=dict)
     scratch: dict[str, int] = field(default_factory=dict)
     must_precede: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    run_once: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         check_topological(self.ops, self.persistent, self.must_precede)
@@ -127,7 +131,7 @@ class TrainGraph:
     def recomputable(self, i: int) -> bool:
         """An op may run again only if it is pure, creates its own activation buffers and writes nothing persistent."""
         op = self.ops[i]
-        if op.op_type in NEVER_RECOMPUTE_OPS or self.is_aliasing_op(i):
+        if op.op_type in NEVER_RECOMPUTE_OPS or op.name in self.run_once or self.is_aliasing_op(i):
             return False
         return bool(op.outputs) and all(self.is_activation(t) for t in op.outputs)
 

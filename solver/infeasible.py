@@ -30,4 +30,4 @@ def infeasible_error(options: SolveOptions, base: Baselines, staged: TrainGraph,
         floor = f"the smallest feasible budget is between {known.low} and {known.high} B"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
                             f"(single-op lower bound {base.lower_bound} B)", f"raise the budget to {known.high} B",
-                            floor=known.high)
+                            floor=known.high, floor_exact=known.exact)

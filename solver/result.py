@@ -11,6 +11,7 @@ from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.options import Objective
 from ckpt.solver.records import Answer, SolveOptions, SolveResult, Status, space_of
+from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import RunSequence, check_in_place, check_ready, drop_dead, memory_trace
 from ckpt.solver.time_plan import TimePlan
 from ckpt.solver.views import Collapsed, expanded, view_cost
@@ -58,8 +59,23 @@ def expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) ->
 
 
 def result_on(graph: TrainGraph, result: SolveResult, seq: RunSequence) -> SolveResult:
-    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`."""
+    """`result` (solved on a model of `graph`, such as solver.resident's) with the figures `seq` has on `graph`;
+    its decisions over the stage order less the model's own ops (a recompute in the stage of one of them runs in
+    the next stage)."""
+    kept = [k for k, name in enumerate(result.stage_order) if name in graph.index]
+    position = {k: n for n, k in enumerate(kept)}
+    stage, following = {}, len(kept)
+    for k in reversed(range(len(result.stage_order))):
+        following = position.get(k, following)
+        stage[k] = following
+    decisions = Decisions(frozenset((stage[t], position[i]) for t, i in result.decisions.recomputes))
     return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
                    baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
-                   base_cost=sum(graph.op_cost.values()),
-                   stage_order=tuple(name for name in result.stage_order if name in graph.index))
+                   base_cost=sum(graph.op_cost.values()), decisions=decisions,
+                   stage_order=tuple(result.stage_order[k] for k in kept))
+
+
+def planned_sequence(result: SolveResult) -> RunSequence:
+    """The decisions of `result` as a sequence over its stage order (views left out): the schedule its proof is
+    about, and the form a warm start of the same stage order takes (what runs may have moved an op later)."""
+    return result.decisions.over(result.stage_order)

@@ -1,6 +1,7 @@
 """A solution in the MILP's decision space, its materialised sequence, and the retentions it really needs."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ckpt.solver.graph import TrainGraph
@@ -14,13 +15,17 @@ class Decisions:
     recomputes: frozenset[tuple[int, int]]
 
     def sequence(self, graph: TrainGraph) -> RunSequence:
+        return self.over([op.name for op in graph.ops])
+
+    def over(self, names: Sequence[str]) -> RunSequence:
+        """The sequence over the stage order `names` (op i is names[i])."""
         by_stage: dict[int, list[int]] = {}
         for t, i in self.recomputes:
             by_stage.setdefault(t, []).append(i)
         seq: RunSequence = []
-        for t, op in enumerate(graph.ops):
-            seq.extend((graph.ops[i].name, 1) for i in sorted(by_stage.get(t, ())))
-            seq.append((op.name, 0))
+        for t, name in enumerate(names):
+            seq.extend((names[i], 1) for i in sorted(by_stage.get(t, ())))
+            seq.append((name, 0))
         return seq
 
     @classmethod

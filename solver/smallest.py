@@ -1,10 +1,10 @@
 """The smallest budget any schedule fits: what a refusal states, exactly wherever the time allows.
 
-A budget is shown feasible by a schedule that fits it (the greedy heuristic's, or one the point relaxation
-realises), and infeasible by the relaxation having no answer at all (solver/bounds.py: every schedule maps onto
-it). Between the single-op floor (no schedule goes below it) and the stage order's own peak (which needs no
-recompute), a bisection on those two tests closes in on the smallest feasible budget; a budget neither test
-decides leaves a range.
+A budget is shown feasible by a schedule that fits it (the greedy heuristic's, one the point relaxation
+realises, or, failing both, the exact model's first), and infeasible by the relaxation having no answer at all
+(solver/bounds.py: every schedule maps onto it) or the exact model proving none. Between the single-op floor
+(no schedule goes below it) and the stage order's own peak (which needs no recompute), a bisection on those
+tests closes in on the smallest feasible budget; a budget none decides in its time leaves a range.
 """
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ import math
 import time
 from dataclasses import dataclass
 
+from ckpt.solver import milp
+from ckpt.solver.backends import RunStatus, SolverOptions, run
 from ckpt.solver.bounds import lower_bound
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy
 from ckpt.solver.problem import Problem
+from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
+from ckpt.solver.time_plan import MIN_STAGE_SECONDS
 
 PROBE_SECONDS = 2.0      # the least time a budget's probe gets (greedy, then the relaxation)
 PROBE_SHARE = 0.25       # ... and the share of the time left it may take: early probes halve the widest range
@@ -81,4 +85,29 @@ def _decide(staged: TrainGraph, problem: Problem, budget: int, seconds: float, t
     bound = lower_bound(problem, budget, max(seconds - (time.perf_counter() - began), 0.1), threads=threads)
     if math.isinf(bound.cost):
         return False
-    return True if bound.schedule is not None else None
+    if bound.schedule is not None:
+        return True
+    return _exactly(problem, budget, began + seconds, threads)
+
+
+def _exactly(problem: Problem, budget: int, deadline: float, threads: int | None) -> bool | None:
+    """The exact model asked only for a schedule (it stops at the first one): True when it finds one that fits,
+    False when it proves none does, None when it does neither by `deadline`. Where the greedy heuristic finds
+    nothing and the relaxation's answer does not fit, this is what decides a small graph's budgets."""
+    if deadline - time.perf_counter() < MIN_STAGE_SECONDS:
+        return None
+    try:
+        model = milp.build(problem, budget, deadline=deadline)
+    except milp.BuildTimedOut:
+        return None
+    left = deadline - time.perf_counter()
+    if left < MIN_STAGE_SECONDS:
+        return None
+    any_cost = sum(problem.graph.op_cost.values()) * problem.n     # more than any schedule costs
+    outcome = run(model.lp, SolverOptions(time_limit=left, threads=threads), stop_at=any_cost)
+    if outcome.status is RunStatus.INFEASIBLE:
+        return False
+    if not outcome.has_answer:
+        return None
+    chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
+    return memory_trace(problem.graph, chosen.sequence(problem.graph)).peak_bytes <= budget or None

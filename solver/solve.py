@@ -21,6 +21,7 @@ that overrun (and a model run far past it, or still going at the limit, is kille
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ckpt.errors import CkptError, InfeasibleBudget
@@ -41,12 +42,16 @@ from ckpt.solver.views import collapsed
 
 
 def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
-          incumbents: list[RunSequence] | None = None, stages: tuple[Stage, ...] | None = None) -> SolveResult:
+          incumbents: list[RunSequence] | None = None, stages: tuple[Stage, ...] | None = None,
+          order: Sequence[str] | None = None) -> SolveResult:
     """The cheapest schedule under the budget (or the lowest peak under the cost cap). `incumbents`: schedules
     found before (say, at a tighter budget); the cheapest that fits is a start, and the answer if none is cheaper.
-    `stages`: the stages to run instead of the method's (a benchmark's choice)."""
+    `stages`: the stages to run instead of the method's (a benchmark's choice). `order`: op names in the stage
+    order to solve over instead of the one `options.order` makes of `graph` (names of ops the solve does not
+    stage, such as re-made views, are passed over): a model of another graph is solved in that graph's order
+    (solver.resident), so a proof on it is over the same schedules; `--order search` starts from it."""
     plan = TimePlan(time.perf_counter(), options.backend.time_limit)
-    run = _Run(options, plan, progress, stages or STAGES[options.method])
+    run = _Run(options, plan, progress, stages or STAGES[options.method], order)
     if options.views is Views.FIXED:
         return run.solve(graph, incumbents or [])
     views = collapsed(graph)
@@ -57,18 +62,41 @@ def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
     return expanded_result(graph, views, run.solve(views.without_views, starts))
 
 
+def stage_order(graph: TrainGraph, options: SolveOptions) -> list[str]:
+    """The op names solve() stages `graph` in under `options` (without the views it re-makes; `--order search`:
+    the order the search starts from)."""
+    staged = graph if options.views is Views.FIXED else collapsed(graph).without_views
+    return _own_order(staged, options.order)
+
+
+def _own_order(graph: TrainGraph, order: StageOrder) -> list[str]:
+    if order is StageOrder.GRAPH:
+        return [op.name for op in graph.ops]
+    return list(baselines(graph).min_memory_order)
+
+
 class _Run:
     """One call of solve(): its options, time plan, listener and stages, over one stage order or several."""
 
-    def __init__(self, options: SolveOptions, plan: TimePlan, progress: Progress, stages: tuple[Stage, ...]):
+    def __init__(self, options: SolveOptions, plan: TimePlan, progress: Progress, stages: tuple[Stage, ...],
+                 order: Sequence[str] | None = None):
         self.options, self.plan, self.progress, self.stages = options, plan, progress, stages
+        self.order = order
 
     def solve(self, graph: TrainGraph, incumbents: list[RunSequence]) -> SolveResult:
         if self.options.order is StageOrder.SEARCH:
             return self.searched(graph, incumbents)
-        minmem = self.options.order is StageOrder.MINMEM
-        order = list(baselines(graph).min_memory_order) if minmem else [op.name for op in graph.ops]
-        return self.over(graph, order, incumbents)
+        return self.over(graph, self.first_order(graph), incumbents)
+
+    def first_order(self, graph: TrainGraph) -> list[str]:
+        """The order given to solve(), else the one the options make of `graph`."""
+        if self.order is None:
+            return _own_order(graph, self.options.order)
+        names = [name for name in self.order if name in graph.index]
+        if len(names) != len(graph.ops):
+            missing = next(op.name for op in graph.ops if op.name not in set(names))
+            raise CkptError(f"the stage order given leaves out op '{missing}'", "give an order of every op staged")
+        return names
 
     def searched(self, graph: TrainGraph, incumbents: list[RunSequence]) -> SolveResult:
         """`--order search` (solver/order_search.py): each order it tries solved as any other, on the plan's time."""
@@ -86,7 +114,7 @@ class _Run:
             return _Run(quiet, TimePlan(time.perf_counter(), seconds), ignore, self.stages).over(graph, order,
                                                                                                  incumbents)
 
-        found = order_search.search(graph, options.budget, list(base.min_memory_order), exact,
+        found = order_search.search(graph, options.budget, self.first_order(graph), exact,
                                     lambda r: r.recompute_cost, plan.left(), self.progress)
         if found.result is None:
             raise InfeasibleBudget(f"no schedule fits {options.budget} B over the {found.solved} stage order(s) "

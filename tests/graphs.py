@@ -34,8 +34,9 @@ def chain(n: int, size: int = 4) -> TrainGraph:
 
 
 @st.composite
-def random_graphs(draw, max_ops: int = 8) -> TrainGraph:
-    """DAGs with multi-output ops, fan-out, views (aliases), weights and a persistent update at the end."""
+def random_graphs(draw, max_ops: int = 8, max_outputs: int = 2) -> TrainGraph:
+    """DAGs with multi-output ops (up to `max_outputs` each), fan-out, views (aliases), weights and a persistent
+    update at the end."""
     n = draw(st.integers(2, max_ops))
     spec, sizes, aliases = [], {"x": 4, "w": 4}, {}
     available = ["x"]
@@ -53,7 +54,7 @@ def random_graphs(draw, max_ops: int = 8) -> TrainGraph:
         ins = draw(st.lists(st.sampled_from(available), min_size=k, max_size=k))
         if draw(st.booleans()):
             ins.append("w")
-        outs = [f"t{i}_{j}" for j in range(draw(st.integers(1, 2)))]
+        outs = [f"t{i}_{j}" for j in range(draw(st.integers(1, max_outputs)))]
         for t in outs:
             sizes[t] = 4 * draw(st.integers(1, 6))
         spec.append((f"n{i}", "Op", ins, outs))

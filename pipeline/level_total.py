@@ -1,0 +1,182 @@
+"""`--budget-total LEVEL=SIZE`: what the tiled flow reserves at its home level, solved as a live-byte problem.
+
+The home level holds a static part and the arena ckpt lays out there:
+- static: the constants, each kept once (a recompute reads its original's constants, never a copy of them, so
+  no schedule changes them), and, for a home level on chip, the step's own code and data (`code`, measured by
+  the caller);
+- the arena: at least the most bytes its blocks hold at once (their live maximum), which ckpt's layout
+  reaches (checked for every schedule: where it does not, the arena's budget is tightened by the excess).
+That live maximum is the live peak of the arena model (solver.resident: graph I/O counted where the arena holds
+it, scratch left to L1) for the same schedule: equal where every op writes one activation (Deeploy's lowered
+CCTs), at most it otherwise (Deeploy keeps an unread second output to the last layer). So for every schedule
+
+    total = static + arena >= static + live peak of the arena model,  with equality where the layout is tight,
+
+and a total T is the live-byte problem on the arena model with the budget T - static: its answer fits T, and
+what it proves (a lower bound on the cost, infeasibility, the smallest budget) holds for every schedule that
+fits T. The model is solved in the real graph's stage order, so that space holds every schedule a `--budget`
+solve can return, and it is warm-started from the live-byte answer of the real graph at the same budget.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from ckpt import deeploy_bridge
+from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.events import Incumbent, Progress, Step
+from ckpt.pipeline.load import LoadedModel
+from ckpt.replay.predict import PredictedLevel, predicted_levels
+from ckpt.solver.budget import LevelTotal
+from ckpt.solver.graph import TrainGraph
+from ckpt.solver.heap import GRANULE
+from ckpt.solver.onnx_loader import io_names
+from ckpt.solver.options import StageOrder
+from ckpt.solver.records import SolveOptions, SolveResult, Status
+from ckpt.solver.resident import arena_resident, real_sequence, resident_order, resident_sequence
+from ckpt.solver.result import planned_sequence, result_on
+from ckpt.solver.simulate import RunSequence, memory_trace
+from ckpt.solver.solve import solve, stage_order
+
+LIVE_SHARE = 0.25        # of the time limit, at most, for the live-byte answer that warm-starts the model
+MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
+
+
+@dataclass(frozen=True)
+class LevelModel:
+    """A home level's total as a live-byte problem: its static part and the arena model in its stage order."""
+
+    level: str
+    constants: int
+    code: int
+    graph: TrainGraph                 # the arena model (solver.resident)
+    order: tuple[str, ...]            # its stage order: the real graph's, between the synthetic ops
+
+    @property
+    def static(self) -> int:
+        return self.constants + self.code
+
+    def parts(self) -> str:
+        """The static part in words."""
+        if not self.code:
+            return f"constants {self.constants} B"
+        return f"constants {self.constants} B + the step's code and data {self.code} B = {self.static} B"
+
+
+@dataclass(frozen=True)
+class LevelAnswer:
+    result: SolveResult               # on the real graph; status, gap and bound about the total asked for
+    arena_budget: int                 # the live budget on the arena model the schedule was solved with
+    level: PredictedLevel             # the home level as the schedule deploys it (static: constants only)
+    code: int
+
+    @property
+    def total(self) -> int:
+        return self.level.total + self.code
+
+
+def level_model(loaded: LoadedModel, level: str, code: int, options: SolveOptions) -> LevelModel:
+    """The level total's model for `loaded` (refused unless `level` is the tiled flow's home level)."""
+    if loaded.lowered is None:
+        raise CkptError("--budget-total holds a tiled Deeploy deployment", "add --target siracusa (or gap9)")
+    if level != loaded.home:
+        raise CkptError(f"ckpt predicts the tiled flow's home level ({loaded.home}), not {level}",
+                        f"give --budget-total {loaded.home}=SIZE, or --home {level}")
+    resident = arena_resident(loaded.graph, *io_names(loaded.lowered.model.graph), deeploy_bridge.ALIGNMENT)
+    order = resident_order(stage_order(loaded.graph, options))
+    return LevelModel(level, loaded.lowered.static_bytes(loaded.weights), code, resident, tuple(order))
+
+
+def solve_level_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
+                      starts: list[RunSequence], progress: Progress) -> LevelAnswer:
+    """The cheapest schedule whose home level fits `total` (see the module doc); InfeasibleBudget stating the
+    smallest total that fits when none does."""
+    began = time.perf_counter()
+    limit = options.backend.time_limit
+    deadline = None if limit is None else began + limit
+    model = level_model(loaded, total.level, code, options)
+    budget = max(total.nbytes - model.static, 0)
+    seeds = [resident_sequence(s) for s in starts]
+    live = _live_answer(loaded.graph, model, budget, options, deadline, progress)
+    if live is not None:
+        seeds.append(resident_sequence(live))
+    attempt = _timed(replace(options, budget=budget, explain=True), deadline)
+    try:
+        proof = solve(model.graph, attempt, progress, seeds, order=model.order)
+    except InfeasibleBudget as err:
+        raise _refusal(model, total, err) from None
+    result, arena = proof, budget
+    for _ in range(MAX_TIGHTENINGS):
+        real = result_on(loaded.graph, result, real_sequence(result.seq))
+        level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home)[loaded.home]
+        proven = replace(real, seconds=time.perf_counter() - began)
+        answer = LevelAnswer(proven if result is proof else _bounded_by(proven, proof, options), arena, level, code)
+        if answer.total <= total.nbytes:
+            return answer
+        excess = answer.total - total.nbytes           # the layout missed the live maximum
+        progress(Step(f"total_{model.level} {answer.total} B is over {total.nbytes} B by {excess} B (the layout "
+                      "misses its live maximum): tightening the arena"))
+        arena -= max(excess, GRANULE)
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+        try:
+            result = solve(model.graph, _timed(replace(options, budget=arena, explain=False), deadline), progress,
+                           [planned_sequence(result)], order=model.order)
+        except InfeasibleBudget:
+            break
+    raise InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B: the closest schedule found needs "
+                           f"{answer.total} B ({model.parts()} + an arena of {answer.level.arena} B, whose layout "
+                           f"misses its live maximum {answer.level.live_max} B)",
+                           f"raise the budget to at least {answer.total} B", proven=False, floor=answer.total)
+
+
+def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: SolveOptions,
+                 deadline: float | None, progress: Progress) -> RunSequence | None:
+    """The live-byte answer of the real graph at the arena's budget (what `--budget` with those bytes gives),
+    over the stage order the model shares, when it fits the arena model: a warm start, so the answer at a
+    total is never worse than it. None when it does not fit or none is found in its share of the time."""
+    if options.order is StageOrder.SEARCH:
+        return None
+    share = None if deadline is None else LIVE_SHARE * max(deadline - time.perf_counter(), 0.0)
+    progress(Step(f"live-byte schedule at the arena's budget {budget} B (a warm start)"))
+    try:
+        found = solve(graph, replace(options, budget=budget, explain=False,
+                                     backend=replace(options.backend, time_limit=share)))
+    except (InfeasibleBudget, CkptError):
+        return None
+    if memory_trace(model.graph, resident_sequence(found.seq)).peak_bytes > budget:
+        return None
+    progress(Incumbent(found.planned_cost, "the live-byte schedule"))
+    return planned_sequence(found)
+
+
+def _timed(options: SolveOptions, deadline: float | None) -> SolveOptions:
+    left = None if deadline is None else max(0.5, deadline - time.perf_counter())
+    return replace(options, backend=replace(options.backend, time_limit=left))
+
+
+def _bounded_by(result: SolveResult, proof: SolveResult, options: SolveOptions) -> SolveResult:
+    """`result` (solved at a tightened budget) with what `proof`, the solve at the total's own budget, proves: a
+    bound at a tightened budget is no bound at the total asked for."""
+    bound = proof.cost_lower_bound
+    if bound is None:
+        return replace(result, status=Status.HEURISTIC, gap=None)
+    cost = result.planned_cost
+    gap = 0.0 if cost <= bound or cost == 0 else (cost - bound) / cost
+    return replace(result, status=Status.OPTIMAL if gap <= options.backend.gap else Status.FEASIBLE, gap=gap)
+
+
+def _refusal(model: LevelModel, total: LevelTotal, err: InfeasibleBudget) -> InfeasibleBudget:
+    """The arena model's refusal restated for the total: the smallest total is the static part plus the smallest
+    arena budget, since every schedule's total is at least that, and the arena of the schedule that fits that
+    budget is its live peak."""
+    static = model.parts()
+    if err.floor is None:
+        return InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B ({static}, the rest for the "
+                                f"arena): {err.problem}", err.way_out or "raise the budget", proven=err.proven)
+    smallest = model.static + err.floor
+    known = "proven" if err.floor_exact else "not proven the smallest within the time limit"
+    return InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B: the smallest total a schedule "
+                            f"fits is {smallest} B ({known}: {static}, and an arena of {err.floor} B)",
+                            f"raise the budget to {smallest} B", proven=err.proven, floor=smallest,
+                            floor_exact=err.floor_exact)
