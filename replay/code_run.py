@@ -31,6 +31,7 @@ from ckpt import deeploy_bridge
 from ckpt.coderun.build import find_toolchain, runtime_fingerprint
 from ckpt.coderun.run import CodeRun, NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
+from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import ConstantPlan
 from ckpt.deeploy_bridge.setup import DeeploySetup
 from ckpt.hostexec.compare import bit_identical, compare_outputs
@@ -82,8 +83,11 @@ def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, til
     progress(f"generating and running the graph order's {flow} code once (the reference; cached)")
     with tempfile.TemporaryDirectory(prefix="ckpt_reference_") as scratch:
         code = Path(scratch) / "code"
-        deeploy_bridge.deploy(base, [n.name for n in base.graph.node], target, tiled=tiled, setup=setup,
-                              code_dir=code)
+        try:
+            deeploy_bridge.deploy(base, [n.name for n in base.graph.node], target, tiled=tiled, setup=setup,
+                                  code_dir=code)
+        except BridgeError as err:           # e.g. the graph order does not fit where a schedule does (home L2)
+            return NotRun(f"Deeploy makes no code for the graph order here: {err}")
         outcome = run_code(code, feeds, sources)
     if isinstance(outcome, NotRun):
         return NotRun(f"the graph order's code: {outcome.reason}", outcome.failed)
