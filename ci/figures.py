@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from ckpt.replay.matching import MIN_MATCH
-from ckpt.replay.report import CodeRunRecord, GvsocRecord, ReplayReport, SimStatus
+from ckpt.replay.report import CodeRunRecord, GvsocRecord, LevelMemory, ReplayReport, SimStatus, record_from_json
 
 PEAK_TOLERANCE = 0.01
 CYCLES_TOLERANCE = 0.02
@@ -32,16 +32,13 @@ class CiFigures:
     predicted_peak: int | None
     replayed_peak: int
     deeploy_nontiled: int | None
-    deeploy_tiled_l1: int | None
-    deeploy_tiled_l2: int | None
-    deeploy_tiled_l3: int | None
+    levels: dict[str, LevelMemory]         # the tiled flow per memory level: Deeploy's arena, ckpt's prediction
     recomputes: int
     clones_kept: int
     replay_errors: int          # tensor versions differing from the graph order, plus reads of stale versions
     golden_errors: int | None
     golden_compared: int | None
     heap: int | None = None                # first-fit L2 heap of the non-tiled code
-    predicted_tiled_l3: int | None = None  # ckpt's predicted home arena (the generated code must reserve it)
     code: dict[str, str] | None = None     # per flow: the generated code's run on this host ("0/198027", or why
                                            # not), and " = graph order" / " != graph order" when compared
     code_l3_allocated: int | None = None   # what the tiled code allocated in L3 when it ran (constants + arena)
@@ -57,22 +54,26 @@ class CiFigures:
 
     @classmethod
     def from_dict(cls, doc: dict) -> CiFigures:
-        return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
+        found = {f.name: doc.get(f.name) for f in fields(cls)}
+        return record_from_json(cls, {**found, "levels": found["levels"] or {}})
+
+    @property
+    def home(self) -> tuple[str, LevelMemory] | None:
+        """The level whose arena ckpt predicts (the tiled flow's home)."""
+        return next(((name, fig) for name, fig in self.levels.items() if fig.predicted_arena is not None), None)
 
     @classmethod
     def from_report(cls, report: ReplayReport) -> CiFigures:
         memory, found = report.memory, report.verification
-        level = lambda name: memory.levels[name].arena if name in memory.levels else None  # noqa: E731
         golden = found.golden
         return cls(entries=report.schedule.entries, matched=report.schedule.matched,
                    fingerprint=report.schedule.fingerprint.graph, predicted_peak=memory.predicted_peak,
                    replayed_peak=memory.replayed_peak, deeploy_nontiled=memory.deeploy_non_tiled,
-                   deeploy_tiled_l1=level("L1"), deeploy_tiled_l2=level("L2"), deeploy_tiled_l3=level("L3"),
-                   recomputes=report.replay.recomputes, clones_kept=report.replay.clones_kept,
+                   levels=dict(memory.levels), recomputes=report.replay.recomputes,
+                   clones_kept=report.replay.clones_kept,
                    replay_errors=-1 if found.replay_errors is None else found.replay_errors,
                    golden_errors=golden.errors if golden else None,
                    golden_compared=golden.compared if golden else None, heap=memory.heap,
-                   predicted_tiled_l3=memory.levels["L3"].predicted_arena if "L3" in memory.levels else None,
                    code={flow: _code_text(run) for flow, run in report.code_runs.items()},
                    code_l3_allocated=(report.code_runs["tiled"].memory.get("L3", {}).get("peak")
                                       if "tiled" in report.code_runs else None),
@@ -94,9 +95,7 @@ class Comparison:
 
 
 PEAKS = (("predicted peak B", "predicted_peak"), ("replayed peak B", "replayed_peak"),
-         ("first-fit heap B", "heap"), ("Deeploy non-tiled B", "deeploy_nontiled"),
-         ("Deeploy tiled L1 B", "deeploy_tiled_l1"),
-         ("Deeploy tiled L2 B", "deeploy_tiled_l2"), ("Deeploy tiled L3 B", "deeploy_tiled_l3"))
+         ("first-fit heap B", "heap"), ("Deeploy non-tiled B", "deeploy_nontiled"))
 
 
 def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
@@ -105,16 +104,20 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
                        f">= {100 * MIN_MATCH:.0f}%", _ok(now.match_rate >= MIN_MATCH)),
             Comparison("graph fingerprint", baseline.fingerprint[:16], now.fingerprint[:16], "unchanged",
                        _ok(baseline.fingerprint == now.fingerprint))]
-    for title, key in PEAKS:
-        before, after = getattr(baseline, key), getattr(now, key)
+    arena = lambda figures, name: figures.levels[name].arena if name in figures.levels else None  # noqa: E731
+    peaks = [(title, getattr(baseline, key), getattr(now, key)) for title, key in PEAKS]
+    peaks += [(f"Deeploy tiled {name} B", arena(baseline, name), arena(now, name))
+              for name in sorted(set(baseline.levels) | set(now.levels))]
+    for title, before, after in peaks:
         if before is None and after is None:
             continue
         fits = before is not None and after is not None and after <= before * (1 + PEAK_TOLERANCE)
         rows.append(Comparison(title, _text(before), _text(after), f"<= +{100 * PEAK_TOLERANCE:.0f}%", _ok(fits)))
-    if now.deeploy_tiled_l3 is not None:
-        rows.append(Comparison("ckpt's predicted L3 arena B", _text(baseline.predicted_tiled_l3),
-                               _text(now.predicted_tiled_l3), "== Deeploy tiled L3",
-                               _ok(now.predicted_tiled_l3 == now.deeploy_tiled_l3)))
+    if now.home is not None:
+        name, figures = now.home
+        before = baseline.levels[name].predicted_arena if name in baseline.levels else None
+        rows.append(Comparison(f"ckpt's predicted {name} arena B", _text(before), _text(figures.predicted_arena),
+                               f"== Deeploy tiled {name}", _ok(figures.predicted_arena == figures.arena)))
     rows.append(Comparison("Errors (replay vs graph order)", str(baseline.replay_errors), _errors(now.replay_errors),
                            "== 0", _ok(now.replay_errors == 0)))
     golden_ok = now.golden_errors is not None and baseline.golden_errors is not None \

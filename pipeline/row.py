@@ -134,14 +134,14 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
                    home=home_level, levels=dict(memory.levels), on_chip=_on_chip(report, home_level),
-                   on_chip_capacity=_l2(report).capacity if _l2(report) else None,
+                   on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,
                    persistent_bytes=memory.persistent_replayed,
                    clones_kept=report.replay.clones_kept,
                    cycles=cycles, errors=gvsoc_errors or code_errors, host_errors=host_errors, code_check=code_check,
                    check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))
 
 
-def _l2(report: ReplayReport) -> L2Need | None:
+def _chip_memory(report: ReplayReport) -> L2Need | None:
     run = report.gvsoc.get("tiled")
     return run.l2 if run is not None else None
 
@@ -149,7 +149,7 @@ def _l2(report: ReplayReport) -> L2Need | None:
 def _on_chip(report: ReplayReport, home: str | None) -> int | None:
     """The whole step in L2: as built for the chip, plus, when its tensors live off chip, its constants and arena
     there (the L2 tiling buffers stay)."""
-    l2 = _l2(report)
+    l2 = _chip_memory(report)
     if l2 is None or home is None:
         return None
     off_chip = report.memory.levels.get(home) if home != "L2" else None

@@ -14,12 +14,14 @@ from replay_support import needs_models
 
 from ckpt.ci.check import CiCase, check, read_baseline
 from ckpt.ci.figures import CiFigures, compare
+from ckpt.replay.report import LevelMemory
 from ckpt.schedule_file import read_schedule, write_schedule
 
+LEVELS = {"L1": LevelMemory(127_000, None, 127_000, 1_819), "L2": LevelMemory(127_000, None, 127_000, 1_459),
+          "L3": LevelMemory(900_000, 900_000, 900_000, 1_427_676)}
 BASE = CiFigures(entries=200, matched=200, fingerprint="a" * 64, predicted_peak=600_000, replayed_peak=600_000,
-                 deeploy_nontiled=600_300, deeploy_tiled_l1=127_000, deeploy_tiled_l2=127_000,
-                 deeploy_tiled_l3=900_000, recomputes=20, clones_kept=20, replay_errors=0, golden_errors=0,
-                 golden_compared=198_027, heap=640_000, predicted_tiled_l3=900_000,
+                 deeploy_nontiled=600_300, levels=LEVELS, recomputes=20, clones_kept=20, replay_errors=0,
+                 golden_errors=0, golden_compared=198_027, heap=640_000,
                  code={"tiled": "0/198027 = graph order", "non_tiled": "0/198027 = graph order"},
                  code_l3_allocated=3_700_000)
 
@@ -33,8 +35,11 @@ def test_the_same_figures_pass_and_each_rule_fails_on_its_own():
     assert failing(replace(BASE, replayed_peak=606_000)) == []                       # +1% is allowed
     assert failing(replace(BASE, replayed_peak=606_001)) == ["replayed peak B"]
     assert failing(replace(BASE, heap=646_401)) == ["first-fit heap B"]
-    assert failing(replace(BASE, deeploy_tiled_l3=909_001, predicted_tiled_l3=909_001)) == ["Deeploy tiled L3 B"]
-    assert failing(replace(BASE, deeploy_tiled_l3=899_996)) == ["ckpt's predicted L3 arena B"]  # must be the code's
+    l3 = lambda arena, predicted: replace(BASE, levels={**LEVELS, "L3": LevelMemory(arena, predicted, arena, 1)})  # noqa
+    assert failing(l3(909_001, 909_001)) == ["Deeploy tiled L3 B"]
+    assert failing(l3(899_996, 900_000)) == ["ckpt's predicted L3 arena B"]       # must be the code's
+    assert failing(replace(BASE, levels={**LEVELS, "L2": LevelMemory(130_000, None, 130_000, 1)})) == [
+        "Deeploy tiled L2 B"]
     assert failing(replace(BASE, matched=179)) == ["entries matched"]                # 89.5% < 90%
     assert failing(replace(BASE, fingerprint="b" * 64)) == ["graph fingerprint"]
     assert failing(replace(BASE, replay_errors=1)) == ["Errors (replay vs graph order)"]
@@ -64,7 +69,8 @@ def test_committed_baseline_belongs_to_the_committed_schedule():
     assert baseline.predicted_peak == doc.predicted.peak_bytes and baseline.replay_errors == 0
     # the device harness's count: the known bias-GELU miss (about 1.2e-5) is inside its 1e-4 tolerance
     assert baseline.golden_errors == 0 and baseline.golden_compared == 198_027
-    assert baseline.predicted_tiled_l3 == baseline.deeploy_tiled_l3 and baseline.heap >= baseline.replayed_peak
+    home, figures = baseline.home
+    assert home == "L3" and figures.predicted_arena == figures.arena and baseline.heap >= baseline.replayed_peak
     written = json.loads(case.baseline.read_text())
     assert written["written_by"] == "ckpt ci update-baseline"
 
