@@ -61,13 +61,13 @@ def emit_ci_configs(result: SweepResult, model: str | Path, target: str, outdir:
     schedule_path = outdir / "DeeployTest" / "Tests" / test_name / schedule_name
     atomic_write(schedule_path, folder.schedule.read_text())
     report = ReplayReport.read(folder.replay / REPORT)
-    setup = report.deeploy["tiled"].setup if report.deeploy and "tiled" in report.deeploy else DEFAULT_SETUP.as_dict()
+    setup = report.deeploy["tiled"].setup if report.deeploy and "tiled" in report.deeploy else DEFAULT_SETUP
     manifest_path = outdir / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     entries = manifest.setdefault(target, {})
     entries[test_name] = {
-        "schedule": schedule_name, "l1": [setup["l1"]], "l2": setup["l2"],
-        "cores": setup["n_cores"], "budget": point.label, "graph": report.schedule.solved_on,
+        "schedule": schedule_name, "l1": [setup.l1], "l2": setup.l2,
+        "cores": setup.n_cores, "budget": point.label, "graph": report.schedule.solved_on,
         "comment": _comment(point, baseline)}
     written = [schedule_path]
     files = {

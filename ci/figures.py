@@ -75,8 +75,7 @@ class CiFigures:
                    golden_errors=golden.errors if golden else None,
                    golden_compared=golden.compared if golden else None, heap=memory.heap,
                    code={flow: _code_text(run) for flow, run in report.code_runs.items()},
-                   code_l3_allocated=(report.code_runs["tiled"].memory.get("L3", {}).get("peak")
-                                      if "tiled" in report.code_runs else None),
+                   code_l3_allocated=_allocated(report.code_runs.get("tiled"), "L3"),
                    gvsoc=_gvsoc_text(report.gvsoc.get("tiled")),
                    gvsoc_cycles=report.gvsoc["tiled"].cycles if "tiled" in report.gvsoc else None)
 
@@ -137,6 +136,12 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
         before, after = getattr(baseline, key), getattr(now, key)
         rows.append(Comparison(title, str(before), str(after), "shown", "ok" if before == after else "changed"))
     return rows
+
+
+def _allocated(run: CodeRunRecord | None, level: str) -> int | None:
+    """The most a flow's code kept allocated at a level when it ran."""
+    use = run.stats.levels.get(level) if run is not None and run.stats is not None else None
+    return use.peak if use is not None else None
 
 
 def _gvsoc_rows(baseline: CiFigures, now: CiFigures) -> list[Comparison]:

@@ -211,7 +211,8 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
     dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
     worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
     return MemoryFigures(target=target, deeploy_version=deeploy_version(), tiled=tiled,
-                         order=list(d.layerBinding.keys()), worst_case=worst, dynamic_peak=dynamic,
+                         order=list(d.layerBinding.keys()), layers=len(d.layerBinding), worst_case=worst,
+                         dynamic_peak=dynamic,
                          arena=dict(worst) if tiled else {}, static=_static_bytes(run, worst.keys() if tiled else ()),
                          home_live=home, live_max=live, allocator_calls=calls, placed_by=placed_by,
                          laid_out=laid_out, setup=setup, timings=run.timings)

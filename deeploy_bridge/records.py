@@ -1,7 +1,7 @@
 """Plain records the bridge hands back; they hold no Deeploy objects so they pickle and cache cleanly."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import onnx
@@ -111,13 +111,9 @@ class LoweredGraph:
 
 
 @dataclass
-class MemoryFigures:
-    """Deeploy's own memory numbers for one schedule, per memory level (bytes)."""
+class FlowFigures:
+    """Deeploy's own memory numbers for one flow, per memory level (bytes): what report.json keeps of a run."""
 
-    target: str
-    deeploy_version: str
-    tiled: bool
-    order: list[str]  # node names in the order Deeploy executed them
     # Non-tiled: Deeploy's dynamic peak (deployer.worstCaseBufferSize). Tiled: the tiler's arena sizes.
     worst_case: dict[str, int] = field(default_factory=dict)
     # Peak of the per-layer malloc/free accounting done in the back end (ctxt._maxDynamicSize), both flows.
@@ -133,9 +129,27 @@ class MemoryFigures:
     # list; the largest per-layer list elsewhere): a floor for the arena the allocator can reach.
     live_max: dict[str, int] = field(default_factory=dict)
     allocator_calls: int = 0  # tiled with ckpt's allocator: block lists Deeploy asked it to lay out
+    setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
+    layers: int = 0  # the layers Deeploy ran
+    code_files: list[str] = field(default_factory=list)
+    seconds: dict[str, float] | None = None  # Deeploy's stages (a report keeps them with --record-time only)
+
+
+@dataclass
+class MemoryFigures(FlowFigures):
+    """One Deeploy run: its figures, and what only the run itself needs (what it executed and laid out)."""
+
+    target: str = ""
+    deeploy_version: str = ""
+    tiled: bool = False
+    order: list[str] = field(default_factory=list)  # node names in the order Deeploy executed them
     placed_by: dict[str, str] = field(default_factory=dict)  # ckpt's allocator: level -> what placed its largest list
     laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's allocator: level -> those blocks
-    setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
     timings: StageTimings = field(default_factory=StageTimings)
     code_dir: Path | None = None  # where Network.c / Network.h were written, if asked
-    code_files: list[str] = field(default_factory=list)
+
+    def figures(self, record_time: bool = False) -> FlowFigures:
+        """The run's figures as a report keeps them (its stage seconds only when asked: they differ run to run)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(FlowFigures)}
+        seconds = {k: round(v, 3) for k, v in self.timings.as_dict().items()} if record_time else None
+        return FlowFigures(**{**kept, "layers": len(self.order), "seconds": seconds})

@@ -49,6 +49,10 @@ class VerifyResult:
     def line(self) -> str:
         return f"Errors: {self.errors} out of {self.compared}"
 
+    @property
+    def fraction(self) -> str:
+        return f"{self.errors}/{self.compared}"
+
     def format(self) -> str:
         lines = [self.line + f" ({self.tensors} output tensors, |diff| > {HARNESS_TOLERANCE:g} or NaN)"]
         if self.worst is not None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from ckpt.gvsoc.run import L2Need
 from ckpt.replay.report import (
+    CheckStatus,
     CodeRunRecord,
     GvsocRecord,
     LevelMemory,
@@ -129,7 +130,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                                                                f"{report.budget.replayed} B is over the budget "
                                                                f"{report.budget.limit} B") if r)
     home = (report.deeploy or {}).get("tiled")
-    home_level = home.setup["default_mem_level"] if home else None
+    home_level = home.setup.default_mem_level if home else None
     home_figures = memory.levels.get(home_level) if home_level else None
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
@@ -162,11 +163,11 @@ def _finite(value: float | None) -> float | None:
 
 def _verification(found: VerificationSection) -> tuple[str, str, str]:
     """(check, Errors, reason): the replay against the graph order, and the golden comparison on the host."""
-    if found.status == "skipped":
+    if found.status is CheckStatus.SKIPPED:
         return NOT_VERIFIED, NOT_VERIFIED, f"not verified: {found.reason}"
     golden, base = found.golden, found.baseline_golden
     errors = f"{golden.errors}/{golden.compared}" if golden else "no goldens"
-    if found.status == "miswired":
+    if found.status is CheckStatus.MISWIRED:
         schedule = found.schedule
         return "MISWIRED", errors, (f"unverified: the replay differs from the graph order "
                                     f"({len(schedule.differing)} tensor versions differ, "
@@ -191,7 +192,7 @@ def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple
     reasons = []
     if run.golden and run.golden.errors:
         reasons.append(f"generated code: Errors {errors} (" + ", ".join(
-            f"{k} {v}" for k, v in run.golden.by_output.items()) + ")")
+            f"{k} {v}" for k, v in run.golden.errors_by_tensor.items()) + ")")
     if run.graph_order == "differs":
         reasons.append("generated code differs from the graph order's in " + ", ".join(run.differing))
     if run.host is not None and run.host.over_tolerance:

@@ -37,8 +37,8 @@ from ckpt.deeploy_bridge.setup import DeeploySetup
 from ckpt.hostexec.compare import bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import cache_root
-from ckpt.replay.report import CodeRunRecord, HostDiffRecord, WorstRecord
-from ckpt.replay.verification import StepData, compare_golden, golden_record
+from ckpt.replay.report import CodeRunRecord, HostDiffRecord
+from ckpt.replay.verification import StepData, compare_golden
 
 REFERENCE_FORMAT = 1
 
@@ -110,8 +110,7 @@ def _host_diff(code: dict[str, np.ndarray], host: dict[str, np.ndarray], data: S
     found = compare_outputs(back(code), back(common))
     worst = found.worst
     return HostDiffRecord(max_abs_diff=worst.abs_diff if worst else 0.0,
-                          worst=None if worst is None else WorstRecord(worst.tensor, list(worst.index), worst.actual,
-                                                                       worst.expected, worst.abs_diff),
+                          worst=worst,
                           over_tolerance=found.errors)
 
 
@@ -170,14 +169,11 @@ def code_run_record(flow: str, outcome: CodeRun | NotRun, data: StepData, host: 
     steps = []
     if len(outcome.steps) > 1 and stepper is not None:
         expected = [host] + [stepper.after(_shaped(code, shapes)) for code in outcome.steps[:-1]]
-        steps = [golden_record(compare_outputs(back(_shaped(code, shapes)), back(want)))
+        steps = [(compare_outputs(back(_shaped(code, shapes)), back(want)))
                  for code, want in zip(outcome.steps, expected)]
     return CodeRunRecord(
-        flow=flow, status="ran", weights=weights, golden=golden_record(compare_golden(outputs, data)),
+        flow=flow, status="ran", weights=weights, golden=compare_golden(outputs, data),
         graph_order=graph_order, differing=differing, host=_host_diff(outputs, host, data), steps=steps,
-        memory={level: {"peak": use.peak, "end": use.end, "allocated": use.allocated}
-                for level, use in stats.levels.items()},
-        counts={"forks": stats.forks, "dma_transfers": stats.dma_transfers, "dma_bytes": stats.dma_bytes,
-                "ram_copies": stats.ram_copies, "ram_bytes": stats.ram_bytes},
+        stats=stats,
         skipped_kernels=list(outcome.skipped_kernels),
         seconds={k: round(v, 3) for k, v in outcome.seconds.items()} if record_time else None)

@@ -62,7 +62,8 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
 
 
 def _l2_peak(code_run: CodeRunRecord) -> int:
-    return int((code_run.memory or {}).get("L2", {}).get("peak", 0))
+    use = code_run.stats.levels.get("L2") if code_run.stats else None
+    return use.peak if use is not None else 0
 
 
 def _measured(flow: str, run: GvsocRun, against: str, nodes: list[str], log: Path, record_time: bool

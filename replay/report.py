@@ -12,9 +12,12 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
 
+from ckpt.coderun.run import RuntimeStats
+from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
 from ckpt.gvsoc.run import L2Need
+from ckpt.hostexec.compare import VerifyResult, WorstElement
 
 
 @dataclass(frozen=True)
@@ -109,78 +112,68 @@ class BudgetRecord:
         return self.replayed is None or self.replayed <= self.limit
 
 
-@dataclass(frozen=True)
-class FlowFigures:
-    """Deeploy's own figures for one flow (non_tiled, tiled)."""
+@dataclass
+class ScheduleCheck:
+    """The replayed order against the graph order: which tensor versions differ (none is the pass)."""
 
-    worst_case: dict[str, int]
-    dynamic_peak: dict[str, int]
-    arena: dict[str, int]
-    static: dict[str, int]
-    setup: dict
-    layers: int
-    code_files: list[str]
-    home_live: dict[str, int]
-    allocator_calls: int = 0
-    seconds: dict[str, float] | None = None
-
-
-@dataclass(frozen=True)
-class WorstRecord:
-    tensor: str
-    index: list[int]
-    actual: float
-    expected: float
-    abs_diff: float
-
-
-@dataclass(frozen=True)
-class GoldenRecord:
-    """The device harness's line for these outputs: errors out of compared elements."""
-
-    errors: int
-    compared: int
-    tensors: int
-    failed: list[str]
-    worst: WorstRecord | None
-    nan_inputs: list[str] = field(default_factory=list)
-    by_output: dict[str, int] = field(default_factory=dict)    # errors per output, outputs with errors only
-
-    @property
-    def line(self) -> str:
-        return f"Errors: {self.errors} out of {self.compared}"
-
-    @property
-    def fraction(self) -> str:
-        return f"{self.errors}/{self.compared}"
-
-
-@dataclass(frozen=True)
-class ScheduleCheckRecord:
     executions: int
     clones_kept: int
     clones_pruned: int
     versions_compared: int
-    differing: list[str]
-    stale_reads: list[str]
+    differing: list[str] = field(default_factory=list)      # versions whose values differ from the graph order's
+    stale_reads: list[str] = field(default_factory=list)    # reads of a version older than the newest
 
     @property
     def ok(self) -> bool:
         return not self.differing and not self.stale_reads
 
+    def line(self) -> str:
+        head = (f"replayed order ({self.executions} executions, {self.clones_kept} clones kept, "
+                f"{self.clones_pruned} pruned) vs graph order: ")
+        if self.ok:
+            return head + f"bit-identical ({self.versions_compared} tensor versions compared)"
+        parts = []
+        if self.differing:
+            parts.append(f"{len(self.differing)} of {self.versions_compared} tensor versions differ: "
+                         + few(self.differing))
+        if self.stale_reads:
+            parts.append(f"{len(self.stale_reads)} read(s) of an older version: " + few(self.stale_reads))
+        return head + "MISWIRED: " + "; ".join(parts)
+
+
+
+SHOWN = 5
+
+
+def few(items: list[str]) -> str:
+    more = f" (and {len(items) - SHOWN} more)" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
 
 @dataclass(frozen=True)
 class VerificationSection:
-    """status: bit-identical | miswired | skipped (then `reason`)."""
+    """What the host check found: Errors against the goldens (and the graph order's, when a schedule was
+    checked), the replayed order against the graph order, a hint; or why it did not run (status skipped)."""
 
-    status: str
+    status: CheckStatus
     reason: str | None = None
-    golden: GoldenRecord | None = None
-    baseline_golden: GoldenRecord | None = None
-    schedule: ScheduleCheckRecord | None = None
+    golden: VerifyResult | None = None
+    baseline_golden: VerifyResult | None = None         # the graph order's, when a schedule was checked
+    schedule: ScheduleCheck | None = None
     hint: str | None = None
     fixed_bias_gelu: list[str] = field(default_factory=list)
-    seconds: float | None = None
+    not_compared: list[str] = field(default_factory=list)   # golden tensors the step does not write
+    seconds: float | None = None                            # with --record-time only
+
+    @classmethod
+    def of(cls, golden: VerifyResult | None, baseline_golden: VerifyResult | None, schedule: ScheduleCheck | None,
+           hint: str | None, fixed: list[str], not_compared: list[str]) -> VerificationSection:
+        status = CheckStatus.BIT_IDENTICAL if schedule is None or schedule.ok else CheckStatus.MISWIRED
+        return cls(status, None, golden, baseline_golden, schedule, hint, list(fixed), list(not_compared))
+
+    @property
+    def ok(self) -> bool:
+        return (self.golden is None or self.golden.ok) and (self.schedule is None or self.schedule.ok)
 
     @property
     def replay_errors(self) -> int | None:
@@ -195,7 +188,7 @@ class HostDiffRecord:
     """The generated code's outputs against ckpt's host executor's (same schedule, same inputs)."""
 
     max_abs_diff: float
-    worst: WorstRecord | None
+    worst: WorstElement | None
     over_tolerance: int          # elements differing by more than the harness's tolerance
 
 
@@ -210,15 +203,14 @@ class CodeRunRecord:
     status: str
     reason: str | None = None
     weights: str = "out-of-place"                # how this flow's code writes the updated weights
-    golden: GoldenRecord | None = None           # Errors by deeploytest.c's rule, against outputs.npz
+    golden: VerifyResult | None = None           # Errors by deeploytest.c's rule, against outputs.npz
     graph_order: str | None = None               # bit-identical | differs | why it was not compared
     differing: list[str] = field(default_factory=list)   # outputs that differ from the graph order's code
     host: HostDiffRecord | None = None
-    memory: dict[str, dict[str, int]] = field(default_factory=dict)   # level -> peak/end/allocated bytes
-    counts: dict[str, int] = field(default_factory=dict)   # forks, DMA and RAM transfers and bytes
+    stats: RuntimeStats | None = None            # what the code allocated per level and what it moved
     skipped_kernels: list[str] = field(default_factory=list)
     seconds: dict[str, float] | None = None
-    steps: list[GoldenRecord] = field(default_factory=list)   # steps in a row: each against the host executor's
+    steps: list[VerifyResult] = field(default_factory=list)   # steps in a row: each against the host executor's
                                                               # same step (updated weights fed back), same rule
 
     @property
@@ -241,6 +233,14 @@ class CodeRunRecord:
         if self.status != "ran":
             return f"{self.status} ({self.reason})"
         return self.golden.fraction if self.golden else "ran (no goldens)"
+
+
+class CheckStatus(StrEnum):
+    """What the host check found of a replay."""
+
+    BIT_IDENTICAL = "bit-identical"    # the replayed order computes, bit for bit, what the graph order computes
+    MISWIRED = "miswired"              # it does not: a clone read too late or a stale version read
+    SKIPPED = "skipped"                # not checked (reason)
 
 
 class SimStatus(StrEnum):
@@ -319,6 +319,8 @@ def record_from_json(kind, value):
     if isinstance(kind, type) and issubclass(kind, Enum) and value is not None:
         return kind(value)
     origin = typing.get_origin(kind)
+    if origin is tuple and value is not None:
+        return tuple(value)
     if origin in (typing.Union, types.UnionType):
         options = [k for k in typing.get_args(kind) if k is not type(None)]
         if value is None:

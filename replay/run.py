@@ -62,9 +62,9 @@ from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.replay.predict import home_layout, rewired
 from ckpt.replay.report import (
     BudgetRecord,
+    CheckStatus,
     CodeRunRecord,
     FingerprintRecord,
-    FlowFigures,
     GvsocRecord,
     LevelMemory,
     MemorySection,
@@ -301,7 +301,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
     section = verification_section(check, verification if isinstance(verification, str) else None,
                                    options.record_time)
     budget = _budget(doc, memory)
-    ok = (section.status != "miswired" and all(run.status is not SimStatus.FAILED and not run.errors
+    ok = (section.status is not CheckStatus.MISWIRED and all(run.status is not SimStatus.FAILED and not run.errors
                                                 for run in gvsoc.values())
           and all(run.ok or run.status == "not run" for run in code_runs.values())
           and (budget is None or budget.fits))
@@ -318,7 +318,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
                              pruned=[e.name for e in plan.pruned], unscheduled=list(plan.unscheduled),
                              stale=list(plan.stale)),
         memory=memory,
-        deeploy={name: _flow(f, options) for name, f in flows.items()} or None,
+        deeploy={name: f.figures(options.record_time) for name, f in flows.items()} or None,
         verification=section,
         gvsoc=gvsoc,
         files={"rewired": REWIRED, "order": ORDER, "code": CODE if tiled else None,
@@ -351,11 +351,3 @@ def _levels(rewired: _Rewired, tiled: MemoryFigures) -> dict[str, LevelMemory]:
                                predicted_arena=predicted if level == home else None,
                                static=tiled.static.get(level))
             for level in levels}
-
-
-def _flow(figures: MemoryFigures, options: ReplayOptions) -> FlowFigures:
-    seconds = {k: round(v, 3) for k, v in figures.timings.as_dict().items()} if options.record_time else None
-    return FlowFigures(worst_case=dict(figures.worst_case), dynamic_peak=dict(figures.dynamic_peak),
-                       arena=dict(figures.arena), static=dict(figures.static), setup=figures.setup.as_dict(),
-                       layers=len(figures.order), code_files=sorted(figures.code_files),
-                       home_live=dict(figures.home_live), allocator_calls=figures.allocator_calls, seconds=seconds)

@@ -22,7 +22,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
              + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
     if mem.levels and r.deeploy:
         setup = r.deeploy["tiled"].setup
-        lines.append(f"Deeploy tiled ({setup['allocator']} allocator, L1 {setup['l1']}, L2 {setup['l2']}), per level "
+        lines.append(f"Deeploy tiled ({setup.allocator} allocator, L1 {setup.l1}, L2 {setup.l2}, home "
+                     f"{setup.default_mem_level}), per level "
                      "static + arena = total:")
         for level, fig in sorted(mem.levels.items()):
             extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
@@ -30,13 +31,14 @@ def summary_lines(result: ReplayResult) -> list[str]:
                          f"blocks {_b(fig.live_max)}{extra}")
     check = result.verification
     if check is not None:
-        lines.append(check.schedule.line())
-        if check.golden is not None:
-            base = check.baseline_golden
-            lines.append(f"golden (device harness rule): {check.golden.line}"
+        found = check.findings
+        lines.append(found.schedule.line())
+        if found.golden is not None:
+            base = found.baseline_golden
+            lines.append(f"golden (device harness rule): {found.golden.line}"
                          + (f" (graph order: {base.line})" if base is not None else ""))
-        if check.hint:
-            lines.append(check.hint)
+        if found.hint:
+            lines.append(found.hint)
     else:
         lines.append(f"verify: skipped ({r.verification.reason})")
     lines.extend(_code_run_line(run) for run in r.code_runs.values())
@@ -56,15 +58,16 @@ def _code_run_line(run: CodeRunRecord) -> str:
     if run.status != "ran":
         return head + f"{run.status} ({run.reason})"
     parts = [run.golden.line if run.golden else "ran (no outputs.npz to compare)"]
-    if run.golden and run.golden.by_output:
-        parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.by_output.items()))
+    if run.golden and run.golden.errors_by_tensor:
+        parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.errors_by_tensor.items()))
     parts.append(f"graph order's code: {run.graph_order}" + (f" ({', '.join(run.differing)})" if run.differing else ""))
     if run.host is not None:
         where = f" at {run.host.worst.tensor}{run.host.worst.index}" if run.host.worst and run.host.max_abs_diff else ""
         parts.append(f"vs host executor: max |diff| {run.host.max_abs_diff:.3g}{where}")
-    level = max(run.memory, key=lambda name: run.memory[name]["peak"], default=None)
+    levels = run.stats.levels if run.stats else {}
+    level = max(levels, key=lambda name: levels[name].peak, default=None)
     if level:
-        parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
+        parts.append(f"{level} allocated {levels[level].peak:,} B")
     if run.steps:
         errors = ", ".join(str(step.errors) for step in run.steps)
         verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"

@@ -23,7 +23,7 @@ mini-batch, accumulation buffers included, and runs the whole step for the golde
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,121 +41,55 @@ from ckpt.hostexec.training_step import StepOutcome, run_step
 from ckpt.paths import model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
-from ckpt.replay.report import GoldenRecord, ScheduleCheckRecord, VerificationSection, WorstRecord
+from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, few
 from ckpt.schedule_file import Schedule, clone_of
 from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
-
-SHOWN = 5
-
-
-@dataclass
-class ScheduleCheck:
-    """The replayed order against the graph order: which tensor versions differ (none is the pass)."""
-
-    executions: int
-    clones_kept: int
-    clones_pruned: int
-    versions_compared: int
-    differing: list[str] = field(default_factory=list)      # versions whose values differ from the graph order's
-    stale_reads: list[str] = field(default_factory=list)    # reads of a version older than the newest
-
-    @property
-    def ok(self) -> bool:
-        return not self.differing and not self.stale_reads
-
-    def line(self) -> str:
-        head = (f"replayed order ({self.executions} executions, {self.clones_kept} clones kept, "
-                f"{self.clones_pruned} pruned) vs graph order: ")
-        if self.ok:
-            return head + f"bit-identical ({self.versions_compared} tensor versions compared)"
-        parts = []
-        if self.differing:
-            parts.append(f"{len(self.differing)} of {self.versions_compared} tensor versions differ: "
-                         + _few(self.differing))
-        if self.stale_reads:
-            parts.append(f"{len(self.stale_reads)} read(s) of an older version: " + _few(self.stale_reads))
-        return head + "MISWIRED: " + "; ".join(parts)
-
-    def as_dict(self) -> dict:
-        return {"executions": self.executions, "clones_kept": self.clones_kept, "clones_pruned": self.clones_pruned,
-                "versions_compared": self.versions_compared, "bit_identical": not self.differing,
-                "reads_newest_versions": not self.stale_reads, "ok": self.ok,
-                "differing": list(self.differing), "stale_reads": list(self.stale_reads)}
-
-
-def _few(items: list[str]) -> str:
-    more = f" (and {len(items) - SHOWN} more)" if len(items) > SHOWN else ""
-    return ", ".join(items[:SHOWN]) + more
 
 
 @dataclass
 class VerifyReport:
+    """A host check: what it found (the record report.json keeps) and what it ran on and computed."""
+
     model: str
     target: str
     nodes: int
-    golden: VerifyResult | None
-    baseline_golden: VerifyResult | None        # the graph order's, when a schedule was checked
-    schedule: ScheduleCheck | None
-    hint: str | None
-    fixed: list[str]
+    findings: VerificationSection
     seconds: float = 0.0
     outputs: dict[str, np.ndarray] = field(default_factory=dict)   # what the host computed (run-graph names)
     data: StepData | None = None                                    # the feeds and goldens it ran on
-    not_compared: list[str] = field(default_factory=list)  # golden tensors the step does not write
 
     @property
     def ok(self) -> bool:
-        return (self.golden is None or self.golden.ok) and (self.schedule is None or self.schedule.ok)
+        return self.findings.ok
 
     def lines(self) -> list[str]:
-        which = "graph as written" if not self.fixed else f"with --fix-bias-gelu ({len(self.fixed)} nodes rewired)"
-        order = "replayed order" if self.schedule else "graph order"
-        found = [f"verify {self.model} (target {self.target}, {self.nodes} nodes, {which}, {order})"]
+        found = self.findings
+        fixed = found.fixed_bias_gelu
+        which = "graph as written" if not fixed else f"with --fix-bias-gelu ({len(fixed)} nodes rewired)"
+        order = "replayed order" if found.schedule else "graph order"
+        lines = [f"verify {self.model} (target {self.target}, {self.nodes} nodes, {which}, {order})"]
         if self.data is not None and self.data.layout is not None:
-            found.append(self.data.step_line())
-        if self.golden is not None:
-            found.extend(self.golden.format().splitlines())
+            lines.append(self.data.step_line())
+        if found.golden is not None:
+            lines.extend(found.golden.format().splitlines())
         else:
-            found.append("no outputs.npz: golden comparison skipped")
-        if self.not_compared:
-            found.append(f"not compared: {len(self.not_compared)} golden tensor(s) the step does not write ("
-                         + _few(self.not_compared) + ")")
-        if self.hint:
-            found.append(self.hint)
-        if self.schedule is not None:
-            found.append(self.schedule.line())
-        return found
-
-    @property
-    def status(self) -> str:
-        return "bit-identical" if self.schedule is None or self.schedule.ok else "miswired"
-
-
-def golden_record(result: VerifyResult | None) -> GoldenRecord | None:
-    if result is None:
-        return None
-    worst = result.worst
-    return GoldenRecord(errors=result.errors, compared=result.compared, tensors=result.tensors,
-                        failed=list(result.failed), nan_inputs=list(result.nan_inputs),
-                        by_output=dict(sorted(result.errors_by_tensor.items())),
-                        worst=None if worst is None else WorstRecord(worst.tensor, list(worst.index), worst.actual,
-                                                                     worst.expected, worst.abs_diff))
+            lines.append("no outputs.npz: golden comparison skipped")
+        if found.not_compared:
+            lines.append(f"not compared: {len(found.not_compared)} golden tensor(s) the step does not write ("
+                         + few(found.not_compared) + ")")
+        if found.hint:
+            lines.append(found.hint)
+        if found.schedule is not None:
+            lines.append(found.schedule.line())
+        return lines
 
 
 def verification_section(report: VerifyReport | None, reason: str | None, record_time: bool = False
                          ) -> VerificationSection:
     """report.json's verification: the host check's findings, or why it was skipped."""
     if report is None:
-        return VerificationSection(status="skipped", reason=reason)
-    check = report.schedule
-    return VerificationSection(
-        status=report.status, golden=golden_record(report.golden),
-        baseline_golden=golden_record(report.baseline_golden),
-        schedule=None if check is None else ScheduleCheckRecord(check.executions, check.clones_kept,
-                                                                 check.clones_pruned, check.versions_compared,
-                                                                 list(check.differing), list(check.stale_reads)),
-        hint=report.hint, fixed_bias_gelu=list(report.fixed),
-        seconds=round(report.seconds, 3) if record_time else None)
+        return VerificationSection(status=CheckStatus.SKIPPED, reason=reason)
+    return replace(report.findings, seconds=round(report.seconds, 3) if record_time else None)
 
 
 # --------------------------------------------------------------------------- preparing what runs
@@ -318,12 +252,12 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
         baseline_golden, outputs = _compare(outputs, step, data), replayed
         if data.layout is not None:
             step = _run_step(HostExecutor(apply_to_model(model, plan)), plan.order, data, progress)
-    report = VerifyReport(model=label, target=target, nodes=len(model.graph.node), golden=_compare(outputs, step, data),
-                          baseline_golden=baseline_golden, schedule=schedule, hint=hint, fixed=list(fixed or []),
-                          seconds=time.perf_counter() - start, outputs=outputs, data=data)
-    if step is not None and data.golden is not None:
-        report.not_compared = sorted(k for k in data.golden if k not in step.as_outputs())
-    return report
+    not_compared = sorted(k for k in data.golden if k not in step.as_outputs()) \
+        if step is not None and data.golden is not None else []
+    findings = VerificationSection.of(_compare(outputs, step, data), baseline_golden, schedule, hint,
+                                      list(fixed or []), not_compared)
+    return VerifyReport(model=label, target=target, nodes=len(model.graph.node), findings=findings,
+                        seconds=time.perf_counter() - start, outputs=outputs, data=data)
 
 
 def _run_step(executor: HostExecutor, order: list[str] | None, data: StepData, progress) -> StepOutcome | None:

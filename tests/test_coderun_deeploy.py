@@ -50,14 +50,14 @@ def test_each_points_code_computes_the_goldens_and_the_graph_orders_code(example
     assert report.ok and set(report.code_runs) == {"tiled", "non_tiled"}
     for run in report.code_runs.values():
         assert run.status == "ran", run.reason
-        assert run.golden.line == "Errors: 0 out of 198027" and run.golden.by_output == {}
+        assert run.golden.line == "Errors: 0 out of 198027" and run.golden.errors_by_tensor == {}
         assert run.graph_order == "bit-identical" and run.differing == []
         assert run.host.over_tolerance == 0 and 0 < run.host.max_abs_diff < 1e-4
     tiled = report.code_runs["tiled"]
     # the code reserves in L3 exactly its constants plus the arena Deeploy's header declares
     arena = report.memory.levels["L3"].arena
-    assert tiled.memory["L3"]["peak"] > arena and tiled.counts["dma_transfers"] > 0
-    assert report.code_runs["non_tiled"].memory["L3"]["peak"] == 0
+    assert tiled.stats.levels["L3"].peak > arena and tiled.stats.dma_transfers > 0
+    assert report.code_runs["non_tiled"].stats.levels["L3"].peak == 0
 
 
 def test_the_tighter_point_has_clones_and_still_equals_the_graph_order(example):

@@ -7,24 +7,29 @@ from dataclasses import asdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckpt.replay.report import CodeRunRecord, GoldenRecord, WorstRecord, record_from_json
+from ckpt.coderun.run import LevelUse, RuntimeStats
+from ckpt.hostexec.compare import VerifyResult, WorstElement
+from ckpt.replay.report import CodeRunRecord, record_from_json
 
 names = st.text(alphabet="abcdefgh_0123", min_size=1, max_size=8)
 counts = st.integers(min_value=0, max_value=10**6)
 floats = st.floats(allow_nan=False, allow_infinity=False, width=32)
 
-worst = st.builds(WorstRecord, tensor=names, index=st.lists(counts, max_size=3), actual=floats, expected=floats,
-                  abs_diff=floats)
-golden = st.builds(GoldenRecord, errors=counts, compared=counts, tensors=counts, failed=st.lists(names, max_size=3),
+worst = st.builds(WorstElement, tensor=names, index=st.lists(counts, max_size=3).map(tuple), actual=floats,
+                  expected=floats, abs_diff=floats)
+golden = st.builds(VerifyResult, errors=counts, compared=counts, tensors=counts, failed=st.lists(names, max_size=3),
                    worst=st.none() | worst, nan_inputs=st.lists(names, max_size=2),
-                   by_output=st.dictionaries(names, counts, max_size=3))
+                   errors_by_tensor=st.dictionaries(names, counts, max_size=3),
+                   max_abs_diff=st.dictionaries(names, floats, max_size=3))
+use = st.builds(LevelUse, peak=counts, end=counts, allocated=counts)
+stats = st.builds(RuntimeStats, levels=st.dictionaries(st.sampled_from(["L1", "L2", "L3"]), use, max_size=3),
+                  forks=counts, dma_transfers=counts, dma_bytes=counts, ram_copies=counts, ram_bytes=counts)
 code_run = st.builds(CodeRunRecord, flow=st.sampled_from(["tiled", "non_tiled"]),
                      status=st.sampled_from(["ran", "failed", "not run"]), reason=st.none() | names,
                      weights=st.sampled_from(["in-place", "out-of-place"]), golden=st.none() | golden,
                      graph_order=st.none() | st.sampled_from(["bit-identical", "differs"]),
                      differing=st.lists(names, max_size=3), steps=st.lists(golden, max_size=4),
-                     memory=st.dictionaries(names, st.dictionaries(names, counts, max_size=3), max_size=2),
-                     counts=st.dictionaries(names, counts, max_size=3))
+                     stats=st.none() | stats)
 
 
 @settings(max_examples=60, deadline=None)

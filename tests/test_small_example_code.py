@@ -37,7 +37,7 @@ def test_a_small_examples_code_computes_its_goldens(replayed, flow):
     same formulas, not merely numbers inside the harness's tolerance."""
     run = replayed.code_runs[flow]
     assert run.status == "ran", run.reason
-    assert run.golden.line == f"Errors: 0 out of {OUTPUT_ELEMENTS}" and run.golden.by_output == {}
+    assert run.golden.line == f"Errors: 0 out of {OUTPUT_ELEMENTS}" and run.golden.errors_by_tensor == {}
     assert run.graph_order == "bit-identical"
     assert run.host.over_tolerance == 0 and run.host.max_abs_diff < 1e-6, run.host
     assert replayed.ok

@@ -24,7 +24,7 @@ pytestmark = needs_models
 
 
 def first_line(report) -> str:
-    return report.golden.line
+    return report.findings.golden.line
 
 
 FT2_ELEMENTS = 198_027       # the 16 updated weights of CCT2_FT2: what Deeploy's harness counts
@@ -39,11 +39,13 @@ def test_cct2_ft2_as_written_passes_the_device_harness_with_its_known_miss():
     inside the harness's 1e-4, so `Errors: 0`; the hint still names the defect and the miss."""
     report = verify_model(FT2)
     assert first_line(report) == f"Errors: 0 out of {FT2_ELEMENTS}" and report.ok
-    assert 1e-5 < report.golden.worst.abs_diff < 2e-5 and "linear1" in report.golden.worst.tensor
-    assert report.hint.startswith("hint: 2 GeluGrad node(s)") and "--fix-bias-gelu" in report.hint
+    worst = report.findings.golden.worst
+    assert 1e-5 < worst.abs_diff < 2e-5 and "linear1" in worst.tensor
+    hint = report.findings.hint
+    assert hint.startswith("hint: 2 GeluGrad node(s)") and "--fix-bias-gelu" in hint
     fixed = verify_model(FT2, fix_bias_gelu=True)
-    assert first_line(fixed) == f"Errors: 0 out of {FT2_ELEMENTS}" and fixed.ok and fixed.hint is None
-    assert fixed.golden.worst.abs_diff < 1e-7 and len(fixed.fixed) == 2
+    assert first_line(fixed) == f"Errors: 0 out of {FT2_ELEMENTS}" and fixed.ok and fixed.findings.hint is None
+    assert fixed.findings.golden.worst.abs_diff < 1e-7 and len(fixed.findings.fixed_bias_gelu) == 2
 
 
 @pytest.mark.deeploy
@@ -56,7 +58,7 @@ def test_deeploys_lowered_graph_in_its_own_order(lowering_cache):
     fixed = verify_model(FT2, target="siracusa", fix_bias_gelu=True)
     assert time.perf_counter() - start < 10
     assert first_line(as_written) == first_line(fixed) == f"Errors: 0 out of {FT2_ELEMENTS}"
-    assert as_written.golden.worst.abs_diff > 1e-5 > fixed.golden.worst.abs_diff
+    assert as_written.findings.golden.worst.abs_diff > 1e-5 > fixed.findings.golden.worst.abs_diff
     assert "output_" not in "\n".join(fixed.lines())                 # names mapped back through io_names
 
 
@@ -77,8 +79,8 @@ def ft2_plan(lowering_cache):
 def test_replayed_schedule_verifies_bit_identical_and_fixed_has_no_errors(ft2_plan):
     doc = ft2_plan[0]
     report = verify_model(FT2, doc, "siracusa", fix_bias_gelu=True)
-    assert report.ok and report.schedule.ok and first_line(report) == f"Errors: 0 out of {FT2_ELEMENTS}"
-    assert report.schedule.clones_kept > 0 and "bit-identical" in report.schedule.line()
+    assert report.ok and report.findings.schedule.ok and first_line(report) == f"Errors: 0 out of {FT2_ELEMENTS}"
+    assert report.findings.schedule.clones_kept > 0 and "bit-identical" in report.findings.schedule.line()
 
 
 def _tamper(rewired: onnx.ModelProto, plan, make_input) -> onnx.ModelProto:
