@@ -101,7 +101,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
-    from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.backends import BackendOptions
     from ckpt.solver.budget import parse_budget, parse_total
     from ckpt.solver.records import SolveOptions
 
@@ -124,7 +124,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                           progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
-                           backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
+                           backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
                            Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer)
     with SolveProgress.for_terminal(progress) as live:
@@ -340,7 +340,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.files import check_output_dir
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
-    from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.backends import BackendOptions
     from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
@@ -355,7 +355,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
         costs=costs,
         flow=Flow(flow) if flow else None,
-        solve=SolveOptions(method=method, backend=SolverOptions(solver, time_limit)),
+        solve=SolveOptions(method=method, backend=BackendOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,

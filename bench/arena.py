@@ -40,7 +40,7 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import data_inputs
 from ckpt.solver.records import SolveOptions
@@ -85,7 +85,7 @@ def _rows(model_dir: str, args, weights: WeightUpdate) -> list[list]:
     inputs = sum(graph.tensor_bytes[i.name] for i in data_inputs(model.graph))
     points = [("graph order", Schedule(tuple(plain_sequence(graph))), None)]
     for fraction in parse_range(args.range):
-        options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
+        options = SolveOptions(backend=BackendOptions(time_limit=args.time_limit))
         try:
             schedule, result = solve_model(model_dir, parse_budget(str(fraction)), TARGET, options, weights=weights)
         except CkptError as err:

@@ -30,7 +30,7 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import baseline_schedule
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, write_schedule
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.records import SolveOptions
 
@@ -80,7 +80,7 @@ def main() -> int:
             tiny_model(model, batch=1)       # the batch at which its generated code computes the goldens
         elif not args.model:
             write_example(DEFAULT_KIND, model, **DEFAULT_OPTIONS)
-        options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit))
+        options = SolveOptions(backend=BackendOptions(time_limit=args.time_limit))
         schedules = {"baseline": baseline_schedule(load_for_target(model, "siracusa"), options)}
         for budget in args.budgets.split(","):
             schedules[budget] = solve_model(model, parse_budget(budget), "siracusa", options)[0]

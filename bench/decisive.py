@@ -31,7 +31,7 @@ from ckpt.errors import InfeasibleBudget
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.records import SolveOptions, Status
 from ckpt.solver.solve import solve
@@ -58,7 +58,7 @@ def cell(graph, budget: int, limit: float, order: str = "minmem") -> tuple[str, 
     """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds."""
     start = time.perf_counter()
     try:
-        result = solve(graph, SolveOptions(budget=budget, order=order, backend=SolverOptions(time_limit=limit)))
+        result = solve(graph, SolveOptions(budget=budget, order=order, backend=BackendOptions(time_limit=limit)))
     except InfeasibleBudget as err:
         return ("infeasible" if err.proven else "other"), None, None, time.perf_counter() - start
     status = "optimal" if result.status is Status.OPTIMAL else "other"

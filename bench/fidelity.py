@@ -37,7 +37,7 @@ from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.heap import heap_bytes
@@ -112,7 +112,7 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
     for fraction in fractions:
         errors = []
         for method in methods:
-            options = SolveOptions(method=method, backend=SolverOptions(time_limit=time_limit))
+            options = SolveOptions(method=method, backend=BackendOptions(time_limit=time_limit))
             try:
                 schedule, result = solve_model(model, parse_budget(str(fraction)), TARGET, options)
             except CkptError as err:

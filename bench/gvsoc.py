@@ -30,7 +30,7 @@ from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.paths import shared_models
 from ckpt.replay.run import ReplayOptions
 from ckpt.replay.verification import step_data
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.onnx_loader import read_model
 from ckpt.solver.records import SolveOptions
 
@@ -106,7 +106,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ckpt-bench-gvsoc-") as tmp:
         model = args.model or (str(_small(Path(tmp) / "small")) if args.smoke else str(shared_models() / "cct2_ft2"))
         options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
-                               costs="gvsoc", solve=SolveOptions(backend=SolverOptions("highs", args.time_limit)),
+                               costs="gvsoc", solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
                                replay=ReplayOptions(target="siracusa"))
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
         print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}); {result.seconds:.0f} s in all\n")

@@ -25,7 +25,7 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import carried
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import LevelTotal, parse_budget
 from ckpt.solver.records import SolveOptions
 
@@ -80,7 +80,7 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
     args = parse_args(parser, SMOKE)
-    options = SolveOptions(backend=SolverOptions(time_limit=args.time_limit, gap=GAP))
+    options = SolveOptions(backend=BackendOptions(time_limit=args.time_limit, gap=GAP))
     with model_folder(args.model, args.smoke) as model:
         points = sweep_points(model, fractions(args.budgets), options, args.home)
         print(f"model {model} (target {TARGET}, home {args.home}): time limit {args.time_limit} s per solve")

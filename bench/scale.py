@@ -131,7 +131,7 @@ def worker(conn, job: dict) -> None:
 
 def _work(job: dict) -> dict:
     from ckpt.errors import CkptError
-    from ckpt.solver.backends import SolverOptions
+    from ckpt.solver.backends import BackendOptions
     from ckpt.solver.records import SolveOptions
     from ckpt.solver.solve import solve
     events: list = []
@@ -143,7 +143,7 @@ def _work(job: dict) -> dict:
         if job["method"] == "build":
             return _build_only(staged, budget, start)
         options = SolveOptions(budget=budget, method=job["method"],
-                               backend=SolverOptions(name=job["solver"], time_limit=job["time_limit"],
+                               backend=BackendOptions(name=job["solver"], time_limit=job["time_limit"],
                                                      gap=job["gap"], threads=job["threads"]))
         r = solve(graph, options)
     except CkptError as err:

@@ -17,7 +17,7 @@ import time
 from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt.errors import CkptError
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.records import SolveOptions
@@ -48,7 +48,7 @@ def main() -> int:
         budget = int(fraction * base.graph_order_peak)
         for method, name in [("greedy", "greedy")] + [("milp", s) for s in args.solvers.split(",")]:
             options = SolveOptions(budget=budget, method=method,
-                                   backend=SolverOptions(name=name if method == "milp" else "highs",
+                                   backend=BackendOptions(name=name if method == "milp" else "highs",
                                                          time_limit=args.time_limit))
             start = time.perf_counter()
             try:

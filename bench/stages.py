@@ -15,7 +15,7 @@ from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt.errors import CkptError
 from ckpt.solver import stages as st
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.options import Method
@@ -45,7 +45,7 @@ def main() -> int:
     print("| budget | stages | recompute cost | status | gap | seconds |")
     print("|---|---|---|---|---|---|")
     for text in args.budgets.split(","):
-        options = SolveOptions(budget=int(float(text) * peak), backend=SolverOptions(time_limit=args.time_limit))
+        options = SolveOptions(budget=int(float(text) * peak), backend=BackendOptions(time_limit=args.time_limit))
         for name, stages in VARIANTS.items():
             try:
                 result = solve(graph, options, stages=stages)

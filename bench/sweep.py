@@ -31,7 +31,7 @@ from ckpt.budgets.executors import DaskExecutor, default_jobs
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.budgets.table import terminal_table
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.records import SolveOptions
 
 SMOKE = {"range": "1.0:1.0", "time_limit": 10.0}   # on the tiny model: the baseline and one point
@@ -101,7 +101,7 @@ def sweeps(args) -> int:
         print(f"no model at {args.model} (set CKPT_BENCH_MODEL)", file=sys.stderr)
         return 1
     options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
-                           solve=SolveOptions(backend=SolverOptions(time_limit=args.time_limit)))
+                           solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)))
     labels = ("local", "dask") if args.executor == "both" else (args.executor,)
     print(f"model {args.model}, target siracusa, budgets {args.range}, time limit {args.time_limit:.0f} s, "
           f"{default_jobs(options.jobs)} jobs (local processes or LocalCluster workers)")

@@ -35,7 +35,7 @@ from ckpt.pipeline.point import (
     PointRecord,
     PointSpec,
     ReplayTask,
-    SolveRecord,
+    SolvedPoint,
     SolveTask,
     carried,
     content_key,
@@ -247,8 +247,8 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
 
 
 def _solve_all(models: list[_Model], options: SweepOptions, executor, board: SweepProgress
-               ) -> dict[tuple[str, str], SolveRecord]:
-    records: dict[tuple[str, str], SolveRecord] = {}
+               ) -> dict[tuple[str, str], SolvedPoint]:
+    records: dict[tuple[str, str], SolvedPoint] = {}
     tasks = []
     solver = asdict(options.solve)      # how to solve (its live bytes are set per point)
     for model in models:
@@ -264,7 +264,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "home": options.replay.deeploy.default_mem_level})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
-            record = None if stored is None else SolveRecord.from_stored(stored)
+            record = None if stored is None else SolvedPoint.from_stored(stored)
             if record is not None:
                 records[model.name, spec.label] = record
                 board.stage(model.name, spec.label, "solved", record.status)
@@ -278,7 +278,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
     def began(item) -> None:
         board.stage(item[0].name, item[1].spec.label, "solving")
 
-    def done(item, record: SolveRecord) -> None:
+    def done(item, record: SolvedPoint) -> None:
         model, task = item
         records[model.name, task.spec.label] = record
         model.store.log(f"solved {task.spec.label}: {record.status}")
@@ -286,9 +286,9 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
         if not board.live:
             board.say(f"point {task.spec.label} solved")
 
-    def lost(item, why: str) -> SolveRecord:
+    def lost(item, why: str) -> SolvedPoint:
         task = item[1]
-        return SolveRecord(task.key, task.spec.label, None, empty_row(
+        return SolvedPoint(task.key, task.spec.label, None, empty_row(
             task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why), 0.0, stored=False)
 
     run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
@@ -306,7 +306,7 @@ def _logger(models: list[_Model]) -> Callable[[str], None]:
 # --------------------------------------------------------------------------- phase 2: replay
 
 
-def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[str, str], SolveRecord],
+def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[str, str], SolvedPoint],
                 executor, board: SweepProgress, code: str
                 ) -> tuple[dict[tuple[str, str], PointRecord], list[tuple[str, str]]]:
     finished: dict[tuple[str, str], PointRecord] = {}

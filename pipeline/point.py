@@ -124,7 +124,7 @@ class SolveTask:
 
 
 @dataclass(frozen=True)
-class SolveRecord:
+class SolvedPoint:
     """A point's solve: its schedule, or the row saying why it has none."""
 
     key: str
@@ -144,7 +144,7 @@ class SolveRecord:
                 "row": self.row and asdict(self.row), "seconds": self.seconds, "stored": self.stored}
 
     @classmethod
-    def from_stored(cls, stored: dict) -> SolveRecord | None:
+    def from_stored(cls, stored: dict) -> SolvedPoint | None:
         """The record of a stored solved.json, or None when another ckpt version wrote it (solved again)."""
         try:
             schedule = stored["schedule"] and Schedule.from_dict(stored["schedule"])
@@ -199,7 +199,7 @@ def _say(label: str, show: bool):
 # --------------------------------------------------------------------------- solving
 
 
-def solve_point(task: SolveTask) -> SolveRecord:
+def solve_point(task: SolveTask) -> SolvedPoint:
     """Solve one point and store the outcome in its folder (a failure by a bug is returned, not stored)."""
     say = _say(task.spec.label, task.show_progress)
     folder = PointFolder(Path(task.folder))
@@ -211,7 +211,7 @@ def solve_point(task: SolveTask) -> SolveRecord:
         schedule, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
                                    str(err) if isinstance(err, CkptError) else f"{type(err).__name__}: {err}")
         seconds, stored = time.perf_counter() - start, False
-    record = SolveRecord(task.key, task.spec.label, schedule, row, round(seconds, 3), stored)
+    record = SolvedPoint(task.key, task.spec.label, schedule, row, round(seconds, 3), stored)
     if stored:
         write_json(folder.solved, record.to_dict())
     say("solved: " + (schedule.solver.status if schedule else f"{row.status} ({row.reason})"))

@@ -37,7 +37,7 @@ class RunStatus(StrEnum):
 
 
 @dataclass(frozen=True)
-class SolverOptions:
+class BackendOptions:
     name: Backend | str = Backend.HIGHS
     time_limit: float | None = 600.0
     gap: float = 1e-4
@@ -110,7 +110,7 @@ class _HiGHSWithStart(pulp.HiGHS):
         lp.solverModel.run()
 
 
-def make_solver(options: SolverOptions, start: dict[str, float] | None = None,
+def make_solver(options: BackendOptions, start: dict[str, float] | None = None,
                 stop_at: float | None = None) -> pulp.LpSolver:
     common = dict(msg=options.verbose, timeLimit=options.time_limit, gapRel=options.gap, threads=options.threads)
     if options.backend is Backend.HIGHS:
@@ -118,7 +118,7 @@ def make_solver(options: SolverOptions, start: dict[str, float] | None = None,
     return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
 
 
-def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | None = None,
+def run(lp: pulp.LpProblem, options: BackendOptions, start: dict[str, float] | None = None,
         stop_at: float | None = None) -> Outcome:
     """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent, and HiGHS
     stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on). A HiGHS run with a time
@@ -147,14 +147,14 @@ def run(lp: pulp.LpProblem, options: SolverOptions, start: dict[str, float] | No
                    has_answer=report.has_answer(status), timed_out=timed_out)
 
 
-def _watched(lp: pulp.LpProblem, options: SolverOptions) -> bool:
+def _watched(lp: pulp.LpProblem, options: BackendOptions) -> bool:
     """Whether the run goes to the watchdog's child: a HiGHS run with a time limit, on a model big enough that
     its run takes longer than the fork."""
     return (options.backend is Backend.HIGHS and options.time_limit is not None and watchdog.can_fork()
             and lp.numVariables() >= WATCHED_VARIABLES)
 
 
-def kill_after(options: SolverOptions) -> float:
+def kill_after(options: BackendOptions) -> float:
     """Seconds after which a run is stopped from outside. HiGHS overruns its time limit a little in normal
     work (it looks at the clock between steps): only a run far past it is killed, or one still going when
     the whole solve must end (a short run's overrun would otherwise carry the solve past its limit)."""
@@ -190,7 +190,7 @@ class _Report:
             return RunStatus.FEASIBLE
         return RunStatus.NO_SOLUTION
 
-    def gap(self, options: SolverOptions, status: RunStatus) -> float | None:
+    def gap(self, options: BackendOptions, status: RunStatus) -> float | None:
         """Relative gap between the incumbent and the best bound; None where the solver does not tell."""
         if self.mip_gap is not None and math.isfinite(self.mip_gap):   # HiGHS says inf with no finite bound
             return max(0.0, self.mip_gap)

@@ -17,7 +17,7 @@ import math
 import time
 
 from ckpt.solver import milp
-from ckpt.solver.backends import Backend, SolverOptions, run
+from ckpt.solver.backends import Backend, BackendOptions, run
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import outside_space
 from ckpt.solver.problem import Problem
@@ -118,7 +118,7 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
     left = None if seconds is None else seconds - (time.perf_counter() - began)
     if left is not None and left <= 0:
         return None
-    outcome = run(model.lp, SolverOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads))
+    outcome = run(model.lp, BackendOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads))
     if not outcome.has_answer:
         return None
     return Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))

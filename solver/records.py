@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ckpt.solver.backends import Outcome, SolverOptions
+from ckpt.solver.backends import BackendOptions, Outcome
 from ckpt.solver.baselines import Baselines
 from ckpt.solver.options import Focus, Method, Objective, StageOrder, Views
 from ckpt.solver.schedule import Decisions
@@ -38,7 +38,7 @@ class SolveOptions:
     cost_cap: int | None = None
     order: StageOrder = StageOrder.MINMEM
     method: Method = Method.MILP
-    backend: SolverOptions = field(default_factory=SolverOptions)
+    backend: BackendOptions = field(default_factory=BackendOptions)
     focus: Focus = Focus.SEED
     views: Views = Views.REMADE
     explain: bool = True                   # on an infeasible budget, spend what is left finding the smallest peak

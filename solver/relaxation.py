@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from ckpt.solver.backends import Backend, RunStatus, SolverOptions, run
+from ckpt.solver.backends import Backend, BackendOptions, RunStatus, run
 from ckpt.solver.linear import at_least, at_most
 from ckpt.solver.milp import BuildTimedOut, stop_if_past
 from ckpt.solver.problem import Problem
@@ -64,7 +64,7 @@ class Relaxation:
             if seconds <= 0:
                 return 0.0
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
-        outcome = run(self.lp, SolverOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
+        outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
                       stop_at=target)
         self.answered = outcome.has_answer
         if outcome.status is RunStatus.INFEASIBLE:

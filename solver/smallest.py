@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from ckpt.solver import milp
-from ckpt.solver.backends import RunStatus, SolverOptions, run
+from ckpt.solver.backends import BackendOptions, RunStatus, run
 from ckpt.solver.bounds import lower_bound
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.greedy import greedy
@@ -104,7 +104,7 @@ def _exactly(problem: Problem, budget: int, deadline: float, threads: int | None
     if left < MIN_STAGE_SECONDS:
         return None
     any_cost = sum(problem.graph.op_cost.values()) * problem.n     # more than any schedule costs
-    outcome = run(model.lp, SolverOptions(time_limit=left, threads=threads), stop_at=any_cost)
+    outcome = run(model.lp, BackendOptions(time_limit=left, threads=threads), stop_at=any_cost)
     if outcome.status is RunStatus.INFEASIBLE:
         return False
     if not outcome.has_answer:

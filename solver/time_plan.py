@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.problem import Problem
 
 GREEDY_UNTIL = 0.5       # the greedy heuristic (seconds on big graphs, where its schedule may be all there is)
@@ -43,7 +43,7 @@ class TimePlan:
         """The time.perf_counter() of that deadline (None: no limit)."""
         return None if self.limit is None else self.start + until * (1 - RESERVE_SHARE) * self.limit
 
-    def backend(self, options: SolverOptions, until: float = 1.0) -> SolverOptions:
+    def backend(self, options: BackendOptions, until: float = 1.0) -> BackendOptions:
         """Options for a run that stops by `until`, and is killed at the limit if it overruns that far."""
         ends_by = None if self.limit is None else self.start + self.limit
         return replace(options, time_limit=self.left(until), ends_by=ends_by)

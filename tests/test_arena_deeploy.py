@@ -23,7 +23,7 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_home_blocks, predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import LevelTotal, parse_budget
 from ckpt.solver.records import SolveOptions
 
@@ -100,7 +100,7 @@ def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
     static, baseline = ft2.lowered.static_bytes(DEFAULT_SETUP.weights), predicted_levels(
         ft2.lowered, [(op.name, 0) for op in ft2.graph.ops])["L3"]
     total = static + baseline.arena - 64 * 1024
-    quick = SolveOptions(backend=SolverOptions(time_limit=30))   # what is held, not how well: any schedule will do
+    quick = SolveOptions(backend=BackendOptions(time_limit=30))   # what is held, not how well: any schedule will do
     doc, result = solve_and_document(SolveRequest(str(FT2), "siracusa", None, LevelTotal(f"L3={total}", "L3", total),
                                                   quick))
     assert doc.predicted.checked == "total_L3" and doc.predicted.checked_bytes <= total

@@ -13,7 +13,7 @@ from ckpt import examples
 from ckpt.errors import InfeasibleBudget
 from ckpt.events import Incumbent, LowerBound
 from ckpt.solver import bounds, milp, relaxation
-from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.backends import BackendOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
 from ckpt.solver.greedy import greedy
@@ -24,7 +24,7 @@ from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import solve
 
-EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)
+EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 
 
 def staged(graph):
@@ -111,7 +111,7 @@ def test_bound_proves_cct2_ft2_points_optimal(shared_models, views, costs):
     base = baselines(graph)
     for fraction, cost in zip((0.8, 0.7, 0.6), costs):
         result = solve(graph, SolveOptions(budget=int(fraction * base.graph_order_peak), views=views,
-                                           backend=SolverOptions(time_limit=60)))
+                                           backend=BackendOptions(time_limit=60)))
         assert result.status == "optimal" and result.gap < 1e-6 and not result.timed_out
         assert result.recompute_cost == cost and views in result.space
         assert result.peak_bytes <= fraction * base.graph_order_peak
@@ -234,7 +234,7 @@ def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
     budget = int(0.3 * base.graph_order_peak)
     assert budget > base.lower_bound
     with pytest.raises(InfeasibleBudget) as refused:
-        solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=30)))
+        solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=30)))
     assert refused.value.proven, str(refused.value)
     found = re.search(r"smallest feasible budget is (?:between )?(\d+)", str(refused.value))
     assert found is not None and int(found.group(1)) > budget, str(refused.value)

@@ -21,7 +21,7 @@ from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.onnx_graph import rewired_aliases
 from ckpt.replay.plan import plan_replay
 from ckpt.schedule_file import clone_of
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import reorder
 from ckpt.solver.graph import Op, TrainGraph
 from ckpt.solver.greedy import outside_space
@@ -42,7 +42,7 @@ from ckpt.solver.solve import solve, stage_order
 from ckpt.solver.views import collapsed, expanded
 
 ALIGNMENT = 4
-OPTIONS = SolveOptions(backend=SolverOptions(time_limit=20, gap=0.0))
+OPTIONS = SolveOptions(backend=BackendOptions(time_limit=20, gap=0.0))
 
 
 @st.composite

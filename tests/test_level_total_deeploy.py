@@ -18,7 +18,7 @@ from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
 from ckpt.pipeline.level_total import level_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.budget import LevelTotal, parse_budget
 from ckpt.solver.greedy import greedy
@@ -28,7 +28,7 @@ from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
 from ckpt.solver.solve import solve
 
 pytestmark = pytest.mark.deeploy
-OPTIONS = SolveOptions(backend=SolverOptions(time_limit=60))
+OPTIONS = SolveOptions(backend=BackendOptions(time_limit=60))
 POINT_08_COST = 458_752         # the 0.8 sweep point of CCT2_FT2 (built-in op costs)
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver import milp
 from ckpt.solver.accounting import booked_levels
-from ckpt.solver.backends import SolverOptions, run
+from ckpt.solver.backends import BackendOptions, run
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.greedy import outside_space, polish
 from ckpt.solver.problem import Problem
@@ -18,7 +18,7 @@ from ckpt.solver.simulate import memory_trace
 from ckpt.solver.solve import solve
 from ckpt.solver.views import collapsed
 
-EXACT = SolverOptions(name="highs", time_limit=30, gap=0.0, threads=1)
+EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 
 
 def staged_graph(graph, result):
@@ -118,7 +118,7 @@ def test_cbc_agrees_with_highs_on_the_exact_model():
     costs = {}
     for name in ("highs", "cbc"):
         model = milp.build(problem, budget)
-        outcome = run(model.lp, SolverOptions(name=name, time_limit=60, gap=0.0, threads=1))
+        outcome = run(model.lp, BackendOptions(name=name, time_limit=60, gap=0.0, threads=1))
         assert outcome.status == "optimal"
         costs[name] = round(pulp.value(model.lp.objective))
     assert costs["highs"] == costs["cbc"] > 0

@@ -10,7 +10,7 @@ from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.examples import write_example
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.records import SolveOptions
@@ -18,7 +18,7 @@ from ckpt.solver.simulate import memory_trace, unready_read
 from ckpt.solver.solve import solve
 from ckpt.solver.views import collapsed
 
-QUICK = SolverOptions(name="highs", time_limit=10, threads=1)
+QUICK = BackendOptions(name="highs", time_limit=10, threads=1)
 
 
 def assert_valid(graph, seq) -> None:
@@ -36,7 +36,7 @@ def solved(graph, fraction: float, views: str = "remade", time_limit: float = 10
     budget = int(base.lower_bound + fraction * (base.graph_order_peak - base.lower_bound))
     try:
         return solve(graph, SolveOptions(budget=budget, views=views,
-                                         backend=SolverOptions(name="highs", time_limit=time_limit, threads=1)))
+                                         backend=BackendOptions(name="highs", time_limit=time_limit, threads=1)))
     except InfeasibleBudget:
         return None
 

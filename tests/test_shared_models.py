@@ -2,7 +2,7 @@
 import pytest
 from test_milp_invariants import assert_sound_and_tight
 
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.records import SolveOptions
@@ -44,6 +44,6 @@ def test_greedy_schedules_are_sound_and_tight(graph, fraction):
 def test_milp_schedule_on_cct2_ft2_is_sound_and_tight(shared_models):
     graph = load_graph(shared_models / "cct2_ft2")
     budget = int(0.8 * baselines(graph).graph_order_peak)
-    result = solve(graph, SolveOptions(budget=budget, backend=SolverOptions(time_limit=20)))
+    result = solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=20)))
     assert result.status in ("optimal", "feasible", "heuristic")
     assert_sound_and_tight(graph, result, budget)

@@ -4,7 +4,7 @@ from replay_support import FT2, LP, needs_models
 
 from ckpt.deeploy_bridge import lower
 from ckpt.pipeline.deployed_solve import solve_model
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.records import SolveOptions
@@ -14,7 +14,7 @@ from ckpt.solver.records import SolveOptions
 @pytest.mark.deeploy
 @pytest.mark.parametrize("model", [FT2, LP], ids=["cct2_ft2", "cct2_lp"])
 def test_every_scheduled_name_is_a_lowered_node(model, lowering_cache):
-    options = SolveOptions(method="greedy", backend=SolverOptions(time_limit=20))
+    options = SolveOptions(method="greedy", backend=BackendOptions(time_limit=20))
     budget = parse_budget("0.9" if model == FT2 else "1")
     doc, _ = solve_model(model, budget, "siracusa", options)
     lowered = lower(model, "siracusa")
@@ -49,7 +49,7 @@ def test_a_point_solved_and_replayed_in_one_process_is_lowered_once(lowering_cac
     counted(lowering, "_lowered_model")
     counted(cache, "load")
     doc, _ = solve_model(LP, parse_budget("1"), "siracusa",
-                         SolveOptions(method="greedy", backend=SolverOptions(time_limit=20)))
+                         SolveOptions(method="greedy", backend=BackendOptions(time_limit=20)))
     write_schedule(tmp_path / "seq.json", doc)
     replay_schedule(tmp_path / "seq.json", LP, tmp_path / "out", ReplayOptions(verify=False))
     assert len(reads) <= 1, reads

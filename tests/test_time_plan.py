@@ -5,7 +5,7 @@ from graphs import chain
 
 from ckpt import examples
 from ckpt.solver import milp, stages, time_plan
-from ckpt.solver.backends import SolverOptions
+from ckpt.solver.backends import BackendOptions
 from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.bounds import Bound
 from ckpt.solver.onnx_loader import load_graph
@@ -46,7 +46,7 @@ def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypat
     limit = 5.0
     assert not time_plan.models_fit(problem, TimePlan(0.0, limit))
     messages = []
-    result = solve(resnet, SolveOptions(budget=budget, backend=SolverOptions(time_limit=limit)), messages.append)
+    result = solve(resnet, SolveOptions(budget=budget, backend=BackendOptions(time_limit=limit)), messages.append)
     assert memory_trace(resnet, result.seq).peak_bytes <= budget
     assert result.status is Status.OPTIMAL and result.recompute_cost > 0
 

@@ -7,7 +7,7 @@ import pulp
 import pytest
 
 from ckpt.solver import backends, watchdog
-from ckpt.solver.backends import RunStatus, SolverOptions, run
+from ckpt.solver.backends import BackendOptions, RunStatus, run
 from ckpt.solver.watchdog import in_child
 
 
@@ -46,10 +46,10 @@ def test_a_run_in_the_child_answers_as_one_in_this_process(monkeypatch):
     children = []
     monkeypatch.setattr(watchdog, "in_child", lambda work, seconds: children.append(seconds) or in_child(work, seconds))
     here, there = _knapsack(), _knapsack()
-    at_home = run(here, SolverOptions(time_limit=None, gap=0.0))     # no limit: no child
+    at_home = run(here, BackendOptions(time_limit=None, gap=0.0))     # no limit: no child
     assert children == []
-    watched = run(there, SolverOptions(time_limit=30, gap=0.0))
-    assert children == [backends.kill_after(SolverOptions(time_limit=30))]
+    watched = run(there, BackendOptions(time_limit=30, gap=0.0))
+    assert children == [backends.kill_after(BackendOptions(time_limit=30))]
     assert at_home.status is watched.status is RunStatus.OPTIMAL
     assert (at_home.gap, at_home.dual_bound, at_home.has_answer) == \
         (watched.gap, watched.dual_bound, watched.has_answer)
@@ -60,9 +60,9 @@ def test_a_run_in_the_child_answers_as_one_in_this_process(monkeypatch):
 def test_a_run_is_killed_when_the_whole_solve_ends_before_its_own_limit():
     """A run with time left on its own limit is still stopped at the solve's end (`ends_by`)."""
     ends_by = time.perf_counter() + 5
-    assert backends.kill_after(SolverOptions(time_limit=30, ends_by=ends_by)) <= 5
-    assert 30 < backends.kill_after(SolverOptions(time_limit=30)) < 60
-    assert backends.kill_after(SolverOptions(time_limit=30, ends_by=ends_by - 10)) == 0.0
+    assert backends.kill_after(BackendOptions(time_limit=30, ends_by=ends_by)) <= 5
+    assert 30 < backends.kill_after(BackendOptions(time_limit=30)) < 60
+    assert backends.kill_after(BackendOptions(time_limit=30, ends_by=ends_by - 10)) == 0.0
 
 
 def test_a_run_that_overruns_far_ends_timed_out_without_an_answer(monkeypatch):
@@ -72,7 +72,7 @@ def test_a_run_that_overruns_far_ends_timed_out_without_an_answer(monkeypatch):
     monkeypatch.setattr(backends, "KILL_SHARE", 1.0)
     monkeypatch.setattr(backends, "KILL_SECONDS", 0.2)
     began = time.monotonic()
-    outcome = run(_knapsack(), SolverOptions(time_limit=0.1))
+    outcome = run(_knapsack(), BackendOptions(time_limit=0.1))
     assert time.monotonic() - began < 5
     assert outcome.status is RunStatus.NO_SOLUTION and outcome.timed_out and not outcome.has_answer
     assert outcome.dual_bound == 0.0
