@@ -43,7 +43,7 @@ from ckpt.pipeline.point import (
     replay_point,
     solve_point,
 )
-from ckpt.pipeline.row import BASELINE, OVER_BUDGET, PointRow, empty_row, with_overheads
+from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, with_overheads
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.baselines import Baselines, baselines
@@ -90,7 +90,7 @@ class SweepResult:
         """Points that went wrong (a failure, a miswired replay, generated code that failed, erred or computed
         other numbers than the graph order's), as opposed to budgets with no schedule."""
         return [r for r in self.rows
-                if r.status == "error" or r.check in ("MISWIRED", "replay failed", OVER_BUDGET) or r.code_failed]
+                if r.status == "error" or PointCheck(r.check).failed or r.code_failed]
 
 
 @dataclass
@@ -355,7 +355,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
     def lost(item, why: str) -> PointRecord:
         task = item[1]
         row = replace(empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error", why),
-                      check="replay failed")
+                      check=PointCheck.REPLAY_FAILED.value)
         return PointRecord(task.key, task.spec.label, row, {}, stored=False)
 
     run_tasks(executor, replay_point, tasks, began, done, lost, board, "replay", _logger(models))

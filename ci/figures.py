@@ -16,7 +16,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from ckpt.replay.matching import MIN_MATCH
-from ckpt.replay.report import CodeRunRecord, GvsocRecord, LevelMemory, ReplayReport, SimStatus, record_from_json
+from ckpt.replay.report import (
+    CodeRunRecord,
+    CodeStatus,
+    GvsocRecord,
+    LevelMemory,
+    ReplayReport,
+    SimStatus,
+    record_from_json,
+)
 
 PEAK_TOLERANCE = 0.01
 CYCLES_TOLERANCE = 0.02
@@ -167,7 +175,7 @@ def _gvsoc_text(run: GvsocRecord | None) -> str | None:
 
 def _code_text(run: CodeRunRecord) -> str:
     """One flow's code run in one cell: its Errors and whether it equals the graph order's code, or why not."""
-    if run.status != "ran":
+    if run.status is not CodeStatus.RAN:
         return f"{run.status}: {run.reason}"
     errors = run.golden.fraction if run.golden else "no goldens"
     same = {"bit-identical": " = graph order", "differs": " != graph order"}.get(run.graph_order or "", "")

@@ -28,7 +28,7 @@ from ckpt.events import as_lines
 from ckpt.files import write_json
 from ckpt.pipeline.deployed_solve import schedule_of, solve_model
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.pipeline.row import BASELINE, PointRow, empty_row, replayed_row, row_from_json, solved_row
+from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, replayed_row, row_from_json, solved_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.baselines import graph_order_peak
@@ -318,10 +318,10 @@ def replay_point(task: ReplayTask) -> PointRecord:
         stage["replay"] = total - stage["verify"] - stage["code"] - stage["gvsoc"]
         row = replayed_row(row, result.report, gvsoc_asked=task.replay.gvsoc is not None)
     except CkptError as err:                          # refused or failed: said in the row, tried again on a rerun
-        row = replace(row, check="replay failed", reason=f"replay refused or failed: {err}")
+        row = replace(row, check=PointCheck.REPLAY_FAILED.value, reason=f"replay refused or failed: {err}")
         stored = False
     except Exception as err:                          # a bug: say so in the row, retry on the next run
-        row = replace(row, check="replay failed", status="error", reason=f"{type(err).__name__}: {err}")
+        row = replace(row, check=PointCheck.REPLAY_FAILED.value, status="error", reason=f"{type(err).__name__}: {err}")
         stored = False
     record = PointRecord(task.key, task.spec.label, row, {k: round(v, 3) for k, v in stage.items()}, stored)
     if stored:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from ckpt.gvsoc.run import L2Need
 from ckpt.replay.report import (
     CheckStatus,
     CodeRunRecord,
+    CodeStatus,
     GvsocRecord,
     LevelMemory,
     ReplayReport,
@@ -24,7 +26,21 @@ from ckpt.schedule_file import Schedule
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
-OVER_BUDGET = "OVER BUDGET"
+
+
+class PointCheck(StrEnum):
+    """A point's replay check, as its row says it."""
+
+    BIT_IDENTICAL = "bit-identical"    # the replayed order computes what the graph order computes, bit for bit
+    MISWIRED = "MISWIRED"              # it does not
+    OVER_BUDGET = "OVER BUDGET"        # the replayed figure is over the schedule's budget
+    REPLAY_FAILED = "replay failed"    # refused or failed (reason)
+    NOT_VERIFIED = NOT_VERIFIED        # not checked (reason)
+    NONE = "-"                         # no schedule to check
+
+    @property
+    def failed(self) -> bool:
+        return self in (PointCheck.MISWIRED, PointCheck.OVER_BUDGET, PointCheck.REPLAY_FAILED)
 
 
 @dataclass(frozen=True)
@@ -71,7 +87,7 @@ class PointRow:
         computed the goldens (no error) and the graph order's code's outputs bit for bit."""
         compared = self.code_check in ("bit-identical", "not compared")   # not compared: no graph-order code here
         code_ok = self.code_check == "not run" or (compared and _no_errors(self.errors))
-        return self.check == "bit-identical" and self.replayed_peak is not None and code_ok
+        return self.check == PointCheck.BIT_IDENTICAL and self.replayed_peak is not None and code_ok
 
 
     @property
@@ -102,9 +118,8 @@ def empty_row(label: str, fraction: float | None, budget_bytes: int | None, stat
                     on_chip=None, on_chip_capacity=None,
                     persistent_bytes=None, recomputes=None, clones_kept=None, recompute_cost=None,
                     cost_increase_pct=None, cycles=None, cycles_predicted=None, overhead_pct=None,
-                    overhead_pct_predicted=None,
-                    errors=NOT_VERIFIED, host_errors="-", code_check="-", check="-", status=status, reason=reason,
-                    gap=None, seconds=None, schedule=None)
+                    overhead_pct_predicted=None, errors=NOT_VERIFIED, host_errors="-", code_check="-",
+                    check=PointCheck.NONE.value, status=status, reason=reason, gap=None, seconds=None, schedule=None)
 
 
 def solved_row(label: str, fraction: float | None, budget_bytes: int | None, found: Schedule,
@@ -126,7 +141,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     code_check, code_errors, code_reason = _code_run(report.code_verdict, report.model.target, host_errors)
     cycles, gvsoc_errors, gvsoc_reason = _gvsoc(report.gvsoc.get("tiled"), gvsoc_asked)
     if report.budget is not None and not report.budget.fits:
-        check, reason = OVER_BUDGET, "; ".join(r for r in (reason, f"replayed {report.budget.checked} "
+        check, reason = PointCheck.OVER_BUDGET.value, "; ".join(r for r in (reason, f"replayed {report.budget.checked} "
                                                                f"{report.budget.replayed} B is over the budget "
                                                                f"{report.budget.limit} B") if r)
     home = (report.deeploy or {}).get("tiled")
@@ -169,7 +184,7 @@ def _verification(found: VerificationSection) -> tuple[str, str, str]:
     errors = f"{golden.errors}/{golden.compared}" if golden else "no goldens"
     if found.status is CheckStatus.MISWIRED:
         schedule = found.schedule
-        return "MISWIRED", errors, (f"unverified: the replay differs from the graph order "
+        return PointCheck.MISWIRED.value, errors, (f"unverified: the replay differs from the graph order "
                                     f"({len(schedule.differing)} tensor versions differ, "
                                     f"{len(schedule.stale_reads)} stale reads)")
     reason = ""
@@ -178,7 +193,7 @@ def _verification(found: VerificationSection) -> tuple[str, str, str]:
     elif golden and golden.errors:
         reason = f"host executor: Errors {errors} as in the graph order" \
             + (" (see `ckpt verify`'s hint)" if found.hint else "")
-    return "bit-identical", errors, reason
+    return PointCheck.BIT_IDENTICAL.value, errors, reason
 
 
 def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple[str, str, str]:
@@ -186,8 +201,8 @@ def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple
     has no generated code: the host executor's Errors stand."""
     if run is None:
         return ("not run", host_errors, "") if target == "none" else ("-", NOT_VERIFIED, "")
-    if run.status != "ran":
-        return run.status, run.status, f"generated code {run.status}: {run.reason}"
+    if run.status is not CodeStatus.RAN:
+        return run.status.value, run.status.value, f"generated code {run.status}: {run.reason}"
     errors = run.golden.fraction if run.golden else "no goldens"
     reasons = []
     if run.golden and run.golden.errors:

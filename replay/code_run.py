@@ -37,7 +37,7 @@ from ckpt.deeploy_bridge.setup import DeeploySetup
 from ckpt.hostexec.compare import bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import cache_root
-from ckpt.replay.report import CodeRunRecord, HostDiffRecord
+from ckpt.replay.report import CodeRunRecord, CodeStatus, HostDiffRecord
 from ckpt.replay.verification import StepData, compare_golden
 
 REFERENCE_FORMAT = 1
@@ -156,7 +156,7 @@ def code_run_record(flow: str, outcome: CodeRun | NotRun, data: StepData, host: 
     """What one flow's code run found (see the module doc); `host`: the host executor's step, `stepper` its later
     steps (when the code ran several)."""
     if isinstance(outcome, NotRun):
-        return CodeRunRecord(flow, "failed" if outcome.failed else "not run", outcome.reason, weights)
+        return CodeRunRecord(flow, CodeStatus.FAILED if outcome.failed else CodeStatus.NOT_RUN, outcome.reason, weights)
     shapes = {k: np.shape(v) for k, v in {**host, **(data.golden or {})}.items()}
     outputs = _shaped(outcome.steps[0], shapes)
     if isinstance(reference, NotRun):
@@ -172,7 +172,7 @@ def code_run_record(flow: str, outcome: CodeRun | NotRun, data: StepData, host: 
         steps = [(compare_outputs(back(_shaped(code, shapes)), back(want)))
                  for code, want in zip(outcome.steps, expected)]
     return CodeRunRecord(
-        flow=flow, status="ran", weights=weights, golden=compare_golden(outputs, data),
+        flow=flow, status=CodeStatus.RAN, weights=weights, golden=compare_golden(outputs, data),
         graph_order=graph_order, differing=differing, host=_host_diff(outputs, host, data), steps=steps,
         stats=stats,
         skipped_kernels=list(outcome.skipped_kernels),

@@ -20,7 +20,7 @@ from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import GvsocKit, NoKit
 from ckpt.gvsoc.probes import c_name
 from ckpt.gvsoc.run import GvsocRun, NotSimulated, simulate_step
-from ckpt.replay.report import CodeRunRecord, GvsocRecord, SimStatus
+from ckpt.replay.report import CodeRunRecord, CodeStatus, GvsocRecord, SimStatus
 
 
 def not_simulated(flow: str, reason: str) -> GvsocRecord:
@@ -48,7 +48,7 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
         return not_simulated(flow, kit.reason)
     if isinstance(sources, NoSources):
         return not_simulated(flow, sources.reason)
-    if code_run is None or code_run.status != "ran":
+    if code_run is None or code_run.status is not CodeStatus.RAN:
         why = code_run.reason if code_run is not None else "no generated code"
         return not_simulated(flow, f"the code did not run on this host ({why})")
     expected, against = (golden, "outputs.npz") if golden else (host_outputs, "the host executor's step")

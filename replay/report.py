@@ -200,7 +200,7 @@ class CodeRunRecord:
     """
 
     flow: str
-    status: str
+    status: CodeStatus
     reason: str | None = None
     weights: str = "out-of-place"                # how this flow's code writes the updated weights
     golden: VerifyResult | None = None           # Errors by deeploytest.c's rule, against outputs.npz
@@ -223,16 +223,24 @@ class CodeRunRecord:
         """Ran, no golden error, the same outputs as the graph order's code where compared, and, for code that
         updates its weights in place, every step in a row as the host computes it (code that writes them out of
         place is not meant to train: its steps are reported, not held to)."""
-        return (self.status == "ran" and (self.golden is None or self.golden.errors == 0)
+        return (self.status is CodeStatus.RAN and (self.golden is None or self.golden.errors == 0)
                 and self.graph_order != "differs"
                 and (self.weights != "in-place" or self.trains is not False))
 
     @property
     def verdict(self) -> str:
         """What a table shows: the Errors line, or why there is none."""
-        if self.status != "ran":
-            return f"{self.status} ({self.reason})"
+        if self.status is not CodeStatus.RAN:
+            return f"{self.status.value} ({self.reason})"
         return self.golden.fraction if self.golden else "ran (no goldens)"
+
+
+class CodeStatus(StrEnum):
+    """What became of a flow's generated code on this host."""
+
+    RAN = "ran"
+    FAILED = "failed"                  # it did not build or run: the code's fault (reason)
+    NOT_RUN = "not run"                # this host cannot run it (reason)
 
 
 class CheckStatus(StrEnum):

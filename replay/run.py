@@ -64,6 +64,7 @@ from ckpt.replay.report import (
     BudgetRecord,
     CheckStatus,
     CodeRunRecord,
+    CodeStatus,
     FingerprintRecord,
     GvsocRecord,
     LevelMemory,
@@ -237,7 +238,7 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
     found = {}
     for flow in flows:
         if isinstance(sources, NoSources):
-            found[flow] = CodeRunRecord(flow, "not run", sources.reason, weights[flow])
+            found[flow] = CodeRunRecord(flow, CodeStatus.NOT_RUN, sources.reason, weights[flow])
             continue
         progress(f"building and running the {flow.replace('_', '-')} code on the host"
                  + (f", {options.steps} steps" if options.steps > 1 else ""))
@@ -303,7 +304,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
     budget = _budget(doc, memory)
     ok = (section.status is not CheckStatus.MISWIRED and all(run.status is not SimStatus.FAILED and not run.errors
                                                 for run in gvsoc.values())
-          and all(run.ok or run.status == "not run" for run in code_runs.values())
+          and all(run.ok or run.status is CodeStatus.NOT_RUN for run in code_runs.values())
           and (budget is None or budget.fits))
     return ReplayReport(
         ok=ok,

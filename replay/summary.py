@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ckpt.replay.folder import ORDER, REPORT, REWIRED
-from ckpt.replay.report import CodeRunRecord
+from ckpt.replay.report import CodeRunRecord, CodeStatus
 from ckpt.replay.run import ReplayResult
 
 
@@ -55,8 +55,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
 def _code_run_line(run: CodeRunRecord) -> str:
     """The generated code's run, as the device harness would print it, and what it was compared with."""
     head = f"generated {run.flow.replace('_', '-')} code on this host: "
-    if run.status != "ran":
-        return head + f"{run.status} ({run.reason})"
+    if run.status is not CodeStatus.RAN:
+        return head + f"{run.status.value} ({run.reason})"
     parts = [run.golden.line if run.golden else "ran (no outputs.npz to compare)"]
     if run.golden and run.golden.errors_by_tensor:
         parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.errors_by_tensor.items()))

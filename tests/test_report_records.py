@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ckpt.coderun.run import LevelUse, RuntimeStats
 from ckpt.hostexec.compare import VerifyResult, WorstElement
-from ckpt.replay.report import CodeRunRecord, record_from_json
+from ckpt.replay.report import CodeRunRecord, CodeStatus, record_from_json
 
 names = st.text(alphabet="abcdefgh_0123", min_size=1, max_size=8)
 counts = st.integers(min_value=0, max_value=10**6)
@@ -25,7 +25,7 @@ use = st.builds(LevelUse, peak=counts, end=counts, allocated=counts)
 stats = st.builds(RuntimeStats, levels=st.dictionaries(st.sampled_from(["L1", "L2", "L3"]), use, max_size=3),
                   forks=counts, dma_transfers=counts, dma_bytes=counts, ram_copies=counts, ram_bytes=counts)
 code_run = st.builds(CodeRunRecord, flow=st.sampled_from(["tiled", "non_tiled"]),
-                     status=st.sampled_from(["ran", "failed", "not run"]), reason=st.none() | names,
+                     status=st.sampled_from(list(CodeStatus)), reason=st.none() | names,
                      weights=st.sampled_from(["in-place", "out-of-place"]), golden=st.none() | golden,
                      graph_order=st.none() | st.sampled_from(["bit-identical", "differs"]),
                      differing=st.lists(names, max_size=3), steps=st.lists(golden, max_size=4),
