@@ -13,7 +13,9 @@ buffer that aliases a global one (the mechanism its Reshape views use: `_alias`)
    tile at a time (single buffering), so writing the result over the weight is safe;
 3. at code generation (`InPlacePULPDeployer.generateBufferAllocationCode`) those outputs and the views get no
    allocation and no file; after the constants are allocated and loaded, each view points at its canonical
-   bytes and each output (and `DeeployNetwork_outputs[k]`) at its weight;
+   bytes and each output (and `DeeployNetwork_outputs[k]`) at its weight. Constants on chip (a home level of L2
+   or L1) are arrays with their values in the code: a view is declared a pointer at every level, so it can point
+   at its canonical array there too;
 4. at the end of the step (`refresh_code`, placed by ckpt's code assembly) every copy that repeats an updated
    weight's bytes is written again from it, so the next step's readers see the update.
 The order is the schedule's: every reader of a weight must run before its update (solver.in_place holds the
@@ -32,6 +34,15 @@ from ckpt.solver.in_place import UPDATES_IN_PLACE
 from .constants import ConstantPlan, constant_plan
 
 REFRESH_CHUNK = 256      # bytes of the bounce buffer the refresh copies through (the cluster stack is small)
+# a constant copy that reads another's bytes is a pointer at every level (Deeploy declares an L3 constant so, and an
+# on-chip one as an array with its values)
+VIEW_DECLARATION = NodeTemplate("""
+% if _memoryLevel == "L3":
+static PI_L2 ${type.referencedType.typeName}* ${name};
+% else:
+static ${type.typeName} ${name};
+% endif
+""")
 
 
 @dataclass
@@ -80,6 +91,8 @@ def apply_in_place(deployer) -> InPlaceCode:
     ctxt, graph = deployer.ctxt, deployer.graph
     plan = constant_plan(ctxt, graph)
     _merge(deployer, plan.merged)
+    for view in plan.views:
+        ctxt.lookup(view).initTemplate = VIEW_DECLARATION
     outputs = {}
     for node in graph.nodes:
         if node.op in UPDATES_IN_PLACE and node.outputs and node.inputs:
