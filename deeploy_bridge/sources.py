@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from ckpt.paths import model_files
-from ckpt.solver.onnx_loader import data_inputs
+from ckpt.solver.onnx_loader import data_inputs, open_model
 
 from .errors import BridgeError
 
@@ -56,15 +56,14 @@ def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> Mo
     npz_path: Path | None = None
     if isinstance(model, onnx.ModelProto):
         proto = model
-        data = proto.SerializeToString()
+        sha = hashlib.sha256(proto.SerializeToString()).hexdigest()
         label = proto.graph.name or "<ModelProto>"
     else:
         onnx_path, npz_path, _ = model_files(model)
         if not onnx_path.is_file():
             raise BridgeError(f"no ONNX model at {onnx_path}")
-        data = onnx_path.read_bytes()
-        proto = onnx.load_from_string(data)
-        label = str(onnx_path)
+        opened = open_model(onnx_path)          # the command's one read of it (solver.model_file)
+        proto, sha, label = opened.proto, opened.sha256, str(onnx_path)
     values: dict[str, np.ndarray] | None = None
     if isinstance(inputs, dict):
         values = {k: np.asarray(v) for k, v in inputs.items()}
@@ -73,7 +72,7 @@ def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> Mo
     if values is None and npz_path is not None and npz_path.is_file():
         with np.load(npz_path) as npz:
             values = {k: npz[k] for k in npz.files}
-    return ModelSource(model=proto, sha256=hashlib.sha256(data).hexdigest(), inputs=values, label=label)
+    return ModelSource(model=proto, sha256=sha, inputs=values, label=label)
 
 
 def is_lowered(model: onnx.ModelProto) -> bool:

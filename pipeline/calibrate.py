@@ -28,7 +28,7 @@ from ckpt.paths import cache_root
 from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.verification import step_data
 from ckpt.solver.costs import CostModel
-from ckpt.solver.onnx_loader import model_path, read_model
+from ckpt.solver.onnx_loader import open_model, read_model
 
 CALIBRATION_FORMAT = 3
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
@@ -93,7 +93,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     sources = find_sources(deeploy_root)
     if isinstance(sources, NoSources):
         raise CkptError(f"cannot calibrate: {sources.reason}", "or solve with --costs estimate")
-    model_sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
+    model_sha = open_model(source).sha256
     key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
     cached = cache_root() / "calibration" / f"{key[:32]}.json"
     if cached.is_file():

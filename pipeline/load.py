@@ -1,7 +1,6 @@
 """The graph a schedule is solved on: Deeploy's lowered graph for a Deeploy target, else the ONNX as it is."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +9,7 @@ from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.onnx_loader import check_training_graph, load_graph, model_path, optimizer_path
+from ckpt.solver.onnx_loader import check_training_graph, load_graph, open_model, optimizer_path
 from ckpt.solver.step_pair import OptimizerFigures, optimizer_figures
 
 
@@ -35,7 +34,7 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
     optimizer graph of a split step (`optimizer`, else found beside the model) is read as it is, for what it
     adds to the step's memory."""
     check_training_graph(source)
-    sha = hashlib.sha256(model_path(source).read_bytes()).hexdigest()
+    sha = open_model(source).sha256
     found = optimizer_path(source, optimizer)
     if target == "none":
         graph = load_graph(source, cost_model=cost_model)

@@ -310,7 +310,7 @@ def replay_point(task: ReplayTask) -> PointRecord:
             f"{task.schedule.predicted.peak_bytes} B")
         start = time.perf_counter()
         options = replace(task.replay, overwrite=True)   # the point folder is the sweep's own
-        result = replay_schedule(folder.schedule, task.model, folder.replay, options, say)
+        result = replay_schedule(folder.schedule, task.model, folder.replay, options, say, held=task.schedule)
         total = time.perf_counter() - start
         stage["verify"] = result.seconds.get("verify", 0.0)
         stage["code"] = result.seconds.get("code", 0.0)

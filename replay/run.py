@@ -77,11 +77,11 @@ from ckpt.replay.report import (
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
-from ckpt.schedule_file import Schedule, part_dict, read_schedule
+from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
-from ckpt.solver.onnx_loader import io_names, load_graph, model_path, read_model
+from ckpt.solver.onnx_loader import io_names, load_graph, model_path, open_model, read_model
 from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 
 
@@ -133,10 +133,12 @@ def schedule_target(doc: Schedule, asked: str | None) -> str:
 
 
 def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path | None = None,
-                    options: ReplayOptions = ReplayOptions(), progress=lambda msg: None) -> ReplayResult:
-    """Replay `schedule` on `model` for the target; write and return the report (see the module doc)."""
+                    options: ReplayOptions = ReplayOptions(), progress=lambda msg: None,
+                    held: Schedule | None = None) -> ReplayResult:
+    """Replay `schedule` on `model` for the target; write and return the report (see the module doc). `held`: the
+    schedule the file holds, when the caller has it (it wrote the file): the file is then not read back."""
     schedule = Path(schedule)
-    doc = read_schedule(schedule)
+    doc = held if held is not None else read_schedule(schedule)
     target = schedule_target(doc, options.target)
     outdir = Path(outdir) if outdir is not None else default_outdir(schedule)
     check_replay_folder(outdir, options.overwrite)
@@ -164,7 +166,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, progress)
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
-                         options, code_runs)
+                         options, code_runs, held is not None)
         write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
         write_json(outdir / ORDER, {"order": plan.order,
                                     "clones": {e.name: e.source for e in plan.executions if e.clone}})
@@ -276,17 +278,14 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
 # --------------------------------------------------------------------------- report.json
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
 
 def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredGraph | None, view: GraphView,
             plan: ReplayPlan, rewired: _Rewired, flows: dict[str, MemoryFigures],
             verification: VerifyReport | str | None, gvsoc: dict[str, GvsocRecord], options: ReplayOptions,
-            code_runs: dict[str, CodeRunRecord]) -> ReplayReport:
+            code_runs: dict[str, CodeRunRecord], held: bool) -> ReplayReport:
     predicted = doc.predicted
     solved_on = part_dict(doc.graph) if doc.graph else {}
-    model_sha = _sha256(model_path(model))
+    model_sha = open_model(model).sha256
     non_tiled, tiled = flows.get("non_tiled"), flows.get("tiled")
     trace = rewired.trace
     memory = MemorySection(
@@ -306,9 +305,10 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
                                                 for run in gvsoc.values())
           and all(run.ok or run.status is CodeStatus.NOT_RUN for run in code_runs.values())
           and (budget is None or budget.fits))
+    schedule_sha = hashlib.sha256(dumps(doc).encode() if held else schedule.read_bytes()).hexdigest()
     return ReplayReport(
         ok=ok,
-        schedule=ScheduleSection(str(schedule), _sha256(schedule), plan.match.entries, plan.match.matched,
+        schedule=ScheduleSection(str(schedule), schedule_sha, plan.match.entries, plan.match.matched,
                                  round(plan.match.rate, 6), list(plan.match.missing),
                                  FingerprintRecord(plan.fingerprint.schedule, plan.fingerprint.graph,
                                                    plan.fingerprint.status), solved_on),

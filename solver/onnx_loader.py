@@ -10,15 +10,14 @@ import onnx_graphsurgeon as gs
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.errors import CkptError
-from ckpt.paths import model_files, optimizer_graph
+from ckpt.paths import optimizer_graph
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
+from ckpt.solver.model_file import ModelFile, model_path, open_model
 
-
-def model_path(source: str | Path) -> Path:
-    """The ONNX file a model argument names: the file itself, or a folder's network.onnx (Deeploy's layout)."""
-    return model_files(source)[0]
+__all__ = ["ModelFile", "model_path", "open_model", "read_model", "load_graph", "check_training_graph",
+           "optimizer_path", "data_inputs", "io_names", "check_graph", "constant_value"]
 
 
 def optimizer_path(model: str | Path, given: str | Path | None = None) -> Path | None:
@@ -44,24 +43,34 @@ def io_names(graph: onnx.GraphProto) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(i.name for i in data_inputs(graph)), frozenset(o.name for o in graph.output)
 
 
-def read_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
-    """Parse an ONNX file, with a one-line error for anything that is not one; a file is also checked as a
-    graph (see `check_graph`). A ModelProto (ckpt's own, or Deeploy's lowering) is taken as it is."""
+def read_model(source: str | Path | ModelFile | onnx.ModelProto) -> onnx.ModelProto:
+    """The graph of a model file (read once per process: solver.model_file), with a one-line error for anything
+    that is not an ONNX model; a file is also checked as a graph (see `check_graph`). A ModelProto (ckpt's own,
+    or Deeploy's lowering) is taken as it is. Callers must not change the graph they get: it is shared."""
     if isinstance(source, onnx.ModelProto):
         return source
-    path = model_path(source)
-    if not path.is_file():
-        raise CkptError(f"no model at '{path}'", "pass an .onnx file or a folder holding network.onnx")
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # protobuf raises several unrelated types for garbage input
-        raise CkptError(f"'{path}' is not an ONNX model ({type(exc).__name__})",
-                        "pass an .onnx file exported from a training framework") from None
+    opened = open_model(source)
+    path, model = opened.path, opened.proto
     if not model.graph.node:
         raise CkptError(f"'{path}' is not an ONNX model with any nodes", "pass a training graph")
-    _load_external_data(model, path)
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        model = _with_external_data(model, path)     # the data files are read each time: they may change
+    elif (str(path), opened.sha256) in _CHECKED:
+        return model
     check_graph(model, str(path))
+    _CHECKED.add((str(path), opened.sha256))
     return model
+
+
+def _with_external_data(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    """A copy of `model` with its tensors kept in files beside it read in."""
+    found = onnx.ModelProto()
+    found.CopyFrom(model)
+    _load_external_data(found, path)
+    return found
+
+
+_CHECKED: set[tuple[str, str]] = set()      # model files read and checked in this process
 
 
 def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
