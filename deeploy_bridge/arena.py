@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 
@@ -34,6 +33,7 @@ from ckpt.schedule_file import clone_name, clone_of
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.layout import Block, Layout, aligned, lay_out
 
+from .buffers import buffer_bytes, elements_bytes
 from .errors import BridgeError
 
 ALIGNMENT = MemoryScheduler.byteAlignment
@@ -61,11 +61,11 @@ def deeploy_block_size(buffer, constraint, level: str) -> int:
     if constraint is None:
         if isinstance(buffer, TransientBuffer):
             return int(buffer.size)
-        return int(np.prod(buffer.shape) * buffer._type.referencedType.typeWidth // 8)
+        return buffer_bytes(buffer)
     tile = constraint.tensorMemoryConstraints[buffer.name].memoryConstraints[level]
     if isinstance(buffer, TransientBuffer):
         return int(tile.size)
-    return int(tile.size * buffer._type.referencedType.typeWidth // 8 * tile.multiBufferCoefficient)
+    return elements_bytes(int(tile.size), buffer) * int(tile.multiBufferCoefficient)
 
 
 def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None

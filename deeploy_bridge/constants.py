@@ -22,6 +22,7 @@ from Deeploy.DeeployTypes import ConstantBuffer
 
 from ckpt.solver.graph import OPTIMIZER_OPS
 
+from .buffers import buffer_bytes
 from .records import ConstantPlan
 
 DUPLICATE_TAG = "_DUPLICATE_FOR_"
@@ -29,10 +30,6 @@ DUPLICATE_TAG = "_DUPLICATE_FOR_"
 
 def base_name(name: str) -> str:
     return name.split(DUPLICATE_TAG)[0]
-
-
-def _nbytes(buf) -> int:
-    return int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
 
 
 def _content(buf) -> np.ndarray:
@@ -57,9 +54,9 @@ def constant_plan(ctxt, graph) -> ConstantPlan:
     for members in groups.values():
         canonical = next((b for b in members if b.name in optimizer_inputs), members[0])
         reference = _content(canonical)
-        after += _nbytes(canonical)
+        after += buffer_bytes(canonical)
         for buf in members:
-            before += _nbytes(buf)
+            before += buffer_bytes(buf)
             if buf is canonical:
                 continue
             content = _content(buf)
@@ -71,5 +68,5 @@ def constant_plan(ctxt, graph) -> ConstantPlan:
                 repeats[buf.name] = (canonical.name, times)
             else:
                 kept.append(buf.name)
-            after += _nbytes(buf)
+            after += buffer_bytes(buf)
     return ConstantPlan(merged, views, repeats, tuple(kept), before, after)

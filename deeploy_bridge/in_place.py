@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from Deeploy.DeeployTypes import NodeTemplate
 from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
 
 from ckpt.solver.in_place import UPDATES_IN_PLACE
 
+from .buffers import buffer_bytes
 from .constants import ConstantPlan, constant_plan
 
 REFRESH_CHUNK = 256      # bytes of the bounce buffer the refresh copies through (the cluster stack is small)
@@ -135,7 +135,7 @@ def refresh_code(deployer) -> str:
              f"int8_t ckpt_refresh[{REFRESH_CHUNK}];"]
     for copy, (weight, times) in sorted(code.refresh.items()):
         buf = ctxt.lookup(weight)
-        size = int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+        size = buffer_bytes(buf)
         l3 = getattr(buf, "_memoryLevel", None) == "L3"
         read, write = ("cl_ram_read", "cl_ram_write") if l3 else ("memcpy", "memcpy")
         src, dst = ctxt._mangle(weight), ctxt._mangle(copy)

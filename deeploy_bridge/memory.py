@@ -36,6 +36,7 @@ from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _
 
 from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
 
+from .buffers import buffer_bytes
 from .deeploy_run import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .errors import BridgeError
 from .in_place import apply_in_place, refresh_code
@@ -60,14 +61,14 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
             buf = ctxt.lookup(view)
             level = getattr(buf, "_memoryLevel", None)
             if level in static:
-                static[level] -= int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+                static[level] -= buffer_bytes(buf)
         return static
     total = 0
     for buf in ctxt.globalObjects.values():
         if isinstance(buf, StructBuffer) or not isinstance(buf, VariableBuffer) or not hasattr(buf, "_type"):
             continue
         if isinstance(buf, ConstantBuffer) or buf._deploy:
-            total += int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+            total += buffer_bytes(buf)
     return {"None": total}
 
 

@@ -63,7 +63,9 @@ def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> Mo
         if not onnx_path.is_file():
             raise BridgeError(f"no ONNX model at {onnx_path}")
         opened = open_model(onnx_path)          # the command's one read of it (solver.model_file)
-        proto, sha, label = opened.proto, opened.sha256, str(onnx_path)
+        proto = onnx.ModelProto()               # Deeploy's front end changes the constants of what it is given:
+        proto.CopyFrom(opened.proto)            # the shared graph stays as the file says
+        sha, label = opened.sha256, str(onnx_path)
     values: dict[str, np.ndarray] | None = None
     if isinstance(inputs, dict):
         values = {k: np.asarray(v) for k, v in inputs.items()}

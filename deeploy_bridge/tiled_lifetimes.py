@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from .buffers import buffer_bytes
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def lifetime_peaks(ctxt, memory_map: dict, level: str) -> LifetimePeaks:
         alias = getattr(buf, "_alias", None)
         if isinstance(alias, str) and (ctxt.is_global(alias) or alias in names):
             continue  # zero-cost view, as the tiler treats it
-        nbytes = int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+        nbytes = buffer_bytes(buf)
         spans.append((block.lifetime[0], block.lifetime[1], nbytes, bool(buf.is_input or buf.is_output)))
     steps = range(max((last for _, last, _, _ in spans), default=-1) + 1)
     alive = lambda keep: max((sum(n for a, b, n, io in spans if a <= t <= b and keep(io)) for t in steps), default=0)

@@ -7,8 +7,9 @@ right after the layer, so they add to that layer's level only. (Tiled, they live
 """
 from __future__ import annotations
 
-import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, TransientBuffer
+
+from .buffers import buffer_bytes
 
 
 def collect_transients(ctxt) -> dict[str, int]:
@@ -24,6 +25,6 @@ def collect_transients(ctxt) -> dict[str, int]:
 def constant_bytes(ctxt) -> int:
     """Bytes of the constants Deeploy deploys (weights and other initializers), at their bound types: the static
     part of the home level in the tiled flow (`MemoryScheduler.getConstantTensorOffset`)."""
-    return sum(int(np.prod(buf.shape)) * buf._type.referencedType.typeWidth // 8
+    return sum(buffer_bytes(buf)
                for buf in ctxt.globalObjects.values()
                if isinstance(buf, ConstantBuffer) and "MEMORYARENA" not in buf.name and hasattr(buf, "_type"))

@@ -26,7 +26,7 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.replay.predict import PredictedLevel, predicted_levels
+from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
@@ -180,7 +180,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSeq
     """The level total solved on the arena model (pipeline.level_total), checked on the predicted total."""
     answer = solve_level_total(loaded, request.total, request.code_bytes, request.options, starts, progress)
     level, home = answer.level, loaded.home
-    levels = {home: _level_doc(level, answer.code)}
+    levels = {home: replace(level, code=answer.code).document()}
     checked = Checked(f"total_{home}", answer.total, request.total.nbytes, answer.arena_budget, levels,
                       level.activations_at_peak)
     return answer.result, replace(request.options, budget=answer.arena_budget), checked
@@ -197,14 +197,8 @@ def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0) -> dict
     if loaded.lowered is None:
         return None
     levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home)
-    return {name: _level_doc(fig, code if name == loaded.home else 0) for name, fig in sorted(levels.items())}
-
-
-def _level_doc(fig: PredictedLevel, code: int) -> dict:
-    """One level for the document; `code`, the step's own code and data there, is in its total when given."""
-    found = {"static": fig.static, "arena": fig.arena, "live_max": fig.live_max, "total": fig.total + code,
-             "activations_at_peak": fig.activations_at_peak}
-    return {**found, "code": code} if code else found
+    return {name: replace(fig, code=code if name == loaded.home else 0).document()
+            for name, fig in sorted(levels.items())}
 
 
 def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveResult] | None,

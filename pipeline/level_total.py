@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from ckpt import deeploy_bridge
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Incumbent, Progress, Step
+from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.load import LoadedModel
-from ckpt.replay.predict import PredictedLevel, predicted_levels
+from ckpt.replay.predict import predicted_levels
 from ckpt.solver.budget import LevelTotal
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import GRANULE
@@ -67,7 +68,7 @@ class LevelModel:
 class LevelAnswer:
     result: SolveResult               # on the real graph; status, gap and bound about the total asked for
     arena_budget: int                 # the live budget on the arena model the schedule was solved with
-    level: PredictedLevel             # the home level as the schedule deploys it (static: constants only)
+    level: LevelMemory             # the home level as the schedule deploys it (static: constants only)
     code: int
 
     @property

@@ -13,6 +13,7 @@ import onnx
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.memory_levels import LevelMemory
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
@@ -20,18 +21,6 @@ from ckpt.solver.graph import TrainGraph
 from ckpt.solver.layout import Block, Layout, peak_step
 from ckpt.solver.onnx_loader import io_names, load_graph
 from ckpt.solver.simulate import RunSequence
-
-
-@dataclass(frozen=True)
-class PredictedLevel:
-    static: int          # constants placed at the level, outside the arena
-    arena: int           # the arena ckpt's layout needs
-    live_max: int        # the most bytes alive at once among the level's blocks (the arena's floor)
-    activations_at_peak: int = 0   # of those, activations (the rest is graph I/O, which recompute cannot move)
-
-    @property
-    def total(self) -> int:
-        return self.static + self.arena
 
 
 @dataclass(frozen=True)
@@ -82,11 +71,12 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
-                     home: str = DEFAULT_SETUP.default_mem_level) -> dict[str, PredictedLevel]:
+                     home: str = DEFAULT_SETUP.default_mem_level) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says."""
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
     activations = sum(b.size for b in predicted.blocks if b.first <= step <= b.last and b.name not in predicted.io)
-    return {home: PredictedLevel(lowered.static_bytes(weights), layout.size, layout.live_max, activations)}
+    return {home: LevelMemory(arena=layout.size, live_max=layout.live_max, static=lowered.static_bytes(weights),
+                              activations_at_peak=activations)}

@@ -18,6 +18,7 @@ from ckpt.errors import CkptError
 from ckpt.files import write_json
 from ckpt.gvsoc.run import L2Need
 from ckpt.hostexec.compare import VerifyResult, WorstElement
+from ckpt.memory_levels import LevelMemory
 
 
 @dataclass(frozen=True)
@@ -66,21 +67,6 @@ class ReplaySection:
     pruned: list[str]
     unscheduled: list[str]
     stale: list[str]
-
-
-@dataclass(frozen=True)
-class LevelMemory:
-    """One memory level of the tiled flow, bytes: what the device reserves there and what explains it."""
-
-    arena: int | None                  # the arena Deeploy's generated code reserves (Network.c)
-    predicted_arena: int | None        # ckpt's layout of its model of Deeploy's lifetimes (home level only)
-    live_max: int | None               # the most bytes alive at once among the blocks Deeploy laid out
-    static: int | None                 # constants Deeploy places at this level outside the arena
-
-    @property
-    def total(self) -> int | None:
-        """What the level must hold: static + arena."""
-        return None if self.arena is None or self.static is None else self.static + self.arena
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,32 @@
+"""One memory level of a tiled deployment, as one record keyed by the level's name (targets.py names the levels).
+
+The same record says what ckpt predicts for a schedule (its layout's arena), what Deeploy's generated code
+reserves (the arena it declares, beside ckpt's prediction), and what a sweep row, the CI figures and the plot
+read: a level or a chip is data, never a field of its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LevelMemory:
+    """One memory level, bytes: what the deployment holds there and what explains it."""
+
+    arena: int | None                       # the arena: the generated code's, or ckpt's layout in a prediction
+    predicted_arena: int | None = None      # ckpt's layout beside the code's arena (a replay, home level only)
+    live_max: int | None = None             # the most bytes alive at once among the level's blocks (its floor)
+    static: int | None = None               # constants placed at the level, outside the arena (kept once)
+    activations_at_peak: int | None = None  # of the arena's peak, activations (the rest, graph I/O, stays)
+    code: int = 0                           # the step's own code and data there (on chip), where counted
+
+    @property
+    def total(self) -> int | None:
+        """What the level must hold: static + arena (+ the step's code where counted)."""
+        return None if self.arena is None or self.static is None else self.static + self.arena + self.code
+
+    def document(self) -> dict:
+        """The form a schedule file keeps a predicted level in."""
+        found = {"static": self.static, "arena": self.arena, "live_max": self.live_max, "total": self.total,
+                 "activations_at_peak": self.activations_at_peak}
+        return {**found, "code": self.code} if self.code else found
