@@ -97,7 +97,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
-    from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs
+    from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs, step_code_bytes
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
@@ -125,8 +125,12 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
+    code = 0
+    if total is not None and total.level == home and home != "L3":        # on chip: the program is there too
+        code = step_code_bytes(source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+                               progress=progress)
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer)
+                           Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer, code)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))

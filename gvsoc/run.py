@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,24 +136,48 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
                    "run"]
-        try:
-            done = subprocess.run(command, cwd=work, env=_environment(kit), capture_output=True, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return NotSimulated(f"gvsoc did not finish in {timeout:g} s", failed=True, l2=need)
+        returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
+        if not finished:
+            last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
+            return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
+                                failed=True, l2=need)
         ran = time.perf_counter()
-        log = done.stdout + done.stderr
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
     errors, runtime = _ERRORS.findall(log), _RUNTIME.findall(log)
     if not errors or not runtime:
         tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
-        return NotSimulated(f"the step did not finish on gvsoc (exit code {done.returncode}): {tail[0].strip()}",
+        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
                             failed=True, l2=need)
     run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
                    log, {"build": built - start, "simulate": ran - built})
     _store_run(key, run)
     return run
+
+
+def _simulate(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, bool]:
+    """(exit code, what it printed, whether it finished) of one gvsoc run. gvsoc's launcher starts the simulator
+    as a child of its own: the run gets a process group, which is killed whole when it overruns or is
+    interrupted, so no simulator is left running."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    try:
+        out, _ = process.communicate(timeout=timeout)
+        return process.returncode, out, True
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        out, _ = process.communicate()
+        return process.returncode, out, False
+    except BaseException:
+        _kill_group(process)
+        raise
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndarray],

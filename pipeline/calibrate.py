@@ -18,7 +18,7 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
-from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup
+from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.gvsoc.kernels import device_fingerprint
@@ -165,3 +165,17 @@ def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySet
             progress(f"op costs: the built-in estimate ({err})")
             return None
     return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model()
+
+
+def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                    deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None) -> int:
+    """The step's own code and data in L2 (a level total on chip counts them), from the model's calibration. A
+    graph order that does not fit on chip is calibrated with its tensors off chip (home L3), whose code (two
+    levels of tiling) is the larger: the count then errs on the safe side."""
+    try:
+        return calibrate(source, target, setup, gvsoc, deeploy_root, progress).code_bytes
+    except CkptError:
+        if setup.default_mem_level == "L3":
+            raise
+    off_chip = setup_for(target, "L3", allocator=setup.allocator, weights=setup.weights)
+    return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes
