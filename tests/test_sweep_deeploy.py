@@ -1,4 +1,4 @@
-"""`ckpt sweep --target siracusa` on a 1-block CCT: the real Deeploy lowers, generates code and is verified,
+"""`ckpt sweep --target siracusa` on a small CCT: the real Deeploy lowers, generates code and is verified,
 and `--emit-ci` writes the files a Deeploy repository adopts."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ pytestmark = pytest.mark.deeploy
 
 @pytest.fixture(scope="module")
 def cct1(tmp_path_factory):
-    """One block, a narrow tokenizer: the block's activations, not one conv, set the peak (459,520 B lowered
-    for Siracusa; floor 262,144 B), so 0.8 of it needs recomputes."""
+    """Two narrow blocks and a narrow tokenizer: the blocks' activations, not one conv, set the peak, so 0.8 of it
+    needs recomputes (the graph the other Deeploy tests use: one lowering per session)."""
     folder = tmp_path_factory.mktemp("cct1")
-    write_example("cct", folder, blocks=1, conv_channels=16)
+    write_example("cct", folder, blocks=2, embed_dim=32, heads=2, image_size=16, conv_channels=8)
     return folder
 
 
