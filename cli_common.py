@@ -88,11 +88,13 @@ def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> Non
 
 
 def model_or_default(model: str | None) -> str:
+    from ckpt.replay.verification import check_step_data
     from ckpt.solver.onnx_loader import check_training_graph
 
     if model is None:
         return default_model()
     check_training_graph(model)     # a missing, non-ONNX or inference model is refused before anything runs
+    check_step_data(model)          # and so is step data that does not fit it
     return model
 
 

@@ -231,6 +231,14 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     return StepData(feeds, golden, {v: k for k, v in io.items()})
 
 
+def check_step_data(model: str | Path) -> None:
+    """Refuse, before any work, step data beside `model` that does not fit its graph (arrays missing, of another
+    shape or element type, labels outside the classes); nothing when there is no inputs.npz."""
+    folder = model_path(model).parent
+    if model_files(folder)[1].is_file():
+        step_data(folder, read_model(model), None)
+
+
 def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,
                      optimizer: str | Path | None) -> StepData:
     layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz"))
