@@ -62,17 +62,18 @@ def _is_ckpt_report(path: Path) -> bool:
 
 @contextmanager
 def replay_folder(outdir: Path) -> Iterator[None]:
-    """Create `outdir` for a replay; if the replay stops (Ctrl-C, an error), remove its staging folders and the
-    folder itself when it made it and nothing was finished in it."""
+    """Create `outdir` for a replay; if the replay stops (Ctrl-C, an error), remove the folder when it made it
+    (nothing in it is a finished replay), else its staging folders."""
     made = not outdir.exists()
     make_dirs(outdir)
     try:
         yield
     except BaseException:
-        for staged in outdir.glob(".code*.*"):
-            shutil.rmtree(staged, ignore_errors=True)
-        if made and not any(outdir.iterdir()):
-            outdir.rmdir()
+        if made:                         # everything in it is this replay's, and none of it is a finished replay
+            shutil.rmtree(outdir, ignore_errors=True)
+        else:
+            for staged in outdir.glob(".code*.*"):
+                shutil.rmtree(staged, ignore_errors=True)
         raise
 
 
