@@ -1,0 +1,106 @@
+"""Bad input, round three: each class of defect the third hostile pass found, through the console script. Every
+case ends with its documented exit code and one line naming the problem and the way out, no traceback, and no
+file changed that the user did not name as an output."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cli_errors import one_line, run, snapshot
+
+from ckpt.examples import write_example
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, batch=256, layers=5)
+    return folder
+
+
+@pytest.fixture
+def copy(mlp, tmp_path):
+    """A copy of the MLP folder to spoil."""
+    def make(name: str = "model") -> Path:
+        folder = tmp_path / name
+        shutil.copytree(mlp, folder)
+        return folder
+    return make
+
+
+@pytest.fixture(scope="module")
+def schedule(mlp, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("seq") / "seq.json"
+    assert run("solve", str(mlp), "--budget", "0.6", "--method", "greedy", "-o", str(path))[0] == 0
+    return path
+
+
+# --------------------------------------------------------------------------- step data
+
+
+def _respelled(folder: Path, file: str, change) -> None:
+    with np.load(folder / file) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    np.savez(folder / file, **change(arrays))
+
+
+@pytest.mark.parametrize("file, change, message", [
+    ("inputs.npz", lambda a: {**a, "input": a["input"].astype(np.float64)},
+     "'input' holds float64 values, the graph declares float32"),
+    ("inputs.npz", lambda a: {**a, "labels": a["labels"].astype(np.int32)},
+     "'labels' holds int32 values, the graph declares int64"),
+    ("outputs.npz", lambda a: {k: v.astype(np.float64) for k, v in a.items()}, "holds float64 values"),
+    ("inputs.npz", lambda a: {**a, "labels": np.where(np.arange(a["labels"].size) == 3, 10, a["labels"])},
+     "'labels' holds the label 10 at [3], outside the 10 classes (0..9)"),
+    ("inputs.npz", lambda a: {**a, "labels": np.where(np.arange(a["labels"].size) == 0, -7, a["labels"])},
+     "'labels' holds the label -7 at [0], outside the 10 classes"),
+])
+def test_step_data_of_another_type_or_labels_out_of_range_are_refused_by_every_command(copy, tmp_path, file,
+                                                                                       change, message):
+    folder = copy()
+    _respelled(folder, file, change)
+    before = snapshot(tmp_path)
+    for command in (["verify", str(folder)], ["solve", str(folder), "-o", str(tmp_path / "s.json")],
+                    ["inspect", str(folder)], ["sweep", "--model", str(folder), "-o", str(tmp_path / "sw")]):
+        code, _, err = run(*command)
+        assert code == 1 and message in one_line(err), command
+        assert "[ckpt] loading" not in err                   # refused before any work
+    assert snapshot(tmp_path) == before
+
+
+def test_step_data_in_another_byte_order_is_the_same_data(copy):
+    folder = copy()
+    _respelled(folder, "inputs.npz", lambda a: {k: v.astype(v.dtype.newbyteorder(">")) for k, v in a.items()})
+    code, out, _ = run("verify", str(folder))
+    assert code == 0 and "Errors: 0 out of" in out
+
+
+# --------------------------------------------------------------------------- schedule files
+
+
+@pytest.mark.parametrize("part, field, value, message", [
+    ("graph", "weights", "sideways", '"graph.weights" is "sideways", not one of in-place, out-of-place'),
+    ("graph", "target", "mars", '"graph.target" is "mars", not one of none'),
+    ("graph", "home", "L9", '"graph.home" is "L9", not one of'),
+    ("budget", "bytes", -5, '"budget.bytes" is -5, not a finite number >= 0'),
+    ("budget", "bytes", float("nan"), '"budget.bytes" is NaN, not an integer or null'),
+    ("budget", "bytes", True, '"budget.bytes" is true, a boolean'),
+    ("predicted", "peak_bytes", "big", '"predicted.peak_bytes" is "big", not an integer'),
+    ("predicted", "checked", "nonsense", '"predicted.checked" is "nonsense", not one of peak_bytes'),
+    ("predicted", "cost_increase_pct", float("inf"), '"predicted.cost_increase_pct" is Infinity'),
+    ("solver", "status", 5, '"solver.status" is 5, not a string'),
+])
+def test_schedule_fields_are_checked_on_load(mlp, schedule, tmp_path, part, field, value, message):
+    doc = json.loads(schedule.read_text())
+    doc[part][field] = value
+    spoilt = tmp_path / "spoilt.json"
+    spoilt.write_text(json.dumps(doc))
+    for command in (["replay", str(spoilt), "--model", str(mlp), "-o", str(tmp_path / "out")],
+                    ["verify", str(mlp), "--schedule", str(spoilt)],
+                    ["solve", str(mlp), "--warm-start", str(spoilt), "-o", str(tmp_path / "s.json")]):
+        code, _, err = run(*command)
+        assert code == 1 and message in one_line(err) and "ckpt solve" in one_line(err), command
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spoilt.json"]
