@@ -10,9 +10,8 @@ the step's inputs. Its outputs are held to three things:
 The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
 under $CKPT_CACHE_DIR/coderun/reference. Asked for several steps in a row, the code runs them back to back and
 each step is held, by the same rule, to the host executor's step from the weights the code's step before updated
-(`HostStepper`: each step checked on its own, so float rounding does not add up over steps): code whose weights
-are updated in place must match every step; code that writes them elsewhere (Deeploy's own layout) does not
-train, and its steps are reported as they are.
+(`HostStepper`: each step checked on its own, so float rounding does not add up over steps): every flow's code
+must match every step (its weights are updated in place, or written back at the end of the step).
 """
 from __future__ import annotations
 

@@ -67,8 +67,7 @@ def _code_run_line(run: CodeRunRecord) -> str:
         parts.append(f"{level} allocated {run.memory[level]['peak']:,} B")
     if run.steps:
         errors = ", ".join(str(step.errors) for step in run.steps)
-        verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"
-                                                 if run.weights != "in-place" else "STEPS DIFFER")
+        verdict = "it trains" if run.trains else "STEPS DIFFER: it does not train as the host's steps do"
         parts.append(f"{len(run.steps)} steps in a row, Errors per step against the host's step from the code's "
                      f"weights: {errors}: {verdict}")
     return head + "; ".join(parts)
