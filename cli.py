@@ -31,6 +31,7 @@ from ckpt.cli_common import (
     optimizer_option,
     progress,
     refuse_inputs_as_output,
+    tiled_weights,
     weights_option,
 )
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, SIMULATED_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
@@ -106,6 +107,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
+    weights = tiled_weights(weights, target, flow)
     if budget is not None and budget_total is not None:
         raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
     if cost_cap is not None and objective != "peak":
@@ -120,13 +122,12 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     starts = [read_schedule(path) for path in warm_start]
     source = model_or_default(model)
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start)
-    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=WeightUpdate(weights)),
-                          progress=progress)
+    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=SolverOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer)
+                           Flow(flow) if flow else None, weights, home, optimizer)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -156,7 +157,7 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
     source = model_or_default(model)
     if output is not None:
         refuse_inputs_as_output(output, source)
-    found = calibrate(source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+    found = calibrate(source, target, setup_for(target, home, weights=tiled_weights(weights, target, None)),
                       Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress)
     top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
     click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles, Errors: {found.errors} out of "
@@ -182,8 +183,8 @@ def inspect_command(model, target, top, weights, home, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), optimizer,
-                              home):
+    chosen = tiled_weights(weights, target, None)
+    for line in inspect_lines(model_or_default(model), target, top, progress, chosen, optimizer, home):
         click.echo(line)
 
 
@@ -223,7 +224,7 @@ def example_command(kind, output, overwrite, **options):
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
 @allocator_option
-@weights_option(None, " [default: as the schedule was solved, else in-place].")
+@weights_option(" [default: as the schedule was solved, else in-place].")
 @home_option(None, " [default: as the schedule was solved, else L3].")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
@@ -344,6 +345,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
+    weights = tiled_weights(weights, target, flow)
     check_output_dir(outdir)
     if costs not in COSTS_CHOICES:
         read_cost_file(costs)                        # a bad file is refused before anything is lowered
@@ -360,7 +362,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                              deeploy=setup_for(target, home, allocator=Allocator(allocator),
-                                               weights=WeightUpdate(weights))))
+                                               weights=weights)))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import HOMES, Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, HOMES, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError
 from ckpt.events import Event
 from ckpt.paths import model_files
@@ -22,7 +22,8 @@ FLOWS = [f.value for f in Flow]
 WEIGHTS = [w.value for w in WeightUpdate]
 WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
                 "of each constant; every reader of a weight runs before its update), or out-of-place, Deeploy's own "
-                "(a new buffer in the arena, every reader its own copy; the code does not train across steps)")
+                "(a new buffer in the arena, every reader its own copy; each update copied back into the weights at "
+                "the end of the step, as the non-tiled flow always does)")
 
 
 class FiniteFloat(click.FloatRange):
@@ -104,9 +105,21 @@ allocator_option = click.option(
          "MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
 
 
-def weights_option(default: str | None = WeightUpdate.IN_PLACE.value, more: str = ""):
-    return click.option("--weights", type=click.Choice(WEIGHTS), default=default, show_default=default is not None,
-                        help=WEIGHTS_HELP + (more or "."))
+def weights_option(more: str = " [default: in-place]."):
+    return click.option("--weights", type=click.Choice(WEIGHTS), default=None, help=WEIGHTS_HELP + more)
+
+
+def tiled_weights(weights: str | None, target: str, flow: str | None) -> WeightUpdate:
+    """--weights as given (in place when not given), refusing `in-place` for a deployment whose updates cannot
+    be: the non-tiled flow, or no Deeploy target at all."""
+    tiled = target in DEEPLOY_TARGETS and (flow or Flow.default_for(target)) == Flow.TILED
+    if weights == WeightUpdate.IN_PLACE.value and not tiled:
+        where, other = ("--target none", "--target siracusa") if target not in DEEPLOY_TARGETS else \
+            ("the non-tiled flow", "--flow tiled")
+        raise CkptError(f"--weights in-place deploys the tiled flow's updates in place; {where} writes them out "
+                        "of place (the code copies them back at the end of the step)",
+                        f"drop --weights, or solve for the tiled flow ({other})")
+    return WeightUpdate(weights or WeightUpdate.IN_PLACE.value)
 
 
 deeploy_root_option = click.option(

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from test_cli_errors import one_line, run, snapshot
 
@@ -104,3 +105,51 @@ def test_schedule_fields_are_checked_on_load(mlp, schedule, tmp_path, part, fiel
         code, _, err = run(*command)
         assert code == 1 and message in one_line(err) and "ckpt solve" in one_line(err), command
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spoilt.json"]
+
+
+# --------------------------------------------------------------------------- training that trains
+
+
+def _with_second_update(folder: Path, chained: bool) -> str:
+    """The first SGD of the graph twice: beside itself on the same weight, or on what it wrote."""
+    model = onnx.load(folder / "network.onnx")
+    first = next(n for n in model.graph.node if n.op_type == "SGD")
+    again = onnx.NodeProto()
+    again.CopyFrom(first)
+    again.name, again.output[0] = first.name + "_again", first.output[0] + "_again"
+    if chained:
+        again.input[0] = first.output[0]
+    model.graph.node.append(again)
+    output = onnx.ValueInfoProto()
+    output.CopyFrom(next(o for o in model.graph.output if o.name == first.output[0]))
+    output.name = again.output[0]
+    model.graph.output.append(output)
+    onnx.save(model, folder / "network.onnx")
+    (folder / "outputs.npz").unlink()
+    return first.name
+
+
+@pytest.mark.parametrize("chained, message", [(False, "both update the weight 'fc0_weight'"),
+                                              (True, "updates 'fc0_weight_updated', which node 'fc0_weight_sgd' "
+                                                     "already updated from 'fc0_weight'")])
+def test_a_weight_two_optimizer_nodes_update_is_refused_by_every_command(copy, tmp_path, chained, message):
+    folder = copy()
+    _with_second_update(folder, chained)
+    for command in (["solve", str(folder), "-o", str(tmp_path / "s.json")], ["inspect", str(folder)],
+                    ["verify", str(folder)], ["solve", str(folder), "--target", "siracusa", "-o", "-"]):
+        code, _, err = run(*command)
+        line = one_line(err)
+        assert code == 1 and message in line and "a step updates each weight once" in line, command
+        assert "cycle" not in line
+
+
+@pytest.mark.parametrize("args, where", [(["--target", "none"], "--target none"),
+                                         (["--target", "siracusa", "--flow", "non-tiled"], "the non-tiled flow")])
+def test_weights_in_place_where_the_deployment_cannot_is_refused_not_recorded_otherwise(mlp, tmp_path, args, where):
+    for command in (["solve", str(mlp), "--weights", "in-place", "-o", str(tmp_path / "s.json"), *args],
+                    ["sweep", "--model", str(mlp), "--weights", "in-place", "-o", str(tmp_path / "sw"), *args]):
+        code, _, err = run(*command)
+        assert code == 1 and f"--weights in-place deploys the tiled flow's updates in place; {where}" in one_line(err)
+    assert list(tmp_path.iterdir()) == []
+    code, _, _ = run("solve", str(mlp), "--weights", "out-of-place", "-o", str(tmp_path / "s.json"), "--budget", "1.0")
+    assert code == 0 and json.loads((tmp_path / "s.json").read_text())["graph"]["weights"] == "out-of-place"
