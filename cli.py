@@ -2,13 +2,14 @@
 
 Every refusal is one line on stderr with the documented exit code (errors.ExitCode): 1 for bad input (usage
 errors included), 2 for an infeasible budget, 3 for a time limit that ran out without a schedule, 130 for
-Ctrl-C. Inputs and output paths are checked before any long work starts.
+Ctrl-C (and SIGTERM). Inputs and output paths are checked before any long work starts.
 
 Each command imports what it runs when it runs (Deeploy alone takes a second to import), so `ckpt --help`
 and the commands that need no Deeploy start at once.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -422,8 +423,21 @@ def ci_update_baseline_command(models):
                f"{figures.golden_errors}/{figures.golden_compared}")
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a job scheduler's, `kill`'s) stops ckpt as Ctrl-C does: what runs is cleaned up, not cut off."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
-    """The console script: click's parsing, with ckpt's exit codes for usage errors and Ctrl-C."""
+    """The console script: click's parsing, with ckpt's exit codes for usage errors, Ctrl-C and SIGTERM."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="ckpt", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as err:      # `ckpt` alone: help, as click prints it

@@ -52,6 +52,7 @@ def one_line_errors(command):
 
 
 INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AT"   # tests: a real SIGINT once a progress line starts with this text
+INTERRUPT_SIGNAL = "CKPT_TEST_INTERRUPT_SIGNAL"   # ... or the signal named here (TERM)
 
 
 def progress(message: str | Event) -> None:
@@ -60,7 +61,7 @@ def progress(message: str | Event) -> None:
     click.echo(f"[ckpt] {text}", err=True)
     hook = os.environ.get(INTERRUPT_HOOK)
     if hook and text.startswith(hook):
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get(INTERRUPT_SIGNAL, "INT")))
 
 
 def default_model() -> str:

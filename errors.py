@@ -11,7 +11,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 1          # one line on stderr naming the problem and the way out (usage errors too)
     INFEASIBLE = 2         # no schedule fits the budget; the message states the smallest feasible budget
     NO_SCHEDULE = 3        # the time limit ran out before any schedule was found (not proven infeasible)
-    INTERRUPTED = 130      # Ctrl-C: what was finished is kept, nothing is half-written
+    INTERRUPTED = 130      # Ctrl-C or SIGTERM: what was finished is kept, nothing is half-written
 
 
 class CkptError(Exception):

@@ -4,7 +4,10 @@ file changed that the user did not name as an output."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,7 @@ import onnx
 import pytest
 from test_cli_errors import one_line, run, snapshot
 
+from ckpt.cli_common import INTERRUPT_HOOK, INTERRUPT_SIGNAL
 from ckpt.examples import write_example
 
 
@@ -153,3 +157,25 @@ def test_weights_in_place_where_the_deployment_cannot_is_refused_not_recorded_ot
     assert list(tmp_path.iterdir()) == []
     code, _, _ = run("solve", str(mlp), "--weights", "out-of-place", "-o", str(tmp_path / "s.json"), "--budget", "1.0")
     assert code == 0 and json.loads((tmp_path / "s.json").read_text())["graph"]["weights"] == "out-of-place"
+
+
+# --------------------------------------------------------------------------- signals
+
+
+def _terminated(args: list[str], at: str) -> subprocess.CompletedProcess:
+    """`ckpt ARGS` sent a real SIGTERM once a progress line starts with `at`."""
+    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True,
+                          env={**os.environ, INTERRUPT_HOOK: at, INTERRUPT_SIGNAL: "TERM"})
+
+
+def test_sigterm_stops_solve_as_ctrl_c_does(mlp, tmp_path):
+    done = _terminated(["solve", str(mlp), "--budget", "0.6", "-o", str(tmp_path / "s.json")], "greedy heuristic")
+    assert done.returncode == 130 and "interrupted" in one_line(done.stderr)
+    assert not list(tmp_path.iterdir())
+
+
+def test_sigterm_in_replay_leaves_no_folder(mlp, schedule, tmp_path):
+    done = _terminated(["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out")],
+                       "running the replayed order")
+    assert done.returncode == 130 and "interrupted" in one_line(done.stderr)
+    assert not (tmp_path / "out").exists()
