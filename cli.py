@@ -154,7 +154,7 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
     from ckpt.pipeline.calibrate import calibrate
 
     if output is not None:
-        check_output_file(output)
+        check_output_file(output, example="costs.json")
     source = model_or_default(model)
     if output is not None:
         refuse_inputs_as_output(output, source)
@@ -365,6 +365,8 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
                              deeploy=setup_for(target, home, allocator=Allocator(allocator),
                                                weights=weights)))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
+    for source in sources if costs not in COSTS_CHOICES else ():
+        read_cost_file(costs, source, target)       # a calibration of another model or target is refused
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())

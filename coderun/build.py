@@ -4,7 +4,8 @@ The kernel library holds every kernel C file of the checkout that compiles here 
 the fp32 training kernels never call, do not; dory_mem.c is the device's RAM driver, which ckpt's runtime
 replaces) and ckpt's runtime (runtime/host_runtime.c), optimised (-O1). It is cached under
 $CKPT_CACHE_DIR/coderun, keyed by everything that changes its objects: the kernels' fingerprint, the runtime's
-files, the compiler, the flags, the core count and the L3 size.
+files, the compiler, the flags, the core count and the L3 size; sealed with its files' hashes (ckpt.cached), and
+built again when it does not check out.
 
 The generated code is compiled with the prototypes of every kernel function (gcc -aux-info of the kernel files)
 in front of it: v0.2.1's headers do not declare some kernels the code calls, and an implicit declaration
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.paths import cache_root
 
@@ -36,7 +38,7 @@ GLUE = ("-O0", *COMMON)
 DEVICE_ONLY = ("dory_mem.c",)   # the device's RAM and flash driver: host_runtime.c stands in for it
 STRICT = ("-Werror=implicit-function-declaration", "-Werror=int-conversion", "-Werror=pointer-to-int-cast",
           "-Werror=int-to-pointer-cast")
-LIBRARY_FORMAT = 1   # bump when the library folder's layout changes
+LIBRARY_FORMAT = 2   # bump when the library folder's layout changes (2: sealed)
 
 
 class Sanitizer(Enum):
@@ -139,27 +141,30 @@ def defined_prototypes(aux_file: Path, source: Path) -> list[str]:
 
 def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildConfig) -> KernelLibrary:
     """The cached kernel library for this configuration, built first if absent (see the module doc)."""
-    folder = cache_root() / "coderun" / f"kernels-{_library_key(sources, toolchain, config)}"
+    key = _library_key(sources, toolchain, config)
+    folder = cache_root() / "coderun" / f"kernels-{key}"
     manifest = folder / "library.json"
-    if manifest.is_file():
-        return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
-    try:
-        skipped, prototypes = _build_library(sources, toolchain, config, staging)
-        (staging / "kernel_prototypes.h").write_text(
-            "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
-            + "\n".join(prototypes) + "\n")
-        (staging / "prelude.h").write_text(
-            '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
-        (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version}, indent=1))
+    if not folder_checks_out(folder, key):
+        discard(folder)                      # a library that is not what was built (cut short, corrupted): again
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
         try:
-            os.replace(staging, folder)
-        except OSError:                      # another process built the same library first
+            skipped, prototypes = _build_library(sources, toolchain, config, staging)
+            (staging / "kernel_prototypes.h").write_text(
+                "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
+                + "\n".join(prototypes) + "\n")
+            (staging / "prelude.h").write_text(
+                '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
+            (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version},
+                                                             indent=1))
+            seal_folder(staging, key)
+            try:
+                os.replace(staging, folder)
+            except OSError:                      # another process built the same library first
+                shutil.rmtree(staging, ignore_errors=True)
+        except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+            raise
     return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
 
 

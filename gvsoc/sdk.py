@@ -20,11 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.gvsoc.kit import ARCH_FLAGS, GvsocKit
 from ckpt.paths import cache_root
 
-SDK_FORMAT = 1
+SDK_FORMAT = 2          # 2: sealed (ckpt.cached)
 HERE = "@CKPT_SDK@"          # the library's folder in sdk.json (it is built in a staging folder, then moved)
 PORT_PATCH = "pulp-sdk-gcc-asm.patch"
 BUILTINS_SHIM = "pulp_builtins_shim.h"
@@ -143,13 +144,16 @@ def _apply_port(root: Path, port: Path) -> None:
 def sdk_library(kit: GvsocKit, sources: KernelSources) -> SdkLibrary:
     """The cached runtime library, built first if absent (about a minute)."""
     lists = read_cmake_lists(sources)
-    folder = cache_root() / "gvsoc" / f"sdk-{_key(kit, lists)}"
-    if (folder / "sdk.json").is_file():
+    key = _key(kit, lists)
+    folder = cache_root() / "gvsoc" / f"sdk-{key}"
+    if folder_checks_out(folder, key):
         return SdkLibrary(folder)
+    discard(folder)                           # not what was built (cut short, corrupted): built again
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".sdk."))
     try:
         _build(kit, lists, staging)
+        seal_folder(staging, key)
         try:
             os.replace(staging, folder)
         except OSError:                       # another process built the same library first
