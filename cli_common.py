@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, HOMES, Allocator, Flow, WeightUpdate
-from ckpt.errors import CkptError
+from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
 from ckpt.paths import model_files
 
@@ -40,12 +40,19 @@ SECONDS = FiniteFloat(min=0, min_open=True)
 
 
 def one_line_errors(command):
-    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback."""
+    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback; so too a write the
+    filesystem refused (a full disk, a quota, a read-only mount) wherever it happened."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except CkptError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(int(err.exit_code))
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            err = unwritable(exc.filename or "a file", exc)
             click.echo(f"error: {err}", err=True)
             sys.exit(int(err.exit_code))
     return wrapper

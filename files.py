@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ckpt.errors import CkptError
+from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.paths import cache_root
 
 STDOUT = "-"
@@ -35,15 +35,22 @@ def _umask() -> int:
 def atomic_write(path: str | Path, content: str | bytes) -> None:
     """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise unwritable(path, exc) from None
+        raise
     try:
         with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
             handle.write(content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode a plain open would
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            raise unwritable(path, exc) from None
         raise
 
 
@@ -78,7 +85,7 @@ def _writable_folder(folder: Path, what: str) -> None:
                         "choose a folder you can write to")
 
 
-def check_output_file(path: str, allow_stdout: bool = True) -> None:
+def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.json") -> None:
     """Refuse, before any work, an output path that is not a regular file or a new path in a writable folder."""
     if path == STDOUT and allow_stdout:
         return
@@ -91,7 +98,7 @@ def check_output_file(path: str, allow_stdout: bool = True) -> None:
     if target.exists() or target.is_symlink():
         mode = os.stat(target).st_mode if target.exists() else 0
         if stat.S_ISDIR(mode):
-            raise CkptError(f"output '{path}' is a directory", "name a file inside it, e.g. -o DIR/seq.json")
+            raise CkptError(f"output '{path}' is a directory", f"name a file inside it, e.g. DIR/{example}")
         if target.exists() and not stat.S_ISREG(mode):
             raise CkptError(f"output '{path}' is not a regular file (a device, pipe or socket)",
                             "name a regular file" + (", or - for stdout" if allow_stdout else ""))

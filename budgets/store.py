@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.errors import CkptError
+from ckpt.errors import CkptError, unwritable
 from ckpt.files import make_dirs
 from ckpt.pipeline.point import PointFolder
 
@@ -72,10 +72,13 @@ class SweepStore:
                 holder = handle.read().strip() or "unknown"
                 raise CkptError(f"another sweep (process {holder}) is writing into '{self.root}'",
                                 "wait for it to finish, or sweep into another folder with -o") from None
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()}\n")
-            handle.flush()
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{os.getpid()}\n")
+                handle.flush()
+            except OSError as exc:
+                raise unwritable(path, exc) from None
             yield
         finally:
             handle.close()   # closing releases the lock; the file stays (removing it would race a waiter)

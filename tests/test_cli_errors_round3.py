@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +181,56 @@ def test_sigterm_in_replay_leaves_no_folder(mlp, schedule, tmp_path):
                        "running the replayed order")
     assert done.returncode == 130 and "interrupted" in one_line(done.stderr)
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- a disk that refuses the write
+
+
+def _on_a_full_disk(args: list[str], limit: int = 1024) -> subprocess.CompletedProcess:
+    """`args` in a process that may write no file past `limit` bytes (RLIMIT_FSIZE, its SIGXFSZ ignored): every
+    larger write fails as on a full disk (EFBIG), whatever the filesystem, without privileges."""
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return subprocess.run(args, capture_output=True, text=True, preexec_fn=limited)
+
+
+@pytest.mark.parametrize("command, output", [
+    (["solve", "{mlp}", "--budget", "0.9", "-o", "{out}/seq.json"], "seq.json"),
+    (["example", "mlp", "-o", "{out}/example"], "example/network.onnx"),
+    (["replay", "{schedule}", "--model", "{mlp}", "-o", "{out}/replay"], "replay/rewired.onnx"),
+])
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_made(mlp, schedule, tmp_path, command,
+                                                                              output):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "seq.json").write_text("the user's own")
+    args = [a.format(mlp=mlp, out=out, schedule=schedule) for a in command]
+    done = _on_a_full_disk([sys.executable, "-m", "ckpt", *args])
+    line = one_line(done.stderr)
+    assert done.returncode == 1 and f"cannot write '{out / output}': File too large" in line and "free space" in line
+    assert sorted(p.name for p in out.iterdir()) == ["seq.json"] and (out / "seq.json").read_text() == "the user's own"
+
+
+def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path):
+    blocks = tmp_path / "in.csv"
+    blocks.write_text("id,lower,upper,size\n" + "".join(f"b{i},{i},{i + 2},64\n" for i in range(100)))
+    program = [sys.executable, "-m", "ckpt.deeploy_bridge.minimalloc"]
+    done = _on_a_full_disk([*program, "--capacity", "100000", "--input", str(blocks), "--output",
+                            str(tmp_path / "out.csv")])
+    assert done.returncode == 1 and "cannot write" in done.stderr and "Traceback" not in done.stderr
+    for args, message in ((["--capacity", "abc"], "invalid int value: 'abc'"),
+                          (["--capacity", "-5"], "--capacity -5 is negative"),
+                          (["--capacity", "100000", "--alignment", "0"], "--alignment 0 is no granule"),
+                          (["--capacity", "100000", "--output", str(blocks)], "is the input"),
+                          (["--capacity", "100000", "--output", str(tmp_path)], "is a directory")):
+        full = {**dict(zip(["--input", "--output"], [str(blocks), str(tmp_path / "o.csv")])),
+                **dict(zip(args[::2], args[1::2]))}
+        done = subprocess.run([*program, *[x for kv in full.items() for x in kv]], capture_output=True, text=True)
+        assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, args
+        assert len(done.stderr.strip().splitlines()) == 1
+    blocks.write_text("id,lower,upper,size\na,0,2,1e400\n")
+    done = subprocess.run([*program, "--capacity", "9", "--input", str(blocks), "--output", str(tmp_path / "o.csv")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "row 2 is not id,lower,upper,size" in done.stderr
+    assert not (tmp_path / "o.csv").exists() and not (tmp_path / "out.csv").exists()
