@@ -99,6 +99,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
+    from ckpt.paths import optimizer_graph
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
     from ckpt.pipeline.solve_summary import solve_notes, written_line
@@ -122,7 +123,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
         read_cost_file(cost_file)                    # a bad file is refused before anything is lowered
     starts = [read_schedule(path) for path in warm_start]
     source = model_or_default(model)
-    refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start)
+    refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
+                            optimizer_graph(source, optimizer))
     costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
@@ -242,7 +244,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                    deeploy_root, gvsoc, no_simulate, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
-    from ckpt.replay.folder import check_replay_folder, default_outdir
+    from ckpt.paths import model_files
+    from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
     from ckpt.replay.summary import summary_lines
     from ckpt.schedule_file import read_schedule
@@ -250,6 +253,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     check_replay_folder(folder, overwrite)
+    refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
+                                   *([Path(optimizer)] if optimizer else [])])
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
@@ -323,21 +328,23 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
 @deeploy_root_option
 @gvsoc_options
+@click.option("--overwrite", is_flag=True,
+              help="Write into a folder holding files of a sweep's names (sweep.md, ...) that no ckpt sweep wrote.")
 @click.option("--emit-ci", "emit_ci", type=click.Path(file_okay=False), default=None,
               help="Also write Deeploy CI test-config entries for the best verified schedule into this folder.")
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, emit_ci,
-                  ci_test_name):
+                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, overwrite,
+                  emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
     from ckpt.budgets.ranges import parse_range
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
-    from ckpt.ci.emit import check_emit_target, emit_ci_configs
+    from ckpt.ci.emit import check_emit_folder, check_emit_target, emit_ci_configs
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_dir
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
@@ -354,9 +361,10 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     if emit_ci:
         check_emit_target(target)
         check_output_dir(emit_ci)
+        check_emit_folder(Path(emit_ci), target)
     options = SweepOptions(
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
-        costs=costs,
+        costs=costs, overwrite=overwrite,
         flow=Flow(flow) if flow else None,
         solve=SolveOptions(method=method, backend=SolverOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,

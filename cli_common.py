@@ -86,7 +86,7 @@ def capped(count: int, option: str) -> int:
     return min(count, cores)
 
 
-def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> None:
+def refuse_inputs_as_output(output: str, model: str, *others: str | Path | None) -> None:
     """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
     read = [*model_files(model), *(Path(o) for o in others if o)]
     target = Path(output)

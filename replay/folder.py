@@ -52,6 +52,20 @@ def check_replay_folder(outdir: Path, overwrite: bool) -> None:
                         "choose a new folder, or pass --overwrite (only ckpt's own files are replaced)")
 
 
+def refuse_inputs_written(outdir: Path, inputs: list[Path]) -> None:
+    """Refuse, before any work, a replay whose outputs would land on one of its inputs (a schedule saved as
+    OUTDIR/order.json, a model under OUTDIR/code/)."""
+    for path in inputs:
+        if not path.exists():
+            continue
+        for name in WRITTEN:
+            written = outdir / name
+            if written.exists() and (os.path.samefile(path, written) if written.is_file() else
+                                     path.resolve().is_relative_to(written.resolve())):
+                raise CkptError(f"'{path}' is an input of this replay and lies where it writes ({written})",
+                                "replay into another folder (-o), or move the input out of it")
+
+
 def _is_ckpt_report(path: Path) -> bool:
     try:
         doc = json.loads(path.read_text())

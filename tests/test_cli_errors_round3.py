@@ -234,3 +234,59 @@ def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 1 and "row 2 is not id,lower,upper,size" in done.stderr
     assert not (tmp_path / "o.csv").exists() and not (tmp_path / "out.csv").exists()
+
+
+# --------------------------------------------------------------------------- files overwritten
+
+
+def test_a_sweep_never_replaces_a_users_own_tables_unless_asked(mlp, tmp_path):
+    folder = tmp_path / "P"
+    folder.mkdir()
+    (folder / "sweep.md").write_text("my notes")
+    (folder / "sweep.csv").write_text("my,numbers\n")
+    before = snapshot(folder)
+    args = ["sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "--no-verify", "-o", str(folder)]
+    code, _, err = run(*args)
+    assert code == 1 and "holds sweep.md, sweep.csv, which no ckpt sweep wrote" in one_line(err)
+    assert "--overwrite" in one_line(err) and snapshot(folder) == before
+    code, _, err = run(*args, "--overwrite")
+    assert code == 0, err
+    assert (folder / "sweep.md").read_text() != "my notes" and (folder / "sweep.lock").is_file()
+    assert run(*args)[0] == 0                              # a folder a ckpt sweep wrote is its own to resume
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda d: (d / "ckpt_recompute.json").write_text("garbage"), "is not the record of what ckpt emitted"),
+    (lambda d: (d / "ckpt_recompute.json").write_text('{"siracusa": {"t": {"schedule": 1}}}'),
+     "is not the record of what ckpt emitted"),
+    (lambda d: (d / "DeeployTest").mkdir() or (d / "DeeployTest" / "test_siracusa_training_recompute.py").write_text(
+        "mine"), "holds DeeployTest/test_siracusa_training_recompute.py but no ckpt_recompute.json"),
+])
+def test_an_emit_ci_folder_ckpt_did_not_write_is_refused_before_any_work(mlp, tmp_path, spoil, message):
+    emit = tmp_path / "emit"
+    emit.mkdir()
+    spoil(emit)
+    before = snapshot(emit)
+    code, _, err = run("sweep", "--model", str(mlp), "-o", str(tmp_path / "sw"), "--emit-ci", str(emit))
+    assert code == 1 and message in one_line(err) and "[ckpt] lowering" not in err
+    assert snapshot(emit) == before and not (tmp_path / "sw").exists()
+
+
+def test_a_replay_never_writes_over_its_own_inputs(mlp, schedule, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    shutil.copy(schedule, folder / "order.json")
+    before = snapshot(folder)
+    code, _, err = run("replay", str(folder / "order.json"), "--model", str(mlp), "-o", str(folder), "--overwrite")
+    assert code == 1 and "is an input of this replay and lies where it writes" in one_line(err)
+    assert snapshot(folder) == before
+
+
+def test_the_schedule_is_never_written_over_the_optimizer_graph(copy, tmp_path):
+    folder = copy()
+    shutil.copy(folder / "network.onnx", tmp_path / "optimizer.onnx")
+    before = snapshot(tmp_path)
+    code, _, err = run("solve", str(folder), "--optimizer", str(tmp_path / "optimizer.onnx"), "-o",
+                       str(tmp_path / "optimizer.onnx"))
+    assert code == 1 and "an input of this command" in one_line(err)
+    assert snapshot(tmp_path) == before
