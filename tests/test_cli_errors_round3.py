@@ -290,3 +290,45 @@ def test_the_schedule_is_never_written_over_the_optimizer_graph(copy, tmp_path):
                        str(tmp_path / "optimizer.onnx"))
     assert code == 1 and "an input of this command" in one_line(err)
     assert snapshot(tmp_path) == before
+
+
+# --------------------------------------------------------------------------- messages and codes
+
+
+@pytest.mark.parametrize("rename, message", [
+    (lambda name: "1" + name, "is '1fc0_Gemm', which starts with a digit, in Deeploy's C code"),
+    (lambda name: "é-" if name == "fc0_Gemm" else name, "keeps no letter, digit or '_' in Deeploy's C code"),
+])
+def test_node_names_deeploys_code_cannot_use_are_refused_before_deeploy_runs(copy, tmp_path, rename, message):
+    folder = copy()
+    model = onnx.load(folder / "network.onnx")
+    first = model.graph.node[0]
+    assert first.name == "fc0_Gemm"
+    first.name = rename(first.name)
+    onnx.save(model, folder / "network.onnx")
+    for command in (["solve", str(folder), "--target", "siracusa", "-o", str(tmp_path / "s.json")],
+                    ["inspect", str(folder), "--target", "siracusa"]):
+        code, _, err = run(*command)
+        assert code == 1 and message in one_line(err) and "rename it to start with a letter" in one_line(err)
+    assert run("solve", str(folder), "-o", str(tmp_path / "s.json"), "--budget", "1.0")[0] == 0   # no C: fine
+
+
+@pytest.mark.deeploy
+def test_a_schedule_replayed_on_the_other_targets_graph_names_the_target(tmp_path):
+    """Lowering a CCT adds and renames nodes: its schedule matches the ONNX as is only in part (and the other way
+    round); the refusal names the target whose graph it belongs to."""
+    mlp = tmp_path / "cct"
+    write_example("cct", mlp, blocks=1, image_size=8, embed_dim=16, heads=2)
+    lowered = tmp_path / "lowered.json"
+    assert run("solve", str(mlp), "--target", "siracusa", "--budget", "1.0", "-o", str(lowered))[0] == 0
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"seq": json.loads(lowered.read_text())["seq"]}))
+    plain = tmp_path / "plain.json"
+    assert run("solve", str(mlp), "--budget", "1.0", "-o", str(plain))[0] == 0
+    for command, target in ((["replay", str(bare), "--model", str(mlp)], "siracusa"),
+                            (["replay", str(lowered), "--model", str(mlp), "--target", "none"], "siracusa"),
+                            (["verify", str(mlp), "--schedule", str(bare)], "siracusa"),
+                            (["replay", str(plain), "--model", str(mlp), "--target", "siracusa"], "none")):
+        code, _, err = run(*command, *(["-o", str(tmp_path / "out")] if command[0] == "replay" else []))
+        assert code == 1 and f"replay it with --target {target}" in one_line(err), command
+    assert not (tmp_path / "out").exists()
