@@ -43,7 +43,9 @@ def atomic_write(path: str | Path, content: str | bytes) -> None:
             raise unwritable(path, exc) from None
         raise
     try:
-        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
+        # text keeps a path's bytes that are no UTF-8 as they are (the filesystem's name, not a traceback)
+        with (os.fdopen(fd, "wb") if isinstance(content, bytes) else
+              os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape")) as handle:
             handle.write(content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode a plain open would
         os.replace(tmp, path)
@@ -52,6 +54,12 @@ def atomic_write(path: str | Path, content: str | bytes) -> None:
         if isinstance(exc, OSError) and exc.errno in DISK_FULL:
             raise unwritable(path, exc) from None
         raise
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of a path that are no UTF-8 (kept by Python as surrogates) shown as U+FFFD, for what
+    cannot hold them (a plot's title)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def write_json(path: Path, doc: dict) -> None:

@@ -66,7 +66,7 @@ class SweepStore:
         """Append one line to sweep.log (a short append is one write: lines never interleave)."""
         make_dirs(self.root)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(self.root / LOG, "a") as handle:
+        with open(self.root / LOG, "a", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(f"{stamp} {line}\n")
 
     def clean_partial(self) -> list[Path]:

@@ -94,7 +94,7 @@ def find_toolchain() -> Toolchain | None:
     for cc in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["gcc", "cc"]:
         path = shutil.which(cc)
         if path and shutil.which("ar"):
-            done = subprocess.run([path, "--version"], capture_output=True, text=True)
+            done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace")
             if done.returncode == 0:
                 return Toolchain(path, done.stdout.splitlines()[0].strip())
     return None
@@ -176,7 +176,8 @@ def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
     def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
         obj = out / f"k{index:03d}_{source.stem}.o"
         done = subprocess.run([toolchain.cc, *flags, "-c", str(source), "-o", str(obj),
-                               "-aux-info", str(obj.with_suffix(".aux"))], capture_output=True, text=True)
+                               "-aux-info", str(obj.with_suffix(".aux"))],
+                               capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -190,11 +191,11 @@ def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
         prototypes.extend(p for p in defined_prototypes(obj.with_suffix(".aux"), source) if p not in prototypes)
     runtime = out / "host_runtime.o"
     done = subprocess.run([toolchain.cc, *flags, *STRICT, "-c", str(RUNTIME / "host_runtime.c"), "-o", str(runtime)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"ckpt's host runtime does not compile: {_first_error(done.stderr)}")
     done = subprocess.run(["ar", "rcsD", str(out / "libckptkernels.a"), *map(str, objects + [runtime])],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"ar failed: {_first_error(done.stderr)}")
     for leftover in out.glob("*.o"):
@@ -211,7 +212,7 @@ def build_step(code_dir: Path, sources: KernelSources, toolchain: Toolchain, con
              *_includes(sources, code_dir, library.folder), "-include", str(library.prelude)]
     command = [toolchain.cc, *flags, str(code_dir / "Network.c"), str(RUNTIME / "host_main.c"),
                str(library.archive), "-lm", "-pthread", "-o", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"the generated code does not build: {_first_error(done.stderr)}")
     return out

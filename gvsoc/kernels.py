@@ -94,7 +94,8 @@ def _build(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int, o
     def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
         obj = out / f"k{index:03d}_{source.parent.parent.name}_{source.stem}.o"
         done = subprocess.run([str(kit.compiler.cc), *flags, "-c", str(source), "-o", str(obj),
-                               "-aux-info", str(obj.with_suffix(".aux"))], capture_output=True, text=True)
+                               "-aux-info", str(obj.with_suffix(".aux"))],
+                               capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

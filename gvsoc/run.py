@@ -137,7 +137,8 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
                    "run"]
         try:
-            done = subprocess.run(command, cwd=work, env=_environment(kit), capture_output=True, text=True,
+            done = subprocess.run(command, cwd=work, env=_environment(kit),
+                                  capture_output=True, text=True, errors="replace",
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return NotSimulated(f"gvsoc did not finish in {timeout:g} s", failed=True, l2=need)

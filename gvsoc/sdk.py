@@ -135,7 +135,8 @@ def restore_links(root: Path) -> int:
 
 def _apply_port(root: Path, port: Path) -> None:
     patch = port / PORT_PATCH
-    done = subprocess.run(["patch", "-p1", "-s", "-N", "-i", str(patch)], cwd=root, capture_output=True, text=True)
+    done = subprocess.run(["patch", "-p1", "-s", "-N", "-i", str(patch)], cwd=root,
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise SdkBuildError(f"the GCC port ({patch}) does not apply to these pulp-sdk sources: "
                             f"{(done.stdout + done.stderr).strip().splitlines()[:1]}")
@@ -185,7 +186,7 @@ def _build(kit: GvsocKit, lists: CmakeLists, out: Path) -> None:
         rel, extra = job
         obj = objects / (rel.replace("/", "_") + ".o")
         return rel, subprocess.run([str(kit.compiler.cc), *common, *extra, "-c", str(root / rel), "-o", str(obj)],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, errors="replace")
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         for rel, done in pool.map(compile_one, jobs):
@@ -193,7 +194,8 @@ def _build(kit: GvsocKit, lists: CmakeLists, out: Path) -> None:
                 first = next((line for line in done.stderr.splitlines() if "error" in line.lower()), done.stderr)
                 raise SdkBuildError(f"pulp-sdk's {rel} does not compile: {first.strip()}")
     done = subprocess.run([str(kit.compiler.ar), "rcsD", str(out / "libpulpsdk.a"),
-                           *sorted(str(p) for p in objects.glob("*.o"))], capture_output=True, text=True)
+                           *sorted(str(p) for p in objects.glob("*.o"))],
+                           capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise SdkBuildError(f"ar failed: {done.stderr.strip()}")
     shutil.rmtree(objects)

@@ -332,3 +332,32 @@ def test_a_schedule_replayed_on_the_other_targets_graph_names_the_target(tmp_pat
         code, _, err = run(*command, *(["-o", str(tmp_path / "out")] if command[0] == "replay" else []))
         assert code == 1 and f"replay it with --target {target}" in one_line(err), command
     assert not (tmp_path / "out").exists()
+
+
+def _not_utf8(tmp_path: Path, mlp: Path) -> Path:
+    try:
+        folder = Path(os.fsdecode(bytes(tmp_path) + b"/m\xff"))
+        shutil.copytree(mlp, folder)
+    except (OSError, UnicodeError):
+        pytest.skip("this filesystem takes no file name that is not UTF-8")
+    return folder
+
+
+def test_paths_that_are_no_utf8_are_read_written_and_shown(mlp, tmp_path):
+    folder = _not_utf8(tmp_path, mlp)
+    for command in (["solve", str(folder), "--budget", "1.0", "-o", str(folder / "s.json")], ["verify", str(folder)],
+                    ["replay", str(folder / "s.json"), "--model", str(folder), "-o", str(folder / "r")],
+                    ["example", "mlp", "--layers", "2", "-o", str(folder / "e")]):
+        code, out, err = run(*command)
+        assert code == 0 and "Traceback" not in err, (command, err)
+    assert b"m\xff" in (folder / "r" / "report.json").read_bytes() or b"m\\udcff" in (folder / "r" /
+                                                                                      "report.json").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_sweep_of_a_model_whose_path_is_no_utf8_writes_its_tables_and_plot(mlp, tmp_path):
+    folder = _not_utf8(tmp_path, mlp)
+    code, _, err = run("sweep", "0.9:0.9", "--model", str(folder), "--target", "none", "--no-verify", "-o",
+                       str(folder / "sw"))
+    assert code == 0 and "Traceback" not in err, err
+    assert (folder / "sw" / "pareto.svg").is_file() and b"m\xff" in (folder / "sw" / "sweep.md").read_bytes()
