@@ -24,6 +24,7 @@ from ckpt.cli_common import (
     FiniteFloat,
     allocator_option,
     capped,
+    check_home,
     deeploy_root_option,
     gvsoc_options,
     home_option,
@@ -110,6 +111,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
 
     check_output_file(output)
     weights = tiled_weights(weights, target, flow)
+    check_home(home, target)
     if budget is not None and budget_total is not None:
         raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
     if cost_cap is not None and objective != "peak":
@@ -159,7 +161,7 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
         check_output_file(output, example="costs.json")
     source = model_or_default(model)
     if output is not None:
-        refuse_inputs_as_output(output, source)
+        refuse_inputs_as_output(output, source, example="costs.json")
     found = calibrate(source, target, setup_for(target, home, weights=tiled_weights(weights, target, None)),
                       Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress)
     top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
@@ -187,6 +189,7 @@ def inspect_command(model, target, top, weights, home, optimizer):
     from ckpt.pipeline.inspect import inspect_lines
 
     chosen = tiled_weights(weights, target, None)
+    check_home(home, target)
     for line in inspect_lines(model_or_default(model), target, top, progress, chosen, optimizer, home):
         click.echo(line)
 
@@ -244,6 +247,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                    deeploy_root, gvsoc, no_simulate, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.gvsoc.kit import find_kit
     from ckpt.paths import model_files
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
@@ -255,6 +259,10 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     check_replay_folder(folder, overwrite)
     refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
                                    *([Path(optimizer)] if optimizer else [])])
+    if not no_simulate:
+        find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
+    if home is not None:
+        check_home(home, schedule_target(solved, target))
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
@@ -347,6 +355,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.ci.emit import check_emit_folder, check_emit_target, emit_ci_configs
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_dir
+    from ckpt.gvsoc.kit import find_kit
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import SolverOptions
@@ -354,9 +363,12 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
 
     fractions = parse_range(budget_range, step, points)
     weights = tiled_weights(weights, target, flow)
+    check_home(home, target)
     check_output_dir(outdir)
     if costs not in COSTS_CHOICES:
         read_cost_file(costs)                        # a bad file is refused before anything is lowered
+    if not no_simulate:
+        find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
     executor = DaskExecutor(scheduler) if scheduler else None      # its address is checked here, before any work
     if emit_ci:
         check_emit_target(target)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, HOMES, Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, DEFAULT_SETUP, HOMES, Allocator, Flow, WeightUpdate
 from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
 from ckpt.paths import model_files
@@ -86,14 +86,21 @@ def capped(count: int, option: str) -> int:
     return min(count, cores)
 
 
-def refuse_inputs_as_output(output: str, model: str, *others: str | Path | None) -> None:
+def refuse_inputs_as_output(output: str, model: str, *others: str | Path | None, example: str = "seq.json") -> None:
     """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
     read = [*model_files(model), *(Path(o) for o in others if o)]
     target = Path(output)
     for path in read:
         if output != "-" and path.exists() and target.exists() and os.path.samefile(path, target):
             raise CkptError(f"output '{output}' is {path}, an input of this command",
-                            "write the schedule to a file of its own, e.g. -o seq.json")
+                            f"write to a file of its own, e.g. -o {example}")
+
+
+def check_home(home: str, target: str) -> None:
+    """--home names where a Deeploy target's tiled flow keeps its tensors: refuse it where there is none."""
+    if home != DEFAULT_SETUP.default_mem_level and target not in DEEPLOY_TARGETS:
+        raise CkptError(f"--home {home} places a Deeploy target's tiled deployment; --target {target} has none",
+                        "drop --home, or add --target siracusa")
 
 
 def model_or_default(model: str | None) -> str:

@@ -361,3 +361,30 @@ def test_a_sweep_of_a_model_whose_path_is_no_utf8_writes_its_tables_and_plot(mlp
                        str(folder / "sw"))
     assert code == 0 and "Traceback" not in err, err
     assert (folder / "sw" / "pareto.svg").is_file() and b"m\xff" in (folder / "sw" / "sweep.md").read_bytes()
+
+
+def test_a_gvsoc_folder_that_is_none_is_refused_before_any_work(mlp, schedule, tmp_path, monkeypatch):
+    empty = tmp_path / "gvsoc"
+    empty.mkdir()
+    for command in (["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out"), "--gvsoc", str(empty)],
+                    ["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out"), "--no-verify",
+                     "--gvsoc", str(empty)],
+                    ["sweep", "--model", str(mlp), "-o", str(tmp_path / "sw"), "--gvsoc", str(empty)],
+                    ["calibrate", str(mlp), "--gvsoc", str(empty)]):
+        code, _, err = run(*command)
+        assert code == 1 and f"--gvsoc '{empty}' is not a gvsoc install (no bin/gvsoc)" in one_line(err), command
+        assert "[ckpt] lowering" not in err
+    monkeypatch.setenv("GVSOC_INSTALL", str(tmp_path / "nowhere"))
+    code, _, err = run("sweep", "--model", str(mlp), "-o", str(tmp_path / "sw"))
+    assert code == 1 and "$GVSOC_INSTALL" in one_line(err) and "is not a gvsoc install" in one_line(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gvsoc"]
+
+
+def test_home_without_a_deeploy_target_is_refused(mlp, schedule, tmp_path):
+    for command in (["solve", str(mlp), "--home", "L2", "-o", str(tmp_path / "s.json")],
+                    ["inspect", str(mlp), "--home", "L2"],
+                    ["replay", str(schedule), "--model", str(mlp), "--home", "L2", "-o", str(tmp_path / "out")],
+                    ["sweep", "--model", str(mlp), "--target", "none", "--home", "L2", "-o", str(tmp_path / "sw")]):
+        code, _, err = run(*command)
+        assert code == 1 and "--home L2 places a Deeploy target's tiled deployment; --target none" in one_line(err)
+    assert list(tmp_path.iterdir()) == []
