@@ -251,7 +251,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.paths import model_files
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
-    from ckpt.replay.summary import summary_lines
+    from ckpt.replay.summary import failure_line, summary_lines
     from ckpt.schedule_file import read_schedule
 
     solved = read_schedule(schedule)
@@ -274,6 +274,9 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
+    failed = failure_line(result)
+    if failed:
+        click.echo(failed, err=True)              # the reason last, not only mid-output
     sys.exit(0 if result.ok else 1)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ckpt.replay.folder import ORDER, REPORT, REWIRED
-from ckpt.replay.report import CodeRunRecord
+from ckpt.replay.report import CodeRunRecord, SimStatus
 from ckpt.replay.run import ReplayResult
 
 
@@ -48,6 +48,33 @@ def summary_lines(result: ReplayResult) -> list[str]:
     files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]
     lines.append(f"wrote {result.outdir}/: {', '.join(files)}")
     return lines
+
+
+def failure_line(result: ReplayResult) -> str | None:
+    """Why a replay failed its check, in one line for the end of its output (None when it passed)."""
+    r = result.report
+    if r.ok:
+        return None
+    why = []
+    if r.verification is not None and r.verification.status == "miswired":
+        why.append("the replayed order does not compute what the graph order computes (miswired)")
+    for run in r.code_runs.values():
+        flow = f"the generated {run.flow.replace('_', '-')} code"
+        if run.status == "failed":
+            why.append(f"{flow} failed ({run.reason})")
+        elif run.status == "ran" and run.golden is not None and run.golden.errors:
+            why.append(f"{flow} erred ({run.golden.line})")
+        elif run.status == "ran" and run.graph_order == "differs":
+            why.append(f"{flow} computed other numbers than the graph order's code ({', '.join(run.differing)})")
+        elif run.status == "ran" and run.trains is False:
+            why.append(f"{flow} did not train: its steps differ from the host's")
+    for sim in r.gvsoc.values():
+        if sim.status is SimStatus.FAILED or sim.errors:
+            why.append(sim.line)
+    if r.budget is not None and not r.budget.fits:
+        why.append(f"replayed {r.budget.checked} {_b(r.budget.replayed)} is over the schedule's {_b(r.budget.limit)}")
+    return (f"error: the replay failed its check: {'; '.join(why) or 'see report.json'}: the lines above and "
+            f"{result.outdir / REPORT} say more")
 
 
 def _code_run_line(run: CodeRunRecord) -> str:

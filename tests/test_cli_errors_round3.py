@@ -388,3 +388,14 @@ def test_home_without_a_deeploy_target_is_refused(mlp, schedule, tmp_path):
         code, _, err = run(*command)
         assert code == 1 and "--home L2 places a Deeploy target's tiled deployment; --target none" in one_line(err)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_replay_says_why_last(mlp, schedule, tmp_path):
+    doc = json.loads(schedule.read_text())
+    doc["budget"]["bytes"] = doc["predicted"]["checked_bytes"] - 1
+    tight = tmp_path / "tight.json"
+    tight.write_text(json.dumps(doc))
+    code, out, err = run("replay", str(tight), "--model", str(mlp), "-o", str(tmp_path / "out"))
+    assert code == 1 and out.strip().splitlines()[-1].startswith("wrote ")
+    assert err.strip().splitlines()[-1] == one_line(err)
+    assert "the replay failed its check: replayed heap_bytes" in one_line(err) and "is over the schedule's" in err
