@@ -18,6 +18,7 @@ import pytest
 from test_cli_errors import one_line, run, snapshot
 
 from ckpt.cli_common import INTERRUPT_HOOK, INTERRUPT_SIGNAL
+from ckpt.deeploy_bridge.minimalloc import main as minimalloc_main
 from ckpt.examples import write_example
 
 
@@ -212,43 +213,61 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_made(ml
     assert sorted(p.name for p in out.iterdir()) == ["seq.json"] and (out / "seq.json").read_text() == "the user's own"
 
 
-def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path):
+def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path, capsys):
     blocks = tmp_path / "in.csv"
     blocks.write_text("id,lower,upper,size\n" + "".join(f"b{i},{i},{i + 2},64\n" for i in range(100)))
-    program = [sys.executable, "-m", "ckpt.deeploy_bridge.minimalloc"]
-    done = _on_a_full_disk([*program, "--capacity", "100000", "--input", str(blocks), "--output",
-                            str(tmp_path / "out.csv")])
+    done = _on_a_full_disk([sys.executable, "-m", "ckpt.deeploy_bridge.minimalloc", "--capacity", "100000",
+                            "--input", str(blocks), "--output", str(tmp_path / "out.csv")])
     assert done.returncode == 1 and "cannot write" in done.stderr and "Traceback" not in done.stderr
-    for args, message in ((["--capacity", "abc"], "invalid int value: 'abc'"),
-                          (["--capacity", "-5"], "--capacity -5 is negative"),
-                          (["--capacity", "100000", "--alignment", "0"], "--alignment 0 is no granule"),
-                          (["--capacity", "100000", "--output", str(blocks)], "is the input"),
-                          (["--capacity", "100000", "--output", str(tmp_path)], "is a directory")):
-        full = {**dict(zip(["--input", "--output"], [str(blocks), str(tmp_path / "o.csv")])),
-                **dict(zip(args[::2], args[1::2]))}
-        done = subprocess.run([*program, *[x for kv in full.items() for x in kv]], capture_output=True, text=True)
-        assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, args
-        assert len(done.stderr.strip().splitlines()) == 1
+
+    def minimalloc(*args: str) -> tuple[int, str]:
+        try:
+            code = minimalloc_main(list(args))
+        except SystemExit as stopped:
+            code = stopped.code
+        return code, capsys.readouterr().err
+
+    files = ["--input", str(blocks), "--output", str(tmp_path / "o.csv")]
+    for args, message in ((["--capacity", "abc", *files], "invalid int value: 'abc'"),
+                          (["--capacity", "-5", *files], "--capacity -5 is negative"),
+                          (["--capacity", "100000", "--alignment", "0", *files], "--alignment 0 is no granule"),
+                          (["--capacity", "100000", "--input", str(blocks), "--output", str(blocks)], "is the input"),
+                          (["--capacity", "100000", "--input", str(blocks), "--output", str(tmp_path)],
+                           "is a directory"), ([], "the following arguments are required")):
+        code, err = minimalloc(*args)
+        assert code == 1 and message in err and len(err.strip().splitlines()) == 1, args
     blocks.write_text("id,lower,upper,size\na,0,2,1e400\n")
-    done = subprocess.run([*program, "--capacity", "9", "--input", str(blocks), "--output", str(tmp_path / "o.csv")],
-                          capture_output=True, text=True)
-    assert done.returncode == 1 and "row 2 is not id,lower,upper,size" in done.stderr
+    assert minimalloc("--capacity", "9", *files) == (1, f"minimalloc: {blocks}: row 2 is not id,lower,upper,size: "
+                                                          "a,0,2,1e400\n")
+    blocks.write_text("id,lower,upper,size\na,0,2,8\na,1,3,8\n")
+    code, err = minimalloc("--capacity", "99", *files)
+    assert code == 1 and "row 3 names the block 'a' again (first in row 2)" in err
     assert not (tmp_path / "o.csv").exists() and not (tmp_path / "out.csv").exists()
 
 
 # --------------------------------------------------------------------------- files overwritten
 
 
-def test_a_sweep_never_replaces_a_users_own_tables_unless_asked(mlp, tmp_path):
+def _users_sweep_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "P"
     folder.mkdir()
     (folder / "sweep.md").write_text("my notes")
     (folder / "sweep.csv").write_text("my,numbers\n")
+    return folder
+
+
+def test_a_sweep_never_replaces_a_users_own_tables_unless_asked(mlp, tmp_path):
+    folder = _users_sweep_folder(tmp_path)
     before = snapshot(folder)
-    args = ["sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "--no-verify", "-o", str(folder)]
-    code, _, err = run(*args)
+    code, _, err = run("sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "-o", str(folder))
     assert code == 1 and "holds sweep.md, sweep.csv, which no ckpt sweep wrote" in one_line(err)
-    assert "--overwrite" in one_line(err) and snapshot(folder) == before
+    assert "--overwrite" in one_line(err) and snapshot(folder) == before and "[ckpt] lowering" not in err
+
+
+@pytest.mark.slow
+def test_a_sweep_told_to_overwrite_replaces_them_and_then_resumes_its_own(mlp, tmp_path):
+    folder = _users_sweep_folder(tmp_path)
+    args = ["sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "--no-verify", "-o", str(folder)]
     code, _, err = run(*args, "--overwrite")
     assert code == 0, err
     assert (folder / "sweep.md").read_text() != "my notes" and (folder / "sweep.lock").is_file()
