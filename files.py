@@ -98,7 +98,9 @@ def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.
     if path == STDOUT and allow_stdout:
         return
     if not path or not path.strip():
-        raise CkptError("the output path is empty", "name a file, e.g. -o seq.json")
+        raise CkptError("the output path is empty", f"name a file, e.g. -o {example}")
+    if path.endswith(os.sep) and not Path(path).is_dir():
+        raise CkptError(f"output '{path}' names a folder (it ends with {os.sep})", f"name a file, e.g. {path}{example}")
     target = Path(path)
     if target.is_symlink() and not target.exists():
         raise CkptError(f"output '{path}' is a symlink to '{os.readlink(target)}', which does not exist",
@@ -113,6 +115,15 @@ def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.
         if not os.access(target, os.W_OK):
             raise CkptError(f"output '{path}' is not writable", "choose another file")
     _writable_folder(target.parent if str(target.parent) else Path("."), "the folder of output")
+
+
+def check_input_file(path: str | Path, what: str) -> None:
+    """Refuse, before reading it, an input that exists but is no regular file: a pipe would block the read, a
+    device never end it."""
+    found = Path(path)
+    if found.exists() and not found.is_file():
+        raise CkptError(f"{what} '{path}' is not a regular file (a folder, device, pipe or socket)",
+                        "name the file itself")
 
 
 def check_output_dir(path: str | Path) -> None:

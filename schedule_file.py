@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write
+from ckpt.files import atomic_write, check_input_file
 from ckpt.targets import HOMES, TARGET_TABLE, TARGETS, WeightUpdate
 
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
@@ -227,6 +227,7 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 def read_schedule(path: str | Path) -> Schedule:
     """The schedule at `path`, checked (see `Schedule.from_dict`); one-line errors."""
+    check_input_file(path, "schedule")
     try:
         doc = json.loads(Path(path).read_text(), object_pairs_hook=_unique_keys)
     except RecursionError:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write, check_output_file
+from ckpt.files import atomic_write, check_input_file, check_output_file
 from ckpt.solver.layout import Block, aligned, lay_out
 
 
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             raise CkptError(f"--capacity {args.capacity} is negative", "give the bytes the level has free")
         if args.alignment < 1:
             raise CkptError(f"--alignment {args.alignment} is no granule", "give 1 byte or more (Deeploy's word: 4)")
+        check_input_file(args.input, "--input")
         check_output_file(args.output, allow_stdout=False, example="out.csv")
         if Path(args.output).exists() and Path(args.input).exists() and os.path.samefile(args.input, args.output):
             raise CkptError(f"--output {args.output} is the input", "write the offsets to a file of their own")

@@ -22,6 +22,7 @@ from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup
 from ckpt.errors import CkptError
+from ckpt.files import check_input_file
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step
@@ -154,6 +155,7 @@ def read_cost_file(path: str | Path, source: str | Path | None = None, target: s
     """A `--costs FILE`: a calibration (measured cycles per node) or per-op-type coefficients. A calibration is of
     one model's lowered graph for one target: given the model and target it is for, one of another model or
     target is refused (its nodes are not this graph's)."""
+    check_input_file(path, "cost file")
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):

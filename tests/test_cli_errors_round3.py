@@ -418,3 +418,18 @@ def test_a_failed_replay_says_why_last(mlp, schedule, tmp_path):
     assert code == 1 and out.strip().splitlines()[-1].startswith("wrote ")
     assert err.strip().splitlines()[-1] == one_line(err)
     assert "the replay failed its check: replayed heap_bytes" in one_line(err) and "is over the schedule's" in err
+
+
+def test_inputs_that_are_no_regular_file_are_refused_not_read_forever(mlp, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for command, what in ((["replay", str(fifo), "--model", str(mlp), "-o", str(tmp_path / "out")], "schedule"),
+                          (["solve", str(mlp), "--warm-start", str(fifo), "-o", str(tmp_path / "s.json")], "schedule"),
+                          (["solve", str(mlp), "--costs", str(fifo), "-o", str(tmp_path / "s.json")], "cost file"),
+                          (["replay", str(tmp_path), "--model", str(mlp), "-o", str(tmp_path / "out")], "schedule")):
+        code, _, err = run(*command)
+        assert code == 1 and f"{what} '" in one_line(err) and "is not a regular file" in one_line(err), command
+    assert minimalloc_main(["--capacity", "9", "--input", str(fifo), "--output", str(tmp_path / "o.csv")]) == 1
+    code, _, err = run("solve", str(mlp), "-o", str(tmp_path / "new") + os.sep)
+    assert code == 1 and "names a folder" in one_line(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
