@@ -307,7 +307,7 @@ class ReplayReport:
     def read(cls, path: Path) -> ReplayReport:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             raise CkptError(f"'{path}' is not a replay report of this ckpt version ({type(exc).__name__}: {exc})",
                             "replay the schedule again with `ckpt replay`") from None
 
