@@ -417,7 +417,13 @@ def ci_check_command(models, outdir):
     """Replay ci/cct2_ft2/seq.json through Deeploy and the host check; compare with ci/cct2_ft2/baseline.json."""
     from ckpt.ci.check import CiCase, check
     from ckpt.ci.figures import table
+    from ckpt.replay.folder import check_replay_folder
 
+    if outdir is not None:
+        try:
+            check_replay_folder(Path(outdir), overwrite=False)      # bad input, not a failed check
+        except CkptError as err:
+            raise CkptError(err.problem, "give --outdir a new or empty folder, or one a replay wrote") from None
     case = CiCase()
     click.echo(f"ci: {case.model} recompute schedule {case.schedule.relative_to(case.schedule.parents[2])} "
                f"on {case.target}: Deeploy code generation (non-tiled, tiled), host verification, the generated code "

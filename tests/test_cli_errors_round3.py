@@ -433,3 +433,10 @@ def test_inputs_that_are_no_regular_file_are_refused_not_read_forever(mlp, tmp_p
     code, _, err = run("solve", str(mlp), "-o", str(tmp_path / "new") + os.sep)
     assert code == 1 and "names a folder" in one_line(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_ci_check_into_a_folder_it_may_not_write_is_bad_input_not_a_failed_check(tmp_path):
+    (tmp_path / "notes").write_text("mine")
+    code, out, err = run("ci", "check", "--outdir", str(tmp_path))
+    assert code == 1 and "is not empty and holds no earlier ckpt replay" in one_line(err) and "FAIL" not in out
+    assert "--overwrite" not in one_line(err) and sorted(p.name for p in tmp_path.iterdir()) == ["notes"]
