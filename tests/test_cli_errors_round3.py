@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_support import ckpt
 from test_cli_errors import one_line, run, snapshot
 
 from ckpt.cli_common import INTERRUPT_HOOK, INTERRUPT_SIGNAL
@@ -440,3 +441,25 @@ def test_ci_check_into_a_folder_it_may_not_write_is_bad_input_not_a_failed_check
     code, out, err = run("ci", "check", "--outdir", str(tmp_path))
     assert code == 1 and "is not empty and holds no earlier ckpt replay" in one_line(err) and "FAIL" not in out
     assert "--overwrite" not in one_line(err) and sorted(p.name for p in tmp_path.iterdir()) == ["notes"]
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_ones(tmp_path, lowering_cache):
+    """The plain path: the schedule, model and output folder given relative to the working folder (the output's
+    name holding a ':'), and the same replay with absolute paths from elsewhere: the same code runs, verdicts and
+    Errors."""
+    work = tmp_path / "work"
+    work.mkdir()
+    write_example("cct", work / "b1", blocks=1, image_size=8, embed_dim=16, heads=2)
+    assert ckpt("solve", "b1", "--target", "siracusa", "--budget", "1.0", "-o", "b1_seq.json", cwd=work).returncode == 0
+    relative = ckpt("replay", "b1_seq.json", "--model", "b1", "-o", "out:1", cwd=work)
+    absolute = ckpt("replay", str(work / "b1_seq.json"), "--model", str(work / "b1"), "-o", str(tmp_path / "abs"),
+                    cwd=tmp_path)
+    assert relative.returncode == absolute.returncode == 0, relative.stderr + absolute.stderr
+    runs = [json.loads(p.read_text())["code_runs"] for p in (work / "out:1" / "report.json",
+                                                              tmp_path / "abs" / "report.json")]
+    verdicts = [{flow: (run["status"], run["golden"]["errors"], run["graph_order"]) for flow, run in r.items()}
+                for r in runs]
+    clean = ("ran", 0, "bit-identical")
+    assert verdicts[0] == verdicts[1] == {"tiled": clean, "non_tiled": clean}
