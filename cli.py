@@ -2,13 +2,14 @@
 
 Every refusal is one line on stderr with the documented exit code (errors.ExitCode): 1 for bad input (usage
 errors included), 2 for an infeasible budget, 3 for a time limit that ran out without a schedule, 130 for
-Ctrl-C. Inputs and output paths are checked before any long work starts.
+Ctrl-C (and SIGTERM). Inputs and output paths are checked before any long work starts.
 
 Each command imports what it runs when it runs (Deeploy alone takes a second to import), so `ckpt --help`
 and the commands that need no Deeploy start at once.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -23,6 +24,7 @@ from ckpt.cli_common import (
     FiniteFloat,
     allocator_option,
     capped,
+    check_home,
     deeploy_root_option,
     gvsoc_options,
     home_option,
@@ -31,6 +33,7 @@ from ckpt.cli_common import (
     optimizer_option,
     progress,
     refuse_inputs_as_output,
+    tiled_weights,
     weights_option,
 )
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, SIMULATED_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
@@ -97,6 +100,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
+    from ckpt.paths import optimizer_graph
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs, step_code_bytes
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
     from ckpt.pipeline.solve_summary import solve_notes, written_line
@@ -106,6 +110,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
+    weights = tiled_weights(weights, target, flow)
+    check_home(home, target)
     if budget is not None and budget_total is not None:
         raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
     if cost_cap is not None and objective != "peak":
@@ -119,18 +125,18 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
         read_cost_file(cost_file)                    # a bad file is refused before anything is lowered
     starts = [read_schedule(path) for path in warm_start]
     source = model_or_default(model)
-    refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start)
-    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=WeightUpdate(weights)),
-                          progress=progress)
+    refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
+                            optimizer_graph(source, optimizer))
+    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     code = 0
     if total is not None and total.level == home and home != "L3":        # on chip: the program is there too
-        code = step_code_bytes(source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+        code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, WeightUpdate(weights), home, optimizer, code)
+                           Flow(flow) if flow else None, weights, home, optimizer, code)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -156,11 +162,11 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
     from ckpt.pipeline.calibrate import calibrate
 
     if output is not None:
-        check_output_file(output)
+        check_output_file(output, example="costs.json")
     source = model_or_default(model)
     if output is not None:
-        refuse_inputs_as_output(output, source)
-    found = calibrate(source, target, setup_for(target, home, weights=WeightUpdate(weights)),
+        refuse_inputs_as_output(output, source, example="costs.json")
+    found = calibrate(source, target, setup_for(target, home, weights=tiled_weights(weights, target, None)),
                       Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress)
     top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
     click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles, Errors: {found.errors} out of "
@@ -186,8 +192,9 @@ def inspect_command(model, target, top, weights, home, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
 
-    for line in inspect_lines(model_or_default(model), target, top, progress, WeightUpdate(weights), optimizer,
-                              home):
+    chosen = tiled_weights(weights, target, None)
+    check_home(home, target)
+    for line in inspect_lines(model_or_default(model), target, top, progress, chosen, optimizer, home):
         click.echo(line)
 
 
@@ -227,7 +234,7 @@ def example_command(kind, output, overwrite, **options):
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
 @allocator_option
-@weights_option(None, " [default: as the schedule was solved, else in-place].")
+@weights_option(" [default: as the schedule was solved, else in-place].")
 @home_option(None, " [default: as the schedule was solved, else L3].")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
@@ -244,14 +251,22 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                    deeploy_root, gvsoc, no_simulate, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
-    from ckpt.replay.folder import check_replay_folder, default_outdir
+    from ckpt.gvsoc.kit import find_kit
+    from ckpt.paths import model_files
+    from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
-    from ckpt.replay.summary import summary_lines
+    from ckpt.replay.summary import failure_line, summary_lines
     from ckpt.schedule_file import read_schedule
 
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     check_replay_folder(folder, overwrite)
+    refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
+                                   *([Path(optimizer)] if optimizer else [])])
+    if not no_simulate:
+        find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
+    if home is not None:
+        check_home(home, schedule_target(solved, target))
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
@@ -263,6 +278,9 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
+    failed = failure_line(result)
+    if failed:
+        click.echo(failed, err=True)              # the reason last, not only mid-output
     sys.exit(0 if result.ok else 1)
 
 
@@ -325,47 +343,57 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @click.option("--no-verify", is_flag=True, help="Skip the host check of each replay.")
 @deeploy_root_option
 @gvsoc_options
+@click.option("--overwrite", is_flag=True,
+              help="Write into a folder holding files of a sweep's names (sweep.md, ...) that no ckpt sweep wrote.")
 @click.option("--emit-ci", "emit_ci", type=click.Path(file_okay=False), default=None,
               help="Also write Deeploy CI test-config entries for the best verified schedule into this folder.")
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, emit_ci,
-                  ci_test_name):
+                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, overwrite,
+                  emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
     from ckpt.budgets.ranges import parse_range
     from ckpt.budgets.sweep import SweepOptions, run_sweep
     from ckpt.budgets.table import terminal_table
-    from ckpt.ci.emit import check_emit_target, emit_ci_configs
+    from ckpt.ci.emit import check_emit_folder, check_emit_target, emit_ci_configs
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_dir
+    from ckpt.gvsoc.kit import find_kit
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
     from ckpt.solver.backends import BackendOptions
     from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
+    weights = tiled_weights(weights, target, flow)
+    check_home(home, target)
     check_output_dir(outdir)
     if costs not in COSTS_CHOICES:
         read_cost_file(costs)                        # a bad file is refused before anything is lowered
+    if not no_simulate:
+        find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
     executor = DaskExecutor(scheduler) if scheduler else None      # its address is checked here, before any work
     if emit_ci:
         check_emit_target(target)
         check_output_dir(emit_ci)
+        check_emit_folder(Path(emit_ci), target)
     options = SweepOptions(
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
-        costs=costs,
+        costs=costs, overwrite=overwrite,
         flow=Flow(flow) if flow else None,
         solve=SolveOptions(method=method, backend=BackendOptions(solver, time_limit)),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                              deeploy=setup_for(target, home, allocator=Allocator(allocator),
-                                               weights=WeightUpdate(weights))))
+                                               weights=weights)))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
+    for source in sources if costs not in COSTS_CHOICES else ():
+        read_cost_file(costs, source, target)       # a calibration of another model or target is refused
     result = run_sweep(sources, outdir, options, progress, executor)
     click.echo(terminal_table(result.rows))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
@@ -393,7 +421,13 @@ def ci_check_command(models, outdir):
     """Replay ci/cct2_ft2/seq.json through Deeploy and the host check; compare with ci/cct2_ft2/baseline.json."""
     from ckpt.ci.check import CiCase, check
     from ckpt.ci.figures import table
+    from ckpt.replay.folder import check_replay_folder
 
+    if outdir is not None:
+        try:
+            check_replay_folder(Path(outdir), overwrite=False)      # bad input, not a failed check
+        except CkptError as err:
+            raise CkptError(err.problem, "give --outdir a new or empty folder, or one a replay wrote") from None
     case = CiCase()
     click.echo(f"ci: {case.model} recompute schedule {case.schedule.relative_to(case.schedule.parents[2])} "
                f"on {case.target}: Deeploy code generation (non-tiled, tiled), host verification, the generated code "
@@ -424,8 +458,21 @@ def ci_update_baseline_command(models):
                f"{figures.golden_errors}/{figures.golden_compared}")
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a job scheduler's, `kill`'s) stops ckpt as Ctrl-C does: what runs is cleaned up, not cut off."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
-    """The console script: click's parsing, with ckpt's exit codes for usage errors and Ctrl-C."""
+    """The console script: click's parsing, with ckpt's exit codes for usage errors, Ctrl-C and SIGTERM."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="ckpt", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as err:      # `ckpt` alone: help, as click prints it

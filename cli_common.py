@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from ckpt.deeploy_bridge.setup import HOMES, Allocator, Flow, WeightUpdate
-from ckpt.errors import CkptError
+from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, DEFAULT_SETUP, HOMES, Allocator, Flow, WeightUpdate
+from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
 from ckpt.paths import model_files
 
@@ -22,7 +22,8 @@ FLOWS = [f.value for f in Flow]
 WEIGHTS = [w.value for w in WeightUpdate]
 WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
                 "of each constant; every reader of a weight runs before its update), or out-of-place, Deeploy's own "
-                "(a new buffer in the arena, every reader its own copy; the code does not train across steps)")
+                "(a new buffer in the arena, every reader its own copy; each update copied back into the weights at "
+                "the end of the step, as the non-tiled flow always does)")
 
 
 class FiniteFloat(click.FloatRange):
@@ -39,7 +40,8 @@ SECONDS = FiniteFloat(min=0, min_open=True)
 
 
 def one_line_errors(command):
-    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback."""
+    """Turn a CkptError into `error: ...` on stderr and its exit code, never a traceback; so too a write the
+    filesystem refused (a full disk, a quota, a read-only mount) wherever it happened."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
@@ -47,10 +49,17 @@ def one_line_errors(command):
         except CkptError as err:
             click.echo(f"error: {err}", err=True)
             sys.exit(int(err.exit_code))
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            err = unwritable(exc.filename or "a file", exc)
+            click.echo(f"error: {err}", err=True)
+            sys.exit(int(err.exit_code))
     return wrapper
 
 
 INTERRUPT_HOOK = "CKPT_TEST_INTERRUPT_AT"   # tests: a real SIGINT once a progress line starts with this text
+INTERRUPT_SIGNAL = "CKPT_TEST_INTERRUPT_SIGNAL"   # ... or the signal named here (TERM)
 
 
 def progress(message: str | Event) -> None:
@@ -59,7 +68,7 @@ def progress(message: str | Event) -> None:
     click.echo(f"[ckpt] {text}", err=True)
     hook = os.environ.get(INTERRUPT_HOOK)
     if hook and text.startswith(hook):
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get(INTERRUPT_SIGNAL, "INT")))
 
 
 def default_model() -> str:
@@ -77,22 +86,31 @@ def capped(count: int, option: str) -> int:
     return min(count, cores)
 
 
-def refuse_inputs_as_output(output: str, model: str, *others: str | None) -> None:
+def refuse_inputs_as_output(output: str, model: str, *others: str | Path | None, example: str = "seq.json") -> None:
     """Refuse an output path that is one of the command's inputs (the model, its step data, a file it reads)."""
     read = [*model_files(model), *(Path(o) for o in others if o)]
     target = Path(output)
     for path in read:
         if output != "-" and path.exists() and target.exists() and os.path.samefile(path, target):
             raise CkptError(f"output '{output}' is {path}, an input of this command",
-                            "write the schedule to a file of its own, e.g. -o seq.json")
+                            f"write to a file of its own, e.g. -o {example}")
+
+
+def check_home(home: str, target: str) -> None:
+    """--home names where a Deeploy target's tiled flow keeps its tensors: refuse it where there is none."""
+    if home != DEFAULT_SETUP.default_mem_level and target not in DEEPLOY_TARGETS:
+        raise CkptError(f"--home {home} places a Deeploy target's tiled deployment; --target {target} has none",
+                        "drop --home, or add --target siracusa")
 
 
 def model_or_default(model: str | None) -> str:
+    from ckpt.replay.verification import check_step_data
     from ckpt.solver.onnx_loader import check_training_graph
 
     if model is None:
         return default_model()
     check_training_graph(model)     # a missing, non-ONNX or inference model is refused before anything runs
+    check_step_data(model)          # and so is step data that does not fit it
     return model
 
 
@@ -102,9 +120,21 @@ allocator_option = click.option(
          "MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
 
 
-def weights_option(default: str | None = WeightUpdate.IN_PLACE.value, more: str = ""):
-    return click.option("--weights", type=click.Choice(WEIGHTS), default=default, show_default=default is not None,
-                        help=WEIGHTS_HELP + (more or "."))
+def weights_option(more: str = " [default: in-place]."):
+    return click.option("--weights", type=click.Choice(WEIGHTS), default=None, help=WEIGHTS_HELP + more)
+
+
+def tiled_weights(weights: str | None, target: str, flow: str | None) -> WeightUpdate:
+    """--weights as given (in place when not given), refusing `in-place` for a deployment whose updates cannot
+    be: the non-tiled flow, or no Deeploy target at all."""
+    tiled = target in DEEPLOY_TARGETS and (flow or Flow.default_for(target)) == Flow.TILED
+    if weights == WeightUpdate.IN_PLACE.value and not tiled:
+        where, other = ("--target none", "--target siracusa") if target not in DEEPLOY_TARGETS else \
+            ("the non-tiled flow", "--flow tiled")
+        raise CkptError(f"--weights in-place deploys the tiled flow's updates in place; {where} writes them out "
+                        "of place (the code copies them back at the end of the step)",
+                        f"drop --weights, or solve for the tiled flow ({other})")
+    return WeightUpdate(weights or WeightUpdate.IN_PLACE.value)
 
 
 deeploy_root_option = click.option(

@@ -11,7 +11,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 1          # one line on stderr naming the problem and the way out (usage errors too)
     INFEASIBLE = 2         # no schedule fits the budget; the message states the smallest feasible budget
     NO_SCHEDULE = 3        # the time limit ran out before any schedule was found (not proven infeasible)
-    INTERRUPTED = 130      # Ctrl-C: what was finished is kept, nothing is half-written
+    INTERRUPTED = 130      # Ctrl-C or SIGTERM: what was finished is kept, nothing is half-written
 
 
 class CkptError(Exception):
@@ -40,3 +40,13 @@ class InfeasibleBudget(CkptError):
         self.floor = floor            # the smallest budget a schedule is known to fit, when the message states one
         self.floor_exact = floor_exact    # ... proven the smallest: no schedule fits below it
         self.exit_code = ExitCode.INFEASIBLE if proven else ExitCode.NO_SCHEDULE
+
+
+# errno values that mean the disk, not the input, refused a write (no space, quota, file size limit, read-only)
+DISK_FULL = frozenset({28, 122, 27, 30})    # ENOSPC, EDQUOT, EFBIG, EROFS
+
+
+def unwritable(path: object, exc: OSError) -> CkptError:
+    """A write the filesystem refused, as one line naming the path and the way out."""
+    return CkptError(f"cannot write '{path}': {exc.strerror or exc}",
+                     "free space there (or write elsewhere: -o, $CKPT_CACHE_DIR) and run the command again")

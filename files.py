@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ckpt.errors import CkptError
+from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.paths import cache_root
 
 STDOUT = "-"
@@ -35,16 +35,31 @@ def _umask() -> int:
 def atomic_write(path: str | Path, content: str | bytes) -> None:
     """Write through a temp file in the same folder and rename, so no reader ever sees half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise unwritable(path, exc) from None
+        raise
+    try:
+        # text keeps a path's bytes that are no UTF-8 as they are (the filesystem's name, not a traceback)
+        with (os.fdopen(fd, "wb") if isinstance(content, bytes) else
+              os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape")) as handle:
             handle.write(content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode a plain open would
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            raise unwritable(path, exc) from None
         raise
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of a path that are no UTF-8 (kept by Python as surrogates) shown as U+FFFD, for what
+    cannot hold them (a plot's title)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def write_json(path: Path, doc: dict) -> None:
@@ -78,12 +93,14 @@ def _writable_folder(folder: Path, what: str) -> None:
                         "choose a folder you can write to")
 
 
-def check_output_file(path: str, allow_stdout: bool = True) -> None:
+def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.json") -> None:
     """Refuse, before any work, an output path that is not a regular file or a new path in a writable folder."""
     if path == STDOUT and allow_stdout:
         return
     if not path or not path.strip():
-        raise CkptError("the output path is empty", "name a file, e.g. -o seq.json")
+        raise CkptError("the output path is empty", f"name a file, e.g. -o {example}")
+    if path.endswith(os.sep) and not Path(path).is_dir():
+        raise CkptError(f"output '{path}' names a folder (it ends with {os.sep})", f"name a file, e.g. {path}{example}")
     target = Path(path)
     if target.is_symlink() and not target.exists():
         raise CkptError(f"output '{path}' is a symlink to '{os.readlink(target)}', which does not exist",
@@ -91,13 +108,22 @@ def check_output_file(path: str, allow_stdout: bool = True) -> None:
     if target.exists() or target.is_symlink():
         mode = os.stat(target).st_mode if target.exists() else 0
         if stat.S_ISDIR(mode):
-            raise CkptError(f"output '{path}' is a directory", "name a file inside it, e.g. -o DIR/seq.json")
+            raise CkptError(f"output '{path}' is a directory", f"name a file inside it, e.g. DIR/{example}")
         if target.exists() and not stat.S_ISREG(mode):
             raise CkptError(f"output '{path}' is not a regular file (a device, pipe or socket)",
                             "name a regular file" + (", or - for stdout" if allow_stdout else ""))
         if not os.access(target, os.W_OK):
             raise CkptError(f"output '{path}' is not writable", "choose another file")
     _writable_folder(target.parent if str(target.parent) else Path("."), "the folder of output")
+
+
+def check_input_file(path: str | Path, what: str) -> None:
+    """Refuse, before reading it, an input that exists but is no regular file: a pipe would block the read, a
+    device never end it."""
+    found = Path(path)
+    if found.exists() and not found.is_file():
+        raise CkptError(f"{what} '{path}' is not a regular file (a folder, device, pipe or socket)",
+                        "name the file itself")
 
 
 def check_output_dir(path: str | Path) -> None:

@@ -8,11 +8,15 @@ byte-identical file out.
 from __future__ import annotations
 
 import json
+import math
+import types
+import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write
+from ckpt.files import atomic_write, check_input_file
+from ckpt.targets import HOMES, TARGET_TABLE, TARGETS, WeightUpdate
 
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
 
@@ -149,7 +153,48 @@ class Schedule:
                 parts[part] = kind(**{k: v for k, v in value.items() if k in known})
             except (AttributeError, TypeError) as exc:
                 raise CkptError(f"{where}: its \"{part}\" is not what ckpt writes ({exc})", FORMAT) from None
+            _check_fields(part, parts[part], where)
         return cls(tuple(checked_sequence(doc["seq"], where)), **parts)
+
+
+LEVELS = tuple(dict.fromkeys(level for t in TARGET_TABLE.values() for level in t.level_names))
+CHOICES = {("graph", "target"): TARGETS, ("graph", "weights"): tuple(w.value for w in WeightUpdate),
+           ("graph", "home"): HOMES, ("budget", "level"): LEVELS,
+           ("predicted", "checked"): ("peak_bytes", "heap_bytes", *(f"total_{level}" for level in LEVELS))}
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "an object"}
+
+
+def _kind_problem(value: object, hint: object) -> str | None:
+    """Why `value` is not of the annotated type `hint` (int, float, str, dict, or one of them or None); numbers
+    must be finite and not negative (every number the file holds is a count, a size, a time or a ratio)."""
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None:
+        return None if type(None) in allowed else "not a value"
+    if isinstance(value, bool):
+        return "a boolean"
+    if int in allowed and isinstance(value, int) or float in allowed and isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            return "not a finite number >= 0"
+        return None
+    for kind in (str, dict):
+        if kind in allowed and isinstance(value, kind):
+            return None
+    return "not " + " or ".join(_KIND_NAMES.get(a, "null") for a in allowed)
+
+
+def _check_fields(part: str, record: object, where: str) -> None:
+    """Each field of a part of the file is of its type and, where it names one, one of the things it can name."""
+    for name, hint in typing.get_type_hints(type(record)).items():
+        value = getattr(record, name)
+        problem = _kind_problem(value, hint)
+        choices = CHOICES.get((part, name))
+        if problem is None and choices is not None and value is not None and value not in choices:
+            problem = f"not one of {', '.join(choices)}"
+        if problem:
+            raise CkptError(f"{where}: \"{part}.{name}\" is {json.dumps(value)[:60]}, {problem}",
+                            "write the schedule again with `ckpt solve`, or give only its \"seq\"")
 
 
 def dumps(schedule: Schedule) -> str:
@@ -182,6 +227,7 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 def read_schedule(path: str | Path) -> Schedule:
     """The schedule at `path`, checked (see `Schedule.from_dict`); one-line errors."""
+    check_input_file(path, "schedule")
     try:
         doc = json.loads(Path(path).read_text(), object_pairs_hook=_unique_keys)
     except RecursionError:

@@ -12,6 +12,7 @@ GAP9's are its datasheet's; ckpt does not simulate it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -62,3 +63,11 @@ DEEPLOY_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.platform)
 PLATFORM_NAMES = {name: t.platform for name, t in TARGET_TABLE.items() if t.platform}
 SIMULATED_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.simulated)
 HOMES = tuple(dict.fromkeys(home for t in TARGET_TABLE.values() for home in t.homes))
+
+
+class WeightUpdate(StrEnum):
+    """Where a deployment's optimizer writes a weight's new value (deeploy_bridge.in_place): what the order of a
+    schedule must respect, so the schedule file records it."""
+
+    IN_PLACE = "in-place"          # into the weight itself, which every reader shares (one copy per constant)
+    OUT_OF_PLACE = "out-of-place"  # Deeploy's own: a new buffer; every reader its own copy

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.table import csv_text, json_text, markdown_table
-from ckpt.files import atomic_write
+from ckpt.files import atomic_write, printable
 from ckpt.pipeline.row import PointRow
 from ckpt.solver.records import SolveOptions
 
@@ -18,7 +18,7 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
     facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
              f"Seconds are wall time and differ run to run.\n\n")
     written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
-    title = f"{Path(model).name} ({target}): replayed peak against recompute cost"
+    title = printable(f"{Path(model).name} ({target}): replayed peak against recompute cost")
     return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
 
 

@@ -9,6 +9,7 @@ OUTDIR/sweep.log is the sweep's own log, one line per point solved, run or skipp
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import time
@@ -17,13 +18,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.errors import CkptError
+from ckpt.errors import CkptError, unwritable
 from ckpt.files import make_dirs
 from ckpt.pipeline.point import PointFolder
 
 LOG = "sweep.log"
 LOCK = "sweep.lock"
 STAGED_PREFIXES = (".code.", ".replay.")
+TABLES = ("sweep.md", "sweep.csv", "sweep.json", "pareto.png", "pareto.svg")    # beside points/, per model
+
+
+def _is_ckpt_sweep(folder: Path) -> bool:
+    """A folder a ckpt sweep wrote: it holds the sweep's lock or its points, or a table ckpt wrote."""
+    if (folder / LOCK).is_file() or (folder / "points").is_dir():
+        return True
+    try:
+        doc = json.loads((folder / "sweep.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("points"), list) and "target" in doc
+
+
+def check_sweep_folder(root: Path, models: list[str], overwrite: bool) -> None:
+    """Refuse, before any work, a sweep folder (or a model's folder in it, `models`) holding files of the names a
+    sweep writes that no ckpt sweep wrote (a user's own sweep.md): never replaced unless `overwrite`."""
+    for folder in [root, *(root / name for name in models)]:
+        if overwrite or not folder.is_dir() or _is_ckpt_sweep(folder):
+            continue
+        clash = [name for name in (*TABLES, LOG) if (folder / name).exists()]
+        if clash:
+            raise CkptError(f"'{folder}' holds {', '.join(clash)}, which no ckpt sweep wrote",
+                            "sweep into a new folder, or pass --overwrite to replace them")
 
 
 @dataclass(frozen=True)
@@ -41,7 +66,7 @@ class SweepStore:
         """Append one line to sweep.log (a short append is one write: lines never interleave)."""
         make_dirs(self.root)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(self.root / LOG, "a") as handle:
+        with open(self.root / LOG, "a", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(f"{stamp} {line}\n")
 
     def clean_partial(self) -> list[Path]:
@@ -72,10 +97,13 @@ class SweepStore:
                 holder = handle.read().strip() or "unknown"
                 raise CkptError(f"another sweep (process {holder}) is writing into '{self.root}'",
                                 "wait for it to finish, or sweep into another folder with -o") from None
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()}\n")
-            handle.flush()
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{os.getpid()}\n")
+                handle.flush()
+            except OSError as exc:
+                raise unwritable(path, exc) from None
             yield
         finally:
             handle.close()   # closing releases the lock; the file stays (removing it would race a waiter)

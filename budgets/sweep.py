@@ -21,7 +21,7 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.budgets.executors import LocalExecutor, LostCluster, default_jobs
 from ckpt.budgets.reports import write_reports, write_tables
-from ckpt.budgets.store import SweepStore
+from ckpt.budgets.store import SweepStore, check_sweep_folder
 from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
 from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights
@@ -69,6 +69,7 @@ class SweepOptions:
     carry: bool = True                               # give looser points a cheaper schedule a tighter one found
     flow: Flow | None = None                         # the deployment budgets are checked on (None: target's)
     costs: str = "auto"                              # op costs: auto | estimate | gvsoc | a cost file
+    overwrite: bool = False                          # replace files of a sweep's names no ckpt sweep wrote
 
 
 @dataclass
@@ -116,6 +117,7 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
     sources = [str(Path(m).absolute()) for m in (models if isinstance(models, list) else [models])]
     outdir = Path(outdir).absolute()
     check_output_dir(outdir)
+    check_sweep_folder(outdir, _names(sources) if len(sources) > 1 else [], options.overwrite)
     root = SweepStore(outdir)
     executor = executor or LocalExecutor(default_jobs(options.jobs))
     board = SweepProgress.for_terminal(progress)

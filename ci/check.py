@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ckpt.ci.figures import CiFigures, Comparison, compare
+from ckpt.coderun.sources import installed_version
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write
+from ckpt.files import atomic_write, check_output_file
 from ckpt.paths import NETWORK, shared_models
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import read_schedule
@@ -67,9 +68,12 @@ def measure(case: CiCase, model_dir: Path, outdir: Path, progress=lambda msg: No
     """Replay the committed schedule (Deeploy non-tiled + tiled with code, host check) and read its figures.
 
     Replayed with force so that a changed fingerprint is reported beside the other figures rather than
-    stopping the replay; under 90% of entries matching still stops it (a CkptError naming the missing nodes).
+    stopping the replay; under 90% of entries matching still stops it (a CkptError naming the missing nodes). The
+    code is built with the Deeploy checkout beside the models folder ($CKPT_DEEPLOY_ROOT first, as everywhere).
     """
-    options = ReplayOptions(target=case.target, force=True, verify=True)
+    beside = model_dir.parent.parent / f"deeploy-v{installed_version()}"     # the checkout beside the models
+    options = ReplayOptions(target=case.target, force=True, verify=True,
+                            deeploy_root=beside if beside.is_dir() else None)
     result = replay_schedule(case.schedule, model_dir, outdir, options, progress)
     return CiFigures.from_report(result.report)
 
@@ -105,6 +109,7 @@ def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir:
     model_dir = (models or shared_models()) / case.model
     if not (model_dir / NETWORK).is_file():
         raise CkptError(f"no model at {model_dir}", "set CKPT_SHARED_MODELS or pass --models")
+    check_output_file(str(case.baseline))          # a baseline ckpt cannot write is refused before the replay
     figures = _measure_in(case, model_dir, outdir, progress)
     if figures.replay_errors != 0:
         raise CkptError(f"the replay of {case.schedule} is not bit-identical to the graph order",

@@ -36,6 +36,48 @@ def check_emit_target(target: str) -> None:
                         f"use --target {' or --target '.join(PLATFORM_NAMES)}")
 
 
+def _fixed_files(outdir: Path, target: str) -> list[Path]:
+    """The files of DIR whose names do not depend on the model: the config, the cases and the workflow."""
+    return [outdir / "DeeployTest" / f"test_{config_name(target)}.py",
+            outdir / "DeeployTest" / f"test_{target}_training_recompute.py",
+            outdir / ".github" / "workflows" / f"ci-platform-{target}-tiled-recompute.yml"]
+
+
+ENTRY_FIELDS = {"schedule": str, "l1": list, "l2": int, "cores": int, "comment": list}   # what the config reads
+
+
+def _is_entry(entry: object) -> bool:
+    """One model's record as emit_ci_configs writes it."""
+    return isinstance(entry, dict) and all(isinstance(entry.get(k), kind) for k, kind in ENTRY_FIELDS.items())
+
+
+def _manifest(outdir: Path) -> dict:
+    """DIR's ckpt_recompute.json ({} when absent); one-line CkptError when it is not what ckpt writes."""
+    path = outdir / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        doc = exc
+    if not isinstance(doc, dict) or not all(isinstance(v, dict) and all(_is_entry(e) for e in v.values())
+                                            for v in doc.values()):
+        raise CkptError(f"'{path}' is not the record of what ckpt emitted",
+                        "emit into a new folder, or remove that file")
+    return doc
+
+
+def check_emit_folder(outdir: Path, target: str) -> None:
+    """Refuse, before any work, a --emit-ci folder whose record is not ckpt's, or that holds the files ckpt would
+    write there without a record of ckpt having written them (a Deeploy checkout's own, say)."""
+    if _manifest(outdir):
+        return
+    present = [str(p.relative_to(outdir)) for p in _fixed_files(outdir, target) if p.exists()]
+    if present:
+        raise CkptError(f"'{outdir}' holds {', '.join(present)} but no {MANIFEST}: ckpt did not write them",
+                        "emit into a new folder and copy it over the checkout (cp -r DIR/. <Deeploy>/)")
+
+
 def best_point(rows: list[PointRow]) -> PointRow:
     verified = [r for r in rows if r.verified and r.status != BASELINE and r.recomputes]
     if not verified:
@@ -62,21 +104,19 @@ def emit_ci_configs(result: SweepResult, model: str | Path, target: str, outdir:
     atomic_write(schedule_path, folder.schedule.read_text())
     report = ReplayReport.read(folder.replay / REPORT)
     setup = report.deeploy["tiled"].setup if report.deeploy and "tiled" in report.deeploy else DEFAULT_SETUP
-    manifest_path = outdir / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    manifest = _manifest(outdir)
     entries = manifest.setdefault(target, {})
     entries[test_name] = {
         "schedule": schedule_name, "l1": [setup.l1], "l2": setup.l2,
         "cores": setup.n_cores, "budget": point.label, "graph": report.schedule.solved_on,
         "comment": _comment(point, baseline)}
     written = [schedule_path]
+    config, cases, flow = _fixed_files(outdir, target)
     files = {
         outdir / MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-        outdir / "DeeployTest" / f"test_{config_name(target)}.py":
-            config_module(target, entries, max(e["cores"] for e in entries.values())),
-        outdir / "DeeployTest" / f"test_{target}_training_recompute.py": cases_module(target),
-        outdir / ".github" / "workflows" / f"ci-platform-{target}-tiled-recompute.yml":
-            workflow(WORKFLOW.read_text(), target),
+        config: config_module(target, entries, max(e["cores"] for e in entries.values())),
+        cases: cases_module(target),
+        flow: workflow(WORKFLOW.read_text(), target),
     }
     for path, text in files.items():
         atomic_write(path, text)

@@ -4,7 +4,8 @@ The kernel library holds every kernel C file of the checkout that compiles here 
 the fp32 training kernels never call, do not; dory_mem.c is the device's RAM driver, which ckpt's runtime
 replaces) and ckpt's runtime (runtime/host_runtime.c), optimised (-O1). It is cached under
 $CKPT_CACHE_DIR/coderun, keyed by everything that changes its objects: the kernels' fingerprint, the runtime's
-files, the compiler, the flags, the core count and the L3 size.
+files, the compiler, the flags, the core count and the L3 size; sealed with its files' hashes (ckpt.cached), and
+built again when it does not check out.
 
 The generated code is compiled with the prototypes of every kernel function (gcc -aux-info of the kernel files)
 in front of it: v0.2.1's headers do not declare some kernels the code calls, and an implicit declaration
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.paths import cache_root
 
@@ -36,7 +38,7 @@ GLUE = ("-O0", *COMMON)
 DEVICE_ONLY = ("dory_mem.c",)   # the device's RAM and flash driver: host_runtime.c stands in for it
 STRICT = ("-Werror=implicit-function-declaration", "-Werror=int-conversion", "-Werror=pointer-to-int-cast",
           "-Werror=int-to-pointer-cast")
-LIBRARY_FORMAT = 1   # bump when the library folder's layout changes
+LIBRARY_FORMAT = 2   # bump when the library folder's layout changes (2: sealed)
 
 
 class Sanitizer(Enum):
@@ -92,7 +94,7 @@ def find_toolchain() -> Toolchain | None:
     for cc in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["gcc", "cc"]:
         path = shutil.which(cc)
         if path and shutil.which("ar"):
-            done = subprocess.run([path, "--version"], capture_output=True, text=True)
+            done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace")
             if done.returncode == 0:
                 return Toolchain(path, done.stdout.splitlines()[0].strip())
     return None
@@ -139,27 +141,30 @@ def defined_prototypes(aux_file: Path, source: Path) -> list[str]:
 
 def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildConfig) -> KernelLibrary:
     """The cached kernel library for this configuration, built first if absent (see the module doc)."""
-    folder = cache_root() / "coderun" / f"kernels-{_library_key(sources, toolchain, config)}"
+    key = _library_key(sources, toolchain, config)
+    folder = cache_root() / "coderun" / f"kernels-{key}"
     manifest = folder / "library.json"
-    if manifest.is_file():
-        return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
-    try:
-        skipped, prototypes = _build_library(sources, toolchain, config, staging)
-        (staging / "kernel_prototypes.h").write_text(
-            "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
-            + "\n".join(prototypes) + "\n")
-        (staging / "prelude.h").write_text(
-            '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
-        (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version}, indent=1))
+    if not folder_checks_out(folder, key):
+        discard(folder)                      # a library that is not what was built (cut short, corrupted): again
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
         try:
-            os.replace(staging, folder)
-        except OSError:                      # another process built the same library first
+            skipped, prototypes = _build_library(sources, toolchain, config, staging)
+            (staging / "kernel_prototypes.h").write_text(
+                "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
+                + "\n".join(prototypes) + "\n")
+            (staging / "prelude.h").write_text(
+                '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
+            (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version},
+                                                             indent=1))
+            seal_folder(staging, key)
+            try:
+                os.replace(staging, folder)
+            except OSError:                      # another process built the same library first
+                shutil.rmtree(staging, ignore_errors=True)
+        except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+            raise
     return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
 
 
@@ -171,7 +176,8 @@ def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
     def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
         obj = out / f"k{index:03d}_{source.stem}.o"
         done = subprocess.run([toolchain.cc, *flags, "-c", str(source), "-o", str(obj),
-                               "-aux-info", str(obj.with_suffix(".aux"))], capture_output=True, text=True)
+                               "-aux-info", str(obj.with_suffix(".aux"))],
+                               capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -185,11 +191,11 @@ def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
         prototypes.extend(p for p in defined_prototypes(obj.with_suffix(".aux"), source) if p not in prototypes)
     runtime = out / "host_runtime.o"
     done = subprocess.run([toolchain.cc, *flags, *STRICT, "-c", str(RUNTIME / "host_runtime.c"), "-o", str(runtime)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"ckpt's host runtime does not compile: {_first_error(done.stderr)}")
     done = subprocess.run(["ar", "rcsD", str(out / "libckptkernels.a"), *map(str, objects + [runtime])],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"ar failed: {_first_error(done.stderr)}")
     for leftover in out.glob("*.o"):
@@ -206,7 +212,7 @@ def build_step(code_dir: Path, sources: KernelSources, toolchain: Toolchain, con
              *_includes(sources, code_dir, library.folder), "-include", str(library.prelude)]
     command = [toolchain.cc, *flags, str(code_dir / "Network.c"), str(RUNTIME / "host_main.c"),
                str(library.archive), "-lm", "-pthread", "-o", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise BuildError(f"the generated code does not build: {_first_error(done.stderr)}")
     return out

@@ -96,7 +96,7 @@ def run_code(code_dir: Path, feeds: Mapping[str, np.ndarray], sources: KernelSou
         env = {**os.environ, **SANITIZER_OPTIONS, "CKPT_HOST_FILES": "."}
         try:
             done = subprocess.run([str(exe), str(work / "outputs.bin"), str(work / "stats.json"), str(steps)],
-                                  cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+                                  cwd=work, env=env, capture_output=True, text=True, errors="replace", timeout=timeout)
         except subprocess.TimeoutExpired:
             return NotRun(f"the step did not finish in {timeout:g} s", failed=True)
         ran = time.perf_counter()

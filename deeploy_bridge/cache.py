@@ -1,21 +1,23 @@
 """On-disk cache of lowered graphs, so Deeploy's ~4 s front end runs once per model/target/options.
 
 Key: sha256 over (model file sha256, target, options, input types, Deeploy version, bridge format).
-One file per entry (the lowered ONNX with the bridge's metadata inside), written to a temp file in the
-same directory and renamed into place, so concurrent readers never see a partial entry.
+One checked entry per key (ckpt.cached: the lowered ONNX with the bridge's metadata inside, under its key and
+content hash), written whole or not at all; an entry that does not check out (another key's, cut short,
+corrupted) is a miss, and the graph is lowered again and stored over it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import onnx
+from google.protobuf.message import DecodeError
 
-FORMAT_VERSION = 5  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes;
-#                     5: the constant plan (one copy per constant)
+from ckpt.cached import read_entry, write_entry
+
+FORMAT_VERSION = 6  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes;
+#                     5: the constant plan (one copy per constant); 6: checked entries (key and content hash)
 
 
 def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: str) -> str:
@@ -25,33 +27,22 @@ def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: st
 
 
 def entry_path(cache_dir: str | Path, key: str) -> Path:
-    return Path(cache_dir) / f"{key}.onnx"
+    return Path(cache_dir) / f"{key}.entry"
 
 
 def load(cache_dir: str | Path, key: str) -> onnx.ModelProto | None:
-    path = entry_path(cache_dir, key)
-    if not path.is_file():
+    """The lowered model stored for `key`, or None (absent, or an entry that does not check out)."""
+    payload = read_entry(entry_path(cache_dir, key), key)
+    if payload is None:
         return None
     try:
-        return onnx.load_from_string(path.read_bytes())
-    except Exception:  # a corrupt entry is a miss, not an error
+        return onnx.load_from_string(payload)
+    except (DecodeError, ValueError):      # checked bytes that are no model: an older ckpt's, made again
         return None
 
 
 def store(cache_dir: str | Path, key: str, model: onnx.ModelProto) -> Path:
-    """Atomically write ``model`` as the entry for ``key``."""
-    directory = Path(cache_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    final = entry_path(directory, key)
-    fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(model.SerializeToString())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return final
+    """Write ``model`` as the entry for ``key``, whole or not at all."""
+    path = entry_path(cache_dir, key)
+    write_entry(path, key, model.SerializeToString())
+    return path

@@ -19,7 +19,8 @@ buffer that aliases a global one (the mechanism its Reshape views use: `_alias`)
 4. at the end of the step (`refresh_code`, placed by ckpt's code assembly) every copy that repeats an updated
    weight's bytes is written again from it, so the next step's readers see the update.
 The order is the schedule's: every reader of a weight must run before its update (solver.in_place holds the
-solver to that). The non-tiled flow is left as Deeploy makes it.
+solver to that). The other deployments (the non-tiled flow, the tiled flow with weights out of place) keep
+Deeploy's layout and write each update back at the end of the step (deeploy_bridge.write_back).
 """
 from __future__ import annotations
 
@@ -30,10 +31,9 @@ from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
 
 from ckpt.solver.in_place import UPDATES_IN_PLACE
 
-from .buffers import buffer_bytes
 from .constants import ConstantPlan, constant_plan
+from .write_back import CHUNK, copy_code
 
-REFRESH_CHUNK = 256      # bytes of the bounce buffer the refresh copies through (the cluster stack is small)
 # a constant copy that reads another's bytes is a pointer at every level (Deeploy declares an L3 constant so, and an
 # on-chip one as an array with its values)
 VIEW_DECLARATION = NodeTemplate("""
@@ -130,19 +130,8 @@ def refresh_code(deployer) -> str:
     code = getattr(deployer, "in_place", None)
     if code is None or not code.refresh:
         return ""
-    ctxt = deployer.ctxt
     lines = ["// ckpt: copies that repeat an updated weight's bytes take the update, for the next step",
-             f"int8_t ckpt_refresh[{REFRESH_CHUNK}];"]
+             f"int8_t ckpt_refresh[{CHUNK}];"]
     for copy, (weight, times) in sorted(code.refresh.items()):
-        buf = ctxt.lookup(weight)
-        size = buffer_bytes(buf)
-        l3 = getattr(buf, "_memoryLevel", None) == "L3"
-        read, write = ("cl_ram_read", "cl_ram_write") if l3 else ("memcpy", "memcpy")
-        src, dst = ctxt._mangle(weight), ctxt._mangle(copy)
-        lines += [f"for (uint32_t ckpt_at = 0; ckpt_at < {size}; ckpt_at += {REFRESH_CHUNK}) {{",
-                  f"  uint32_t ckpt_n = {size} - ckpt_at < {REFRESH_CHUNK} ? {size} - ckpt_at : {REFRESH_CHUNK};",
-                  f"  {read}(ckpt_refresh, (int8_t*){src} + ckpt_at, ckpt_n);",
-                  f"  for (uint32_t ckpt_k = 0; ckpt_k < {times}; ckpt_k++) "
-                  f"{write}((int8_t*){dst} + ckpt_k * {size} + ckpt_at, ckpt_refresh, ckpt_n);",
-                  "}"]
+        lines += copy_code(deployer.ctxt, weight, copy, times, "ckpt_refresh")
     return "\n".join(lines) + "\n"

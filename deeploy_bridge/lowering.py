@@ -19,7 +19,7 @@ from .deeploy_run import DeployOptions, front_end, mid_end, start
 from .errors import BridgeError
 from .export import bound_types, export_lowered, strip_mangling
 from .input_types import infer_input_types
-from .naming import io_mapping, node_diff
+from .naming import check_c_names, io_mapping, node_diff
 from .records import ConstantPlan, LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
@@ -108,6 +108,8 @@ def lower(model_dir_or_onnx_path: ModelLike,
     source = load_source(model_dir_or_onnx_path, inputs)
     if target == "none":
         return _lower_none(source)
+    if not source.looks_lowered:
+        check_c_names(source.model.graph)
 
     prior = source.lowered_meta
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))

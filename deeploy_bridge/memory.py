@@ -49,6 +49,7 @@ from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from .sources import ModelLike, load_source
 from .tiled_lifetimes import capture_memory_map, lifetime_peaks
 from .versions import deeploy_version
+from .write_back import WriteBack, write_back_code, write_back_plan
 
 
 def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
@@ -72,8 +73,9 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
     return {"None": total}
 
 
-def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
-    """Assemble Network.h / Network.c from the deployer's generators, plus L3 constant hex files."""
+def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) -> list[str]:
+    """Assemble Network.h / Network.c from the deployer's generators, plus L3 constant hex files; `write_back`:
+    the updates the end of the step copies into their weights (deeploy_bridge.write_back)."""
     d = run.deployer
     out_dir.mkdir(parents=True, exist_ok=True)
     header = "\n".join([
@@ -106,6 +108,7 @@ def _write_code(run: DeeployRun, out_dir: Path) -> list[str]:
         again.restore,
         body,
         refresh_code(d),                      # in-place updates reach every copy (deeploy_bridge.in_place)
+        write_back_code(d.ctxt, write_back),  # updates out of place reach their weights (deeploy_bridge.write_back)
         "}",
         "void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
         d.generateEngineInitializationCode(),
@@ -179,15 +182,18 @@ def deploy(model: ModelLike,
     kept = capture_memory_map(run.deployer.tiler) if tiled else {}
     try:
         front_end(run)
+        write_back = None
         if tiled and setup.weights is WeightUpdate.IN_PLACE:
             apply_in_place(run.deployer)
+        elif code_dir is not None:
+            write_back = write_back_plan(run.deployer)
         mid_end(run)
         back_end(run)
         figures = _figures(run, target, tiled, setup, kept)
         if code_dir is not None:
             t0 = time.perf_counter()
             with quiet_deeploy():
-                figures.code_files = _write_code(run, Path(code_dir))
+                figures.code_files = _write_code(run, Path(code_dir), write_back)
             figures.code_dir = Path(code_dir)
             run.timings.codegen = time.perf_counter() - t0
     finally:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import sys
 from pathlib import Path
 
-from ckpt.files import atomic_write
+from ckpt.errors import CkptError
+from ckpt.files import atomic_write, check_input_file, check_output_file
 from ckpt.solver.layout import Block, aligned, lay_out
 
 
@@ -25,16 +27,19 @@ def read_blocks(text: str) -> list[Block]:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or [c.strip() for c in rows[0][:4]] != ["id", "lower", "upper", "size"]:
         raise ValueError("the input must start with the header id,lower,upper,size")
-    blocks = []
+    blocks, seen = [], {}
     for number, row in enumerate(rows[1:], start=2):
         if not row:
             continue
         try:
             name, lower, upper, size = row[0], int(row[1]), int(row[2]), int(float(row[3]))
-        except (IndexError, ValueError):
+        except (IndexError, ValueError, OverflowError):
             raise ValueError(f"row {number} is not id,lower,upper,size: {','.join(row)}") from None
         if upper <= lower or size < 0:
             raise ValueError(f"row {number} ({name}) has an empty lifetime or a negative size")
+        if name in seen:
+            raise ValueError(f"row {number} names the block '{name}' again (first in row {seen[name]})")
+        seen[name] = number
         blocks.append(Block(name, lower, upper - 1, size))
     return blocks
 
@@ -49,24 +54,49 @@ def write_offsets(blocks: list[Block], offsets: dict[str, int], alignment: int) 
     return out.getvalue()
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1 (bad input), as every other refusal here: 2 means the layout does not fit."""
+
+    def error(self, message: str):
+        self.exit(1, f"{self.prog}: {message} (see --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="minimalloc", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="minimalloc", description=__doc__.splitlines()[0])
     parser.add_argument("--capacity", type=int, required=True, help="bytes the memory level has free")
     parser.add_argument("--input", required=True, help="CSV of id,lower,upper,size")
     parser.add_argument("--output", required=True, help="CSV to write, id,lower,upper,size,offset")
     parser.add_argument("--alignment", type=int, default=4, help="offset and size granule (Deeploy's word: 4)")
     args = parser.parse_args(argv)
     try:
+        if args.capacity < 0:
+            raise CkptError(f"--capacity {args.capacity} is negative", "give the bytes the level has free")
+        if args.alignment < 1:
+            raise CkptError(f"--alignment {args.alignment} is no granule", "give 1 byte or more (Deeploy's word: 4)")
+        check_input_file(args.input, "--input")
+        check_output_file(args.output, allow_stdout=False, example="out.csv")
+        if Path(args.output).exists() and Path(args.input).exists() and os.path.samefile(args.input, args.output):
+            raise CkptError(f"--output {args.output} is the input", "write the offsets to a file of their own")
         blocks = read_blocks(Path(args.input).read_text())
     except (OSError, ValueError) as err:
         print(f"minimalloc: {args.input}: {err}", file=sys.stderr)
+        return 1
+    except CkptError as err:
+        print(f"minimalloc: {err}", file=sys.stderr)
         return 1
     layout = lay_out(blocks, args.alignment)
     if layout.size > args.capacity:
         print(f"minimalloc: the layout needs {layout.size} B (live maximum {layout.live_max} B), more than the "
               f"capacity {args.capacity} B", file=sys.stderr)
         return 2
-    atomic_write(args.output, write_offsets(blocks, layout.offsets, args.alignment))
+    try:
+        atomic_write(args.output, write_offsets(blocks, layout.offsets, args.alignment))
+    except OSError as err:
+        print(f"minimalloc: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except CkptError as err:
+        print(f"minimalloc: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -14,6 +14,8 @@ import onnx
 
 from ckpt.solver.onnx_loader import data_inputs
 
+from .errors import BridgeError
+
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9_]")
 
 
@@ -34,6 +36,20 @@ def expected_node_names(original: onnx.GraphProto) -> dict[str, str]:
             seen[node.name] += 1
         mapping[node.name] = sanitize(name)
     return mapping
+
+
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_c_names(original: onnx.GraphProto) -> None:
+    """Refuse, before Deeploy runs, a node whose name Deeploy's code cannot use: it names C variables after each
+    node (`<node>_core_id`, ...) once it has dropped every character but letters, digits and `_`, so what is left
+    must start with a letter or `_`."""
+    for name, sanitized in expected_node_names(original).items():
+        if not _C_IDENTIFIER.fullmatch(sanitized):
+            what = f"is '{sanitized}', which starts with a digit," if sanitized else "keeps no letter, digit or '_'"
+            raise BridgeError(f"node '{name}' {what} in Deeploy's C code, which names variables after nodes: "
+                              "rename it to start with a letter or '_' (Deeploy keeps letters, digits and '_')")
 
 
 def io_mapping(original: onnx.GraphProto) -> dict[str, str]:

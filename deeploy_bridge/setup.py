@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ckpt.targets import DEEPLOY_TARGETS, HOMES, PLATFORM_NAMES, SIMULATED_TARGETS, TARGET_TABLE, TARGETS
+from ckpt.targets import (
+    DEEPLOY_TARGETS,
+    HOMES,
+    PLATFORM_NAMES,
+    SIMULATED_TARGETS,
+    TARGET_TABLE,
+    TARGETS,
+    WeightUpdate,
+)
 
 __all__ = ["DEEPLOY_TARGETS", "HOMES", "PLATFORM_NAMES", "SIMULATED_TARGETS", "TARGETS", "DeeploySetup", "Flow",
            "Allocator", "WeightUpdate", "DEFAULT_SETUP", "deployed_weights", "setup_for"]
@@ -37,13 +45,6 @@ class Allocator(StrEnum):
     def deeploy_strategy(self) -> str:
         """The value of Deeploy's `Tiler.memoryAllocStrategy` this allocator runs under."""
         return "TetrisRandom" if self is Allocator.TETRIS else "MiniMalloc"
-
-
-class WeightUpdate(StrEnum):
-    """Where the tiled flow's optimizer writes a weight's new value (deeploy_bridge.in_place)."""
-
-    IN_PLACE = "in-place"          # into the weight itself, which every reader shares (one copy per constant)
-    OUT_OF_PLACE = "out-of-place"  # Deeploy's own: a new buffer in the arena; every reader its own copy
 
 
 @dataclass(frozen=True)

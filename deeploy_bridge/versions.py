@@ -1,9 +1,11 @@
 """Which Deeploy is installed and which targets it offers, so errors can name the exact version."""
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 
 @lru_cache(maxsize=1)
@@ -23,3 +25,14 @@ def has_target_package(name: str) -> bool:
         return importlib.util.find_spec(f"Deeploy.Targets.{name}") is not None
     except ModuleNotFoundError:
         return False
+
+
+@lru_cache(maxsize=1)
+def bridge_fingerprint() -> str:
+    """sha256 over this package's files: the code ckpt assembles around Deeploy's (in place, write back, a
+    re-runnable step) comes from them, so a cached result of generated code is keyed by them too."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(here.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()

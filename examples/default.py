@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ckpt.cached import folder_checks_out, seal_folder
 from ckpt.examples.write import write_example
-from ckpt.paths import NETWORK, examples_cache_dir
+from ckpt.paths import examples_cache_dir
 
 DEFAULT_KIND = "cct"
 DEFAULT_OPTIONS = {"blocks": 2}
@@ -13,10 +14,12 @@ GENERATOR_VERSION = 3   # bump when the generators' graphs change, so a cached c
 
 
 def default_model_dir() -> Path:
-    """Folder with network.onnx and inputs.npz of the default example (written on first use; deterministic)."""
+    """Folder with network.onnx and inputs.npz of the default example (written on first use, deterministic, and
+    sealed: a copy that does not check out is written again)."""
     name = DEFAULT_KIND + "".join(f"-{key}{value}" for key, value in DEFAULT_OPTIONS.items()) \
         + f"-v{GENERATOR_VERSION}"
     folder = examples_cache_dir() / name
-    if not (folder / NETWORK).is_file():
-        write_example(DEFAULT_KIND, folder, **DEFAULT_OPTIONS)
+    if not folder_checks_out(folder, name):       # absent, or not the files it was written with: written again
+        write_example(DEFAULT_KIND, folder, overwrite=True, **DEFAULT_OPTIONS)
+        seal_folder(folder, name)
     return folder

@@ -116,7 +116,16 @@ def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, overwr
     if other and not overwrite:
         raise CkptError(f"'{out}' already holds another model's {', '.join(other)}",
                         "choose a new folder, or pass --overwrite to replace them")
-    for path, data in files.items():
-        if not (path.exists() and path.read_bytes() == data):      # the same bytes stay untouched
-            atomic_write(path, data)
+    made, written = not out.exists(), []
+    try:
+        for path, data in files.items():
+            if not (path.exists() and path.read_bytes() == data):      # the same bytes stay untouched
+                atomic_write(path, data)
+                written.append(path)
+    except BaseException:            # no half an example: the files written so far go, and a folder made for them
+        for path in written:
+            path.unlink(missing_ok=True)
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
     return WrittenExample(out, network, inputs, outputs if golden else None)

@@ -19,13 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.build import defined_prototypes
 from ckpt.coderun.sources import KernelSources
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.sdk import SdkLibrary
 from ckpt.paths import cache_root
 
-KERNELS_FORMAT = 1
+KERNELS_FORMAT = 2      # 2: sealed (ckpt.cached)
 DEVICE = Path(__file__).resolve().parent / "device"     # ckpt's device-side files (stand-ins, probes, hooks)
 # Deeploy's own builds let the compiler fuse multiply-adds, and so does this one: the device's numbers are held to
 # the goldens by the harness's tolerance, not to the host's bits
@@ -65,13 +66,16 @@ def _key(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int) -> 
 
 def device_kernels(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int) -> DeviceKernels:
     """The cached kernel objects for this configuration, compiled first if absent."""
-    folder = cache_root() / "gvsoc" / f"kernels-{_key(sources, kit, sdk, cores)}"
+    key = _key(sources, kit, sdk, cores)
+    folder = cache_root() / "gvsoc" / f"kernels-{key}"
     manifest = folder / "kernels.json"
-    if not manifest.is_file():
+    if not folder_checks_out(folder, key):
+        discard(folder)                       # not what was built (cut short, corrupted): built again
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
         try:
             _build(sources, kit, sdk, cores, staging)
+            seal_folder(staging, key)
             try:
                 os.replace(staging, folder)
             except OSError:                   # another process built the same objects first
@@ -90,7 +94,8 @@ def _build(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int, o
     def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
         obj = out / f"k{index:03d}_{source.parent.parent.name}_{source.stem}.o"
         done = subprocess.run([str(kit.compiler.cc), *flags, "-c", str(source), "-o", str(obj),
-                               "-aux-info", str(obj.with_suffix(".aux"))], capture_output=True, text=True)
+                               "-aux-info", str(obj.with_suffix(".aux"))],
+                               capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

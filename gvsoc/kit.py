@@ -115,7 +115,7 @@ def find_compiler() -> Compiler | NoKit:
     libc = PICOLIBC / "lib" / MULTILIB / "libc.a"
     if not libc.is_file():
         return NoKit(f"no picolibc for {MULTILIB} ({libc}): apt-get install picolibc-riscv64-unknown-elf")
-    done = subprocess.run([found, "--version"], capture_output=True, text=True)
+    done = subprocess.run([found, "--version"], capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         return NoKit(f"{found} --version failed")
     return Compiler(Path(found), done.stdout.splitlines()[0].strip(), libc, PICOLIBC / "include")

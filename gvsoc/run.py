@@ -8,7 +8,8 @@ the uDMA by InitNetwork (as Deeploy's own simulation flow passes its .hex files)
 
 gvsoc is deterministic: the same step on the same kit gives the same figures, so a finished run is kept under
 $CKPT_CACHE_DIR/gvsoc/runs, keyed by the step's files, its data, the kit and ckpt's device files, and served from
-there when asked again (a sweep's baseline is the calibration's run).
+there when asked again (a sweep's baseline is the calibration's run); an entry that does not check out (its key or
+content hash, ckpt.cached) runs again.
 
 Before anything runs, the step's L2 is counted: what the ELF places in L2 (code, data, the harness's expected
 outputs), what the code allocates there at run time (its peak as the same code measured on the host), and the
@@ -32,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
-from ckpt.files import atomic_write
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
@@ -45,7 +46,7 @@ from ckpt.paths import cache_root
 
 L2_END = 0x1C200000          # the end of Siracusa's shared L2 banks: pulpos's L2 heap runs up to it
 L2_CAPACITY = L2_END - L2_BASE
-RUN_FORMAT = 2
+RUN_FORMAT = 3          # 3: one checked entry per run (ckpt.cached)
 _ERRORS = re.compile(r"Errors:\s*(\d+)\s+out of\s+(\d+)")
 _RUNTIME = re.compile(r"Runtime:\s*(\d+)\s+cycles")
 
@@ -160,7 +161,7 @@ def _simulate(command: list[str], cwd: Path, env: dict[str, str], timeout: float
     as a child of its own: the run gets a process group, which is killed whole when it overruns or is
     interrupted, so no simulator is left running."""
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+                               text=True, errors="replace", start_new_session=True)
     try:
         out, _ = process.communicate(timeout=timeout)
         return process.returncode, out, True
@@ -202,22 +203,22 @@ def _runs() -> Path:
 
 
 def _cached_run(key: str) -> GvsocRun | None:
-    """A finished run of the same step, or None (absent or unreadable: it runs again)."""
+    """A finished run of the same step, or None (absent, or an entry that does not check out: it runs again)."""
+    payload = read_entry(_runs() / f"{key}.entry", key)
+    if payload is None:
+        return None
     try:
-        doc = json.loads((_runs() / f"{key}.json").read_text())
-        log = (_runs() / f"{key}.log").read_text()
-        return GvsocRun(doc["errors"], doc["total"], doc["cycles"], doc["layers"], L2Need(**doc["l2"]), log,
-                        doc["seconds"], cached=True)
-    except (OSError, ValueError, KeyError, TypeError):
+        doc = json.loads(payload)
+        return GvsocRun(int(doc["errors"]), int(doc["total"]), int(doc["cycles"]), doc["layers"],
+                        L2Need(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def _store_run(key: str, run: GvsocRun) -> None:
-    atomic_write(_runs() / f"{key}.log", run.log)
-    atomic_write(_runs() / f"{key}.json", json.dumps(
+    write_entry(_runs() / f"{key}.entry", key, json.dumps(
         {"errors": run.errors, "total": run.total, "cycles": run.cycles, "layers": run.layers,
-         "l2": asdict(run.l2),
-         "seconds": run.seconds}, indent=1))
+         "l2": asdict(run.l2), "seconds": run.seconds, "log": run.log}, indent=1).encode())
 
 
 def _does_not_fit(need: L2Need) -> str:

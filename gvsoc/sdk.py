@@ -20,11 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.gvsoc.kit import ARCH_FLAGS, GvsocKit
 from ckpt.paths import cache_root
 
-SDK_FORMAT = 1
+SDK_FORMAT = 2          # 2: sealed (ckpt.cached)
 HERE = "@CKPT_SDK@"          # the library's folder in sdk.json (it is built in a staging folder, then moved)
 PORT_PATCH = "pulp-sdk-gcc-asm.patch"
 BUILTINS_SHIM = "pulp_builtins_shim.h"
@@ -134,7 +135,8 @@ def restore_links(root: Path) -> int:
 
 def _apply_port(root: Path, port: Path) -> None:
     patch = port / PORT_PATCH
-    done = subprocess.run(["patch", "-p1", "-s", "-N", "-i", str(patch)], cwd=root, capture_output=True, text=True)
+    done = subprocess.run(["patch", "-p1", "-s", "-N", "-i", str(patch)], cwd=root,
+                          capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise SdkBuildError(f"the GCC port ({patch}) does not apply to these pulp-sdk sources: "
                             f"{(done.stdout + done.stderr).strip().splitlines()[:1]}")
@@ -143,13 +145,16 @@ def _apply_port(root: Path, port: Path) -> None:
 def sdk_library(kit: GvsocKit, sources: KernelSources) -> SdkLibrary:
     """The cached runtime library, built first if absent (about a minute)."""
     lists = read_cmake_lists(sources)
-    folder = cache_root() / "gvsoc" / f"sdk-{_key(kit, lists)}"
-    if (folder / "sdk.json").is_file():
+    key = _key(kit, lists)
+    folder = cache_root() / "gvsoc" / f"sdk-{key}"
+    if folder_checks_out(folder, key):
         return SdkLibrary(folder)
+    discard(folder)                           # not what was built (cut short, corrupted): built again
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".sdk."))
     try:
         _build(kit, lists, staging)
+        seal_folder(staging, key)
         try:
             os.replace(staging, folder)
         except OSError:                       # another process built the same library first
@@ -181,7 +186,7 @@ def _build(kit: GvsocKit, lists: CmakeLists, out: Path) -> None:
         rel, extra = job
         obj = objects / (rel.replace("/", "_") + ".o")
         return rel, subprocess.run([str(kit.compiler.cc), *common, *extra, "-c", str(root / rel), "-o", str(obj)],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, errors="replace")
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         for rel, done in pool.map(compile_one, jobs):
@@ -189,7 +194,8 @@ def _build(kit: GvsocKit, lists: CmakeLists, out: Path) -> None:
                 first = next((line for line in done.stderr.splitlines() if "error" in line.lower()), done.stderr)
                 raise SdkBuildError(f"pulp-sdk's {rel} does not compile: {first.strip()}")
     done = subprocess.run([str(kit.compiler.ar), "rcsD", str(out / "libpulpsdk.a"),
-                           *sorted(str(p) for p in objects.glob("*.o"))], capture_output=True, text=True)
+                           *sorted(str(p) for p in objects.glob("*.o"))],
+                           capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         raise SdkBuildError(f"ar failed: {done.stderr.strip()}")
     shutil.rmtree(objects)

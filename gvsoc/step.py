@@ -67,7 +67,7 @@ def _first_error(stderr: str) -> str:
 
 
 def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         overflow = _OVERFLOW.search(done.stderr)
         if overflow:

@@ -213,9 +213,11 @@ def read_npz(npz_path: str | Path) -> dict[str, np.ndarray]:
     """Every array of an npz file by key, with a ValueError for anything that is not one."""
     try:
         with np.load(npz_path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            arrays = {k: z[k] for k in z.files}
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, KeyError) as exc:
         raise ValueError(f"{npz_path} is not an npz file of arrays ({type(exc).__name__}: {exc})") from None
+    # byte order is how a file stores the values, not which: every reader gets them in this machine's order
+    return {k: v.astype(v.dtype.newbyteorder("=")) if not v.dtype.isnative else v for k, v in arrays.items()}
 
 
 def _map_npz(names: list[str], npz_path: str | Path, what: str) -> dict[str, np.ndarray]:
@@ -234,9 +236,11 @@ def _map_npz(names: list[str], npz_path: str | Path, what: str) -> dict[str, np.
     return {n: arrays[k] for n, k in zip(names, keys)}
 
 
-def _checked_against(values: dict[str, np.ndarray], declared: list[onnx.ValueInfoProto], npz_path) -> dict:
-    """Refuse arrays whose shape or kind of number is not the one the graph declares for them (a float label
-    fed to an integer input, an image of another size)."""
+def checked_against(values: Mapping[str, np.ndarray], declared: Sequence[onnx.ValueInfoProto], where,
+                    graph: onnx.GraphProto | None = None) -> dict[str, np.ndarray]:
+    """Refuse arrays whose shape or element type is not the one the graph declares for them (a float label fed
+    to an integer input, float64 data for a float32 input, an image of another size), and, given the graph,
+    class labels a loss cannot index (ValueError naming the array)."""
     for info in declared:
         if info.name not in values:
             continue
@@ -245,24 +249,58 @@ def _checked_against(values: dict[str, np.ndarray], declared: list[onnx.ValueInf
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         if tensor.HasField("shape") and (len(dims) != value.ndim
                                          or any(d is not None and d != n for d, n in zip(dims, value.shape))):
-            raise ValueError(f"{npz_path}: '{info.name}' has shape {list(value.shape)}, the graph declares {dims}")
+            raise ValueError(f"{where}: '{info.name}' has shape {list(value.shape)}, the graph declares {dims}")
         if tensor.elem_type:
             want = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-            if want.kind in "iub" and value.dtype.kind not in "iub":
-                raise ValueError(f"{npz_path}: '{info.name}' holds {value.dtype} values, the graph declares {want}")
-    return values
+            if value.dtype.newbyteorder("=") != want:
+                raise ValueError(f"{where}: '{info.name}' holds {value.dtype} values, the graph declares {want}")
+    if graph is not None:
+        problem = label_problem(graph, values)
+        if problem:
+            raise ValueError(f"{where}: {problem}")
+    return dict(values)
+
+
+LOSSES_BY_LABEL = frozenset({"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"})   # labels: input 1
+
+
+def label_problem(graph: onnx.GraphProto, values: Mapping[str, np.ndarray]) -> str | None:
+    """Why the class labels `values` feeds a loss cannot be indices into its scores (a label outside 0..C-1
+    that is not the loss's ignore_index), or None. The class count is the scores' declared axis 1."""
+    shapes = _declared_shapes(graph)
+    for node in graph.node:
+        if node.op_type not in LOSSES_BY_LABEL or len(node.input) < 2 or node.input[1] not in values:
+            continue
+        scores = shapes.get(node.input[0])
+        if not scores or len(scores) < 2:
+            continue
+        classes = scores[1]
+        ignore = next((a.i for a in node.attribute if a.name == "ignore_index"), None)
+        labels = np.asarray(values[node.input[1]])
+        if labels.dtype.kind not in "iu":
+            continue
+        bad = (labels < 0) | (labels >= classes)
+        if ignore is not None:
+            bad &= labels != ignore
+        if bad.any():
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            return (f"'{node.input[1]}' holds the label {int(labels[at])} at {list(at)}, outside the {classes} "
+                    f"classes (0..{classes - 1}) of {node.name or node.op_type}"
+                    + (f" and not its ignore_index {ignore}" if ignore is not None else ""))
+    return None
 
 
 def feeds_from_npz(model: onnx.ModelProto, npz_path: str | Path) -> dict[str, np.ndarray]:
     """inputs.npz keyed by the model's (non-initializer) graph input names, checked against their declarations."""
     declared = data_inputs(model.graph)
-    return _checked_against(_map_npz([i.name for i in declared], npz_path, "inputs"), declared, npz_path)
+    return checked_against(_map_npz([i.name for i in declared], npz_path, "inputs"), declared, npz_path,
+                           model.graph)
 
 
 def golden_from_npz(model: onnx.ModelProto, npz_path: str | Path) -> dict[str, np.ndarray]:
     """outputs.npz keyed by the model's graph output names, checked against their declarations."""
     outputs = list(model.graph.output)
-    return _checked_against(_map_npz([o.name for o in outputs], npz_path, "outputs"), outputs, npz_path)
+    return checked_against(_map_npz([o.name for o in outputs], npz_path, "outputs"), outputs, npz_path)
 
 
 # --------------------------------------------------------------------------- orders for testing

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from ckpt.hostexec.executor import checked_against
+
 GRAD_BUFFER = "_grad.accumulation.buffer"
 
 
@@ -79,6 +81,8 @@ def positional_layout(graph: onnx.GraphProto, arrays: dict[str, np.ndarray], whe
     size = _meta(arrays, "meta_data_size", 1 + len({k.split("_")[0] for k in arrays if k.startswith("mb")}))
     batches = tuple({names[k]: arrays.get(f"mb{b}_{k}", arrays[k]) if b else arrays[k] for k in data}
                     for b in range(max(1, size)))
+    for number, batch in enumerate(batches):      # each mini-batch's arrays as the graph declares its inputs
+        checked_against({**base, **batch}, fed, where + (f" (mini-batch {number})" if number else ""), graph)
     total = _meta(arrays, "meta_n_batches", len(batches))
     n_accum = max(1, _meta(arrays, "meta_n_accum", 1))
     reset = inputs[-1].name if inputs and inputs[-1].name not in {b.name for b in buffers} \

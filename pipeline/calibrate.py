@@ -4,7 +4,8 @@
 this host (which says how much L2 it allocates, and that it computes what it should), then on gvsoc's Siracusa
 model with a probe around each layer (ckpt.gvsoc). Each node of the lowered graph gets the cycles its layer took;
 views make no call and get none. The result is cached per model, target, Deeploy setup, kernels and gvsoc kit
-($CKPT_CACHE_DIR/calibration), and written as a cost file `--costs FILE` reads.
+($CKPT_CACHE_DIR/calibration: a checked entry, measured again when it does not check out), and written as a cost
+file `--costs FILE` reads (for that model and target only).
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ckpt import deeploy_bridge
+from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write
+from ckpt.files import check_input_file
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step
@@ -31,6 +33,7 @@ from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import open_model, read_model
 
 CALIBRATION_FORMAT = 3
+CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
 
@@ -76,7 +79,8 @@ def is_calibration(doc: object) -> bool:
 
 
 def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: str) -> str:
-    blob = json.dumps({"format": CALIBRATION_FORMAT, "model": model_sha, "target": target, "setup": setup.as_dict(),
+    blob = json.dumps({"format": CALIBRATION_FORMAT, "cache": CACHE_FORMAT, "model": model_sha, "target": target,
+                       "setup": setup.as_dict(),
                        "kernels": kernels, "kit": kit, "device": device_fingerprint()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -95,12 +99,10 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         raise CkptError(f"cannot calibrate: {sources.reason}", "or solve with --costs estimate")
     model_sha = open_model(source).sha256
     key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
-    cached = cache_root() / "calibration" / f"{key[:32]}.json"
-    if cached.is_file():
-        try:
-            return Calibration.from_doc(json.loads(cached.read_text()), str(cached))
-        except (CkptError, ValueError):
-            cached.unlink(missing_ok=True)            # not one ckpt can read: measured again
+    cached = cache_root() / "calibration" / f"{key[:32]}.entry"
+    known = _cached_calibration(cached, key)
+    if known is not None:
+        return known
     lowered = deeploy_bridge.lower(source, target)
     folder = Path(source) if Path(source).is_dir() else Path(source).parent
     data = step_data(folder, read_model(source), lowered.io_names)
@@ -128,19 +130,43 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
                         "report this: Deeploy's layer names changed")
-    atomic_write(cached, found.to_json())
+    write_entry(cached, key, found.to_json().encode())
     return found
 
 
-def read_cost_file(path: str | Path) -> CostModel:
-    """A `--costs FILE`: a calibration (measured cycles per node) or per-op-type coefficients."""
+def _cached_calibration(path: Path, key: str) -> Calibration | None:
+    """The calibration cached for `key`, or None (absent, or an entry that does not check out: measured again)."""
+    payload = read_entry(path, key)
+    if payload is None:
+        return None
+    try:
+        found = Calibration.from_doc(json.loads(payload), str(path))
+    except (CkptError, ValueError):
+        return None
+    return found if found.key == key else None
+
+
+def read_cost_file(path: str | Path, source: str | Path | None = None, target: str | None = None
+                   ) -> CostModel:
+    """A `--costs FILE`: a calibration (measured cycles per node) or per-op-type coefficients. A calibration is of
+    one model's lowered graph for one target: given the model and target it is for, one of another model or
+    target is refused (its nodes are not this graph's)."""
+    check_input_file(path, "cost file")
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         doc = None
-    if is_calibration(doc):
-        return Calibration.from_doc(doc, str(path)).cost_model()
-    return CostModel.from_json(path)
+    if not is_calibration(doc):
+        return CostModel.from_json(path)
+    found = Calibration.from_doc(doc, str(path))
+    if target is not None and found.target != target:
+        raise CkptError(f"'{path}' is a calibration for target {found.target}, not {target}",
+                        f"solve with --target {found.target}, or give per-op-type costs")
+    if source is not None and found.model_sha256 != open_model(source).sha256:
+        raise CkptError(f"'{path}' is a calibration of another model (sha256 {found.model_sha256[:12]}..., "
+                        f"this one {open_model(source).sha256[:12]}...)",
+                        f"calibrate this one (`ckpt calibrate {source} -o FILE`), or pass --costs gvsoc")
+    return found.cost_model()
 
 
 COSTS_CHOICES = ("auto", "estimate", "gvsoc")   # or a cost file's path
@@ -155,7 +181,7 @@ def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySet
     if costs == "estimate":
         return None
     if costs not in COSTS_CHOICES:
-        return read_cost_file(costs)
+        return read_cost_file(costs, source, target)
     if costs == "auto":
         if target not in SIMULATED_TARGETS:
             return None

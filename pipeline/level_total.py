@@ -41,6 +41,7 @@ from ckpt.solver.solve import solve, stage_order
 
 LIVE_SHARE = 0.25        # of the time limit, at most, for the live-byte answer that warm-starts the model
 MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
+CHECKS = 3               # solves spent, after a refusal, finding a total to state that a solve then fits
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,57 @@ def level_model(loaded: LoadedModel, level: str, code: int, options: SolveOption
 def solve_level_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
                       starts: list[RunSequence], progress: Progress) -> LevelAnswer:
     """The cheapest schedule whose home level fits `total` (see the module doc); InfeasibleBudget stating the
-    smallest total that fits when none does."""
+    smallest total that fits when none does, checked to fit (`_checked`)."""
+    try:
+        return _solve_total(loaded, total, code, options, starts, progress)
+    except InfeasibleBudget as err:
+        if err.floor is None or err.floor <= total.nbytes:
+            raise
+        raise _checked(loaded, total, code, options, starts, progress, err) from None
+
+
+def _checked(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions, starts: list[RunSequence],
+             progress: Progress, err: InfeasibleBudget) -> InfeasibleBudget:
+    """The refusal `err`, the total it states shown to fit by a solve at that total, as the command the user runs
+    next would solve it. A total the model proves no schedule goes below can still miss when ckpt's layout of the
+    answer misses its live maximum: then the total that solve's closest schedule needs is tried, and last the
+    graph order's own (no recompute). The first that fits is the one stated; if none does, the last tried is,
+    said as not checked."""
+    tried, candidate = [], err.floor
+    for _ in range(CHECKS):
+        tried.append(candidate)
+        progress(Step(f"checking that a total of {candidate} B fits, as stated"))
+        try:
+            _solve_total(loaded, replace(total, text=f"{total.level}={candidate}", nbytes=candidate), code, options,
+                         starts, progress)
+            return _restated(err, total, candidate, checked=True)
+        except InfeasibleBudget as again:
+            needs = again.floor if again.floor is not None and again.floor > candidate else None
+        candidate = needs if needs is not None and needs not in tried else _graph_order_total(loaded, code)
+        if candidate in tried:
+            break
+    return _restated(err, total, tried[-1], checked=False)
+
+
+def _graph_order_total(loaded: LoadedModel, code: int) -> int:
+    """The home level's total of the graph order without recompute."""
+    plain = [(op.name, 0) for op in loaded.graph.ops]
+    return predicted_levels(loaded.lowered, plain, loaded.weights, loaded.home)[loaded.home].total + code
+
+
+def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, checked: bool) -> InfeasibleBudget:
+    """`err` with `fits` as the total to raise the budget to: the floor it proved still said where it holds."""
+    if fits == err.floor and checked:
+        return err
+    said = f"the smallest total a schedule was found to fit is {fits} B" + ("" if checked else " (not checked)")
+    if err.floor_exact:
+        said = f"no schedule fits below {err.floor} B (proven), and {said}"
+    return InfeasibleBudget(f"the {total.level} total cannot fit {total.nbytes} B: {said}",
+                            f"raise the budget to {fits} B", proven=err.proven, floor=fits, floor_exact=False)
+
+
+def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
+                 starts: list[RunSequence], progress: Progress) -> LevelAnswer:
     began = time.perf_counter()
     limit = options.backend.time_limit
     deadline = None if limit is None else began + limit

@@ -10,17 +10,17 @@ the step's inputs. Its outputs are held to three things:
 The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
 under $CKPT_CACHE_DIR/coderun/reference. Asked for several steps in a row, the code runs them back to back and
 each step is held, by the same rule, to the host executor's step from the weights the code's step before updated
-(`HostStepper`: each step checked on its own, so float rounding does not add up over steps): code whose weights
-are updated in place must match every step; code that writes them elsewhere (Deeploy's own layout) does not
-train, and its steps are reported as they are.
+(`HostStepper`: each step checked on its own, so float rounding does not add up over steps): every flow's code
+must match every step (its weights are updated in place, or written back at the end of the step).
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
-import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +28,14 @@ import numpy as np
 import onnx
 
 from ckpt import deeploy_bridge
+from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.build import find_toolchain, runtime_fingerprint
 from ckpt.coderun.run import CodeRun, NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import ConstantPlan
 from ckpt.deeploy_bridge.setup import DeeploySetup
+from ckpt.deeploy_bridge.versions import bridge_fingerprint
 from ckpt.hostexec.compare import bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import cache_root
@@ -48,37 +50,51 @@ def code_sources(deeploy_root: Path | None) -> KernelSources | NoSources:
     return find_sources(deeploy_root)
 
 
-def _reference_path(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
-                    feeds: dict[str, np.ndarray]) -> Path:
+def _reference_key(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
+                   feeds: dict[str, np.ndarray]) -> str:
     digest = hashlib.sha256()
     digest.update(hashlib.sha256(base.SerializeToString()).digest())
     toolchain = find_toolchain()
     digest.update(json.dumps({"format": REFERENCE_FORMAT, "target": target, "setup": setup.as_dict(), "tiled": tiled,
                               "kernels": sources.fingerprint, "runtime": runtime_fingerprint(),
-                              "cc": toolchain.version if toolchain else None}, sort_keys=True).encode())
+                              "assembly": bridge_fingerprint(), "cc": toolchain.version if toolchain else None},
+                             sort_keys=True).encode())
     for name in sorted(feeds):
         digest.update(name.encode() + np.ascontiguousarray(feeds[name]).tobytes())
-    return cache_root() / "coderun" / "reference" / f"{digest.hexdigest()[:24]}.npz"
+    return digest.hexdigest()
+
+
+def _stored_outputs(payload: bytes | None) -> dict[str, np.ndarray] | None:
+    """The outputs a checked reference entry holds, or None."""
+    if payload is None:
+        return None
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as stored:
+            return {name: stored[name] for name in stored.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
 
 
 def graph_order_outputs(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool,
                         sources: KernelSources | NoSources, feeds: dict[str, np.ndarray], progress=lambda m: None
                         ) -> dict[str, np.ndarray] | NotRun:
-    """What the graph order's generated code (this flow) computes on `feeds`: cached, else generated and run."""
+    """What the graph order's generated code (this flow) computes on `feeds`: cached (a checked entry), else
+    generated and run."""
     if isinstance(sources, NoSources):
         return NotRun(sources.reason)
-    path = _reference_path(base, target, setup, tiled, sources, feeds)
+    key = _reference_key(base, target, setup, tiled, sources, feeds)
+    path = cache_root() / "coderun" / "reference" / f"{key[:24]}.entry"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)         # sweep points in parallel processes make it once, not each
-        if path.is_file():
-            with np.load(path) as stored:
-                return {name: stored[name] for name in stored.files}
-        return _make_reference(base, target, setup, tiled, sources, feeds, path, progress)
+        stored = _stored_outputs(read_entry(path, key))
+        if stored is not None:
+            return stored
+        return _make_reference(base, target, setup, tiled, sources, feeds, path, key, progress)
 
 
 def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
-                    feeds: dict[str, np.ndarray], path: Path, progress) -> dict[str, np.ndarray] | NotRun:
+                    feeds: dict[str, np.ndarray], path: Path, key: str, progress) -> dict[str, np.ndarray] | NotRun:
     flow = "tiled" if tiled else "non-tiled"
     progress(f"generating and running the graph order's {flow} code once (the reference; cached)")
     with tempfile.TemporaryDirectory(prefix="ckpt_reference_") as scratch:
@@ -91,10 +107,9 @@ def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, til
         outcome = run_code(code, feeds, sources)
     if isinstance(outcome, NotRun):
         return NotRun(f"the graph order's code: {outcome.reason}", outcome.failed)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".reference.", suffix=".npz")
-    with os.fdopen(fd, "wb") as handle:
-        np.savez(handle, **outcome.outputs)
-    os.replace(tmp, path)
+    payload = io.BytesIO()
+    np.savez(payload, **outcome.outputs)
+    write_entry(path, key, payload.getvalue())
     return dict(outcome.outputs)
 
 

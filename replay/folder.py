@@ -52,6 +52,20 @@ def check_replay_folder(outdir: Path, overwrite: bool) -> None:
                         "choose a new folder, or pass --overwrite (only ckpt's own files are replaced)")
 
 
+def refuse_inputs_written(outdir: Path, inputs: list[Path]) -> None:
+    """Refuse, before any work, a replay whose outputs would land on one of its inputs (a schedule saved as
+    OUTDIR/order.json, a model under OUTDIR/code/)."""
+    for path in inputs:
+        if not path.exists():
+            continue
+        for name in WRITTEN:
+            written = outdir / name
+            if written.exists() and (os.path.samefile(path, written) if written.is_file() else
+                                     path.resolve().is_relative_to(written.resolve())):
+                raise CkptError(f"'{path}' is an input of this replay and lies where it writes ({written})",
+                                "replay into another folder (-o), or move the input out of it")
+
+
 def _is_ckpt_report(path: Path) -> bool:
     try:
         doc = json.loads(path.read_text())
@@ -62,17 +76,18 @@ def _is_ckpt_report(path: Path) -> bool:
 
 @contextmanager
 def replay_folder(outdir: Path) -> Iterator[None]:
-    """Create `outdir` for a replay; if the replay stops (Ctrl-C, an error), remove its staging folders and the
-    folder itself when it made it and nothing was finished in it."""
+    """Create `outdir` for a replay; if the replay stops (Ctrl-C, an error), remove the folder when it made it
+    (nothing in it is a finished replay), else its staging folders."""
     made = not outdir.exists()
     make_dirs(outdir)
     try:
         yield
     except BaseException:
-        for staged in outdir.glob(".code*.*"):
-            shutil.rmtree(staged, ignore_errors=True)
-        if made and not any(outdir.iterdir()):
-            outdir.rmdir()
+        if made:                         # everything in it is this replay's, and none of it is a finished replay
+            shutil.rmtree(outdir, ignore_errors=True)
+        else:
+            for staged in outdir.glob(".code*.*"):
+                shutil.rmtree(staged, ignore_errors=True)
         raise
 
 

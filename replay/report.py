@@ -206,12 +206,11 @@ class CodeRunRecord:
 
     @property
     def ok(self) -> bool:
-        """Ran, no golden error, the same outputs as the graph order's code where compared, and, for code that
-        updates its weights in place, every step in a row as the host computes it (code that writes them out of
-        place is not meant to train: its steps are reported, not held to)."""
+        """Ran, no golden error, the same outputs as the graph order's code where compared, and every step in a
+        row as the host computes it (every flow ckpt deploys trains: its updates in place, or written back into
+        the weights at the end of the step)."""
         return (self.status is CodeStatus.RAN and (self.golden is None or self.golden.errors == 0)
-                and self.graph_order != "differs"
-                and (self.weights != "in-place" or self.trains is not False))
+                and self.graph_order != "differs" and self.trains is not False)
 
     @property
     def verdict(self) -> str:
@@ -302,7 +301,7 @@ class ReplayReport:
     def read(cls, path: Path) -> ReplayReport:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             raise CkptError(f"'{path}' is not a replay report of this ckpt version ({type(exc).__name__}: {exc})",
                             "replay the schedule again with `ckpt replay`") from None
 

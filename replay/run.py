@@ -58,7 +58,7 @@ from ckpt.replay.folder import (
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
-from ckpt.replay.plan import ReplayPlan, plan_replay
+from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.predict import home_layout, rewired
 from ckpt.replay.report import (
     BudgetRecord,
@@ -76,6 +76,7 @@ from ckpt.replay.report import (
     SimStatus,
 )
 from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.replay.target_hint import plan_with_hint
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
 from ckpt.solver.graph import TrainGraph
@@ -150,7 +151,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         lowered = deeploy_bridge.lower(model, target)
     base = lowered.model if lowered else original
     view = view_of_model(base)
-    plan = plan_replay(view, list(doc.seq), fingerprint=doc.fingerprint, force=options.force)
+    plan = plan_with_hint(view, list(doc.seq), doc.fingerprint, options.force, model, target)
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))

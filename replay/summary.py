@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ckpt.replay.folder import ORDER, REPORT, REWIRED
-from ckpt.replay.report import CodeRunRecord, CodeStatus
+from ckpt.replay.report import CodeRunRecord, CodeStatus, SimStatus
 from ckpt.replay.run import ReplayResult
 
 
@@ -52,6 +52,33 @@ def summary_lines(result: ReplayResult) -> list[str]:
     return lines
 
 
+def failure_line(result: ReplayResult) -> str | None:
+    """Why a replay failed its check, in one line for the end of its output (None when it passed)."""
+    r = result.report
+    if r.ok:
+        return None
+    why = []
+    if r.verification is not None and r.verification.status == "miswired":
+        why.append("the replayed order does not compute what the graph order computes (miswired)")
+    for run in r.code_runs.values():
+        flow = f"the generated {run.flow.replace('_', '-')} code"
+        if run.status == "failed":
+            why.append(f"{flow} failed ({run.reason})")
+        elif run.status == "ran" and run.golden is not None and run.golden.errors:
+            why.append(f"{flow} erred ({run.golden.line})")
+        elif run.status == "ran" and run.graph_order == "differs":
+            why.append(f"{flow} computed other numbers than the graph order's code ({', '.join(run.differing)})")
+        elif run.status == "ran" and run.trains is False:
+            why.append(f"{flow} did not train: its steps differ from the host's")
+    for sim in r.gvsoc.values():
+        if sim.status is SimStatus.FAILED or sim.errors:
+            why.append(sim.line)
+    if r.budget is not None and not r.budget.fits:
+        why.append(f"replayed {r.budget.checked} {_b(r.budget.replayed)} is over the schedule's {_b(r.budget.limit)}")
+    return (f"error: the replay failed its check: {'; '.join(why) or 'see report.json'}: the lines above and "
+            f"{result.outdir / REPORT} say more")
+
+
 def _code_run_line(run: CodeRunRecord) -> str:
     """The generated code's run, as the device harness would print it, and what it was compared with."""
     head = f"generated {run.flow.replace('_', '-')} code on this host: "
@@ -70,8 +97,7 @@ def _code_run_line(run: CodeRunRecord) -> str:
         parts.append(f"{level} allocated {levels[level].peak:,} B")
     if run.steps:
         errors = ", ".join(str(step.errors) for step in run.steps)
-        verdict = "it trains" if run.trains else ("it does not train (weights written out of place)"
-                                                 if run.weights != "in-place" else "STEPS DIFFER")
+        verdict = "it trains" if run.trains else "STEPS DIFFER: it does not train as the host's steps do"
         parts.append(f"{len(run.steps)} steps in a row, Errors per step against the host's step from the code's "
                      f"weights: {errors}: {verdict}")
     return head + "; ".join(parts)

@@ -40,8 +40,9 @@ from ckpt.hostexec.step_layout import StepLayout, is_positional, positional_layo
 from ckpt.hostexec.training_step import StepOutcome, run_step
 from ckpt.paths import model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
-from ckpt.replay.plan import ReplayPlan, plan_replay
+from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, few
+from ckpt.replay.target_hint import plan_with_hint
 from ckpt.schedule_file import Schedule, clone_of
 from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
 
@@ -163,6 +164,14 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
         raise CkptError(f"npz files in '{model_dir}' do not fit the model ({exc})",
                         "regenerate inputs.npz/outputs.npz for this network.onnx") from None
     return StepData(feeds, golden, {v: k for k, v in io.items()})
+
+
+def check_step_data(model: str | Path) -> None:
+    """Refuse, before any work, step data beside `model` that does not fit its graph (arrays missing, of another
+    shape or element type, labels outside the classes); nothing when there is no inputs.npz."""
+    folder = model_path(model).parent
+    if model_files(folder)[1].is_file():
+        step_data(folder, read_model(model), None)
 
 
 def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,
@@ -306,7 +315,7 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
                         "add the golden outputs, or pass --schedule to compare the replay with the graph order")
     plan = None
     if doc is not None:
-        plan = plan_replay(view_of_model(model), list(doc.seq), fingerprint=doc.fingerprint, force=force)
+        plan = plan_with_hint(view_of_model(model), list(doc.seq), doc.fingerprint, force, model_dir, target)
     report = verify_loaded(model, data, plan, label=str(model_dir), target=target, hint=hint,
                            fixed=rewired if fix_bias_gelu else [], progress=progress)
     report.seconds = time.perf_counter() - start

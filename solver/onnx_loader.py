@@ -14,6 +14,7 @@ from ckpt.paths import optimizer_graph
 from ckpt.solver.aliases import aliases_by_op_type
 from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
+from ckpt.solver.in_place import UPDATES_IN_PLACE
 from ckpt.solver.model_file import ModelFile, model_path, open_model
 
 __all__ = ["ModelFile", "model_path", "open_model", "read_model", "load_graph", "check_training_graph",
@@ -113,9 +114,28 @@ def check_graph(model: onnx.ModelProto, where: str = "the model") -> None:
                                 "neither gives nor holds", "export the whole graph (every input it reads)")
     toposort([Op(n.name, n.op_type, tuple(t for t in n.input if t), tuple(t for t in n.output if t))
               for n in graph.node])
+    _check_one_update_per_weight(graph, where)
     for info in list(graph.value_info) + list(graph.input) + list(graph.output):
         _check_size(info, where)
     _check_declared_shapes(model, where)
+
+
+def _check_one_update_per_weight(graph: onnx.GraphProto, where: str) -> None:
+    """A step updates each weight once: refuse a weight two optimizer nodes write (side by side, or one updating
+    what the other wrote), which the deployed code would apply twice."""
+    updates = [n for n in graph.node if n.op_type in UPDATES_IN_PLACE and n.input and n.output]
+    by_weight: dict[str, str] = {}
+    written = {n.output[0]: n for n in updates}
+    for node in updates:
+        weight = node.input[0]
+        first = by_weight.setdefault(weight, node.name)
+        if first != node.name:
+            raise CkptError(f"{where}: nodes '{first}' and '{node.name}' both update the weight '{weight}'",
+                            "a step updates each weight once: give it one optimizer node (sum the gradients first)")
+        if weight in written:
+            raise CkptError(f"{where}: node '{node.name}' updates '{weight}', which node '{written[weight].name}' "
+                            f"already updated from '{written[weight].input[0]}'",
+                            "a step updates each weight once: give it one optimizer node (sum the gradients first)")
 
 
 def _check_size(info: onnx.ValueInfoProto, where: str) -> None:

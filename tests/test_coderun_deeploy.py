@@ -164,10 +164,11 @@ def test_replay_without_verification_ends_cleanly(example, tmp_path):
 
 
 @pytest.mark.parametrize("weights", ["in-place", "out-of-place"])
-def test_three_steps_in_a_row_train_only_with_weights_in_place(example, tmp_path, weights):
-    """The tiled code runs three steps back to back; each step is held to the host's step from the weights the
-    code's previous step wrote. In place, every step matches; Deeploy's own layout never updates what its readers
-    read, so its later steps compute the first step again: reported, not held to."""
+def test_three_steps_in_a_row_train_in_every_flow(example, tmp_path, weights):
+    """Each flow's code runs three steps back to back; each step is held to the host's step from the weights the
+    code's previous step wrote. In place the SGD writes the weight every reader shares; out of place (the
+    non-tiled flow always, the tiled one with --weights out-of-place) the end of the step copies each update
+    into every copy of its weight: every step matches, in every flow."""
     folder, _ = example
     schedule = folder.parent / ("seq_0.7.json" if weights == "in-place" else f"seq_0.7_{weights}.json")
     if not schedule.exists():
@@ -177,12 +178,9 @@ def test_three_steps_in_a_row_train_only_with_weights_in_place(example, tmp_path
     run = ckpt_here("replay", str(schedule), "--model", str(folder), "-o", str(tmp_path / "out"), "--steps", "3",
                     "--weights", weights)
     assert run.returncode == 0, run.stderr
-    tiled = ReplayReport.read(tmp_path / "out" / "report.json").code_runs["tiled"]
-    assert tiled.weights == weights and len(tiled.steps) == 3 and tiled.steps[0].errors == 0
-    if weights == "in-place":
-        assert tiled.trains and all(step.errors == 0 for step in tiled.steps)
-        assert "3 steps in a row, Errors per step against the host's step from the code's weights: 0, 0, 0: " \
-               "it trains" in run.stdout
-    else:
-        assert tiled.trains is False and tiled.ok and tiled.steps[1].errors > 0
-        assert "it does not train (weights written out of place)" in run.stdout
+    runs = ReplayReport.read(tmp_path / "out" / "report.json").code_runs
+    assert runs["tiled"].weights == weights and runs["non_tiled"].weights == "out-of-place"
+    for flow in ("tiled", "non_tiled"):
+        assert runs[flow].trains and [step.errors for step in runs[flow].steps] == [0, 0, 0], flow
+    assert run.stdout.count("3 steps in a row, Errors per step against the host's step from the code's weights: "
+                            "0, 0, 0: it trains") == 2

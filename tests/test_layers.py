@@ -2,8 +2,9 @@
 
 solver (no Deeploy) <- hostexec, coderun <- deeploy_bridge, examples, gvsoc <- replay <- pipeline (one point) <-
 budgets (sweeps) <- ci <- cli_common <- cli, on a foundation everything may read: errors, paths and events
-(progress records), then files and live (the displays), then schedule_file. hostexec (the numpy executor) and
-coderun (the generated C, built and run on this host) are leaves of the same rank; gvsoc (the generated C built for
+(progress records), then files and live (the displays), then schedule_file and cached (checked cache
+entries). hostexec (the numpy executor) and coderun (the generated C, built and run on this host) are leaves of
+the same rank; gvsoc (the generated C built for
 Siracusa and run on gvsoc) builds on coderun's manifest and kernel checkout. A part imports from its own
 part or from a lower rank. Imports inside functions are allowed in cli.py and cli_common.py alone: each command
 loads what it runs, so `ckpt --help` and the commands without Deeploy start at once.
@@ -15,8 +16,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RANK = {"errors": 0, "paths": 0, "events": 0, "targets": 0, "memory_levels": 0, "files": 1, "live": 1,
-        "schedule_file": 2, "solver": 3, "hostexec": 4, "coderun": 4, "examples": 5, "deeploy_bridge": 5, "gvsoc": 5,
-        "replay": 6, "pipeline": 7, "budgets": 8, "ci": 9, "cli_common": 10, "cli": 11, "__main__": 12, "__init__": 0}
+        "schedule_file": 2, "cached": 2, "solver": 3, "hostexec": 4, "coderun": 4, "examples": 5, "deeploy_bridge": 5,
+        "gvsoc": 5, "replay": 6, "pipeline": 7, "budgets": 8, "ci": 9, "cli_common": 10, "cli": 11, "__main__": 12,
+        "__init__": 0}
 FUNCTION_IMPORTS_ALLOWED = {"cli", "cli_common"}
 
 

@@ -68,9 +68,10 @@ def test_scheduler_called_twice_on_deeploys_graph_is_idempotent(solved):
 
 def test_replay_end_to_end_with_deeploy(solved, tmp_path):
     """Two Deeploy runs (non-tiled, tiled, both with code), each with the replay as its scheduler, and the code of
-    both built and run on this host (about a minute, the graph order's reference code included)."""
+    both built and run on this host for three training steps in a row, each step held to the host's from the
+    weights the code wrote (about a minute, the graph order's reference code included)."""
     _, path = solved
-    result = replay_schedule(path, FT2, tmp_path / "out", ReplayOptions(target="siracusa"))
+    result = replay_schedule(path, FT2, tmp_path / "out", ReplayOptions(target="siracusa", steps=3))
     report = ReplayReport.read(tmp_path / "out" / "report.json")
     assert report == result.report and report.ok
     doc = read_schedule(path)
@@ -97,6 +98,7 @@ def test_replay_end_to_end_with_deeploy(solved, tmp_path):
     for flow, run in report.code_runs.items():       # the generated code itself, as the device harness counts
         assert run.status == "ran" and run.golden.line == "Errors: 0 out of 198027", (flow, run.reason)
         assert run.graph_order == "bit-identical" and run.host.max_abs_diff < 1e-4
+        assert [step.errors for step in run.steps] == [0, 0, 0] and run.trains, flow   # both flows train
     assert set(report.code_runs) == {"tiled", "non_tiled"}
     assert (tmp_path / "out" / "code-non-tiled" / "Network.c").is_file()
     lines = summary_lines(result)
