@@ -62,6 +62,14 @@ TARGETS = tuple(TARGET_TABLE)
 DEEPLOY_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.platform)
 PLATFORM_NAMES = {name: t.platform for name, t in TARGET_TABLE.items() if t.platform}
 SIMULATED_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.simulated)
+
+
+def uses_deeploy(target: str) -> bool:
+    """Whether ckpt deploys for `target` with Deeploy (else it takes the ONNX graph as it is)."""
+    found = TARGET_TABLE.get(target)
+    return found is not None and found.platform is not None
+
+
 HOMES = tuple(dict.fromkeys(home for t in TARGET_TABLE.values() for home in t.homes))
 
 

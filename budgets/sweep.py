@@ -50,6 +50,7 @@ from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import model_path
 from ckpt.solver.records import SolveOptions
+from ckpt.targets import uses_deeploy
 
 
 class SweepInterrupted(CkptError):
@@ -210,7 +211,7 @@ def _data_sha256(source: str) -> str:
 def _code_sources(options: SweepOptions, board: SweepProgress) -> str:
     """What the points' generated code is built against (part of every replay's key): the kernels' fingerprint,
     or why the code cannot run here, said once. A checkout of another release is refused before any work."""
-    if not options.replay.verify or options.target == "none":
+    if not options.replay.verify or not uses_deeploy(options.target):
         return "not verified"
     found = code_sources(options.replay.deeploy_root)
     if isinstance(found, NoSources):

@@ -11,6 +11,7 @@ import onnx
 import onnx_graphsurgeon as gs
 
 from ckpt.paths import lowered_cache_dir
+from ckpt.targets import uses_deeploy
 
 from . import cache as _cache
 from .aliases import collect_aliases
@@ -106,7 +107,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
     if target not in TARGETS:
         raise BridgeError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     source = load_source(model_dir_or_onnx_path, inputs)
-    if target == "none":
+    if not uses_deeploy(target):
         return _lower_none(source)
     if not source.looks_lowered:
         check_c_names(source.model.graph)

@@ -35,6 +35,7 @@ import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
 
 from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
+from ckpt.targets import uses_deeploy
 
 from .buffers import buffer_bytes
 from .deeploy_run import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
@@ -171,7 +172,7 @@ def deploy(model: ModelLike,
     lowered: its lowering passes are skipped so node names stay those of ``order`` (new tensors should
     end in ``_tensor`` to keep their names). Force either way with ``already_lowered``.
     """
-    if target == "none":
+    if not uses_deeploy(target):
         raise BridgeError("target 'none' has no Deeploy memory figures; use siracusa")
     source = load_source(model, inputs)
     prior = source.lowered_meta

@@ -11,6 +11,7 @@ from ckpt.solver.costs import CostModel
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.onnx_loader import check_training_graph, load_graph, open_model, optimizer_path
 from ckpt.solver.step_pair import OptimizerFigures, optimizer_figures
+from ckpt.targets import uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
     check_training_graph(source)
     sha = open_model(source).sha256
     found = optimizer_path(source, optimizer)
-    if target == "none":
+    if not uses_deeploy(target):
         graph = load_graph(source, cost_model=cost_model)
         return LoadedModel(graph, target, sha, costs=cost_model, optimizer=_figures(graph, found),
                            optimizer_path=found)

@@ -23,6 +23,7 @@ from ckpt.replay.report import (
     record_from_json,
 )
 from ckpt.schedule_file import Schedule
+from ckpt.targets import uses_deeploy
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
@@ -200,7 +201,7 @@ def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple
     """(code check, Errors, reason): the generated code's run on this host, the verdict of the point. Target none
     has no generated code: the host executor's Errors stand."""
     if run is None:
-        return ("not run", host_errors, "") if target == "none" else ("-", NOT_VERIFIED, "")
+        return ("not run", host_errors, "") if not uses_deeploy(target) else ("-", NOT_VERIFIED, "")
     if run.status is not CodeStatus.RAN:
         return run.status.value, run.status.value, f"generated code {run.status}: {run.reason}"
     errors = run.golden.fraction if run.golden else "no goldens"

@@ -84,6 +84,7 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
 from ckpt.solver.onnx_loader import io_names, load_graph, model_path, open_model, read_model
 from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
+from ckpt.targets import uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,9 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     outdir = Path(outdir) if outdir is not None else default_outdir(schedule)
     check_replay_folder(outdir, options.overwrite)
     original = read_model(model)
-    sources = code_sources(options.deeploy_root) if options.verify and target != "none" else None
+    sources = code_sources(options.deeploy_root) if options.verify and uses_deeploy(target) else None
     lowered = None
-    if target != "none":
+    if uses_deeploy(target):
         progress(f"lowering {model} for {target} (cached after the first time)")
         lowered = deeploy_bridge.lower(model, target)
     base = lowered.model if lowered else original

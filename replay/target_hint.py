@@ -15,6 +15,7 @@ from ckpt.replay.matching import MIN_MATCH, match_schedule
 from ckpt.replay.onnx_graph import view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.onnx_loader import read_model
+from ckpt.targets import uses_deeploy
 
 CANDIDATES = ("none", "siracusa")      # the graphs tried: the ONNX as is, and Deeploy's lowering
 
@@ -22,7 +23,7 @@ CANDIDATES = ("none", "siracusa")      # the graphs tried: the ONNX as is, and D
 def belongs_to(seq: list[tuple[str, int]], fingerprint: str | None, model: str | Path, target: str) -> bool:
     """Whether the schedule is one of `model`'s graph for `target` (False when that graph cannot be made)."""
     try:
-        base = read_model(model) if target == "none" else deeploy_bridge.lower(model, target).model
+        base = read_model(model) if not uses_deeploy(target) else deeploy_bridge.lower(model, target).model
     except CkptError:
         return False
     view = view_of_model(base)

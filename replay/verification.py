@@ -45,6 +45,7 @@ from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, 
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.schedule_file import Schedule, clone_of
 from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
+from ckpt.targets import uses_deeploy
 
 
 @dataclass
@@ -300,7 +301,7 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
     original = read_model(model_path(model_dir))    # a missing model is named as given
     model_dir = model_path(model_dir).parent        # a folder, or the folder of the .onnx named
     io_names = None
-    if target == "none":
+    if not uses_deeploy(target):
         model = original
     else:
         progress(f"lowering for {target} (cached after the first time)")

@@ -1,4 +1,5 @@
 """Shared pytest setup: solver test graphs importable as `graphs`, shared models found next to the repo."""
+import os
 import sys
 from pathlib import Path
 
@@ -29,8 +30,12 @@ def shared_models() -> Path:
 @pytest.fixture(scope="session")
 def lowering_cache(tmp_path_factory):
     """CKPT_CACHE_DIR for the session, in its base temp dir: lower(), solve_model() and CLI subprocesses all share
-    it, so Deeploy's front end runs once per model per session."""
-    path = tmp_path_factory.getbasetemp() / "ckpt-lowering-cache"
+    it, so Deeploy's front end runs once per model per session. Under pytest-xdist the workers share one (the
+    run's temp dir): ckpt's cache entries are keyed and written by rename, so two workers making one entry at
+    once write the same bytes."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = shared / "ckpt-lowering-cache"
     path.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CKPT_CACHE_DIR", str(path))

@@ -82,7 +82,7 @@ def _corrupted_layout(real):
         if len(blocks) < 20:                      # the per-layer lists of L1/L2 stay as they are
             return layout
         for late in sorted(blocks, key=lambda b: (-b.size, b.name)):
-            alive = [b for b in blocks if b.name != late.name and b.first < late.first < b.last and b.size >= 4096]
+            alive = [b for b in blocks if b.name != late.name and b.first < late.first < b.last and b.size >= 256]
             if alive:
                 early = max(alive, key=lambda b: (b.size, b.name))
                 return replace(layout, offsets={**layout.offsets, late.name: layout.offsets[early.name]})

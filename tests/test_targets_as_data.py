@@ -1,0 +1,79 @@
+"""A memory level and a Deeploy target are data: a new one is one entry (targets.py, memory_levels.LevelMemory),
+and every reader (setup, CLI choices, table, CSV, JSON, plot) follows without another edit."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ckpt import targets
+from ckpt.budgets.plot import pareto_plot
+from ckpt.budgets.table import csv_text, json_text, markdown_table, terminal_table
+from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.memory_levels import LevelMemory
+from ckpt.pipeline.row import empty_row
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE_LEVEL = "L4"        # a level outside the three every chip here has: a far flash, say
+
+
+def _rows() -> list:
+    levels = {"L3": LevelMemory(arena=4096, static=1000), "L2": LevelMemory(arena=512, static=0),
+              FAKE_LEVEL: LevelMemory(arena=70000, static=12345)}
+    row = empty_row("0.8", 0.8, 4096, "optimal", "")
+    return [replace(row, levels=levels, predicted_peak=4000, cost_increase_pct=1.5)]
+
+
+def test_a_new_level_in_the_rows_is_a_column_of_every_rendering(tmp_path):
+    rows = _rows()
+    assert f"{FAKE_LEVEL} " in terminal_table(rows) and FAKE_LEVEL in markdown_table(rows)
+    header = next(csv.reader(io.StringIO(csv_text(rows))))
+    assert {f"static_{FAKE_LEVEL}", f"arena_{FAKE_LEVEL}", f"total_{FAKE_LEVEL}"} <= set(header)
+    found = dict(zip(header, next(iter(list(csv.reader(io.StringIO(csv_text(rows))))[1:]))))
+    assert found[f"total_{FAKE_LEVEL}"] == str(12345 + 70000)
+    doc = json.loads(json_text(rows))
+    level = doc["points"][0]["levels"][FAKE_LEVEL]
+    assert level["total"] == 12345 + 70000
+    assert all(p.is_file() for p in pareto_plot(rows, 1000, tmp_path / "plot"))
+
+
+def test_a_new_level_of_a_target_sizes_its_home(monkeypatch):
+    chip = targets.Target("fakechip", "Siracusa",
+                          (targets.Level(FAKE_LEVEL, 64 * targets.MIB), targets.Level("L3", 8 * targets.MIB),
+                           targets.Level("L2", 3 * targets.MIB, reserved=1000), targets.Level("L1", 64 * targets.KIB)),
+                          homes=("L3", "L2"))
+    monkeypatch.setitem(targets.TARGET_TABLE, chip.name, chip)
+    assert setup_for("fakechip", "L2").l2 == 3 * targets.MIB - 1000
+    assert setup_for("siracusa", "L2").l2 != setup_for("fakechip", "L2").l2
+    assert chip.level_names[0] == FAKE_LEVEL
+
+
+FAKE_TARGET = '''
+import ckpt.targets as t
+src = open(t.__file__).read().replace('Target("none"),', 'Target("none"), Target("fakechip"),', 1)
+exec(compile(src, t.__file__, "exec"), t.__dict__)
+from ckpt.cli import cli
+cli(prog_name="ckpt")
+'''
+
+
+@pytest.mark.parametrize("argv", [["solve", "--help"], ["replay", "--help"], ["sweep", "--help"]])
+def test_a_new_target_is_one_entry_the_cli_offers(argv):
+    """One entry in targets.TARGET_TABLE (a chip without Deeploy, as `none`): every command's --target takes it."""
+    done = subprocess.run([sys.executable, "-c", FAKE_TARGET, *argv], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "fakechip" in done.stdout
+
+
+def test_a_new_target_solves_as_its_entry_says(tmp_path):
+    out = tmp_path / "seq.json"
+    done = subprocess.run([sys.executable, "-c", FAKE_TARGET, "solve", "--target", "fakechip", "--budget", "0.8",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["graph"]["target"] == "fakechip"
