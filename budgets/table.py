@@ -29,9 +29,10 @@ def level_names(rows: list[PointRow]) -> list[str]:
 def columns(rows: list[PointRow]) -> list[tuple[str, str]]:
     """(title, key) per column; a level's key is `<level>.<part>` (its static, arena or total)."""
     levels = level_names(rows)
-    home = levels[:1]
+    homes = [r.home for r in rows if r.home in levels]
+    home = homes[:1] or levels[:1]               # the tiled flow's home level (--home): its parts, the others' totals
     per_level = [(f"{name} {title}", f"{name}.{part}") for name in home for title, part in LEVEL_PARTS]
-    per_level += [(f"{name} total", f"{name}.total") for name in levels[1:]]
+    per_level += [(f"{name} total", f"{name}.total") for name in levels if name not in home]
     return HEAD + per_level + TAIL
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ckpt import targets
 from ckpt.budgets.plot import pareto_plot
-from ckpt.budgets.table import csv_text, json_text, markdown_table, terminal_table
+from ckpt.budgets.table import columns, csv_text, json_text, markdown_table, terminal_table
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.row import empty_row
@@ -77,3 +77,12 @@ def test_a_new_target_solves_as_its_entry_says(tmp_path):
                            "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["graph"]["target"] == "fakechip"
+
+
+def test_the_table_breaks_down_the_rows_home_level_whichever_it_is():
+    """Home L2 (on chip): the constants and arena columns are L2's, not the outermost level's."""
+    row = replace(_rows()[0], home="L2")
+    titles = [title for title, _ in columns([row])]
+    assert {"L2 const", "L2 arena", "L2 total", "L3 total", f"{FAKE_LEVEL} total"} <= set(titles)
+    assert "L3 const" not in titles and "L3 arena" not in titles
+    assert f"{FAKE_LEVEL} const" in [title for title, _ in columns(_rows())]     # no home given: the outermost
