@@ -84,12 +84,12 @@ def main() -> int:
     with model_folder(args.model, args.smoke) as model:
         points = sweep_points(model, fractions(args.budgets), options, args.home)
         print(f"model {model} (target {TARGET}, home {args.home}): time limit {args.time_limit} s per solve")
-        print(f"| point | {args.home} total T B | point's cost | total's cost | status | bound | seconds | "
-              "at least as good |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(f"| point | {args.home} total T B | point's cost | total's cost | planned cost | status | "
+              "bound (on the planned cost) | seconds | at least as good |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for point in points:
             if point.total is None:
-                print(f"| {point.label} | - | - | - | - | - | - | {point.why} |", flush=True)
+                print(f"| {point.label} | - | - | - | - | - | - | - | {point.why} |", flush=True)
                 continue
             total = point.total
             request = SolveRequest(model, TARGET, None, LevelTotal(f"{args.home}={total}", args.home, total),
@@ -98,11 +98,12 @@ def main() -> int:
             try:
                 answer, _ = solve_and_document(request)
             except CkptError as err:
-                cells = ["-", str(err)[:70], "-", f"{time.perf_counter() - began:.1f}", "no"]
+                cells = ["-", "-", str(err)[:70], "-", f"{time.perf_counter() - began:.1f}", "no"]
             else:
                 cost, solver = answer.predicted.recompute_cost, answer.solver
                 good = cost <= point.cost and answer.predicted.checked_bytes <= total
-                cells = [cost, solver.status, solver.cost_lower_bound, f"{time.perf_counter() - began:.1f}",
+                cells = [cost, answer.predicted.planned_cost, solver.status, solver.cost_lower_bound,
+                         f"{time.perf_counter() - began:.1f}",
                          "yes" if good else "NO"]
             print(f"| {point.label} | {total} | {point.cost} | " + " | ".join(str(c) for c in cells) + " |",
                   flush=True)

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from ckpt import paths
+from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.errors import CkptError
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -40,3 +42,15 @@ def lowering_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CKPT_CACHE_DIR", str(path))
         yield path
+
+
+@pytest.fixture(scope="session")
+def deeploy_checkout():
+    """The Deeploy checkout the generated code is built against; tests that run that code skip without it."""
+    try:
+        found = find_sources()
+    except CkptError as err:                  # $CKPT_DEEPLOY_ROOT names no checkout
+        pytest.skip(str(err))
+    if isinstance(found, NoSources):
+        pytest.skip(found.reason)
+    return found

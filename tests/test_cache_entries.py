@@ -101,7 +101,7 @@ def test_a_calibration_of_another_model_or_target_is_refused_by_solve_and_sweep(
 
 @pytest.mark.deeploy
 @pytest.mark.slow
-def test_spoilt_lowered_graphs_kernel_libraries_and_references_are_made_again(cache, tmp_path):
+def test_spoilt_lowered_graphs_kernel_libraries_and_references_are_made_again(cache, tmp_path, deeploy_checkout):
     """A lowered graph of another model copied over this one's entry, a kernel library cut short and a reference
     emptied: the replay lowers, builds and runs again, and says what it said with a sound cache."""
     one, other = tmp_path / "one", tmp_path / "other"

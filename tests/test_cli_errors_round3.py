@@ -445,7 +445,8 @@ def test_ci_check_into_a_folder_it_may_not_write_is_bad_input_not_a_failed_check
 
 @pytest.mark.deeploy
 @pytest.mark.slow
-def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_ones(tmp_path, lowering_cache):
+def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_ones(tmp_path, lowering_cache,
+                                                                                     deeploy_checkout):
     """The plain path: the schedule, model and output folder given relative to the working folder (the output's
     name holding a ':'), and the same replay with absolute paths from elsewhere: the same code runs, verdicts and
     Errors."""
