@@ -24,6 +24,7 @@ from ckpt.cli_common import (
     FiniteFloat,
     allocator_option,
     capped,
+    check_allocator,
     check_home,
     deeploy_root_option,
     gvsoc_options,
@@ -267,6 +268,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
         find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
     if home is not None:
         check_home(home, schedule_target(solved, target))
+    check_allocator(allocator, schedule_target(solved, target))
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
@@ -371,6 +373,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     fractions = parse_range(budget_range, step, points)
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
+    check_allocator(allocator, target)
     check_output_dir(outdir)
     if costs not in COSTS_CHOICES:
         read_cost_file(costs)                        # a bad file is refused before anything is lowered

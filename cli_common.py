@@ -18,6 +18,7 @@ from ckpt.paths import model_files
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ALLOCATORS = [a.value for a in Allocator]
+ALLOCATOR_DEFAULT = DEFAULT_SETUP.allocator.value
 FLOWS = [f.value for f in Flow]
 WEIGHTS = [w.value for w in WeightUpdate]
 WEIGHTS_HELP = ("How the tiled flow writes updated weights: in-place, into the weight every reader shares (one copy "
@@ -103,6 +104,13 @@ def check_home(home: str, target: str) -> None:
                         "drop --home, or add --target siracusa")
 
 
+def check_allocator(allocator: str, target: str) -> None:
+    """--allocator lays out a Deeploy target's tiled arena: refuse another than the default where there is none."""
+    if allocator != ALLOCATOR_DEFAULT and target not in DEEPLOY_TARGETS:
+        raise CkptError(f"--allocator {allocator} lays out a Deeploy target's tiled arena; --target {target} has none",
+                        "drop --allocator, or add --target siracusa")
+
+
 def model_or_default(model: str | None) -> str:
     from ckpt.replay.verification import check_step_data
     from ckpt.solver.onnx_loader import check_training_graph
@@ -115,7 +123,7 @@ def model_or_default(model: str | None) -> str:
 
 
 allocator_option = click.option(
-    "--allocator", type=click.Choice(ALLOCATORS), default="ckpt", show_default=True,
+    "--allocator", type=click.Choice(ALLOCATORS), default=ALLOCATOR_DEFAULT, show_default=True,
     help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or Deeploy's "
          "MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
 

@@ -86,23 +86,28 @@ class SweepStore:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the folder's lock for the sweep's duration; refuse if another live sweep holds it."""
+        made = not self.root.exists()
         make_dirs(self.root)
         path = self.root / LOCK
-        handle = open(path, "a+")
+        existed = path.exists()
+        handle = open(path, "a+b", buffering=0)      # unbuffered: a failed write leaves nothing for close to flush
         try:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 handle.seek(0)
-                holder = handle.read().strip() or "unknown"
+                holder = handle.read().decode(errors="replace").strip() or "unknown"
                 raise CkptError(f"another sweep (process {holder}) is writing into '{self.root}'",
                                 "wait for it to finish, or sweep into another folder with -o") from None
             try:
                 handle.seek(0)
                 handle.truncate()
-                handle.write(f"{os.getpid()}\n")
-                handle.flush()
+                handle.write(f"{os.getpid()}\n".encode())
             except OSError as exc:
+                if not existed:                        # nothing of this sweep is left behind
+                    path.unlink(missing_ok=True)
+                    if made:
+                        self.root.rmdir()
                 raise unwritable(path, exc) from None
             yield
         finally:

@@ -10,7 +10,7 @@ from ckpt.paths import examples_cache_dir
 DEFAULT_KIND = "cct"
 DEFAULT_OPTIONS = {"blocks": 2}
 DEFAULT_MODEL = "built-in example (CCT-like, 2 blocks)"
-GENERATOR_VERSION = 3   # bump when the generators' graphs change, so a cached copy is not reused (3: device LN grad)
+GENERATOR_VERSION = 4   # bump when the generators' graphs change, so a cached copy is not reused (4: device CE grad)
 
 
 def default_model_dir() -> Path:

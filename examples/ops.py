@@ -111,12 +111,13 @@ def bias_grad(gb: GraphBuilder, dy: Tensor, b: Tensor, prefix: str) -> Tensor:
 
 
 def softmax_ce_loss(gb: GraphBuilder, logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
-    """SoftmaxCrossEntropyLoss with Deeploy's one-output form (log_prob) and its gradient."""
+    """SoftmaxCrossEntropyLoss with Deeploy's one-output form (log_prob) and its gradient, in the form Deeploy's
+    kernel computes it (training_ops.SOFTMAX_CE_GRAD_FORMS: the same at batch 1)."""
     log_prob = gb.op("SoftmaxCrossEntropyLoss", [logits, labels], "log_prob", logits.shape,
                      name="loss_SoftmaxCrossEntropyLoss", reduction="mean")
     dlogits = gb.op("SoftmaxCrossEntropyLossGrad", [log_prob, labels], f"{logits.name}_grad",
                     logits.shape, name="loss_Grad_SoftmaxCrossEntropyLossGrad_backward",
-                    domain=MS_DOMAIN, backward=True, reduction="mean")
+                    domain=MS_DOMAIN, backward=True, reduction="mean", form="deeploy")
     return log_prob, dlogits
 
 

@@ -112,6 +112,7 @@ def _sce_loss_grad(node, attrs, ctx) -> Kernel:
     dY = 1 implied.  Told apart by the dtype of input 1 (integer labels => Deeploy form)."""
     reduction = attrs.get("reduction", "mean")
     ignore_index = attrs.get("ignore_index")
+    form = attrs.get("form", "exact")             # training_ops.SOFTMAX_CE_GRAD_FORMS
 
     def run(*args):
         if np.issubdtype(np.asarray(args[1]).dtype, np.integer):
@@ -120,7 +121,7 @@ def _sce_loss_grad(node, attrs, ctx) -> Kernel:
         else:
             dloss, log_prob, labels, *rest = args
         weight = rest[0] if rest else None
-        return (T.softmax_cross_entropy_loss_grad(dloss, log_prob, labels, weight, reduction, ignore_index),)
+        return (T.softmax_cross_entropy_loss_grad(dloss, log_prob, labels, weight, reduction, ignore_index, form),)
 
     return run
 

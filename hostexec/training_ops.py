@@ -144,6 +144,12 @@ def softmax_cross_entropy_loss(
     return np.asarray(loss, dtype=dtype), log_prob.astype(dtype)
 
 
+#: What a SoftmaxCrossEntropyLossGrad node's ``form`` attribute may say. "deeploy" is Deeploy's kernel (v0.2.1
+#: Targets/PULPOpen/Templates/SoftmaxCrossEntropyLossTemplate.py, the gradient template): with reduction 'mean' it
+#: scales by 1/batch twice, where the gradient of the mean loss has it once. The two agree at batch 1.
+SOFTMAX_CE_GRAD_FORMS = ("exact", "deeploy")
+
+
 def softmax_cross_entropy_loss_grad(
     dloss: np.ndarray | float,
     log_prob: np.ndarray,
@@ -151,11 +157,15 @@ def softmax_cross_entropy_loss_grad(
     weight: np.ndarray | None = None,
     reduction: str = "mean",
     ignore_index: int | None = None,
+    form: str = "exact",
 ) -> np.ndarray:
     """com.microsoft SoftmaxCrossEntropyLossGrad -> d_logits = dloss * w * (softmax - onehot) / norm.
 
-    norm is sum(w) for 'mean' and 1 otherwise; for 'none' dloss has the labels' shape.
+    norm is sum(w) for 'mean' and 1 otherwise ('deeploy' form: sum(w) squared for 'mean'); for 'none' dloss
+    has the labels' shape.
     """
+    if form not in SOFTMAX_CE_GRAD_FORMS:
+        raise ValueError(f"SoftmaxCrossEntropyLossGrad: unknown form={form!r}")
     dtype = np.asarray(log_prob).dtype
     labels = np.asarray(labels)
     prob = np.exp(np.asarray(log_prob, dtype=np.float64))
@@ -165,7 +175,7 @@ def softmax_cross_entropy_loss_grad(
     np.put_along_axis(onehot, np.expand_dims(safe, 1), 1.0, axis=1)
     scale = w * np.asarray(dloss, dtype=np.float64)
     if reduction == "mean":
-        scale = scale / np.sum(w)
+        scale = scale / np.sum(w) ** (2 if form == "deeploy" else 1)
     elif reduction not in ("sum", "none"):
         raise ValueError(f"SoftmaxCrossEntropyLossGrad: unknown reduction={reduction!r}")
     return (np.expand_dims(scale, 1) * (prob - onehot)).astype(dtype)

@@ -3,7 +3,7 @@
 Lowering renames and adds nodes, so a schedule of Deeploy's lowered graph matches the ONNX as is only in part,
 and the other way round. When a schedule does not belong to the graph it is replayed on, the refusal tries the
 other graphs of the same model (the ONNX as is, Deeploy's lowering for Siracusa): one the schedule belongs to
-(its fingerprint, or 90% of its names and of the graph's nodes) is named as the way out.
+(90% of its names and of the graph's nodes, and its fingerprint where it has one) is named as the way out.
 """
 from __future__ import annotations
 
@@ -27,10 +27,9 @@ def belongs_to(seq: list[tuple[str, int]], fingerprint: str | None, model: str |
     except CkptError:
         return False
     view = view_of_model(base)
-    if fingerprint is not None:
-        return view.fingerprint() == fingerprint
-    match = match_schedule(seq, view)
-    return match.rate >= MIN_MATCH and match.coverage >= MIN_MATCH
+    match = match_schedule(seq, view)        # its names, always: a fingerprint alone may be copied over
+    named = match.rate >= MIN_MATCH and match.coverage >= MIN_MATCH
+    return named and (fingerprint is None or view.fingerprint() == fingerprint)
 
 
 def plan_with_hint(view, seq: list[tuple[str, int]], fingerprint: str | None, force: bool, model: str | Path,

@@ -44,8 +44,9 @@ def open_model(source: str | Path | ModelFile) -> ModelFile:
         stat = path.stat()
     except OSError:
         raise CkptError(f"no model at '{path}'", "pass an .onnx file or a folder holding network.onnx") from None
-    if not path.is_file():
-        raise CkptError(f"no model at '{path}'", "pass an .onnx file or a folder holding network.onnx")
+    if not path.is_file():          # it exists: a pipe would block the read, a device never end it
+        raise CkptError(f"model '{path}' is not a regular file (a folder, device, pipe or socket)",
+                        "pass an .onnx file or a folder holding network.onnx")
     key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
     if key not in _OPENED:
         data = path.read_bytes()

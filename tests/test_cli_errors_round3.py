@@ -214,6 +214,15 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_made(ml
     assert sorted(p.name for p in out.iterdir()) == ["seq.json"] and (out / "seq.json").read_text() == "the user's own"
 
 
+def test_a_sweep_on_a_full_disk_names_its_lock_and_leaves_no_folder(mlp, tmp_path):
+    """Its first write is the lock's: refused, it is named, and the folder the sweep made is gone."""
+    done = _on_a_full_disk([sys.executable, "-m", "ckpt", "sweep", "0.9:0.9", "--model", str(mlp), "--target",
+                            "none", "-o", str(tmp_path / "S")], limit=0)
+    line = one_line(done.stderr)
+    assert done.returncode == 1 and f"cannot write '{tmp_path / 'S' / 'sweep.lock'}'" in line, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "S").exists()
+
+
 def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path, capsys):
     blocks = tmp_path / "in.csv"
     blocks.write_text("id,lower,upper,size\n" + "".join(f"b{i},{i},{i + 2},64\n" for i in range(100)))
@@ -464,3 +473,36 @@ def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_
                 for r in runs]
     clean = ("ran", 0, "bit-identical")
     assert verdicts[0] == verdicts[1] == {"tiled": clean, "non_tiled": clean}
+
+
+# --------------------------------------------------------------------------- the hostile pass's last findings
+
+
+def test_a_model_that_is_a_pipe_or_a_device_is_called_so_not_missing(tmp_path):
+    pipe = tmp_path / "pipe.onnx"
+    os.mkfifo(pipe)
+    for model in (pipe, Path("/dev/null")):
+        code, _, err = run("inspect", str(model), "--target", "none")
+        assert code == 1 and f"model '{model}' is not a regular file" in one_line(err)
+
+
+def test_an_allocator_where_no_arena_is_laid_out_is_refused(mlp, schedule, tmp_path):
+    code, _, err = run("replay", str(schedule), "--model", str(mlp), "--target", "none", "--allocator", "tetris",
+                       "-o", str(tmp_path / "r"))
+    assert code == 1 and "--allocator tetris" in one_line(err) and not (tmp_path / "r").exists()
+    code, _, err = run("sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "--allocator", "minimalloc",
+                       "-o", str(tmp_path / "s"))
+    assert code == 1 and "--target none has none" in one_line(err) and not (tmp_path / "s").exists()
+
+
+@pytest.mark.deeploy
+def test_a_schedule_of_no_graph_of_the_model_names_no_other_target(mlp, schedule, tmp_path):
+    """Names of neither graph, the fingerprint kept: no target is named as the way out (each named the other)."""
+    doc = json.loads(schedule.read_text())
+    doc["seq"] = [[f"nope_{k}", 0] for k in range(len(doc["seq"]))]
+    spoilt = tmp_path / "t.json"
+    spoilt.write_text(json.dumps(doc))
+    for target in ("none", "siracusa"):
+        code, _, err = run("replay", str(spoilt), "--model", str(mlp), "--target", target, "-o", str(tmp_path / target))
+        assert code == 1 and "solve the schedule on the graph being replayed" in one_line(err)
+        assert "replay it with --target" not in one_line(err)

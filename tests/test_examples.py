@@ -192,10 +192,11 @@ def test_sgd_step_matches_finite_differences(kind: str) -> None:
     differences of the loss -mean(log_prob[label]) from the same graph's forward part. GeluGrad is checked in
     the form that is the derivative of the graph's Gelu (tanh), LayerNormalizationGrad in its exact form; the
     examples carry the forms Deeploy computes (sigmoid, an approximation of it; deeploy, the gradient only on
-    rows of unit variance)."""
+    rows of unit variance; the loss gradient over the batch once more, the gradient at batch 1)."""
     model = _with_output(E.build(kind, **SMALL[kind]), "log_prob")
     as_derivative = {("GeluGrad", "approximate"): (b"sigmoid", b"tanh"),
-                     ("LayerNormalizationGrad", "form"): (b"deeploy", b"exact")}
+                     ("LayerNormalizationGrad", "form"): (b"deeploy", b"exact"),
+                     ("SoftmaxCrossEntropyLossGrad", "form"): (b"deeploy", b"exact")}
     for node in model.graph.node:
         for attr in node.attribute:
             if (node.op_type, attr.name) in as_derivative:

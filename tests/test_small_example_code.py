@@ -41,3 +41,19 @@ def test_a_small_examples_code_computes_its_goldens(replayed, flow):
     assert run.graph_order == "bit-identical"
     assert run.host.over_tolerance == 0 and run.host.max_abs_diff < 1e-6, run.host
     assert replayed.ok
+
+
+def test_the_mlp_examples_code_computes_its_goldens_at_a_batch_above_one(lowering_cache, tmp_path):
+    """Batch 4: Deeploy's SoftmaxCrossEntropyLossGrad scales by 1/batch twice; goldens that took the gradient of
+    the mean loss gave thousands of Errors in every updated weight (batch 1 hid it)."""
+    if isinstance(find_sources(), NoSources):
+        pytest.skip(find_sources().reason)
+    folder = tmp_path / "mlp"
+    write_example("mlp", folder, layers=2, width=16, batch=4)
+    doc, _ = solve_model(folder, parse_budget("1.0"), "siracusa", SolveOptions())
+    write_schedule(tmp_path / "seq.json", doc)
+    report = replay_schedule(tmp_path / "seq.json", folder, tmp_path / "replay",
+                             ReplayOptions(target="siracusa")).report
+    for flow in ("tiled", "non_tiled"):
+        run = report.code_runs[flow]
+        assert run.status == "ran" and run.golden.errors == 0, (flow, run.golden.line)

@@ -323,3 +323,19 @@ def test_conv2d_matches_reference_conv(c, m_per_group, group, k, stride, pad, di
     ref = ref_op("Conv", [x, w] + ([b] if b is not None else []), **attrs)[0]
     y = T.conv2d(x, w, b, (stride, stride), pads, (dilation, dilation), group)
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch=st.integers(1, 6), classes=st.integers(2, 7), seed=st.integers(0, 1000))
+def test_the_deeploy_form_of_the_loss_gradient_scales_by_the_batch_once_more(batch, classes, seed):
+    """Deeploy's SoftmaxCrossEntropyLossGrad ('deeploy' form) is the gradient of the mean loss over the batch
+    once more: equal at batch 1, a batch-th of it above."""
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((batch, classes)).astype(np.float32)
+    log_prob = (logits - np.log(np.exp(logits).sum(1, keepdims=True))).astype(np.float32)
+    labels = rng.integers(0, classes, batch)
+    exact = T.softmax_cross_entropy_loss_grad(1.0, log_prob, labels)
+    device = T.softmax_cross_entropy_loss_grad(1.0, log_prob, labels, form="deeploy")
+    np.testing.assert_allclose(device, exact / batch, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="form"):
+        T.softmax_cross_entropy_loss_grad(1.0, log_prob, labels, form="other")
