@@ -37,7 +37,15 @@ from ckpt.cli_common import (
     tiled_weights,
     weights_option,
 )
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, SIMULATED_TARGETS, TARGETS, Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import (
+    DEEPLOY_TARGETS,
+    DEFAULT_SETUP,
+    SIMULATED_TARGETS,
+    TARGETS,
+    Allocator,
+    Flow,
+    WeightUpdate,
+)
 from ckpt.errors import CkptError, ExitCode
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
 
@@ -271,7 +279,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     check_allocator(allocator, schedule_target(solved, target))
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
-    home = home or (solved.graph.home if solved.graph and solved.graph.home else "L3")
+    home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,

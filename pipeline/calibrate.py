@@ -162,9 +162,10 @@ def read_cost_file(path: str | Path, source: str | Path | None = None, target: s
     if target is not None and found.target != target:
         raise CkptError(f"'{path}' is a calibration for target {found.target}, not {target}",
                         f"solve with --target {found.target}, or give per-op-type costs")
-    if source is not None and found.model_sha256 != open_model(source).sha256:
+    given = open_model(source).sha256 if source is not None else None
+    if given is not None and found.model_sha256 != given:
         raise CkptError(f"'{path}' is a calibration of another model (sha256 {found.model_sha256[:12]}..., "
-                        f"this one {open_model(source).sha256[:12]}...)",
+                        f"this one {given[:12]}...)",
                         f"calibrate this one (`ckpt calibrate {source} -o FILE`), or pass --costs gvsoc")
     return found.cost_model()
 
