@@ -26,7 +26,10 @@ from Deeploy.MemoryLevelExtension.OptimizationPasses.MemoryLevelAnnotationPasses
 )
 from Deeploy.TilingExtension.TilerExtension import TilerDeployerWrapper
 
-from . import deterministic  # noqa: F401 - applied on import: the same graph gives the same code
+from . import (
+    deterministic,  # noqa: F401 - applied on import: the same graph gives the same code
+    template_cache,  # noqa: F401 - applied on import: each template text compiled once
+)
 from .errors import BridgeError
 from .input_types import pointer_types
 from .records import StageTimings

@@ -27,7 +27,7 @@ from ckpt.solver.records import SolveOptions
 
 pytestmark = pytest.mark.deeploy
 BUDGETS = ("0.9", "0.7")
-SMALL = {"blocks": 2, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}   # room to recompute, quick
+SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}   # room to recompute, quick
 TIME_LIMIT = SolveOptions(backend=BackendOptions("highs", 30.0))
 
 
