@@ -117,6 +117,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.solver.backends import BackendOptions
     from ckpt.solver.budget import parse_budget, parse_total
     from ckpt.solver.records import SolveOptions
+    from ckpt.targets import TARGET_TABLE
 
     check_output_file(output)
     weights = tiled_weights(weights, target, flow)
@@ -141,7 +142,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                            views=views,
                            backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     code = 0
-    if total is not None and total.level == home and home != "L3":        # on chip: the program is there too
+    if total is not None and total.level == home and TARGET_TABLE[target].is_on_chip(home):   # the program too
         code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
     request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
@@ -244,7 +245,7 @@ def example_command(kind, output, overwrite, **options):
               help="Write into a non-empty folder ckpt did not write (only ckpt's own files are replaced).")
 @allocator_option
 @weights_option(" [default: as the schedule was solved, else in-place].")
-@home_option(None, " [default: as the schedule was solved, else L3].")
+@home_option(None, f" [default: as the schedule was solved, else {DEFAULT_SETUP.default_mem_level}].")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
                    "with the updated weights fed back.")
@@ -406,7 +407,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     for source in sources if costs not in COSTS_CHOICES else ():
         read_cost_file(costs, source, target)       # a calibration of another model or target is refused
     result = run_sweep(sources, outdir, options, progress, executor)
-    click.echo(terminal_table(result.rows))
+    click.echo(terminal_table(result.rows, target))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
     click.echo(f"{len(result.ran)} point(s) run, {len(result.skipped)} skipped; {stages}; "
                f"total {result.seconds:.1f} s")

@@ -151,7 +151,7 @@ deeploy_root_option = click.option(
          "with [default: $CKPT_DEEPLOY_ROOT, else the one beside the shared models].")
 
 
-def home_option(default: str | None = "L3", more: str = ""):
+def home_option(default: str | None = DEFAULT_SETUP.default_mem_level, more: str = ""):
     return click.option("--home", type=click.Choice(HOMES), default=default, show_default=default is not None,
                         help="Where the tiled flow keeps its constants and arena (Deeploy's default memory level): "
                              "L3, off-chip RAM, or L2, on chip (the tiler then gets the chip's L2)" + (more or "."))

@@ -1,8 +1,9 @@
 """The targets ckpt knows, as data: one entry per target, read everywhere (a new chip is one entry here).
 
 A target names Deeploy's platform for it (None: the ONNX as it is, no Deeploy), its memory levels outermost
-first with the bytes each gives data, the levels a tiled deployment may keep its tensors in (its home: Deeploy's
-default memory level), and whether ckpt runs its generated step on gvsoc.
+first with the bytes each gives data, the level on chip that holds the step's code and data (a home there counts
+them, and a step that runs on the chip must fit it), the levels a tiled deployment may keep its tensors in (its
+home: Deeploy's default memory level), and whether ckpt runs its generated step on gvsoc.
 
 Siracusa's figures are those of gvsoc's model of it and of pulp-sdk's memory map: L3 is the HyperRAM behind the
 uDMA (8 MiB on the model), L2 is 2 MiB of which the two 32 KiB private banks hold the fabric controller's code and
@@ -37,6 +38,7 @@ class Target:
     levels: tuple[Level, ...] = ()            # outermost first
     homes: tuple[str, ...] = ()               # where the tiled flow may keep its tensors
     simulated: bool = False                   # ckpt runs its generated step on gvsoc
+    on_chip: str | None = None                # the level on chip holding the step's code, data and heap
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -48,14 +50,23 @@ class Target:
     def level_names(self) -> tuple[str, ...]:
         return tuple(lv.name for lv in self.levels)
 
+    @property
+    def off_chip(self) -> str | None:
+        """The outermost level: the RAM behind the chip, which the cluster reaches through the uDMA only."""
+        return self.levels[0].name if self.levels else None
+
+    def is_on_chip(self, level: str | None) -> bool:
+        """Whether a tiled deployment's home `level` is where the chip keeps the step's code (then counted there)."""
+        return level is not None and level == self.on_chip
+
 
 TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("none"),
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
-           homes=("L3", "L2"), simulated=True),
+           homes=("L3", "L2"), simulated=True, on_chip="L2"),
     Target("gap9", "GAP9", (Level("L3", 8 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB)),
-           homes=("L3", "L2")),
+           homes=("L3", "L2"), on_chip="L2"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)

@@ -33,6 +33,7 @@ from ckpt.replay.verification import step_data
 from ckpt.solver.backends import BackendOptions
 from ckpt.solver.onnx_loader import read_model
 from ckpt.solver.records import SolveOptions
+from ckpt.targets import TARGET_TABLE
 
 SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
 SMALL = {"blocks": 2, "embed_dim": 16, "heads": 2, "image_size": 8, "conv_channels": 8}
@@ -77,7 +78,7 @@ def noise_table(model: str, target: str, count: int, kit, sources) -> None:
         for pad in (0, *PADS[:count]):
             progress(f"noise: the graph order's step, layout moved by {pad} B")
             found = simulate_step(code, data.feeds, data.golden or host.outputs, sources, kit,
-                                  host.stats.levels["L2"].peak, pad=pad)
+                                  host.stats.levels[TARGET_TABLE[target].on_chip].peak, pad=pad)
             if isinstance(found, GvsocRun):
                 runs[pad] = found
     print("\n| layout moved by B | step cycles | vs unmoved % | largest layer change (cycles) | that layer |")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from common import MODEL_HELP, model_folder, parse_args
 
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, HOMES
 from ckpt.errors import CkptError
 from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
 from ckpt.pipeline.load import load_for_target
@@ -78,7 +79,7 @@ def main() -> int:
     parser.add_argument("--model", default=None, help=MODEL_HELP)
     parser.add_argument("--budgets", default="0.6:0.9", help="LOW:HIGH, step 0.1, as `ckpt sweep` takes them")
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--home", default="L3", choices=("L3", "L2"))
+    parser.add_argument("--home", default=DEFAULT_SETUP.default_mem_level, choices=HOMES)
     args = parse_args(parser, SMOKE)
     options = SolveOptions(backend=BackendOptions(time_limit=args.time_limit, gap=GAP))
     with model_folder(args.model, args.smoke) as model:

@@ -57,9 +57,9 @@ def _run(args, options: SweepOptions, label: str, tmp: Path):
             executor.close()
 
 
-def _print_result(result, label: str) -> None:
+def _print_result(result, label: str, target: str) -> None:
     print(f"## {label}")
-    print(terminal_table(result.rows))
+    print(terminal_table(result.rows, target))
     print()
     print("| point | solve s | replay (Deeploy) s | verify s | generated code s |")
     print("|---|---|---|---|---|")
@@ -108,7 +108,7 @@ def sweeps(args) -> int:
     with tempfile.TemporaryDirectory(prefix="ckpt-bench-sweep-") as tmp:
         results = {label: _run(args, options, label, Path(tmp)) for label in labels}
     for label, result in results.items():
-        _print_result(result, label)
+        _print_result(result, label, options.target)
     failed = any(result.failed for result in results.values())
     if len(results) == 2:
         local, dask = results["local"], results["dask"]

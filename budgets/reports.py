@@ -25,7 +25,8 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
 def write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "", facts: str = "") -> list[Path]:
     title = f"# ckpt sweep: {what or ', '.join(header.get('models', []))}\n\n"
     written = []
-    for name, text in (("sweep.md", title + facts + markdown_table(rows)), ("sweep.csv", csv_text(rows)),
+    table = markdown_table(rows, header.get("target"))
+    for name, text in (("sweep.md", title + facts + table), ("sweep.csv", csv_text(rows)),
                        ("sweep.json", json_text(rows, header))):
         atomic_write(outdir / name, text)
         written.append(outdir / name)

@@ -7,11 +7,12 @@ import json
 from dataclasses import asdict, fields
 
 from ckpt.pipeline.row import PointRow
+from ckpt.targets import TARGET_TABLE
 
 HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
         ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
         ("arena pred", "arena_predicted")]
-TAIL = [("on chip B", "on_chip"), ("fits L2", "fits_on_chip"), ("persistent", "persistent_bytes"),
+TAIL = [("on chip B", "on_chip"), ("fits {on_chip}", "fits_on_chip"), ("persistent", "persistent_bytes"),
         ("recomp", "recomputes"), ("clones", "clones_kept"),
         ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"), ("cycles pred", "cycles_predicted"),
         ("cycles", "cycles"), ("+% pred", "overhead_pct_predicted"), ("+%", "overhead_pct"), ("Errors", "errors"),
@@ -21,19 +22,27 @@ LEVEL_PARTS = (("const", "static"), ("arena", "arena"), ("total", "total"))
 PERCENT = {"cost_increase_pct", "overhead_pct", "overhead_pct_predicted"}
 
 
+def on_chip_name(target: str | None) -> str:
+    """The target's on-chip level as the table names it: what `on chip B` is counted against."""
+    chip = TARGET_TABLE.get(target) if target else None
+    return chip.on_chip if chip is not None and chip.on_chip else "on-chip memory"
+
+
 def level_names(rows: list[PointRow]) -> list[str]:
     """The memory levels the rows have figures for, outermost first."""
     return sorted({name for r in rows for name in r.levels}, reverse=True)
 
 
-def columns(rows: list[PointRow]) -> list[tuple[str, str]]:
-    """(title, key) per column; a level's key is `<level>.<part>` (its static, arena or total)."""
+def columns(rows: list[PointRow], target: str | None = None) -> list[tuple[str, str]]:
+    """(title, key) per column; a level's key is `<level>.<part>` (its static, arena or total). `target`: the
+    rows' target, whose on-chip level names the column saying whether the step fits there."""
     levels = level_names(rows)
     homes = [r.home for r in rows if r.home in levels]
     home = homes[:1] or levels[:1]               # the tiled flow's home level (--home): its parts, the others' totals
     per_level = [(f"{name} {title}", f"{name}.{part}") for name in home for title, part in LEVEL_PARTS]
     per_level += [(f"{name} total", f"{name}.total") for name in levels if name not in home]
-    return HEAD + per_level + TAIL
+    tail = [(title.format(on_chip=on_chip_name(target)), key) for title, key in TAIL]
+    return HEAD + per_level + tail
 
 
 def value(row: PointRow, key: str):
@@ -61,37 +70,37 @@ def _cell(row: PointRow, key: str) -> str:
     return str(found)
 
 
-def notes(rows: list[PointRow]) -> list[str]:
+def notes(rows: list[PointRow], target: str | None = None) -> list[str]:
     """One line per point with a reason: what the table's '-' cells mean; then whether the step fits on chip."""
-    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows)
+    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows, target)
 
 
-def on_chip_notes(rows: list[PointRow]) -> list[str]:
-    """The largest budget whose whole step fits the chip's L2, or by how much the smallest misses it."""
+def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
+    """The largest budget whose whole step fits the chip's on-chip level, or by how much the smallest misses it."""
     known = [r for r in rows if r.fits_on_chip is not None]
     if not known:
         return []
     fitting = [r for r in known if r.fits_on_chip]
-    capacity = known[0].on_chip_capacity
+    capacity, level = known[0].on_chip_capacity, on_chip_name(target)
     if fitting:
         best = max(fitting, key=lambda r: r.budget_fraction if r.budget_fraction is not None else 2.0)
-        return [f"on chip: the whole step fits the {capacity:,} B of L2 at point {best.label} ({best.on_chip:,} B)"
+        return [f"on chip: the whole step fits the {capacity:,} B of {level} at point {best.label} ({best.on_chip:,} B)"
                 + ("" if best.budget_fraction is None else ", the largest budget that does")]
     least = min(known, key=lambda r: r.on_chip)
-    return [f"on chip: no point's step fits the {capacity:,} B of L2; the smallest, point {least.label}, needs "
+    return [f"on chip: no point's step fits the {capacity:,} B of {level}; the smallest, point {least.label}, needs "
             f"{least.on_chip:,} B ({least.on_chip - capacity:,} B over)"]
 
 
-def terminal_table(rows: list[PointRow]) -> str:
-    cols = columns(rows)
+def terminal_table(rows: list[PointRow], target: str | None = None) -> str:
+    cols = columns(rows, target)
     cells = [[title for title, _ in cols]] + [[_cell(r, key) for _, key in cols] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells]
-    return "\n".join(lines + notes(rows))
+    return "\n".join(lines + notes(rows, target))
 
 
-def markdown_table(rows: list[PointRow]) -> str:
-    cols = columns(rows)
+def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
+    cols = columns(rows, target)
     titles = [title for title, _ in cols] + ["reason"]
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
     lines += ["| " + " | ".join([_cell(r, key) for _, key in cols] + [r.reason.replace("|", "/")]) + " |"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from string import Template
 
-from ckpt.deeploy_bridge.setup import PLATFORM_NAMES
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, PLATFORM_NAMES
 
 
 def config_module(platform: str, entries: dict[str, dict], cores: int) -> str:
@@ -83,7 +83,7 @@ def test_${marker}_training_l3_recompute(test_params, deeploy_test_dir, toolchai
         cores = DEFAULT_CORES,
         l1 = l1,
         l2 = entry.get("l2", 1024000),
-        default_mem_level = "L3",
+        default_mem_level = "${home}",
         double_buffer = False,
         training = True,
         **_schedule_args(test_name, deeploy_test_dir),
@@ -99,7 +99,8 @@ def config_name(platform: str) -> str:
 def cases_module(platform: str) -> str:
     """test_<platform>_training_recompute.py."""
     name, marker = PLATFORM_NAMES[platform], f"{platform}_tiled"
-    return _TEST_MODULE.substitute(config=config_name(platform), marker=marker, platform=name)
+    return _TEST_MODULE.substitute(config=config_name(platform), marker=marker, platform=name,
+                                   home=DEFAULT_SETUP.default_mem_level)
 
 
 def workflow(template: str, platform: str) -> str:

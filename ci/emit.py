@@ -106,8 +106,9 @@ def emit_ci_configs(result: SweepResult, model: str | Path, target: str, outdir:
     setup = report.deeploy["tiled"].setup if report.deeploy and "tiled" in report.deeploy else DEFAULT_SETUP
     manifest = _manifest(outdir)
     entries = manifest.setdefault(target, {})
+    sizes = setup.as_dict()          # create_test_config's l1 and l2: the setup's levels by Deeploy's names
     entries[test_name] = {
-        "schedule": schedule_name, "l1": [setup.l1], "l2": setup.l2,
+        "schedule": schedule_name, "l1": [sizes["l1"]], "l2": sizes["l2"],
         "cores": setup.n_cores, "budget": point.label, "graph": report.schedule.solved_on,
         "comment": _comment(point, baseline)}
     written = [schedule_path]

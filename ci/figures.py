@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
 from ckpt.replay.matching import MIN_MATCH
 from ckpt.replay.report import (
     CodeRunRecord,
@@ -49,7 +50,8 @@ class CiFigures:
     heap: int | None = None                # first-fit L2 heap of the non-tiled code
     code: dict[str, str] | None = None     # per flow: the generated code's run on this host ("0/198027", or why
                                            # not), and " = graph order" / " != graph order" when compared
-    code_l3_allocated: int | None = None   # what the tiled code allocated in L3 when it ran (constants + arena)
+    code_home_allocated: int | None = None   # what the tiled code allocated at its home level when it ran
+                                             # (constants + arena)
     gvsoc: str | None = None               # the tiled step on gvsoc: "0/198027" or why it did not run
     gvsoc_cycles: int | None = None        # ... its cycles when it ran
 
@@ -83,7 +85,7 @@ class CiFigures:
                    golden_errors=golden.errors if golden else None,
                    golden_compared=golden.compared if golden else None, heap=memory.heap,
                    code={flow: _code_text(run) for flow, run in report.code_runs.items()},
-                   code_l3_allocated=_allocated(report.code_runs.get("tiled"), "L3"),
+                   code_home_allocated=_allocated(report.code_runs.get("tiled"), _home(report)),
                    gvsoc=_gvsoc_text(report.gvsoc.get("tiled")),
                    gvsoc_cycles=report.gvsoc["tiled"].cycles if "tiled" in report.gvsoc else None)
 
@@ -135,15 +137,22 @@ def compare(baseline: CiFigures, now: CiFigures) -> list[Comparison]:
         text = (now.code or {}).get(flow, "not run (no code)")
         rows.append(Comparison(f"generated {flow.replace('_', '-')} code: Errors", (baseline.code or {}).get(flow, "-"),
                                text, "ran, 0, = graph order", _ok(text.startswith("0/") and "!=" not in text)))
-    if now.code_l3_allocated is not None or baseline.code_l3_allocated is not None:
-        rows.append(Comparison("generated tiled code: L3 allocated B", _text(baseline.code_l3_allocated),
-                               _text(now.code_l3_allocated), "shown",
-                               "ok" if baseline.code_l3_allocated == now.code_l3_allocated else "changed"))
+    if now.code_home_allocated is not None or baseline.code_home_allocated is not None:
+        home = (now.home or baseline.home or ("home",))[0]
+        rows.append(Comparison(f"generated tiled code: {home} allocated B", _text(baseline.code_home_allocated),
+                               _text(now.code_home_allocated), "shown",
+                               "ok" if baseline.code_home_allocated == now.code_home_allocated else "changed"))
     rows += _gvsoc_rows(baseline, now)
     for title, key in (("recomputes", "recomputes"), ("clones kept", "clones_kept")):
         before, after = getattr(baseline, key), getattr(now, key)
         rows.append(Comparison(title, str(before), str(after), "shown", "ok" if before == after else "changed"))
     return rows
+
+
+def _home(report: ReplayReport) -> str:
+    """The tiled flow's home level (Deeploy's default memory level) in the replay."""
+    tiled = (report.deeploy or {}).get("tiled")
+    return (tiled.setup if tiled is not None else DEFAULT_SETUP).default_mem_level
 
 
 def _allocated(run: CodeRunRecord | None, level: str) -> int | None:

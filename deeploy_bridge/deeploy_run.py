@@ -110,20 +110,26 @@ def quiet_deeploy(level: int = logging.WARNING):
         logger.setLevel(old)
 
 
+def memory_levels(setup: DeeploySetup) -> list[MemoryLevel]:
+    """The setup's levels as Deeploy's, outermost first: each level's neighbours are the levels beside it."""
+    names = setup.level_names
+    return [MemoryLevel(name=name, neighbourNames=[*names[max(i - 1, 0):i], *names[i + 1:i + 2]], size=size)
+            for i, (name, size) in enumerate(setup.levels)]
+
+
 def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
-    """Wrap a deployer for the tiled flow: memory levels L3/L2/L1, annotation passes, the tiler and its allocator."""
+    """Wrap a deployer for the tiled flow: the setup's memory levels, annotation passes, the tiler and its
+    allocator."""
     setup = opts.setup
     if setup.allocator is Allocator.MINIMALLOC and not os.path.isfile(
             os.path.join(os.environ.get("MINIMALLOC_INSTALL_DIR", ""), "minimalloc")):
         raise BridgeError("allocator minimalloc runs $MINIMALLOC_INSTALL_DIR/minimalloc, which is not there: "
                           "point MINIMALLOC_INSTALL_DIR at a folder holding it (ckpt installs one beside its own "
                           "`ckpt` script), or use the ckpt allocator")
-    l3 = MemoryLevel(name="L3", neighbourNames=["L2"], size=setup.l3)
-    l2 = MemoryLevel(name="L2", neighbourNames=["L3", "L1"], size=setup.l2)
-    l1 = MemoryLevel(name="L1", neighbourNames=["L2"], size=setup.l1)
-    hierarchy = MemoryHierarchy([l3, l2, l1])
+    hierarchy = MemoryHierarchy(memory_levels(setup))
     hierarchy.setDefaultMemoryLevel(setup.default_mem_level)
-    deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, l1)
+    innermost = hierarchy.memoryLevels[setup.innermost]
+    deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, innermost)
     deployer = MemoryDeployerWrapper(deployer, [
         AnnotateIOMemoryLevel(setup.default_mem_level),
         AnnotateDefaultMemoryLevel(hierarchy),

@@ -34,13 +34,15 @@ from ckpt.solver.in_place import UPDATES_IN_PLACE
 from .constants import ConstantPlan, constant_plan
 from .write_back import CHUNK, copy_code
 
-# a constant copy that reads another's bytes is a pointer at every level (Deeploy declares an L3 constant so, and an
-# on-chip one as an array with its values)
-VIEW_DECLARATION = NodeTemplate("""
-% if _memoryLevel == "L3":
-static PI_L2 ${type.referencedType.typeName}* ${name};
+
+def view_declaration(off_chip: str) -> NodeTemplate:
+    """A constant copy that reads another's bytes is a pointer at every level: Deeploy declares a constant in the
+    off-chip level `off_chip` so, and an on-chip one as an array with its values."""
+    return NodeTemplate(f"""
+% if _memoryLevel == {off_chip!r}:
+static PI_L2 ${{type.referencedType.typeName}}* ${{name}};
 % else:
-static ${type.typeName} ${name};
+static ${{type.typeName}} ${{name}};
 % endif
 """)
 
@@ -50,6 +52,7 @@ class InPlaceCode:
     """What the generated code does differently (names are Deeploy's buffer names)."""
 
     plan: ConstantPlan
+    off_chip: str                                              # the level behind the chip: the RAM driver's
     outputs: dict[str, str] = field(default_factory=dict)      # SGD output -> the weight it overwrites
     refresh: dict[str, tuple[str, int]] = field(default_factory=dict)   # repeat copy -> (updated weight, times)
 
@@ -85,14 +88,15 @@ class InPlacePULPDeployer(PULPDeployer):
         return text + "\n".join(lines) + "\n"
 
 
-def apply_in_place(deployer) -> InPlaceCode:
+def apply_in_place(deployer, off_chip: str) -> InPlaceCode:
     """Steps 1 and 2 of the module doc on a deployer after its front end; the deployer's code generation then
-    does step 3. Returns what the code will do differently."""
+    does step 3. `off_chip`: the deployment's level behind the chip. Returns what the code will do differently."""
     ctxt, graph = deployer.ctxt, deployer.graph
     plan = constant_plan(ctxt, graph)
     _merge(deployer, plan.merged)
+    declaration = view_declaration(off_chip)
     for view in plan.views:
-        ctxt.lookup(view).initTemplate = VIEW_DECLARATION
+        ctxt.lookup(view).initTemplate = declaration
     outputs = {}
     for node in graph.nodes:
         if node.op in UPDATES_IN_PLACE and node.outputs and node.inputs:
@@ -101,7 +105,7 @@ def apply_in_place(deployer) -> InPlaceCode:
             outputs[out] = weight
     refresh = {copy: (canonical, times) for copy, (canonical, times) in plan.repeats.items()
                if canonical in outputs.values()}
-    code = InPlaceCode(plan, outputs, refresh)
+    code = InPlaceCode(plan, off_chip, outputs, refresh)
     deployer.in_place = code           # the wrappers pass attribute writes to the PULP deployer inside
     return code
 
@@ -133,5 +137,5 @@ def refresh_code(deployer) -> str:
     lines = ["// ckpt: copies that repeat an updated weight's bytes take the update, for the next step",
              f"int8_t ckpt_refresh[{CHUNK}];"]
     for copy, (weight, times) in sorted(code.refresh.items()):
-        lines += copy_code(deployer.ctxt, weight, copy, times, "ckpt_refresh")
+        lines += copy_code(deployer.ctxt, weight, copy, times, "ckpt_refresh", code.off_chip)
     return "\n".join(lines) + "\n"

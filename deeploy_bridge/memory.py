@@ -95,6 +95,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
     body = d.generateFunction(_NoVerbosity)  # generates layer code; memory accounting already done
     definitions = d.generateGlobalDefinitionCode()   # the layers' closures, tiling loops included
     again = restore_code(definitions + body)  # so that a second step runs as the first (deeploy_bridge.reentrant)
+    off_chip = run.options.setup.outermost
     source = "\n".join([
         "#include <math.h>",
         "#include <stdio.h>",
@@ -109,7 +110,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
         again.restore,
         body,
         refresh_code(d),                      # in-place updates reach every copy (deeploy_bridge.in_place)
-        write_back_code(d.ctxt, write_back),  # updates out of place reach their weights (deeploy_bridge.write_back)
+        write_back_code(d.ctxt, write_back, off_chip),  # updates out of place reach their weights (write_back)
         "}",
         "void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
         d.generateEngineInitializationCode(),
@@ -153,7 +154,7 @@ def _manifest(run: DeeployRun) -> CodeManifest:
         return tuple(found)
 
     return CodeManifest(flow="tiled" if run.options.tiled else "non-tiled", cores=setup.n_cores,
-                        l3_bytes=setup.l3, inputs=ports("input"), outputs=ports("output"))
+                        l3_bytes=setup.size(setup.outermost), inputs=ports("input"), outputs=ports("output"))
 
 
 def deploy(model: ModelLike,
@@ -185,7 +186,7 @@ def deploy(model: ModelLike,
         front_end(run)
         write_back = None
         if tiled and setup.weights is WeightUpdate.IN_PLACE:
-            apply_in_place(run.deployer)
+            apply_in_place(run.deployer, setup.outermost)
         elif code_dir is not None:
             write_back = write_back_plan(run.deployer)
         mid_end(run)

@@ -16,6 +16,7 @@ from ckpt.targets import (
     SIMULATED_TARGETS,
     TARGET_TABLE,
     TARGETS,
+    Level,
     WeightUpdate,
 )
 
@@ -51,30 +52,59 @@ class Allocator(StrEnum):
 class DeeploySetup:
     """Memory levels, cores, allocator and weight update of a Deeploy deployment."""
 
-    l1: int = 128_000
-    l2: int = 1_024_000
-    l3: int = 64_000_000
+    # (level name, bytes the tiler may use there), outermost first: the hierarchy Deeploy is given
+    levels: tuple[tuple[str, int], ...] = (("L3", 64_000_000), ("L2", 1_024_000), ("L1", 128_000))
     default_mem_level: str = "L3"
     n_cores: int = 8
     allocator: Allocator = Allocator.CKPT
     weights: WeightUpdate = WeightUpdate.IN_PLACE
 
+    def size(self, level: str) -> int:
+        """The bytes the tiler may use at `level`."""
+        found = next((size for name, size in self.levels if name == level), None)
+        if found is None:
+            raise KeyError(f"the Deeploy setup has no memory level {level}")
+        return found
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.levels)
+
+    @property
+    def outermost(self) -> str:
+        """The level behind the chip (Deeploy's L3): what the code reaches through the uDMA only."""
+        return self.levels[0][0]
+
+    @property
+    def innermost(self) -> str:
+        """The level the cluster computes in (Deeploy's L1): where the tiler brings every tile."""
+        return self.levels[-1][0]
+
     def as_dict(self) -> dict:
-        return {"l1": self.l1, "l2": self.l2, "l3": self.l3, "default_mem_level": self.default_mem_level,
-                "n_cores": self.n_cores, "allocator": self.allocator.value, "weights": self.weights.value}
+        """The form cache keys and calibrations keep: one key per level, its name lower-cased, innermost first."""
+        return {**{name.lower(): size for name, size in reversed(self.levels)},
+                "default_mem_level": self.default_mem_level, "n_cores": self.n_cores,
+                "allocator": self.allocator.value, "weights": self.weights.value}
 
 
 DEFAULT_SETUP = DeeploySetup()
 
 
 def setup_for(target: str, home: str = DEFAULT_SETUP.default_mem_level, **changes) -> DeeploySetup:
-    """The Deeploy setup of a tiled deployment whose tensors live in `home`: Deeploy's CI sizes for home L3; for
-    another home the tiler gets what the chip gives data there (its size less what the runtime reserves)."""
+    """The Deeploy setup of a tiled deployment for `target` whose tensors live in `home`: the target's levels,
+    each with Deeploy's CI size where CI sizes it; the home, when not Deeploy's default, and a level CI does not
+    know get what the chip gives data there (its size less what the runtime reserves)."""
     setup = replace(DEFAULT_SETUP, default_mem_level=home, **changes)
     spec = TARGET_TABLE.get(target)
-    if home == DEFAULT_SETUP.default_mem_level or spec is None or home not in spec.level_names:
+    if spec is None or not spec.levels:
         return setup
-    return replace(setup, **{home.lower(): spec.level(home).usable})
+    ci = dict(setup.levels)
+
+    def size(level: Level) -> int:
+        chip = level.name not in ci or (level.name == home and home != DEFAULT_SETUP.default_mem_level)
+        return level.usable if chip else ci[level.name]
+
+    return replace(setup, levels=tuple((level.name, size(level)) for level in spec.levels))
 
 
 def deployed_weights(target: str, flow: Flow | None, weights: WeightUpdate = DEFAULT_SETUP.weights) -> WeightUpdate:

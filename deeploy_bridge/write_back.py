@@ -51,13 +51,14 @@ def write_back_plan(deployer) -> WriteBack:
     return WriteBack(targets)
 
 
-def copy_code(ctxt, source: str, target: str, times: int, bounce: str) -> list[str]:
+def copy_code(ctxt, source: str, target: str, times: int, bounce: str, off_chip: str) -> list[str]:
     """C that copies buffer `source` into `target` `times` over: with memcpy where the cores address both, else
-    through the bounce buffer `bounce` (CHUNK bytes) with the RAM driver on the side in L3."""
+    through the bounce buffer `bounce` (CHUNK bytes) with the RAM driver on the side in `off_chip`, the level
+    behind the chip."""
     src, dst = ctxt.lookup(source), ctxt.lookup(target)
     size = buffer_bytes(src)
-    read = "cl_ram_read" if getattr(src, "_memoryLevel", None) == "L3" else "memcpy"
-    write = "cl_ram_write" if getattr(dst, "_memoryLevel", None) == "L3" else "memcpy"
+    read = "cl_ram_read" if getattr(src, "_memoryLevel", None) == off_chip else "memcpy"
+    write = "cl_ram_write" if getattr(dst, "_memoryLevel", None) == off_chip else "memcpy"
     a, b = ctxt._mangle(source), ctxt._mangle(target)
     if read == write == "memcpy":
         return [f"for (uint32_t ckpt_k = 0; ckpt_k < {times}; ckpt_k++) "
@@ -70,13 +71,14 @@ def copy_code(ctxt, source: str, target: str, times: int, bounce: str) -> list[s
             "}"]
 
 
-def write_back_code(ctxt, plan: WriteBack | None) -> str:
-    """C for the end of RunNetwork (empty when there is nothing to write back)."""
+def write_back_code(ctxt, plan: WriteBack | None, off_chip: str) -> str:
+    """C for the end of RunNetwork (empty when there is nothing to write back); `off_chip`: the deployment's level
+    behind the chip."""
     if plan is None or not plan.targets:
         return ""
     lines = ["// ckpt: each update written into every copy of its weight, so the next step trains on it",
              f"int8_t ckpt_bounce[{CHUNK}];"]
     for out, copies in sorted(plan.targets.items()):
         for copy, times in copies:
-            lines += copy_code(ctxt, out, copy, times, "ckpt_bounce")
+            lines += copy_code(ctxt, out, copy, times, "ckpt_bounce", off_chip)
     return "\n".join(lines) + "\n"

@@ -52,8 +52,8 @@ _RUNTIME = re.compile(r"Runtime:\s*(\d+)\s+cycles")
 
 
 @dataclass(frozen=True)
-class L2Need:
-    """The step's L2 in bytes, as counted before it runs."""
+class OnChipNeed:
+    """What the step needs of the chip's on-chip memory (Siracusa's L2) in bytes, as counted before it runs."""
 
     static: int                 # code and data the ELF places in L2 (from its base to __l2_shared_end)
     heap: int                   # what the code allocates in L2 at its peak
@@ -84,7 +84,7 @@ class GvsocRun:
     total: int
     cycles: int                                 # the harness's Runtime: RunNetwork on the cluster
     layers: dict[str, int] | None               # probed cycles per layer (Deeploy's layer names)
-    l2: L2Need
+    on_chip: OnChipNeed
     log: str                                    # everything gvsoc printed
     seconds: dict[str, float] = field(default_factory=dict)   # build, simulate
     cached: bool = False                        # served from the run cache: the same step ran before
@@ -94,13 +94,13 @@ class GvsocRun:
 class NotSimulated:
     reason: str
     failed: bool = False        # True: the step itself failed (did not build, did not fit, crashed, hung)
-    l2: L2Need | None = None
+    on_chip: OnChipNeed | None = None
 
 
 def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
-                  sources: KernelSources, kit: GvsocKit, l2_heap_peak: int, *, timeout: float = 1800.0,
+                  sources: KernelSources, kit: GvsocKit, heap_peak: int, *, timeout: float = 1800.0,
                   keep: Path | None = None, pad: int = 0) -> GvsocRun | NotSimulated:
-    """Build `code_dir`'s step and run it on gvsoc (see the module doc). `l2_heap_peak`: the most the code keeps
+    """Build `code_dir`'s step and run it on gvsoc (see the module doc). `heap_peak`: the most the code keeps
     allocated in L2 at once. `keep`: a folder to keep the ELF, its map and gvsoc's log in. `pad`: see
     gvsoc.step.build_step."""
     missing = harness_missing(sources)
@@ -108,7 +108,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()        # gvsoc runs in another folder: every path it is given is absolute
     manifest = CodeManifest.read(code_dir)
-    key = _run_key(code_dir, manifest, feeds, expected, sources, kit, l2_heap_peak, pad)
+    key = _run_key(code_dir, manifest, feeds, expected, sources, kit, heap_peak, pad)
     cached = _cached_run(key)
     if cached is not None:
         return cached
@@ -126,13 +126,13 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad)
         except L2Overflow as exc:
-            need = L2Need(L2_CAPACITY + exc.overflow, l2_heap_peak, L2_CAPACITY, data.nbytes, readback)
-            return NotSimulated(_does_not_fit(need), l2=need)
+            need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY, data.nbytes, readback)
+            return NotSimulated(_does_not_fit(need), on_chip=need)
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
-        need = L2Need(step.l2_static_bytes, l2_heap_peak, L2_CAPACITY, data.nbytes, readback)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback)
         if not need.fits:
-            return NotSimulated(_does_not_fit(need), l2=need)
+            return NotSimulated(_does_not_fit(need), on_chip=need)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
@@ -141,7 +141,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         if not finished:
             last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
             return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
-                                failed=True, l2=need)
+                                failed=True, on_chip=need)
         ran = time.perf_counter()
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
@@ -149,7 +149,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
     if not errors or not runtime:
         tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
         return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
-                            failed=True, l2=need)
+                            failed=True, on_chip=need)
     run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
                    log, {"build": built - start, "simulate": ran - built})
     _store_run(key, run)
@@ -182,10 +182,10 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndarray],
-             expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, l2_heap_peak: int,
+             expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, heap_peak: int,
              pad: int) -> str:
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
-                                        "device": device_fingerprint(), "l2_heap": l2_heap_peak,
+                                        "device": device_fingerprint(), "l2_heap": heap_peak,
                                         "pad": pad}).encode())
     files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
              *sorted((code_dir / "hex").glob("*.hex"))]
@@ -210,18 +210,19 @@ def _cached_run(key: str) -> GvsocRun | None:
     try:
         doc = json.loads(payload)
         return GvsocRun(int(doc["errors"]), int(doc["total"]), int(doc["cycles"]), doc["layers"],
-                        L2Need(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
+                        OnChipNeed(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
     except (ValueError, KeyError, TypeError):
         return None
 
 
 def _store_run(key: str, run: GvsocRun) -> None:
+    """The run as its cache entry keeps it; the on-chip need stays under "l2", so runs cached before still serve."""
     write_entry(_runs() / f"{key}.entry", key, json.dumps(
         {"errors": run.errors, "total": run.total, "cycles": run.cycles, "layers": run.layers,
-         "l2": asdict(run.l2), "seconds": run.seconds, "log": run.log}, indent=1).encode())
+         "l2": asdict(run.on_chip), "seconds": run.seconds, "log": run.log}, indent=1).encode())
 
 
-def _does_not_fit(need: L2Need) -> str:
+def _does_not_fit(need: OnChipNeed) -> str:
     return (f"the step does not fit Siracusa's L2 with the harness's data: it needs {need.total:,} B "
             f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
             f"{need.heap + need.readback:,} B allocated), {need.total - need.capacity:,} B more than the "

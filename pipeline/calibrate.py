@@ -31,6 +31,7 @@ from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.verification import step_data
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import open_model, read_model
+from ckpt.targets import TARGET_TABLE
 
 CALIBRATION_FORMAT = 3
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
@@ -97,7 +98,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     sources = find_sources(deeploy_root)
     if isinstance(sources, NoSources):
         raise CkptError(f"cannot calibrate: {sources.reason}", "or solve with --costs estimate")
-    model_sha = open_model(source).sha256
+    model_sha, chip = open_model(source).sha256, TARGET_TABLE[target]
     key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
     cached = cache_root() / "calibration" / f"{key[:32]}.entry"
     known = _cached_calibration(cached, key)
@@ -118,12 +119,12 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         expected = data.golden or host.outputs
         progress("calibrating: running it on gvsoc (once per model; cached)")
-        run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels["L2"].peak)
+        run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak)
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
         raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
-    code_bytes = run.l2.static - run.l2.test_data - figures.static.get("L2", 0)
+    code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
                         node_cycles(run.layers, order), run.errors, run.total, code_bytes, key)
     unknown = [name for name in found.node_cycles if name not in set(order)]
@@ -196,13 +197,13 @@ def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySet
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                     deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None) -> int:
-    """The step's own code and data in L2 (a level total on chip counts them), from the model's calibration. A
-    graph order that does not fit on chip is calibrated with its tensors off chip (home L3), whose code (two
-    levels of tiling) is the larger: the count then errs on the safe side."""
+    """The step's own code and data on chip (a level total there counts them), from the model's calibration. A
+    graph order that does not fit on chip is calibrated with its tensors off chip (home the outermost level),
+    whose code (two levels of tiling) is the larger: the count then errs on the safe side."""
     try:
         return calibrate(source, target, setup, gvsoc, deeploy_root, progress).code_bytes
     except CkptError:
-        if setup.default_mem_level == "L3":
+        if setup.default_mem_level == TARGET_TABLE[target].off_chip:
             raise
-    off_chip = setup_for(target, "L3", allocator=setup.allocator, weights=setup.weights)
+    off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
     return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ckpt.gvsoc.run import L2Need
+from ckpt.gvsoc.run import OnChipNeed
 from ckpt.replay.report import (
     CheckStatus,
     CodeRunRecord,
@@ -23,7 +23,7 @@ from ckpt.replay.report import (
     record_from_json,
 )
 from ckpt.schedule_file import Schedule
-from ckpt.targets import uses_deeploy
+from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 BASELINE = "baseline"
 NOT_VERIFIED = "not verified"
@@ -58,9 +58,10 @@ class PointRow:
     arena_predicted: int | None      # ckpt's predicted arena at the tiled flow's home level
     home: str | None                 # the tiled flow's home level (Deeploy's default memory level)
     levels: dict[str, LevelMemory]   # the tiled flow per memory level: constants, arena, total the code reserves
-    on_chip: int | None              # what the whole step needs in L2 to run on chip: its code and data, what it
-                                     # allocates there, and (home L3) its constants and arena brought in
-    on_chip_capacity: int | None     # the L2 the chip gives it
+    on_chip: int | None              # what the whole step needs on chip (the target's on-chip level) to run
+                                     # there: its code and data, what it allocates there, and (home off chip) its
+                                     # constants and arena brought in
+    on_chip_capacity: int | None     # the bytes the chip's on-chip level gives it
     persistent_bytes: int | None
     recomputes: int | None
     clones_kept: int | None
@@ -93,7 +94,8 @@ class PointRow:
 
     @property
     def fits_on_chip(self) -> bool | None:
-        """Whether the whole step fits the chip's L2 (None: not known, the step was not built for the chip)."""
+        """Whether the whole step fits the chip's on-chip level (None: not known, the step was not built for the
+        chip)."""
         return None if self.on_chip is None else self.on_chip <= self.on_chip_capacity
 
     @property
@@ -158,19 +160,20 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))
 
 
-def _chip_memory(report: ReplayReport) -> L2Need | None:
+def _chip_memory(report: ReplayReport) -> OnChipNeed | None:
     run = report.gvsoc.get("tiled")
-    return run.l2 if run is not None else None
+    return run.on_chip if run is not None else None
 
 
 def _on_chip(report: ReplayReport, home: str | None) -> int | None:
-    """The whole step in L2: as built for the chip, plus, when its tensors live off chip, its constants and arena
-    there (the L2 tiling buffers stay)."""
-    l2 = _chip_memory(report)
-    if l2 is None or home is None:
+    """The whole step in the chip's on-chip level: as built for the chip, plus, when its tensors live off chip,
+    its constants and arena there (the on-chip tiling buffers stay)."""
+    need = _chip_memory(report)
+    if need is None or home is None:
         return None
-    off_chip = report.memory.levels.get(home) if home != "L2" else None
-    return l2.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
+    chip = TARGET_TABLE.get(report.model.target)
+    off_chip = report.memory.levels.get(home) if chip is None or not chip.is_on_chip(home) else None
+    return need.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
 
 
 def _finite(value: float | None) -> float | None:
@@ -228,7 +231,7 @@ def _gvsoc(gvsoc: GvsocRecord | None, asked: bool) -> tuple[int | None, str | No
         return gvsoc.cycles, f"{gvsoc.errors}/{gvsoc.total}", ""
     if gvsoc.status is SimStatus.FAILED:
         return None, None, f"gvsoc failed: {gvsoc.reason}"
-    return None, None, f"not simulated: {gvsoc.reason}" if asked or gvsoc.l2 is not None else ""
+    return None, None, f"not simulated: {gvsoc.reason}" if asked or gvsoc.on_chip is not None else ""
 
 
 def with_overheads(rows: list[PointRow]) -> list[PointRow]:

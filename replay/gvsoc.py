@@ -21,6 +21,7 @@ from ckpt.gvsoc.kit import GvsocKit, NoKit
 from ckpt.gvsoc.probes import c_name
 from ckpt.gvsoc.run import GvsocRun, NotSimulated, simulate_step
 from ckpt.replay.report import CodeRunRecord, CodeStatus, GvsocRecord, SimStatus
+from ckpt.targets import TARGET_TABLE
 
 
 def not_simulated(flow: str, reason: str) -> GvsocRecord:
@@ -54,15 +55,17 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
     expected, against = (golden, "outputs.npz") if golden else (host_outputs, "the host executor's step")
     progress(f"gvsoc: building the {flow.replace('_', '-')} step for Siracusa and running it on the model")
     log.parent.mkdir(parents=True, exist_ok=True)
-    outcome = simulate_step(code_dir, feeds, expected, sources, kit, _l2_peak(code_run))
+    heap_peak = _on_chip_peak(code_run, TARGET_TABLE[target].on_chip)
+    outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak)
     if isinstance(outcome, NotSimulated):
         status = SimStatus.FAILED if outcome.failed else SimStatus.NOT_SIMULATED
-        return GvsocRecord(flow, status, outcome.reason, l2=outcome.l2)
+        return GvsocRecord(flow, status, outcome.reason, on_chip=outcome.on_chip)
     return _measured(flow, outcome, against, nodes, log, record_time)
 
 
-def _l2_peak(code_run: CodeRunRecord) -> int:
-    use = code_run.stats.levels.get("L2") if code_run.stats else None
+def _on_chip_peak(code_run: CodeRunRecord, level: str) -> int:
+    """The most the code kept allocated at once in the chip's on-chip `level` when it ran on this host."""
+    use = code_run.stats.levels.get(level) if code_run.stats else None
     return use.peak if use is not None else 0
 
 
@@ -70,5 +73,5 @@ def _measured(flow: str, run: GvsocRun, against: str, nodes: list[str], log: Pat
               ) -> GvsocRecord:
     atomic_write(log, run.log)
     return GvsocRecord(flow, SimStatus.MEASURED, None, run.errors, run.total, run.cycles,
-                       node_cycles(run.layers or {}, nodes), against, run.l2, log.name,
+                       node_cycles(run.layers or {}, nodes), against, run.on_chip, log.name,
                        {k: round(v, 3) for k, v in run.seconds.items()} if record_time else None)

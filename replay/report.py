@@ -16,7 +16,7 @@ from ckpt.coderun.run import RuntimeStats
 from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
-from ckpt.gvsoc.run import L2Need
+from ckpt.gvsoc.run import OnChipNeed
 from ckpt.hostexec.compare import VerifyResult, WorstElement
 from ckpt.memory_levels import LevelMemory
 
@@ -256,7 +256,7 @@ class GvsocRecord:
     cycles: int | None = None          # the harness's Runtime: the step on the cluster
     layer_cycles: dict[str, int] = field(default_factory=dict)   # probed cycles per layer, by deployed node name
     expected: str | None = None        # what the harness compared with: outputs.npz, or the host executor's step
-    l2: L2Need | None = None
+    on_chip: OnChipNeed | None = None  # what the step needs on chip, counted before it ran
     log: str | None = None             # gvsoc's output, relative to the replay folder
     seconds: dict[str, float] | None = None
 
@@ -313,7 +313,10 @@ def record_from_json(kind, value):
         return kind(value)
     origin = typing.get_origin(kind)
     if origin is tuple and value is not None:
-        return tuple(value)
+        args = typing.get_args(kind)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(record_from_json(args[0], item) for item in value)
+        return tuple(record_from_json(k, item) for k, item in zip(args, value)) if args else tuple(value)
     if origin in (typing.Union, types.UnionType):
         options = [k for k in typing.get_args(kind) if k is not type(None)]
         if value is None:

@@ -22,7 +22,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
              + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
     if mem.levels and r.deeploy:
         setup = r.deeploy["tiled"].setup
-        lines.append(f"Deeploy tiled ({setup.allocator} allocator, L1 {setup.l1}, L2 {setup.l2}, home "
+        sizes = ", ".join(f"{name} {size}" for name, size in reversed(setup.levels[1:]))   # the chip's levels
+        lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home "
                      f"{setup.default_mem_level}), per level "
                      "static + arena = total:")
         for level, fig in sorted(mem.levels.items()):

@@ -91,7 +91,7 @@ def test_ckpt_arena_is_smaller_than_tetris_and_never_over_a_level(ft2, schedules
     doc = schedules[DEFAULT_SETUP.weights, "0.7"]
     ckpt, tetris = _tiled(ft2.lowered.model, doc), _tiled(ft2.lowered.model, doc, Allocator.TETRIS)
     assert ckpt.arena["L3"] < tetris.arena["L3"]
-    assert all(ckpt.arena[level] <= size for level, size in (("L1", DEFAULT_SETUP.l1), ("L2", DEFAULT_SETUP.l2)))
+    assert all(ckpt.arena[level] <= size for level, size in DEFAULT_SETUP.levels[1:])
 
 
 def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
@@ -121,5 +121,5 @@ def test_deeploys_own_minimalloc_path_runs_ckpts_minimalloc_program(tmp_path, mo
     doc = Schedule(tuple((n.name, 0) for n in lowered.model.graph.node))
     external = _tiled(lowered.model, doc, Allocator.MINIMALLOC)
     inside = _tiled(lowered.model, doc)
-    assert 0 < inside.arena["L3"] <= external.arena["L3"] <= DEFAULT_SETUP.l3   # views take no room in process
-    assert external.arena["L1"] <= DEFAULT_SETUP.l1
+    assert 0 < inside.arena["L3"] <= external.arena["L3"] <= DEFAULT_SETUP.size("L3")   # views take no room
+    assert external.arena["L1"] <= DEFAULT_SETUP.size("L1")

@@ -23,7 +23,7 @@ BASE = CiFigures(entries=200, matched=200, fingerprint="a" * 64, predicted_peak=
                  deeploy_nontiled=600_300, levels=LEVELS, recomputes=20, clones_kept=20, replay_errors=0,
                  golden_errors=0, golden_compared=198_027, heap=640_000,
                  code={"tiled": "0/198027 = graph order", "non_tiled": "0/198027 = graph order"},
-                 code_l3_allocated=3_700_000)
+                 code_home_allocated=3_700_000)
 
 
 def failing(now: CiFigures) -> list[str]:
@@ -52,7 +52,7 @@ def test_the_same_figures_pass_and_each_rule_fails_on_its_own():
     assert failing(code(tiled="failed: the code faulted: mchan: ...")) == ["generated tiled code: Errors"]
     assert failing(code(tiled="not run: no Deeploy v0.2.1 checkout")) == ["generated tiled code: Errors"]
     assert failing(replace(BASE, code={"tiled": BASE.code["tiled"]})) == ["generated non-tiled code: Errors"]
-    assert failing(replace(BASE, code_l3_allocated=3_800_000)) == []                  # shown, not a rule
+    assert failing(replace(BASE, code_home_allocated=3_800_000)) == []                  # shown, not a rule
 
 
 def test_changed_counts_are_shown_but_do_not_fail():

@@ -18,7 +18,7 @@ from ckpt.errors import CkptError
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kit import NoKit, find_compiler, find_kit
 from ckpt.gvsoc.probes import c_name, instrument, layer_cycles
-from ckpt.gvsoc.run import L2Need
+from ckpt.gvsoc.run import OnChipNeed
 from ckpt.gvsoc.sdk import read_cmake_lists, restore_links
 from ckpt.replay.gvsoc import node_cycles, simulate_flow
 from ckpt.replay.report import GvsocRecord, ReplayReport, SimStatus, record_from_json
@@ -154,10 +154,10 @@ def test_pulp_sdk_lists_come_from_deeploys_cmake():
     assert all(not s.startswith("${") for s in lists.c_sources + lists.includes)
 
 
-def test_l2_need_counts_code_data_and_heap():
-    need = L2Need(static=1_000_000, heap=1_000_000, capacity=2_097_152, test_data=300_000, readback=97_152)
+def test_the_on_chip_need_counts_code_data_and_heap():
+    need = OnChipNeed(static=1_000_000, heap=1_000_000, capacity=2_097_152, test_data=300_000, readback=97_152)
     assert need.total == 2_097_152 and need.fits and need.step == 1_700_000
-    assert not L2Need(1_000_000, 1_097_153, 2_097_152).fits
+    assert not OnChipNeed(1_000_000, 1_097_153, 2_097_152).fits
 
 
 @pytest.mark.gvsoc
@@ -189,9 +189,9 @@ def _a_kit():
 
 def test_gvsoc_records_round_trip_through_report_json():
     record = GvsocRecord("tiled", SimStatus.MEASURED, None, 0, 10, 1234, {"a": 1000, "b": 234}, "outputs.npz",
-                         L2Need(100, 200, 2_097_152), "gvsoc-tiled.log", None)
-    back = record_from_json(GvsocRecord, json.loads(json.dumps(record.__dict__ | {"l2": record.l2.__dict__})))
-    assert back == record and back.status is SimStatus.MEASURED and isinstance(back.l2, L2Need)
+                         OnChipNeed(100, 200, 2_097_152), "gvsoc-tiled.log", None)
+    back = record_from_json(GvsocRecord, json.loads(json.dumps(record.__dict__ | {"on_chip": record.on_chip.__dict__})))
+    assert back == record and back.status is SimStatus.MEASURED and isinstance(back.on_chip, OnChipNeed)
     assert "Errors: 0 out of 10" in back.line and "1,234 cycles" in back.line
     assert ReplayReport.__dataclass_fields__["gvsoc"].type == "dict[str, GvsocRecord]"
 

@@ -9,15 +9,17 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from ckpt import targets
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.table import columns, csv_text, json_text, markdown_table, terminal_table
-from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, setup_for
+from ckpt.gvsoc.run import OnChipNeed
 from ckpt.memory_levels import LevelMemory
-from ckpt.pipeline.row import empty_row
+from ckpt.pipeline.row import _on_chip, empty_row
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_LEVEL = "L4"        # a level outside the three every chip here has: a far flash, say
@@ -49,9 +51,63 @@ def test_a_new_level_of_a_target_sizes_its_home(monkeypatch):
                            targets.Level("L2", 3 * targets.MIB, reserved=1000), targets.Level("L1", 64 * targets.KIB)),
                           homes=("L3", "L2"))
     monkeypatch.setitem(targets.TARGET_TABLE, chip.name, chip)
-    assert setup_for("fakechip", "L2").l2 == 3 * targets.MIB - 1000
-    assert setup_for("siracusa", "L2").l2 != setup_for("fakechip", "L2").l2
-    assert chip.level_names[0] == FAKE_LEVEL
+    assert setup_for("fakechip", "L2").size("L2") == 3 * targets.MIB - 1000
+    assert setup_for("siracusa", "L2").size("L2") != setup_for("fakechip", "L2").size("L2")
+    assert chip.level_names[0] == FAKE_LEVEL == setup_for("fakechip").outermost
+    assert setup_for("fakechip").size(FAKE_LEVEL) == 64 * targets.MIB     # a level Deeploy's CI does not size
+
+
+def _sram_chip(monkeypatch) -> targets.Target:
+    """A chip whose levels are named otherwise: DRAM behind it, SRAM on chip (its home when on chip), TCM."""
+    chip = targets.Target("sramchip", "Siracusa",
+                          (targets.Level("DRAM", 16 * targets.MIB), targets.Level("SRAM", 4 * targets.MIB, reserved=96),
+                           targets.Level("TCM", 64 * targets.KIB)),
+                          homes=("DRAM", "SRAM"), on_chip="SRAM")
+    monkeypatch.setitem(targets.TARGET_TABLE, chip.name, chip)
+    return chip
+
+
+def test_an_on_chip_level_of_another_name_sizes_the_deployment(monkeypatch):
+    chip = _sram_chip(monkeypatch)
+    setup = setup_for(chip.name, "SRAM")
+    assert setup.level_names == ("DRAM", "SRAM", "TCM") and setup.default_mem_level == "SRAM"
+    assert setup.size("SRAM") == 4 * targets.MIB - 96 and (setup.outermost, setup.innermost) == ("DRAM", "TCM")
+    assert list(setup.as_dict())[:3] == ["tcm", "sram", "dram"]             # serialised as Deeploy's l1, l2, l3
+    assert chip.off_chip == "DRAM" and chip.is_on_chip("SRAM") and not chip.is_on_chip("DRAM")
+    assert list(DEFAULT_SETUP.as_dict())[:3] == ["l1", "l2", "l3"]
+    with pytest.raises(KeyError):
+        setup.size("L2")
+
+
+def test_the_deeploy_hierarchy_follows_the_setups_levels(monkeypatch):
+    from ckpt.deeploy_bridge.deeploy_run import memory_levels
+
+    _sram_chip(monkeypatch)
+    found = {level.name: (level.neighbourNames, level.size) for level in memory_levels(setup_for("sramchip", "SRAM"))}
+    assert found == {"DRAM": (["SRAM"], 16 * targets.MIB), "SRAM": (["DRAM", "TCM"], 4 * targets.MIB - 96),
+                     "TCM": (["SRAM"], 64 * targets.KIB)}
+    assert [level.neighbourNames for level in memory_levels(DEFAULT_SETUP)] == [["L2"], ["L3", "L1"], ["L2"]]
+
+
+def _report(target: str, home_total: int) -> SimpleNamespace:
+    """The parts of a replay report the on-chip figure reads: the step's on-chip need and the home's figures."""
+    need = OnChipNeed(static=1000, heap=500, capacity=4000, test_data=100)
+    levels = {"DRAM": LevelMemory(arena=home_total - 10, static=10), "SRAM": LevelMemory(arena=200, static=0)}
+    return SimpleNamespace(model=SimpleNamespace(target=target), memory=SimpleNamespace(levels=levels),
+                           gvsoc={"tiled": SimpleNamespace(on_chip=need)})
+
+
+def test_a_step_fits_the_on_chip_level_whatever_its_name(monkeypatch):
+    _sram_chip(monkeypatch)
+    assert _on_chip(_report("sramchip", 3000), "SRAM") == 1400             # home on chip: the step alone
+    assert _on_chip(_report("sramchip", 3000), "DRAM") == 1400 + 3000      # home off chip: its home brought in
+    row = replace(_rows()[0], home="SRAM", on_chip=1400 + 3000, on_chip_capacity=4000)
+    assert row.fits_on_chip is False
+    titles = [title for title, _ in columns([row], "sramchip")]
+    assert "fits SRAM" in titles and "fits L2" not in titles
+    assert "fits L2" in [title for title, _ in columns([row], "siracusa")]
+    table = terminal_table([row], "sramchip")
+    assert "no (+400)" in table and "fits the 4,000 B of SRAM" in table
 
 
 FAKE_TARGET = '''
