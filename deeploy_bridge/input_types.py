@@ -2,7 +2,9 @@
 
 DeeployTest's training runner: float arrays -> float32_t, bool -> uint8_t, integers -> the smallest
 integer type that holds all values (Deeploy's ``minimalIntegerType``, unsigned tried first), no sign
-propagation. npz entries are matched to graph inputs by name, else by position (sorted npz keys, as the
+propagation. npz entries are matched to graph inputs by name; a positional inputs.npz of Deeploy's training
+branch as that branch's runner maps it (hostexec.step_layout: the base arrays fill the inputs that are not
+gradient-accumulation buffers, the buffers are float zeros); else by position (sorted npz keys, as v0.2.1's
 runner does). Without values we fall back to the ONNX element type.
 """
 from __future__ import annotations
@@ -13,7 +15,10 @@ from Deeploy.AbstractDataTypes import PointerClass
 from Deeploy.CommonExtensions import DataTypes
 from Deeploy.CommonExtensions.DataTypes import minimalFloatType, minimalIntegerType
 
+from ckpt.hostexec.step_layout import is_positional, positional_layout
 from ckpt.solver.onnx_loader import data_inputs
+
+from .errors import BridgeError
 
 _ONNX_FALLBACK = {
     onnx.TensorProto.FLOAT: "float32_t",
@@ -57,6 +62,11 @@ def infer_input_types(graph: onnx.GraphProto, values: dict[str, np.ndarray] | No
     by_position: list[np.ndarray | None] = [None] * len(real_inputs)
     if values:
         names = [i.name for i in real_inputs]
+        if is_positional(list(values), names):
+            try:
+                values = positional_layout(graph, values, "inputs.npz").base
+            except ValueError as exc:
+                raise BridgeError(str(exc)) from None
         if all(n in values for n in names):
             by_position = [values[n] for n in names]
         else:

@@ -17,8 +17,9 @@ def collect_transients(ctxt) -> dict[str, int]:
     found: dict[str, int] = {}
     for buf in ctxt.localObjects.values():
         if isinstance(buf, TransientBuffer):
+            size = buf.sizeInBytes      # a method in Deeploy 0.2.1, a property since Deeploy's #160 (devel)
             for node in buf._users:
-                found[node] = found.get(node, 0) + int(buf.sizeInBytes())
+                found[node] = found.get(node, 0) + int(size() if callable(size) else size)
     return dict(sorted(found.items()))
 
 
