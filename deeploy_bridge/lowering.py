@@ -26,7 +26,7 @@ from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
-from .versions import deeploy_version
+from .versions import deeploy_fingerprint, deeploy_version
 
 # Lowered graphs of this process, by cache key and folder: a sweep point's solve, replay and host check share one
 # lowering (and one cache read). The records are shared: callers copy a model before changing it.
@@ -116,7 +116,7 @@ def lower(model_dir_or_onnx_path: ModelLike,
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
     opts = DeployOptions(target=target, setup=replace(DEFAULT_SETUP, n_cores=n_cores), relower=not source.looks_lowered)
     key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
-                                                   "input_types": input_types}, deeploy_version())
+                                                   "input_types": input_types}, deeploy_fingerprint())
     directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
     if not use_cache:
         return _record_from_model(_lowered_model(source, target, n_cores, input_types, opts), target)

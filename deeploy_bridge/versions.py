@@ -19,6 +19,19 @@ def deeploy_version() -> str:
     return "unknown"
 
 
+@lru_cache(maxsize=1)
+def deeploy_fingerprint() -> str:
+    """The installed Deeploy's version and a sha256 over its Python files: a branch of Deeploy installed in place
+    of the release can report the release's version, and must not be served the release's cached results."""
+    spec = importlib.util.find_spec("Deeploy")
+    digest = hashlib.sha256()
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        root = Path(folder)
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return f"{deeploy_version()}+{digest.hexdigest()[:16]}"
+
+
 def has_target_package(name: str) -> bool:
     """True when Deeploy ships the module Deeploy.Targets.<name> (e.g. 'GAP9', 'PULPOpen')."""
     try:

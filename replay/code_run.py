@@ -35,7 +35,7 @@ from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import ConstantPlan
 from ckpt.deeploy_bridge.setup import DeeploySetup
-from ckpt.deeploy_bridge.versions import bridge_fingerprint
+from ckpt.deeploy_bridge.versions import bridge_fingerprint, deeploy_fingerprint
 from ckpt.hostexec.compare import bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import cache_root
@@ -57,7 +57,8 @@ def _reference_key(base: onnx.ModelProto, target: str, setup: DeeploySetup, tile
     toolchain = find_toolchain()
     digest.update(json.dumps({"format": REFERENCE_FORMAT, "target": target, "setup": setup.as_dict(), "tiled": tiled,
                               "kernels": sources.fingerprint, "runtime": runtime_fingerprint(),
-                              "assembly": bridge_fingerprint(), "cc": toolchain.version if toolchain else None},
+                              "assembly": bridge_fingerprint(), "deeploy": deeploy_fingerprint(),
+                              "cc": toolchain.version if toolchain else None},
                              sort_keys=True).encode())
     for name in sorted(feeds):
         digest.update(name.encode() + np.ascontiguousarray(feeds[name]).tobytes())
