@@ -30,10 +30,19 @@ from ckpt.solver.records import SolveOptions
 pytestmark = [needs_models, pytest.mark.deeploy]
 
 
+_DEPLOYED: dict[tuple, object] = {}
+
+
 def _tiled(model, doc: Schedule, allocator: Allocator = Allocator.CKPT, weights: WeightUpdate = DEFAULT_SETUP.weights):
-    with G_LOGGER.suppress(G_LOGGER.ERROR):
-        return deeploy_bridge.deploy(model, ReplayScheduler.of_schedule(doc), "siracusa", tiled=True,
-                                     setup=replace(DEFAULT_SETUP, allocator=allocator, weights=weights))
+    """The tiled deployment's figures, made once per model object, schedule, allocator and weights in this module
+    (the tests read them and never change them; the model is kept with them, so its id names no other)."""
+    key = (id(model), doc.seq, allocator, weights)
+    if key not in _DEPLOYED:
+        with G_LOGGER.suppress(G_LOGGER.ERROR):
+            _DEPLOYED[key] = model, deeploy_bridge.deploy(model, ReplayScheduler.of_schedule(doc), "siracusa",
+                                                          tiled=True, setup=replace(DEFAULT_SETUP, allocator=allocator,
+                                                                                    weights=weights))
+    return _DEPLOYED[key][1]
 
 
 def _predicted_blocks(lowered, doc: Schedule, weights: WeightUpdate) -> set[tuple]:
@@ -114,7 +123,7 @@ def test_deeploys_own_minimalloc_path_runs_ckpts_minimalloc_program(tmp_path, mo
     """Deeploy's runners call $MINIMALLOC_INSTALL_DIR/minimalloc once per layer and level: the program pip
     installs beside ckpt's script answers, and the code it generates reserves no more than the level holds."""
     folder = tmp_path / "mlp"
-    write_example("mlp", folder)
+    write_example("mlp", folder, layers=2, width=16, batch=4)
     lowered = load_for_target(folder, "siracusa").lowered
     monkeypatch.setenv("MINIMALLOC_INSTALL_DIR", str(Path(sys.executable).parent))
     assert os.path.isfile(Path(sys.executable).parent / "minimalloc")

@@ -461,7 +461,7 @@ def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_
     Errors."""
     work = tmp_path / "work"
     work.mkdir()
-    write_example("cct", work / "b1", blocks=1, image_size=8, embed_dim=16, heads=2)
+    write_example("mlp", work / "b1", layers=2, width=16, batch=4)
     assert ckpt("solve", "b1", "--target", "siracusa", "--budget", "1.0", "-o", "b1_seq.json", cwd=work).returncode == 0
     relative = ckpt("replay", "b1_seq.json", "--model", "b1", "-o", "out:1", cwd=work)
     absolute = ckpt("replay", str(work / "b1_seq.json"), "--model", str(work / "b1"), "-o", str(tmp_path / "abs"),
