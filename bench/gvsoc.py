@@ -36,7 +36,7 @@ from ckpt.solver.records import SolveOptions
 from ckpt.targets import TARGET_TABLE
 
 SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
-SMALL = {"blocks": 2, "embed_dim": 16, "heads": 2, "image_size": 8, "conv_channels": 8}
+SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}
 PADS = (68, 260, 1028, 4100)       # bytes of code and of data put before the step's own (not multiples of 64)
 
 

@@ -13,6 +13,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 SHARED_MODELS = paths.shared_models()
 
+# The modules that take longest on two workers (`pytest --durations=0`), longest first. They are collected first,
+# and the README's command (`-n 2 --dist loadscope --no-loadscope-reorder`) hands whole modules to the workers in
+# collection order, so the long ones start first and both workers finish together. Only the order depends on it.
+LONGEST_FIRST = ("test_arena_deeploy", "test_bench_smoke", "test_bounds", "test_sweep_dask", "test_coderun_deeploy",
+                 "test_cli_errors_more", "test_replay_cct", "test_level_total_deeploy", "test_sweep_deeploy",
+                 "test_cli_errors_round3", "test_sweep", "test_bridge", "test_examples", "test_gvsoc_run",
+                 "test_cache_entries", "test_schedule_validity", "test_small_example_code")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))      # stable: each module keeps its order
+
 
 @pytest.fixture(autouse=True)
 def gvsoc_only_where_asked(request, monkeypatch):

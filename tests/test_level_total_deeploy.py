@@ -153,7 +153,7 @@ def test_a_stated_total_fits_even_where_the_layout_of_the_models_answer_misses_i
     refusal states a total a solve at it was checked to fit, and the next solve at it does fit."""
     folder = tmp_path / "cct"
     write_example("cct", folder, blocks=2, conv_channels=32, image_size=16)
-    quick = SolveOptions(backend=BackendOptions(time_limit=20))   # proven or not, a stated total is checked
+    quick = SolveOptions(backend=BackendOptions(time_limit=8))   # proven or not, a stated total is checked
     with pytest.raises(InfeasibleBudget) as refused:
         solve_and_document(total_request(folder, 100 * 1024, options=quick))
     err = refused.value
