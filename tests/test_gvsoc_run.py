@@ -14,7 +14,7 @@ from ckpt.gvsoc.kit import NoKit, find_kit
 
 pytestmark = [pytest.mark.deeploy, pytest.mark.gvsoc, pytest.mark.slow]
 
-SMALL = ["--blocks", "2", "--embed-dim", "16", "--heads", "2", "--image-size", "8", "--conv-channels", "8"]
+SMALL = ["--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "16", "--conv-channels", "8"]
 
 
 def _ckpt(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -17,10 +17,10 @@ pytestmark = pytest.mark.deeploy
 
 @pytest.fixture(scope="module")
 def cct1(tmp_path_factory):
-    """Two narrow blocks and a narrow tokenizer: the blocks' activations, not one conv, set the peak, so 0.8 of it
-    needs recomputes (the graph the other Deeploy tests use: one lowering per session)."""
+    """A narrow block and a narrow tokenizer: the block's activations, not one conv, set the peak, so 0.8 of it
+    needs recomputes (the graph the code-run and gvsoc tests use: one lowering per session)."""
     folder = tmp_path_factory.mktemp("cct1")
-    write_example("cct", folder, blocks=2, embed_dim=32, heads=2, image_size=16, conv_channels=8)
+    write_example("cct", folder, blocks=1, embed_dim=32, heads=2, image_size=16, conv_channels=8)
     return folder
 
 

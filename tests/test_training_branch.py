@@ -7,8 +7,10 @@ import pytest
 from cli_support import ckpt_here
 from onnx import TensorProto, helper
 
+from ckpt.deeploy_bridge.input_types import infer_input_types
 from ckpt.hostexec.step_layout import is_positional, positional_layout
 from ckpt.paths import optimizer_graph
+from ckpt.solver.onnx_loader import data_inputs, read_model
 
 CONV_NETS = ["resnet8_train", "dscnn_train"]
 
@@ -170,3 +172,20 @@ def test_replay_checks_a_conv_net_schedule_through_the_whole_step(shared_models:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "golden (device harness rule): Errors: 0 out of 2736" in result.stdout
     assert "vs graph order: bit-identical" in result.stdout
+
+
+@pytest.mark.parametrize("name", CONV_NETS)
+def test_deeploy_types_the_gradient_buffers_of_positional_step_data_as_float(shared_models: Path, name):
+    """Deeploy's types for the graph inputs come from the step data as the branch's harness maps it: the
+    gradient-accumulation buffers are float zeros (typed from the mini-batch arrays by sorted key, they were
+    uint8_t, and InPlaceAccumulatorV2 found no binding)."""
+    folder = shared_models / name
+    graph = read_model(folder / "network.onnx").graph
+    with np.load(folder / "inputs.npz") as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    types = infer_input_types(graph, arrays)
+    inputs = [i.name for i in data_inputs(graph)]
+    buffers = [f"input_{i}" for i, n in enumerate(inputs) if n.endswith("accumulation.buffer")]
+    assert buffers and all(types[b] == "float32_t" for b in buffers)
+    labels = [f"input_{i}" for i, n in enumerate(inputs) if "label" in n.lower() or "target" in n.lower()]
+    assert all(types[b] != "float32_t" for b in labels)
