@@ -48,6 +48,7 @@ from ckpt.deeploy_bridge.setup import (
 )
 from ckpt.errors import CkptError, ExitCode
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
+from ckpt.targets import uses_deeploy
 
 
 @click.group(context_settings=CONTEXT)
@@ -266,6 +267,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
     from ckpt.replay.summary import failure_line, summary_lines
+    from ckpt.replay.verification import refuse_positional_on_deeploy
     from ckpt.schedule_file import read_schedule
 
     solved = read_schedule(schedule)
@@ -286,7 +288,10 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                             deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
                                               weights=chosen), steps=steps, optimizer=optimizer)
-    result = replay_schedule(schedule, model_or_default(model), folder, options, progress)
+    model = model_or_default(model)
+    if not no_verify and uses_deeploy(schedule_target(solved, target)):
+        refuse_positional_on_deeploy(model)
+    result = replay_schedule(schedule, model, folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
     failed = failure_line(result)

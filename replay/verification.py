@@ -156,7 +156,9 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     try:
         arrays = read_npz(inputs)
         names = [i.name for i in original.graph.input if i.name not in {t.name for t in original.graph.initializer}]
-        if io_names is None and is_positional(list(arrays), names):
+        if is_positional(list(arrays), names):
+            if io_names is not None:
+                raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
             return _positional_data(model_dir, original, arrays, outputs, optimizer)
         feeds = {io.get(k, k): v for k, v in feeds_from_npz(original, inputs).items()}
         golden = {io.get(k, k): v for k, v in golden_from_npz(original, outputs).items()} \
@@ -165,6 +167,22 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
         raise CkptError(f"npz files in '{model_dir}' do not fit the model ({exc})",
                         "regenerate inputs.npz/outputs.npz for this network.onnx") from None
     return StepData(feeds, golden, {v: k for k, v in io.items()})
+
+
+POSITIONAL_ON_DEEPLOY = ("the step data is positional (Deeploy's training branch): ckpt runs that step on the host on "
+                         "the ONNX graph, not on a Deeploy target's lowered graph")
+POSITIONAL_WAY_OUT = "check it with --target none, or replay with --no-verify"
+
+
+def refuse_positional_on_deeploy(model: str | Path) -> None:
+    """Refuse, before any work, a host check of a Deeploy target's lowered graph fed positional step data."""
+    folder = model_path(model).parent
+    inputs = model_files(folder)[1]
+    if inputs.is_file():
+        original = read_model(model)
+        names = [i.name for i in original.graph.input if i.name not in {t.name for t in original.graph.initializer}]
+        if is_positional(list(read_npz(inputs)), names):
+            raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
 
 
 def check_step_data(model: str | Path) -> None:

@@ -189,3 +189,17 @@ def test_deeploy_types_the_gradient_buffers_of_positional_step_data_as_float(sha
     assert buffers and all(types[b] == "float32_t" for b in buffers)
     labels = [f"input_{i}" for i, n in enumerate(inputs) if "label" in n.lower() or "target" in n.lower()]
     assert all(types[b] != "float32_t" for b in labels)
+
+
+def test_a_replay_on_a_deeploy_target_of_positional_step_data_is_refused_before_any_work(shared_models: Path,
+                                                                                          tmp_path: Path):
+    """The host check of positional step data runs on the ONNX graph: a replay that would check a Deeploy
+    target's lowered graph with it says so in one line, with the way out, before lowering anything."""
+    schedule = tmp_path / "seq.json"
+    assert ckpt_here("solve", str(shared_models / "dscnn_train"), "--target", "none", "--budget", "0.9",
+                     "-o", str(schedule)).returncode == 0
+    run = ckpt_here("replay", str(schedule), "--model", str(shared_models / "dscnn_train"), "--target", "siracusa",
+                    "--force", "-o", str(tmp_path / "out"))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1 and "positional" in lines[0] and "--no-verify" in lines[0]
+    assert not (tmp_path / "out").exists()
