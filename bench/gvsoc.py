@@ -8,6 +8,8 @@ code moves the cycles: the graph order's step built N more times with its code a
 bytes (gvsoc.step's pad), the spread of the step's cycles and the largest change of one layer's.
 Run: python bench/gvsoc.py [--model DIR] [--range 0.7:0.9] [--noise 2] [--jobs N] [--outdir DIR] [--smoke]
 (--smoke: a small CCT example, the baseline and one point, no noise runs). Skips, saying why, without gvsoc.
+The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
+calibrated ones, the change of every other probed layer and the change outside the probes.
 """
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ from ckpt.examples import write_example
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.paths import shared_models
+from ckpt.replay.report import ReplayReport, SimStatus
 from ckpt.replay.run import ReplayOptions
 from ckpt.replay.verification import step_data
+from ckpt.schedule_file import clone_of
 from ckpt.solver.backends import BackendOptions
 from ckpt.solver.onnx_loader import read_model
 from ckpt.solver.records import SolveOptions
@@ -62,6 +66,35 @@ def points_table(result) -> None:
         print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {row.cycles or '-'} | "
               f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | {ratio} | "
               f"{row.errors} | {'-' if seconds is None else f'{seconds:.1f}'} |")
+
+
+def gap_table(result) -> None:
+    """Where each point's measured cycles part from the prediction (measured - predicted = the clones' cycles over
+    their originals' calibrated ones + the change of every other probed layer + the change outside the probes)."""
+    def tiled(label: str):
+        path = result.outdir / "points" / label / "replay" / "report.json"
+        run = ReplayReport.read(path).gvsoc.get("tiled") if path.is_file() else None
+        return run if run is not None and run.status is SimStatus.MEASURED and run.layer_cycles else None
+
+    base = tiled("baseline")
+    if base is None:
+        return
+    print("\n| point | measured - predicted | clones over their originals | other layers | outside the probes | "
+          "largest clone excess (cycles, % of its original) | that clone |")
+    print("|---|---|---|---|---|---|---|")
+    for row in result.rows:
+        run = tiled(row.label) if row.label != "baseline" and row.cycles and row.cycles_predicted else None
+        if run is None:
+            continue
+        excess = {name: cycles - base.layer_cycles.get(clone_of(name)[0], cycles)
+                  for name, cycles in run.layer_cycles.items() if clone_of(name)}
+        others = sum(c - base.layer_cycles[n] for n, c in run.layer_cycles.items() if n in base.layer_cycles)
+        outside = (run.cycles - sum(run.layer_cycles.values())) - (base.cycles - sum(base.layer_cycles.values()))
+        name, worst = max(excess.items(), key=lambda kv: abs(kv[1]), default=("-", 0))
+        original = base.layer_cycles.get(clone_of(name)[0]) if clone_of(name) else None
+        share = f"{100.0 * worst / original:+.1f}%" if original else "-"
+        print(f"| {row.label} | {row.cycles - row.cycles_predicted} | {sum(excess.values())} | {others} | "
+              f"{outside} | {worst} ({share}) | {name[:60]} |")
 
 
 def noise_table(model: str, target: str, count: int, kit, sources) -> None:
@@ -112,6 +145,7 @@ def main() -> int:
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
         print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}); {result.seconds:.0f} s in all\n")
         points_table(result)
+        gap_table(result)
         if args.noise:
             noise_table(model, "siracusa", args.noise, kit, sources)
     return 1 if result.failed else 0

@@ -46,7 +46,8 @@ DEEPLOY = [
     Smoke("level_total", args=("--home", "L2"), rows=2,
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
 ]
-GVSOC = [Smoke("gvsoc", rows=2, shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |"))]
+GVSOC = [Smoke("gvsoc", rows=3,
+               shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |"))]
 
 
 def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
