@@ -10,7 +10,7 @@ import pytest
 from conftest import SHARED_MODELS as MODELS
 from onnx import helper
 
-from ckpt.hostexec.compare import bit_identical, compare_outputs
+from ckpt.hostexec.compare import TRAINING_HARNESS_TOLERANCE, bit_identical, compare_outputs
 from ckpt.hostexec.executor import (
     HostExecutor,
     OrderError,
@@ -255,3 +255,15 @@ def test_bit_identical_compares_bytes_including_nan_positions():
     assert bit_identical(a, b) == ["only_a", "only_b", "y"]
     assert bit_identical({"x": np.array([np.nan, 1.0])}, {"x": np.array([1.0, np.nan])}) == ["x"]
     assert bit_identical({"x": np.array([1.0, 2.0])}, {"x": np.array([1.0, 2.0 + 1e-16 * 4])}) == ["x"]
+
+
+def test_the_training_branchs_step_is_counted_with_its_harness_tolerance():
+    """deeploytraintest.c: |diff| > TRAINING_TOLERANCE_ABS (1e-3 by default) is an error; 1e-4 is
+    deeploytest.c's rule for the one-step graphs."""
+    golden = {"w": np.zeros(3, np.float32)}
+    near = {"w": np.array([5e-4, -9e-4, 0.0], np.float32)}
+    assert compare_outputs(near, golden).errors == 2
+    relaxed = compare_outputs(near, golden, tolerance=TRAINING_HARNESS_TOLERANCE)
+    assert relaxed.errors == 0 and "|diff| > 0.001" in relaxed.format()
+    assert compare_outputs({"w": np.array([2e-3, 0, 0], np.float32)}, golden,
+                           tolerance=TRAINING_HARNESS_TOLERANCE).errors == 1
