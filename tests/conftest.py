@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from ckpt import paths
 from ckpt.coderun.sources import NoSources, find_sources
@@ -12,6 +13,12 @@ from ckpt.errors import CkptError
 sys.path.insert(0, str(Path(__file__).parent))
 
 SHARED_MODELS = paths.shared_models()
+
+# Property tests draw the same examples on every run (a run's time and verdict do not depend on the draw);
+# HYPOTHESIS_PROFILE=explore draws new ones.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # The modules that take longest on two workers (`pytest --durations=0`), longest first. They are collected first,
 # and the README's command (`-n 2 --dist loadscope --no-loadscope-reorder`) hands whole modules to the workers in

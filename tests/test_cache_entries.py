@@ -105,8 +105,8 @@ def test_spoilt_lowered_graphs_kernel_libraries_and_references_are_made_again(ca
     """A lowered graph of another model copied over this one's entry, a kernel library cut short and a reference
     emptied: the replay lowers, builds and runs again, and says what it said with a sound cache."""
     one, other = tmp_path / "one", tmp_path / "other"
-    write_example("cct", one, blocks=1, image_size=8, embed_dim=16, heads=2)
-    write_example("cct", other, blocks=1, image_size=8, embed_dim=32, heads=2)
+    write_example("mlp", one, layers=2, width=16, batch=4)
+    write_example("mlp", other, layers=2, width=32, batch=4)
     schedule = tmp_path / "seq.json"
     assert run("inspect", str(other), "--target", "siracusa")[0] == 0
     assert run("solve", str(one), "--target", "siracusa", "--budget", "1.0", "-o", str(schedule))[0] == 0
