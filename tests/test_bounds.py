@@ -234,7 +234,7 @@ def test_a_proven_infeasible_budget_states_a_floor_above_it(tmp_path):
     budget = int(0.3 * base.graph_order_peak)
     assert budget > base.lower_bound
     with pytest.raises(InfeasibleBudget) as refused:
-        solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=30)))
+        solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=15)))
     assert refused.value.proven, str(refused.value)
     found = re.search(r"smallest feasible budget is (?:between )?(\d+)", str(refused.value))
     assert found is not None and int(found.group(1)) > budget, str(refused.value)
