@@ -48,7 +48,7 @@ from ckpt.deeploy_bridge.setup import (
 )
 from ckpt.errors import CkptError, ExitCode
 from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
-from ckpt.targets import uses_deeploy
+from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 
 @click.group(context_settings=CONTEXT)
@@ -118,7 +118,6 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.solver.backends import BackendOptions
     from ckpt.solver.budget import parse_budget, parse_total
     from ckpt.solver.records import SolveOptions
-    from ckpt.targets import TARGET_TABLE
 
     check_output_file(output)
     weights = tiled_weights(weights, target, flow)

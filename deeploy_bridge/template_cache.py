@@ -50,9 +50,4 @@ def _compile_text_once(template, text, filename):
     return found
 
 
-def compiled_texts() -> int:
-    """How many distinct texts are held compiled."""
-    return len(_compiled)
-
-
 mako_template._compile_text = _compile_text_once

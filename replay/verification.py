@@ -45,7 +45,7 @@ from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, few
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.schedule_file import Schedule, clone_of
-from ckpt.solver.onnx_loader import model_path, optimizer_path, read_model
+from ckpt.solver.onnx_loader import data_inputs, model_path, optimizer_path, read_model
 from ckpt.targets import uses_deeploy
 
 
@@ -156,7 +156,7 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     io = io_names or {}
     try:
         arrays = read_npz(inputs)
-        names = [i.name for i in original.graph.input if i.name not in {t.name for t in original.graph.initializer}]
+        names = [i.name for i in data_inputs(original.graph)]
         if is_positional(list(arrays), names):
             if io_names is not None:
                 raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
@@ -181,7 +181,7 @@ def refuse_positional_on_deeploy(model: str | Path) -> None:
     inputs = model_files(folder)[1]
     if inputs.is_file():
         original = read_model(model)
-        names = [i.name for i in original.graph.input if i.name not in {t.name for t in original.graph.initializer}]
+        names = [i.name for i in data_inputs(original.graph)]
         if is_positional(list(read_npz(inputs)), names):
             raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
 
