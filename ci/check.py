@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ckpt.ci.figures import CiFigures, Comparison, compare
-from ckpt.coderun.sources import installed_version
+from ckpt.coderun.sources import checkout_name
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_output_file
 from ckpt.paths import NETWORK, shared_models
@@ -71,7 +71,7 @@ def measure(case: CiCase, model_dir: Path, outdir: Path, progress=lambda msg: No
     stopping the replay; under 90% of entries matching still stops it (a CkptError naming the missing nodes). The
     code is built with the Deeploy checkout beside the models folder ($CKPT_DEEPLOY_ROOT first, as everywhere).
     """
-    beside = model_dir.parent.parent / f"deeploy-v{installed_version()}"     # the checkout beside the models
+    beside = model_dir.parent.parent / checkout_name()     # the checkout beside the models
     options = ReplayOptions(target=case.target, force=True, verify=True,
                             deeploy_root=beside if beside.is_dir() else None)
     result = replay_schedule(case.schedule, model_dir, outdir, options, progress)

@@ -171,17 +171,19 @@ def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
 def _build_library(sources: KernelSources, toolchain: Toolchain, config: BuildConfig, out: Path
                    ) -> tuple[list[str], list[str]]:
     flags = [*OPTIMISE, *config.sanitizer.flags, *config.defines(), *_includes(sources)]
-    files = [f for f in sources.kernel_files() if f.name not in DEVICE_ONLY]
+    units = [(f, own) for f, own in sources.kernel_units() if f.name not in DEVICE_ONLY]
+    files = [f for f, _ in units]
 
-    def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    def compile_one(index: int, unit: tuple[Path, tuple[str, ...]]) -> tuple[Path, subprocess.CompletedProcess]:
+        source, own = unit
         obj = out / f"k{index:03d}_{source.stem}.o"
-        done = subprocess.run([toolchain.cc, *flags, "-c", str(source), "-o", str(obj),
+        done = subprocess.run([toolchain.cc, *flags, *own, "-c", str(source), "-o", str(obj),
                                "-aux-info", str(obj.with_suffix(".aux"))],
                                capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        built = list(pool.map(compile_one, range(len(files)), files))
+        built = list(pool.map(compile_one, range(len(units)), units))
     skipped, objects, prototypes = [], [], []
     for source, (obj, done) in zip(files, built):
         if done.returncode != 0:

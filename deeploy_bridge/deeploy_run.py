@@ -36,7 +36,7 @@ from .records import StageTimings
 from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
-from .versions import deeploy_version
+from .versions import deeploy_label
 
 _RUNS = 0
 SCRATCH_PREFIX = "ckpt_deeploy_"   # + the process id: scratch of a process that died is recognised and removed
@@ -154,7 +154,7 @@ def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
     what = f"op {op}" if op else "a node"
     extra = f"; ops without mapping: {', '.join(unmapped)} (lower with a Deeploy that maps them, or solve with " \
         "--target none)" if unmapped else ""
-    return BridgeError(f"Deeploy {deeploy_version()} {opts.target} parsing failed at {what}{extra}")
+    return BridgeError(f"Deeploy {deeploy_label()} {opts.target} parsing failed at {what}{extra}")
 
 
 FOLDED_OPS = frozenset({"Constant", "Shape", "Identity"})   # Deeploy's front end folds these: they need no mapping

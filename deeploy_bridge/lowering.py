@@ -26,7 +26,7 @@ from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
-from .versions import deeploy_fingerprint, deeploy_version
+from .versions import deeploy_fingerprint, deeploy_label
 
 # Lowered graphs of this process, by cache key and folder: a sweep point's solve, replay and host check share one
 # lowering (and one cache read). The records are shared: callers copy a model before changing it.
@@ -66,7 +66,7 @@ def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredG
             meta = json.loads(prop.value)
     return LoweredGraph(model=model,
                         target=target,
-                        deeploy_version=meta.get("deeploy_version", deeploy_version()),
+                        deeploy_version=deeploy_label(),     # the cache is keyed by the installed Deeploy's files
                         aliases=meta.get("aliases", {}),
                         alias_ops=meta.get("alias_ops", {}),
                         io_names=meta.get("io_names", {}),
@@ -87,7 +87,7 @@ def _lower_none(source) -> LoweredGraph:
     graph = source.model.graph
     names = {n.name: n.name for n in graph.node}
     io = {v.name: v.name for v in list(graph.input) + list(graph.output)}
-    return LoweredGraph(model=source.model, target="none", deeploy_version=deeploy_version(), io_names=io,
+    return LoweredGraph(model=source.model, target="none", deeploy_version=deeploy_label(), io_names=io,
                         node_names=names)
 
 
@@ -148,7 +148,7 @@ def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: D
         aliases, alias_ops = collect_aliases(deployer.ctxt, deployer.graph)
         types = bound_types(deployer.ctxt)
         meta = {
-            "deeploy_version": deeploy_version(),
+            "deeploy_version": deeploy_label(),
             "target": target,
             "n_cores": n_cores,
             "aliases": aliases,

@@ -49,7 +49,7 @@ from .scheduler import Order, make_scheduler
 from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from .sources import ModelLike, load_source
 from .tiled_lifetimes import capture_memory_map, lifetime_peaks
-from .versions import deeploy_version
+from .versions import deeploy_label
 from .write_back import WriteBack, write_back_code, write_back_plan
 
 
@@ -219,7 +219,7 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
         calls = log.calls
     dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
     worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
-    return MemoryFigures(target=target, deeploy_version=deeploy_version(), tiled=tiled,
+    return MemoryFigures(target=target, deeploy_version=deeploy_label(), tiled=tiled,
                          order=list(d.layerBinding.keys()), layers=len(d.layerBinding), worst_case=worst,
                          dynamic_peak=dynamic,
                          arena=dict(worst) if tiled else {}, static=_static_bytes(run, worst.keys() if tiled else ()),

@@ -23,7 +23,7 @@ from Deeploy.Targets.PULPOpen.Platform import (
 from .errors import BridgeError
 from .in_place import InPlacePULPDeployer
 from .setup import DEEPLOY_TARGETS
-from .versions import deeploy_version, has_target_package
+from .versions import deeploy_label, has_target_package
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _siracusa(n_cores: int) -> TargetParts:
 def _gap9_module(name: str):
     """GAP9 exists only in newer (devel) Deeploy, so it is imported by name when asked for, never at load."""
     if not has_target_package("GAP9"):
-        raise BridgeError(f"Deeploy {deeploy_version()} has no GAP9 target (no Deeploy.Targets.GAP9); "
+        raise BridgeError(f"Deeploy {deeploy_label()} has no GAP9 target (no Deeploy.Targets.GAP9); "
                           "install a Deeploy with GAP9 and training-op mappings")
     return importlib.import_module(f"Deeploy.Targets.GAP9.{name}")
 
@@ -62,7 +62,7 @@ def _gap9(n_cores: int) -> TargetParts:
         optimizer = getattr(platform_mod, "GAP9Optimizer", None) or PULPOptimizer
         deployer_cls = deployer_mod.GAP9Deployer
     except AttributeError as exc:
-        raise BridgeError(f"Deeploy {deeploy_version()} GAP9 target lacks an expected class: {exc}") from None
+        raise BridgeError(f"Deeploy {deeploy_label()} GAP9 target lacks an expected class: {exc}") from None
     platform = copy.copy(platform_cls())
     engine_cls = type(platform.engines[0])
     for engine in platform.engines:

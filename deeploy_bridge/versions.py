@@ -1,22 +1,15 @@
-"""Which Deeploy is installed and which targets it offers, so errors can name the exact version."""
+"""Which Deeploy is installed (ckpt.deeploy_identity), its files' fingerprint, and which targets it offers."""
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label, deeploy_version
 
-@lru_cache(maxsize=1)
-def deeploy_version() -> str:
-    """Version of the installed Deeploy distribution (PyPI name deeploy-pulp), or 'unknown'."""
-    for dist in ("deeploy-pulp", "deeploy", "Deeploy"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return "unknown"
+__all__ = ["Flavour", "deeploy_flavour", "deeploy_label", "deeploy_version", "deeploy_fingerprint",
+           "has_target_package", "bridge_fingerprint"]
 
 
 @lru_cache(maxsize=1)

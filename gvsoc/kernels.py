@@ -89,17 +89,19 @@ def device_kernels(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores
 
 def _build(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int, out: Path) -> None:
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", *include_flags(sources)]
-    files = sources.kernel_files()
+    units = sources.kernel_units()
+    files = [f for f, _ in units]
 
-    def compile_one(index: int, source: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    def compile_one(index: int, unit: tuple[Path, tuple[str, ...]]) -> tuple[Path, subprocess.CompletedProcess]:
+        source, own = unit
         obj = out / f"k{index:03d}_{source.parent.parent.name}_{source.stem}.o"
-        done = subprocess.run([str(kit.compiler.cc), *flags, "-c", str(source), "-o", str(obj),
+        done = subprocess.run([str(kit.compiler.cc), *flags, *own, "-c", str(source), "-o", str(obj),
                                "-aux-info", str(obj.with_suffix(".aux"))],
                                capture_output=True, text=True, errors="replace")
         return obj, done
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        built = list(pool.map(compile_one, range(len(files)), files))
+        built = list(pool.map(compile_one, range(len(units)), units))
     objects, skipped, prototypes = [], [], []
     for source, (obj, done) in zip(files, built):
         if done.returncode != 0:

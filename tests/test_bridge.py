@@ -15,6 +15,7 @@ from conftest import SHARED_MODELS as MODELS
 from ckpt.deeploy_bridge import (
     BridgeError,
     LoweredGraph,
+    deeploy_label,
     deeploy_memory,
     deeploy_version,
     generate_code,
@@ -66,7 +67,7 @@ def test_lowered_graph_shape(request, which, nodes, n_aliases, alias_ops):
     lg: LoweredGraph = request.getfixturevalue(which)
     g = lg.model.graph
     assert len(g.node) == nodes
-    assert lg.target == "siracusa" and lg.deeploy_version == deeploy_version()
+    assert lg.target == "siracusa" and lg.deeploy_version == deeploy_label()
     names = [n.name for n in g.node]
     assert len(set(names)) == len(names)
     assert set(lg.node_order) == set(names)

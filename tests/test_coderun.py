@@ -106,10 +106,10 @@ def test_a_checkout_of_other_kernels_is_refused_in_one_line(sources, tmp_path, m
     relu = copy / "TargetLibraries" / "PULPOpen" / "src" / "Relu.c"
     relu.write_text(relu.read_text() + "\n/* edited */\n")
     monkeypatch.setenv("CKPT_DEEPLOY_ROOT", str(copy))
-    with pytest.raises(CkptError, match=r"\$CKPT_DEEPLOY_ROOT .* are not those of deeploy-pulp 0\.2\.1 .*check "
-                                        r"out tag v0\.2\.1") as refused:
+    with pytest.raises(CkptError, match=r"\$CKPT_DEEPLOY_ROOT .* are not those of Deeploy 0\.2\.1 \(release\) .*"
+                                        r"a Deeploy checkout at tag v0\.2\.1") as refused:
         find_sources()
     assert "\n" not in str(refused.value)
     monkeypatch.setenv("CKPT_DEEPLOY_ROOT", str(tmp_path / "nothing"))
-    with pytest.raises(CkptError, match="holds no Deeploy kernels"):
+    with pytest.raises(CkptError, match=r"holds no TargetLibraries/PULPOpen/inc: not the kernels of Deeploy"):
         find_sources()

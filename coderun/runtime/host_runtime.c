@@ -387,6 +387,19 @@ void ckpt_mchan_transfer(uint32_t cmd, void *loc, void *ext, uint32_t ext_size_1
   ckpt_counters.dma_bytes += len;
 }
 
+void pi_cl_dma_memcpy(pi_cl_dma_copy_t *copy) {
+  (void)copy;
+  ckpt_fault("pi_cl_dma_memcpy: PMSIS's cluster DMA is not modelled here (Deeploy's kernels use mchan)");
+}
+void pi_cl_dma_memcpy_2d(pi_cl_dma_copy_2d_t *copy) {
+  (void)copy;
+  ckpt_fault("pi_cl_dma_memcpy_2d: PMSIS's cluster DMA is not modelled here (Deeploy's kernels use mchan)");
+}
+void pi_cl_dma_wait(void *copy) {
+  (void)copy;
+  ckpt_fault("pi_cl_dma_wait: PMSIS's cluster DMA is not modelled here (Deeploy's kernels use mchan)");
+}
+
 /* ------------------------------------------------------------------ files (the device's flash file system) */
 
 static const char *file_dirs(void) {

@@ -60,7 +60,7 @@ int pi_cluster_id(void);
 int pi_cl_cluster_nb_cores(void);
 int pi_cl_team_nb_cores(void);
 void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg);
-void pi_cl_team_barrier(void);
+void pi_cl_team_barrier(); /* no prototype, as PMSIS declares it: the training branch's kernels pass it a 0 */
 
 /* L1 / L2 allocation */
 void *pmsis_l1_malloc(uint32_t size);
@@ -87,6 +87,20 @@ void ckpt_mchan_transfer(uint32_t cmd, void *loc, void *ext, uint32_t ext_size_1
 uint32_t ckpt_mchan_channel_alloc(void);
 void ckpt_mchan_channel_free(uint32_t channel);
 int ckpt_mchan_channel_busy(uint32_t channel);
+
+/* The cluster DMA as PMSIS offers it (pulp-trainlib's USE_DMA path, which Deeploy's kernels never take):
+ * declared so that library compiles; run, it is a fault (host_runtime.c). */
+typedef enum { PI_CL_DMA_DIR_LOC2EXT = 0, PI_CL_DMA_DIR_EXT2LOC = 1 } pi_cl_dma_dir_e;
+typedef struct {
+  uint32_t ext, loc, size, stride, length;
+  pi_cl_dma_dir_e dir;
+  int merge;
+  uint32_t id;
+} pi_cl_dma_copy_t;
+typedef pi_cl_dma_copy_t pi_cl_dma_copy_2d_t;
+void pi_cl_dma_memcpy(pi_cl_dma_copy_t *copy);
+void pi_cl_dma_memcpy_2d(pi_cl_dma_copy_2d_t *copy);
+void pi_cl_dma_wait(void *copy);
 
 /* A fault of the code under test: print it and stop (exit status 3). */
 void ckpt_fault(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
