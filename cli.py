@@ -266,7 +266,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
     from ckpt.replay.summary import failure_line, summary_lines
-    from ckpt.replay.verification import refuse_positional_on_deeploy
+    from ckpt.replay.verification import check_split_step
     from ckpt.schedule_file import read_schedule
 
     solved = read_schedule(schedule)
@@ -288,8 +288,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
                                               weights=chosen), steps=steps, optimizer=optimizer)
     model = model_or_default(model)
-    if not no_verify and uses_deeploy(schedule_target(solved, target)):
-        refuse_positional_on_deeploy(model)
+    if uses_deeploy(schedule_target(solved, target)):
+        check_split_step(model, optimizer)
     result = replay_schedule(schedule, model, folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)

@@ -218,3 +218,43 @@ def build_step(code_dir: Path, sources: KernelSources, toolchain: Toolchain, con
     if done.returncode != 0:
         raise BuildError(f"the generated code does not build: {_first_error(done.stderr)}")
     return out
+
+
+TRAIN_HARNESS_DIR = "DeeployTest/Platforms/Siracusa"
+TRAIN_HARNESS = ("src/deeploytraintest.c", "src/CycleCounter.c")
+HARNESS_AS_IS = ("-Wno-pointer-to-int-cast", "-Wno-int-to-pointer-cast")   # it tells L3 pointers by their value
+
+
+def training_harness_missing(sources: KernelSources) -> str | None:
+    """Why the checkout cannot give the training harness, or None."""
+    folder = sources.root / TRAIN_HARNESS_DIR
+    missing = [f for f in TRAIN_HARNESS if not (folder / f).is_file()]
+    return f"the Deeploy checkout {sources.root} has no {TRAIN_HARNESS_DIR}/{missing[0]} (the training branch's " \
+        "harness)" if missing else None
+
+
+def build_training_step(code_dir: Path, data_dir: Path, sources: KernelSources, toolchain: Toolchain,
+                        config: BuildConfig, library: KernelLibrary, out: Path) -> Path:
+    """Compile a split step's two networks (TrainingNetwork.c, OptimizerNetwork.c) with the training branch's
+    harness as it is (deeploytraintest.c, CycleCounter.c, its data in `data_dir`) and ckpt's host side of it
+    (runtime/host_train.c) into the executable `out`; BuildError if it fails."""
+    harness = sources.root / TRAIN_HARNESS_DIR
+    common = [*config.sanitizer.flags, *config.defines(),
+              *_includes(sources, code_dir, data_dir, harness / "inc", library.folder)]
+    networks = [code_dir / name for name in ("TrainingNetwork.c", "OptimizerNetwork.c") if (code_dir / name).is_file()]
+    units = [(source, [*GLUE, *STRICT, "-include", str(library.prelude)]) for source in networks]
+    units += [(harness / f, [*GLUE, *HARNESS_AS_IS]) for f in TRAIN_HARNESS]
+    units += [(RUNTIME / "host_train.c", [*GLUE, *STRICT])]
+    objects = []
+    for source, flags in units:
+        obj = out.parent / f"{source.stem}.o"
+        done = subprocess.run([toolchain.cc, *flags, *common, "-c", str(source), "-o", str(obj)],
+                              capture_output=True, text=True, errors="replace")
+        if done.returncode != 0:
+            raise BuildError(f"{source.name} does not build: {_first_error(done.stderr)}")
+        objects.append(str(obj))
+    done = subprocess.run([toolchain.cc, *config.sanitizer.flags, *objects, str(library.archive), "-lm", "-pthread",
+                           "-o", str(out)], capture_output=True, text=True, errors="replace")
+    if done.returncode != 0:
+        raise BuildError(f"the training step does not link: {_first_error(done.stderr)}")
+    return out

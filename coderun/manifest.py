@@ -16,6 +16,7 @@ from ckpt.errors import CkptError
 from ckpt.files import write_json
 
 MANIFEST = "io.json"
+OPTIMIZER_MANIFEST = "io-optimizer.json"     # a split step's optimizer network, beside its train network's io.json
 C_TYPES = {"float32_t": np.float32, "float64_t": np.float64, "int8_t": np.int8, "uint8_t": np.uint8,
            "int16_t": np.int16, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32,
            "int64_t": np.int64, "uint64_t": np.uint64}
@@ -46,17 +47,26 @@ class CodeManifest:
     l3_bytes: int              # the L3 size of the memory hierarchy it was generated for
     inputs: tuple[Port, ...]
     outputs: tuple[Port, ...]
+    network: str = "Network"   # the code's files: <network>.c/.h (TrainingNetwork, OptimizerNetwork: a split step)
+
+    @property
+    def file_name(self) -> str:
+        return OPTIMIZER_MANIFEST if self.network == "OptimizerNetwork" else MANIFEST
 
     def write(self, code_dir: Path) -> None:
-        write_json(Path(code_dir) / MANIFEST, asdict(self))
+        doc = asdict(self)
+        if self.network == "Network":
+            del doc["network"]          # a one-network step's manifest reads as it always has
+        write_json(Path(code_dir) / self.file_name, doc)
 
     @classmethod
-    def read(cls, code_dir: Path) -> CodeManifest:
-        path = Path(code_dir) / MANIFEST
+    def read(cls, code_dir: Path, name: str = MANIFEST) -> CodeManifest:
+        path = Path(code_dir) / name
         try:
             doc = json.loads(path.read_text())
             return cls(doc["flow"], int(doc["cores"]), int(doc["l3_bytes"]),
-                       tuple(Port(**p) for p in doc["inputs"]), tuple(Port(**p) for p in doc["outputs"]))
+                       tuple(Port(**p) for p in doc["inputs"]), tuple(Port(**p) for p in doc["outputs"]),
+                       str(doc.get("network", "Network")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CkptError(f"'{path}' is not a code manifest ckpt wrote ({type(exc).__name__}: {exc})",
                             "generate the code again with `ckpt replay`") from None

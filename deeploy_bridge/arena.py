@@ -68,10 +68,15 @@ def deeploy_block_size(buffer, constraint, level: str) -> int:
     return elements_bytes(int(tile.size), buffer) * int(tile.multiBufferCoefficient)
 
 
-def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None
-                 ) -> Layout:
+def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None,
+                 outside: frozenset[str] = frozenset()) -> Layout:
     """Give every block of one of Deeploy's block lists its address range (`_addrSpace`), a view its root's;
-    refuse a layout that does not fit `capacity`."""
+    refuse a layout that does not fit `capacity`. `outside`: buffers whose bytes another network holds (a split
+    step's optimizer reads and writes the train network's): no room here, their pointers are set at Init."""
+    for block in memory_map:
+        if block.name in outside:
+            block._addrSpace = (0, 0)
+    memory_map = [block for block in memory_map if block.name not in outside]
     names = {block.name for block in memory_map}
     spans = {block.name: (int(block.lifetime[0]), int(block.lifetime[1])) for block in memory_map}
     roots: dict[str, str | None] = {}
@@ -118,9 +123,11 @@ def deeploy_tensor_name(name: str) -> str:
 
 
 def home_blocks(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph: TrainGraph,
-                graph_inputs: frozenset[str], graph_outputs: frozenset[str]) -> list[Block]:
+                graph_inputs: frozenset[str], graph_outputs: frozenset[str], inputs_persist: bool = False
+                ) -> list[Block]:
     """Deeploy's home-level block list for layers run in `order` ((node, inputs, outputs) each), by the rules
-    of the module doc; views are left out (they cost nothing) and their reads extend their root."""
+    of the module doc; views are left out (they cost nothing) and their reads extend their root. `inputs_persist`:
+    every graph input lives to the end (a split step's train network: deeploy_bridge.split_step)."""
     constants = {t for t in graph.tensor_bytes if t not in graph.producer and t not in graph_inputs}
     first: dict[str, int] = {}
     touched: dict[str, int] = {}
@@ -135,7 +142,7 @@ def home_blocks(order: list[tuple[str, tuple[str, ...], tuple[str, ...]]], graph
     span: dict[str, tuple[int, int]] = {}
     for tensor, start in first.items():
         stop = touched[tensor]
-        if tensor in graph_outputs:
+        if tensor in graph_outputs or (inputs_persist and tensor in graph_inputs):
             stop = end
         elif tensor not in graph_inputs and tensor not in read:
             stop = end - 1                 # a local nobody reads: Deeploy keeps it to the last layer

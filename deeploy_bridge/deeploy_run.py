@@ -34,6 +34,7 @@ from .errors import BridgeError
 from .input_types import pointer_types
 from .records import StageTimings
 from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
+from .split_step import SINGLE, Role
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
 from .versions import deeploy_label
@@ -77,10 +78,16 @@ class DeployOptions:
     tiled: bool = False
     search_strategy: str = "random-max"
     relower: bool = True  # False: the graph is already lowered; skip Deeploy's lowering passes
+    role: Role | None = None   # one of the two networks of a split step (deeploy_bridge.split_step), else None
+
+    @property
+    def network(self):
+        return self.role.network if self.role is not None else SINGLE
 
     def key(self) -> dict:
         return {"target": self.target, **self.setup.as_dict(), "tiled": self.tiled,
-                "search_strategy": self.search_strategy, "relower": self.relower}
+                "search_strategy": self.search_strategy, "relower": self.relower,
+                **({"role": self.role.key()} if self.role is not None else {})}
 
 
 @dataclass
@@ -134,7 +141,8 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
         AnnotateIOMemoryLevel(setup.default_mem_level),
         AnnotateDefaultMemoryLevel(hierarchy),
     ])
-    deployer = TilerDeployerWrapper(deployer, tiler_class(setup.allocator), testName="ckpt", workDir=workdir)
+    tiler = tiler_class(setup.allocator, persistent_inputs=opts.role is not None)
+    deployer = TilerDeployerWrapper(deployer, tiler, testName="ckpt", workDir=workdir)
     deployer.tiler.memoryAllocStrategy = setup.allocator.deeploy_strategy
     deployer.tiler.searchStrategy = opts.search_strategy
     return deployer
@@ -197,8 +205,7 @@ def _forget_generated_structs() -> None:
             del vars(adt)[name]
 
 
-def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployOptions,
-          name: str = "DeeployNetwork") -> DeeployRun:
+def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployOptions) -> DeeployRun:
     """Construct the (wrapped) deployer for ``graph``; nothing runs yet."""
     parts = target_parts(opts.target, opts.setup.n_cores)
     _forget_generated_structs()
@@ -208,9 +215,11 @@ def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployO
                                   pointer_types(input_types),
                                   parts.optimizer,
                                   scheduler,
-                                  name=name,
+                                  name=opts.network.prefix,
                                   default_channels_first=False,
-                                  deeployStateDir=os.path.join(workdir.name, "deeployStates"))
+                                  deeployStateDir=os.path.join(workdir.name, "deeployStates"),
+                                  # its own dict: Deeploy's default one is shared by every deployer of the process
+                                  inputOffsets={name: 0 for name in input_types})
     if not opts.relower:
         # The graph already went through these passes once; running them again would re-insert layout
         # transposes. Preprocessing (name mangling, I/O renaming) still runs and is idempotent for us.
@@ -236,6 +245,7 @@ def front_end(run: DeeployRun) -> None:
             if _unmapped(run.deployer.graph, run.options):
                 raise _parse_failure(exc, run.deployer.graph, run.options) from None
             raise
+    run.deployer.ctxt.name = run.options.network.prefix   # Deeploy names every context DeeployNetwork: the symbols'
     run.timings.front_end = time.perf_counter() - t0
 
 

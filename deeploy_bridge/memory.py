@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
 
-from ckpt.coderun.manifest import MANIFEST, CodeManifest, Port
+from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.targets import uses_deeploy
 
 from .buffers import buffer_bytes
@@ -48,6 +48,15 @@ from .reentrant import restore_code
 from .scheduler import Order, make_scheduler
 from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from .sources import ModelLike, load_source
+from .split_step import (
+    OptimizerRole,
+    Role,
+    mirror_code,
+    raise_arena_floor,
+    rename_files,
+    share_buffers,
+    shared_allocation,
+)
 from .tiled_lifetimes import capture_memory_map, lifetime_peaks
 from .versions import deeploy_label
 from .write_back import WriteBack, write_back_code, write_back_plan
@@ -75,19 +84,21 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
 
 
 def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) -> list[str]:
-    """Assemble Network.h / Network.c from the deployer's generators, plus L3 constant hex files; `write_back`:
-    the updates the end of the step copies into their weights (deeploy_bridge.write_back)."""
+    """Assemble <stem>.h / <stem>.c (Network, or one of a split step's two networks: split_step) from the deployer's
+    generators, plus L3 constant hex files; `write_back`: the updates the end of the step copies into their weights
+    (deeploy_bridge.write_back)."""
     d = run.deployer
+    net = run.options.network
     out_dir.mkdir(parents=True, exist_ok=True)
+    guard = f"__CKPT_{net.stem.upper()}_HEADER__"
     header = "\n".join([
-        "#ifndef __DEEPLOY_HEADER__",
-        "#define __DEEPLOY_HEADER__",
+        f"#ifndef {guard}",
+        f"#define {guard}",
         "#include <stdint.h>",
         "#include <stdio.h>",
         "#include <stdlib.h>",
         d.generateIncludeString(),
-        "void RunNetwork(uint32_t core_id, uint32_t numThreads);",
-        "void InitNetwork(uint32_t core_id, uint32_t numThreads);",
+        *net.declarations(),
         d.generateIOBufferInitializationCode(),
         "#endif",
         "",
@@ -96,35 +107,45 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
     definitions = d.generateGlobalDefinitionCode()   # the layers' closures, tiling loops included
     again = restore_code(definitions + body)  # so that a second step runs as the first (deeploy_bridge.reentrant)
     off_chip = run.options.setup.outermost
+    with shared_allocation(d.ctxt, run.options.role, _arena_name(run)):
+        allocation = rename_files(d.generateBufferAllocationCode(), d.ctxt, net)  # also assigns extName to L3 globals
+    io = [t.name for t in d.graph.inputs], [t.name for t in d.graph.outputs]
+    mirrors = mirror_code(d.ctxt, run.options.role, off_chip, *io)
     source = "\n".join([
         "#include <math.h>",
         "#include <stdio.h>",
         "#include <stdlib.h>",
         d.generateIncludeString(),
-        '#include "Network.h"',
+        f'#include "{net.stem}.h"',
+        *(['#include "TrainingNetwork.h"'] if isinstance(run.options.role, OptimizerRole) else []),   # what it shares
         d.generateBufferInitializationCode(),
         definitions,
         again.declarations,
-        "void RunNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
+        mirrors.declarations,
+        net.definition(net.run),
         d.generateInferenceInitializationCode(),
         again.restore,
+        mirrors.prologue,
         body,
+        mirrors.epilogue,
         refresh_code(d),                      # in-place updates reach every copy (deeploy_bridge.in_place)
         write_back_code(d.ctxt, write_back, off_chip),  # updates out of place reach their weights (write_back)
         "}",
-        "void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {",
+        net.definition(net.init),
         d.generateEngineInitializationCode(),
-        d.generateBufferAllocationCode(),  # also assigns extName to L3-resident globals
+        allocation,
+        mirrors.init,
         again.save,
         "}",
         "",
     ])
-    files = {"Network.h": header, "Network.c": source}
+    files = {f"{net.stem}.h": header, f"{net.stem}.c": source}
     for name, text in files.items():
         (out_dir / name).write_text(text)
     written = list(files)
-    _manifest(run).write(out_dir)
-    written.append(MANIFEST)
+    manifest = _manifest(run)
+    manifest.write(out_dir)
+    written.append(manifest.file_name)
     hex_dir = out_dir / "hex"
     for buf in d.ctxt.globalObjects.values():
         if isinstance(buf, ConstantBuffer) and hasattr(buf, "extName"):
@@ -137,6 +158,11 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
             np.pad(values, (0, pad)).astype(dtype).tofile(hex_dir / f"{buf.extName}.hex")
             written.append(f"hex/{buf.extName}.hex")
     return written
+
+
+def _arena_name(run: DeeployRun) -> str:
+    """The name Deeploy's tiler gives its arenas (`<name>_<level>`); the non-tiled flow has none."""
+    return getattr(getattr(run.deployer, "tiler", None), "arenaName", "MEMORYARENA")
 
 
 def _manifest(run: DeeployRun) -> CodeManifest:
@@ -154,7 +180,8 @@ def _manifest(run: DeeployRun) -> CodeManifest:
         return tuple(found)
 
     return CodeManifest(flow="tiled" if run.options.tiled else "non-tiled", cores=setup.n_cores,
-                        l3_bytes=setup.size(setup.outermost), inputs=ports("input"), outputs=ports("output"))
+                        l3_bytes=setup.size(setup.outermost), inputs=ports("input"), outputs=ports("output"),
+                        network=run.options.network.stem)
 
 
 def deploy(model: ModelLike,
@@ -165,7 +192,8 @@ def deploy(model: ModelLike,
            setup: DeeploySetup = DEFAULT_SETUP,
            code_dir: str | Path | None = None,
            inputs=None,
-           already_lowered: bool | None = None) -> MemoryFigures:
+           already_lowered: bool | None = None,
+           role: Role | None = None) -> MemoryFigures:
     """One full Deeploy run for ``order``: memory figures, and code written to ``code_dir`` if given.
 
     ``model``: model folder / .onnx path / ModelProto. A graph produced by ``lower`` (or a rewired copy
@@ -179,17 +207,20 @@ def deploy(model: ModelLike,
     prior = source.lowered_meta
     lowered = source.looks_lowered if already_lowered is None else already_lowered
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
-    opts = DeployOptions(target=target, setup=setup, tiled=tiled, relower=not lowered)
+    opts = DeployOptions(target=target, setup=setup, tiled=tiled, relower=not lowered, role=role)
     run = start(prepare_graph(source, opts.relower), input_types, make_scheduler(order), opts)
     kept = capture_memory_map(run.deployer.tiler) if tiled else {}
     try:
         front_end(run)
         write_back = None
-        if tiled and setup.weights is WeightUpdate.IN_PLACE:
+        if isinstance(role, OptimizerRole):
+            share_buffers(run.deployer, role, setup.default_mem_level)   # it updates the train network's weights
+        elif tiled and setup.weights is WeightUpdate.IN_PLACE:
             apply_in_place(run.deployer, setup.outermost)
         elif code_dir is not None:
             write_back = write_back_plan(run.deployer)
         mid_end(run)
+        raise_arena_floor(run.deployer.ctxt, role, _arena_name(run))
         back_end(run)
         figures = _figures(run, target, tiled, setup, kept)
         if code_dir is not None:

@@ -100,6 +100,14 @@ class LoweredGraph:
         return self.constant_bytes - (shared if weights is WeightUpdate.IN_PLACE else 0)
 
     @property
+    def persistent_inputs(self) -> bool:
+        """Whether the graph is a split step's train graph (an accumulator updates a graph input in place): its
+        inputs outlive the step, as the training harness deploys it (deeploy_bridge.split_step)."""
+        inputs = {i.name for i in self.model.graph.input}
+        return any(n.op_type == "InPlaceAccumulatorV2" and n.input and n.input[0] in inputs
+                   for n in self.model.graph.node)
+
+    @property
     def renamed_nodes(self) -> dict[str, str]:
         """Kept nodes whose name changed (sanitising or de-duplication)."""
         return {k: v for k, v in self.node_names.items() if k != v}

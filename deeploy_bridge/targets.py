@@ -22,7 +22,7 @@ from Deeploy.Targets.PULPOpen.Platform import (
 
 from .errors import BridgeError
 from .in_place import InPlacePULPDeployer
-from .setup import DEEPLOY_TARGETS
+from .setup import DEEPLOY_TARGETS, TARGET_TABLE
 from .versions import deeploy_label, has_target_package
 
 
@@ -85,3 +85,11 @@ def memory_platform_wrapper(target: str) -> type:
     if target == "siracusa":
         return MemoryPULPPlatformWrapper
     return _gap9_module("Platform").MemoryGAP9PlatformWrapper
+
+
+def on_chip_level(target: str) -> str:
+    """The level on chip a target's harness reads and writes directly (Siracusa's L2)."""
+    level = TARGET_TABLE[target].on_chip if target in TARGET_TABLE else None
+    if level is None:
+        raise BridgeError(f"ckpt knows no on-chip level of target {target!r}")
+    return level

@@ -12,6 +12,7 @@ from Deeploy.TilingExtension.TilerExtension import Tiler
 
 from .arena import LayoutLog, place_blocks
 from .setup import Allocator
+from .split_step import PersistentInputs
 
 
 class SingleBufferTiler(Tiler):
@@ -28,11 +29,28 @@ class CkptLayoutTiler(SingleBufferTiler):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.layout_log = LayoutLog()
+        self.outside: dict[str, frozenset[str]] = {}     # level -> buffers another network holds there
 
     def minimalloc(self, memoryMap, ctxt, nodeMemoryConstraint, capacity: int, memoryLevel: str):
-        place_blocks(memoryMap, ctxt, nodeMemoryConstraint, int(capacity), memoryLevel, self.layout_log)
+        place_blocks(memoryMap, ctxt, nodeMemoryConstraint, int(capacity), memoryLevel, self.layout_log,
+                     self.outside.get(memoryLevel, frozenset()))
         return memoryMap
 
 
-def tiler_class(allocator: Allocator) -> type[Tiler]:
-    return CkptLayoutTiler if allocator is Allocator.CKPT else SingleBufferTiler
+class PersistentInputsTiler(SingleBufferTiler):
+    """SingleBufferTiler whose home level keeps every graph input to the end of the step (split_step)."""
+
+    memorySchedulerClass = PersistentInputs
+
+
+class PersistentInputsLayoutTiler(CkptLayoutTiler):
+    """CkptLayoutTiler whose home level keeps every graph input to the end of the step (split_step)."""
+
+    memorySchedulerClass = PersistentInputs
+
+
+def tiler_class(allocator: Allocator, persistent_inputs: bool = False) -> type[Tiler]:
+    """The tiler for `allocator`; `persistent_inputs`: the step's graph inputs outlive it (a training harness)."""
+    if allocator is Allocator.CKPT:
+        return PersistentInputsLayoutTiler if persistent_inputs else CkptLayoutTiler
+    return PersistentInputsTiler if persistent_inputs else SingleBufferTiler

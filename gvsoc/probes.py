@@ -29,20 +29,26 @@ def c_name(node: str) -> str:
     return re.sub(r"\W", "_", node)
 
 
-def _run_network(lines: list[str]) -> tuple[int, int]:
-    """The line range of RunNetwork's body: the layers of a step (closures nest inside their definitions)."""
-    start = next((i for i, line in enumerate(lines) if line.startswith("void RunNetwork(")), None)
-    end = next((i for i in range(start or 0, len(lines)) if lines[i] == "}"), None) if start is not None else None
+def _run_network(lines: list[str], run: str) -> tuple[int, int]:
+    """The line range of the run entry's body: the layers of a step (closures nest inside their definitions)."""
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"void {run}(")), None)
+    end, depth = None, 0
+    for i in range(start if start is not None else len(lines), len(lines)):   # braces balance at its end
+        depth += lines[i].count("{") - lines[i].count("}")
+        if depth == 0 and lines[i] == "}":
+            end = i
+            break
     if start is None or end is None:
-        raise CkptError("the generated Network.c has no RunNetwork ckpt can read",
+        raise CkptError(f"the generated code has no {run} ckpt can read",
                         "generate it with the Deeploy version ckpt pins")
     return start, end
 
 
-def instrument(network_c: str) -> Instrumented:
-    """`network_c` with a probe around each layer's call in RunNetwork (see the module doc)."""
+def instrument(network_c: str, run: str = "RunNetwork", first: int = 0) -> Instrumented:
+    """`network_c` with a probe around each layer's call in its run entry `run` (see the module doc), numbered
+    from `first` (a split step's two networks share one set of probes)."""
     lines = network_c.split("\n")
-    start, end = _run_network(lines)
+    start, end = _run_network(lines, run)
     out: list[str] = lines[:start]
     layers: list[str] = []
     index = start
@@ -50,7 +56,7 @@ def instrument(network_c: str) -> Instrumented:
         line = lines[index]
         match = _CALL_COMMENT.match(line)
         if match and index + 1 < len(lines) and lines[index + 1].startswith(f"_{match['layer']}_closure"):
-            k = len(layers)
+            k = first + len(layers)
             out += [line, f"CKPT_PROBE_BEGIN({k});", lines[index + 1], f"CKPT_PROBE_END({k});"]
             layers.append(match["layer"])
             index += 2
@@ -59,7 +65,7 @@ def instrument(network_c: str) -> Instrumented:
         index += 1
     out += lines[end:]
     if not layers:
-        raise CkptError("the generated Network.c has no layer calls ckpt can probe",
+        raise CkptError("the generated code has no layer calls ckpt can probe",
                         "generate it with the Deeploy version ckpt pins")
     return Instrumented("\n".join(out), tuple(layers))
 

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckpt.coderun.build import TRAIN_HARNESS, TRAIN_HARNESS_DIR
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.gvsoc.harness import HarnessData
@@ -81,7 +82,6 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
     """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build. `pad`:
     bytes of code and of data put before the step's own (0: none), to measure how much its layout moves its
     cycles (bench/gvsoc.py)."""
-    cc = str(kit.compiler.cc)
     probed = instrument((Path(code_dir) / "Network.c").read_text())
     (out / "Network.c").write_text(probed.source)
     harness = sources.root / HARNESS_DIR
@@ -93,6 +93,40 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
+    return _compile_and_link(units, flags, probed.layers, kit, sdk, kernels, out, pad)
+
+
+NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
+
+
+def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, sources: KernelSources,
+                        kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path) -> DeviceStep:
+    """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
+    with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
+    cycles over the run (the train network runs once per mini-batch, the optimizer once per update)."""
+    layers: list[str] = []
+    probed_files = []
+    for stem, run in NETWORKS:
+        source = Path(code_dir) / f"{stem}.c"
+        if source.is_file():
+            probed = instrument(source.read_text(), run, len(layers))
+            (out / source.name).write_text(probed.source)
+            probed_files.append(out / source.name)
+            layers += probed.layers
+    harness = sources.root / TRAIN_HARNESS_DIR
+    flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", f"-DCKPT_PROBE_COUNT={len(layers)}",
+             "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
+    units = [(f, ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]) for f in probed_files]
+    units += [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
+                                            *([] if flash else ["-DNOFLASH"])]),
+              (harness / TRAIN_HARNESS[1], []),
+              (DEVICE / "ckpt_probes.c", [])]
+    return _compile_and_link(units, flags, tuple(layers), kit, sdk, kernels, out, 0)
+
+
+def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], layers: tuple[str, ...], kit: GvsocKit,
+                      sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int) -> DeviceStep:
+    cc = str(kit.compiler.cc)
     if pad:
         nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
         (out / "ckpt_pad.c").write_text(f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
@@ -118,7 +152,7 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
          "the step does not link")
     archive.unlink()
     probe_map.unlink()
-    return DeviceStep(elf, probed.layers, _symbol(kit, elf, "__l2_shared_end"))
+    return DeviceStep(elf, layers, _symbol(kit, elf, "__l2_shared_end"))
 
 
 def _members(link_map: str, archive: str) -> set[str]:

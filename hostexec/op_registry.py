@@ -156,15 +156,16 @@ def _accumulator(node, attrs, ctx) -> Kernel:
         flag, new = T.inplace_accumulator_v2(buffer, value, overwrite)
         if flag_only:
             return (flag.reshape(1), new)
-        return (new,) if n_out == 1 else (flag, new)
+        return (new, new) if n_out == 1 else (flag, new)   # one output: it is the new buffer, written back too
 
     return run
 
 
 def accumulator_writes_back(node: onnx.NodeProto, ctx: BindContext) -> tuple[int, ...]:
-    """The buffer (input 0) an InPlaceAccumulatorV2 updates in place when its only output is the flag."""
-    if (node.op_type == "InPlaceAccumulatorV2" and len(node.output) == 1
-            and ctx.declared_type.get(node.output[0]) == onnx.TensorProto.BOOL):
+    """The buffer (input 0) an InPlaceAccumulatorV2 with one output updates in place: the training branch's flag,
+    or, on the graph Deeploy lowered from it, the flag turned into an alias of the updated buffer (Deeploy types it
+    as the buffer); a graph that keeps only the new buffer as its output never reads the old one again."""
+    if node.op_type == "InPlaceAccumulatorV2" and len(node.output) == 1:
         return (0,)
     return ()
 
@@ -186,6 +187,24 @@ def _conv_grad(node, attrs, ctx) -> Kernel | None:
     kw = dict(strides=_pair(attrs, "strides", 1), pads=_pads(attrs), dilations=_pair(attrs, "dilations", 1),
               group=int(attrs.get("group", 1)))
     return lambda dy, x, w: C.conv2d_grad(dy, x, w, **kw)
+
+
+def _conv_grad_part(node, attrs, ctx) -> Kernel | None:
+    """The training branch's lowering splits ConvGrad in three (Deeploy's SplitConvGradPass): ConvGradX(dY, W)
+    -> dX, ConvGradW(dY, X) -> dW, ConvGradB(dY) -> dB; the operand a part does not read is given by the shape
+    of its output (value_info)."""
+    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or len(attrs.get("kernel_shape", [0, 0])) != 2:
+        return None
+    kw = dict(strides=_pair(attrs, "strides", 1), pads=_pads(attrs), dilations=_pair(attrs, "dilations", 1),
+              group=int(attrs.get("group", 1)))
+    shape = ctx.declared_shape.get(node.output[0])
+    if node.op_type == "ConvGradB":
+        return lambda dy: (np.asarray(dy).sum(axis=(0, 2, 3)).astype(np.asarray(dy).dtype),)
+    if shape is None:
+        return None
+    if node.op_type == "ConvGradX":
+        return lambda dy, w: (C.conv2d_grad(dy, np.zeros(shape, np.asarray(w).dtype), w, **kw)[0],)
+    return lambda dy, x: (C.conv2d_grad(dy, x, np.zeros(shape, np.asarray(x).dtype), **kw)[1],)
 
 
 def _batch_norm_internal(node, attrs, ctx) -> Kernel:
@@ -358,6 +377,9 @@ _OWN: dict[tuple[str, str], Callable[..., Kernel | None]] = {
     ("", "Gemm"): _gemm,
     ("", "Conv"): _conv,
     ("com.microsoft", "ConvGrad"): _conv_grad,
+    ("", "ConvGradX"): _conv_grad_part,
+    ("", "ConvGradW"): _conv_grad_part,
+    ("", "ConvGradB"): _conv_grad_part,
     ("com.microsoft", "BatchNormInternal"): _batch_norm_internal,
     ("com.microsoft", "BatchNormalizationGrad"): _batch_norm_grad,
     ("com.microsoft", "ReluGrad"): _relu_grad,

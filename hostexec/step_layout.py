@@ -40,6 +40,15 @@ class StepLayout:
     def n_batches(self) -> int:
         return self.n_steps * self.n_accum
 
+    def renamed(self, names: dict[str, str]) -> StepLayout:
+        """The same layout over a graph whose inputs are renamed (`names`: old -> new; others kept), such as the
+        graph Deeploy lowered (input_i)."""
+        new = lambda name: names.get(name, name)  # noqa: E731
+        return StepLayout({new(k): v for k, v in self.base.items()},
+                          tuple({new(k): v for k, v in batch.items()} for batch in self.batches),
+                          self.n_steps, self.n_accum, tuple(new(b) for b in self.buffers),
+                          new(self.reset) if self.reset is not None else None)
+
     def feeds(self, batch: int) -> dict[str, np.ndarray]:
         """The inputs mini-batch `batch` (counted over the whole run) changes: its data and the reset flag."""
         changed = dict(self.batches[batch % len(self.batches)])

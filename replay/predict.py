@@ -40,14 +40,16 @@ def rewired(lowered: LoweredGraph, view: GraphView, plan: ReplayPlan, weights: W
     return Rewired(model, lowered.deployed(graph, weights))
 
 
-def home_layout(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> Layout:
+def home_layout(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str],
+                inputs_persist: bool = False) -> Layout:
     """The home level's layout for a replay plan on its rewired graph (`graph`, aliases carried over)."""
-    return deeploy_bridge.lay_out_home(home_blocks(plan, graph, inputs, outputs))
+    return deeploy_bridge.lay_out_home(home_blocks(plan, graph, inputs, outputs, inputs_persist))
 
 
-def home_blocks(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str]) -> list[Block]:
+def home_blocks(plan: ReplayPlan, graph: TrainGraph, inputs: frozenset[str], outputs: frozenset[str],
+                inputs_persist: bool = False) -> list[Block]:
     order = [(e.name, e.inputs, e.outputs) for e in plan.executions]
-    return deeploy_bridge.home_blocks(order, graph, inputs, outputs)
+    return deeploy_bridge.home_blocks(order, graph, inputs, outputs, inputs_persist)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
     plan = plan_replay(view, list(seq))
     found = rewired(lowered, view, plan, weights)
     inputs, outputs = io_names(found.model.graph)
-    return HomeBlocks(home_blocks(plan, found.graph, inputs, outputs),
+    return HomeBlocks(home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs),
                       frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs))
 
 

@@ -179,6 +179,19 @@ class HostDiffRecord:
 
 
 @dataclass(frozen=True)
+class HarnessCount:
+    """The `Errors: N out of M` a harness printed about its own run, and the rule it counted by."""
+
+    errors: int
+    total: int
+    rule: str
+
+    @property
+    def line(self) -> str:
+        return f"Errors: {self.errors} out of {self.total}"
+
+
+@dataclass(frozen=True)
 class CodeRunRecord:
     """One flow's generated code, built with Deeploy's kernels and run on this host (ckpt.coderun).
 
@@ -198,6 +211,7 @@ class CodeRunRecord:
     seconds: dict[str, float] | None = None
     steps: list[VerifyResult] = field(default_factory=list)   # steps in a row: each against the host executor's
                                                               # same step (updated weights fed back), same rule
+    harness: HarnessCount | None = None          # a split step: what the training branch's harness itself counted
 
     @property
     def trains(self) -> bool | None:
@@ -210,7 +224,8 @@ class CodeRunRecord:
         row as the host computes it (every flow ckpt deploys trains: its updates in place, or written back into
         the weights at the end of the step)."""
         return (self.status is CodeStatus.RAN and (self.golden is None or self.golden.errors == 0)
-                and self.graph_order != "differs" and self.trains is not False)
+                and self.graph_order != "differs" and self.trains is not False
+                and (self.harness is None or self.harness.errors == 0))
 
     @property
     def verdict(self) -> str:
@@ -259,12 +274,19 @@ class GvsocRecord:
     on_chip: OnChipNeed | None = None  # what the step needs on chip, counted before it ran
     log: str | None = None             # gvsoc's output, relative to the replay folder
     seconds: dict[str, float] | None = None
+    optimizer_cycles: int | None = None  # a split step: the optimizer network per update (cycles: the train
+    batches: int | None = None           # network per mini-batch), over this many mini-batches
+    updates: int | None = None           # and updates
 
     @property
     def line(self) -> str:
         head = f"gvsoc ({self.flow.replace('_', '-')}): "
         if self.status is not SimStatus.MEASURED:
             return head + f"{self.status.value} ({self.reason})"
+        if self.optimizer_cycles is not None:
+            return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
+                           f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "
+                           f"({self.batches} mini-batches, {self.updates} updates)")
         return head + f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
 
 
@@ -281,6 +303,7 @@ class ReplayReport:
     files: dict[str, str | None]
     code_runs: dict[str, CodeRunRecord] = field(default_factory=dict)   # tiled / non_tiled
     budget: BudgetRecord | None = None          # None: the schedule carries no budget
+    deeploy_optimizer: dict[str, FlowFigures] | None = None   # a split step: the optimizer network's figures
 
     @property
     def code_verdict(self) -> CodeRunRecord | None:

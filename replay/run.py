@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
@@ -76,6 +76,7 @@ from ckpt.replay.report import (
     SimStatus,
 )
 from ckpt.replay.scheduler import ReplayScheduler
+from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
@@ -156,19 +157,23 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))
+    split = _split_step(model, original, lowered, options)
     with replay_folder(outdir):
         clock = time.perf_counter()
-        flows = _deeploy_flows(base, doc, target, outdir, options, progress) if lowered else {}
+        flows, optimizer = _deeploy_flows(base, doc, target, outdir, options, split, progress) if lowered \
+            else ({}, {})
         seconds = {"deeploy": time.perf_counter() - clock}
         verification = _verify(model, original, base, lowered, plan, options, progress)
         seconds["verify"] = time.perf_counter() - clock - seconds["deeploy"]
-        code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, progress) \
+        code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, split, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
-        gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, progress)
+        gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress)
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
+        report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
+                                                    for name, f in optimizer.items()} or None)
         write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
         write_json(outdir / ORDER, {"order": plan.order,
                                     "clones": {e.name: e.source for e in plan.executions if e.clone}})
@@ -184,7 +189,7 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
     if lowered:
         deployed = rewired(lowered, view, plan, weights)
         model, graph = deployed.model, deployed.graph
-        home = home_layout(plan, graph, *io_names(model.graph))
+        home = home_layout(plan, graph, *io_names(model.graph), lowered.persistent_inputs)
     else:
         model = apply_to_model(base, plan)
         graph = load_graph(model)
@@ -196,26 +201,40 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
 # --------------------------------------------------------------------------- the measurements
 
 
+def _split_step(model, original: onnx.ModelProto, lowered: LoweredGraph | None, options: ReplayOptions
+                ) -> SplitStep | None:
+    """The training branch's split step the replay deploys as two networks (replay.split_run), or None."""
+    folder = model_path(model).parent
+    if lowered is None or not model_files(folder)[1].is_file():
+        return None
+    return split_step(folder, original, lowered.io_names, options.optimizer)
+
+
 def _deeploy_flows(base: onnx.ModelProto, doc: Schedule, target: str, outdir: Path, options: ReplayOptions,
-                   progress) -> dict[str, MemoryFigures]:
-    """Deeploy's non-tiled and tiled figures for the replayed order, each flow writing its code (CODE_DIRS)."""
+                   split: SplitStep | None, progress) -> tuple[dict[str, MemoryFigures], dict[str, MemoryFigures]]:
+    """Deeploy's non-tiled and tiled figures for the replayed order, each flow writing its code (CODE_DIRS); for a
+    split step, the train network's and (second) the optimizer network's."""
     setup = options.deeploy
-    flows = {}
+    flows, optimizer = {}, {}
     for tiled in (False, True):
         flow = "tiled" if tiled else "non_tiled"
         progress(f"Deeploy {'tiled' if tiled else 'non-tiled'} run with the replay as its scheduler"
-                 + (f" ({setup.allocator.value} allocator)" if tiled else ""))
+                 + (f" ({setup.allocator.value} allocator)" if tiled else "")
+                 + (", and the optimizer network" if split else ""))
         scheduler = ReplayScheduler.of_schedule(doc, force=options.force)
         previous = previous_code_files(outdir, flow)
         staged = Path(tempfile.mkdtemp(dir=outdir, prefix=f".{CODE_DIRS[flow]}."))
         with G_LOGGER.suppress(G_LOGGER.ERROR):      # clones share constants by name: gs warns, harmlessly
-            figures = deeploy_bridge.deploy(base, scheduler, target, tiled=tiled, setup=setup, code_dir=staged)
+            if split is not None:
+                figures, optimizer[flow] = deploy_split(base, scheduler, split, target, tiled, setup, staged)
+            else:
+                figures = deeploy_bridge.deploy(base, scheduler, target, tiled=tiled, setup=setup, code_dir=staged)
         figures.code_files = install_code(staged, outdir / CODE_DIRS[flow], previous)
         if figures.order != scheduler.plan.order:
             raise CkptError(f"Deeploy ran {len(figures.order)} layers, not the {len(scheduler.plan.order)} "
                             "executions the replay planned", "report this: the replay and Deeploy disagree")
         flows["tiled" if tiled else "non_tiled"] = figures
-    return flows
+    return flows, optimizer
 
 
 def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPlan, options: ReplayOptions,
@@ -232,9 +251,12 @@ def _verify(model, original, base, lowered: LoweredGraph | None, plan: ReplayPla
 
 def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, outdir: Path,
               flows: dict[str, MemoryFigures], verification: VerifyReport, sources: KernelSources | NoSources,
-              options: ReplayOptions, progress) -> dict[str, CodeRunRecord]:
-    """Each flow's generated code built and run on the step's inputs (options.steps steps in a row), and what it
-    computed (replay.code_run)."""
+              options: ReplayOptions, split: SplitStep | None, progress) -> dict[str, CodeRunRecord]:
+    """Each flow's generated code built and run on the step's inputs (options.steps steps in a row; a split step:
+    the harness's run), and what it computed (replay.code_run, replay.split_run)."""
+    if split is not None:
+        return {flow: run_split_code(flow, outdir / CODE_DIRS[flow], base, split, lowered.target, options.deeploy,
+                                     sources, options.record_time, progress) for flow in flows}
     data: StepData = verification.data
     stepper = _stepper(base, lowered, plan, data) if options.steps > 1 else None
     weights = {"tiled": deployed_weights(lowered.target, Flow.TILED, options.deeploy.weights).value,
@@ -262,14 +284,19 @@ def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, dat
 
 def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flows: dict[str, MemoryFigures],
               verification: VerifyReport | str | None, code_runs: dict[str, CodeRunRecord],
-              sources: KernelSources | NoSources | None, options: ReplayOptions, progress) -> dict[str, GvsocRecord]:
-    """Each flow's step on gvsoc (replay.gvsoc), or why not."""
+              sources: KernelSources | NoSources | None, options: ReplayOptions, split: SplitStep | None,
+              progress) -> dict[str, GvsocRecord]:
+    """Each flow's step on gvsoc (replay.gvsoc, replay.split_run), or why not."""
     if lowered is None:
         return {}                       # target none: no generated code, no device
     if not options.simulate or not isinstance(verification, VerifyReport) or sources is None:
         why = "--no-simulate" if not options.simulate else "the host check did not run"
         return {flow: not_simulated(flow, why) for flow in flows}
     kit = find_kit(options.gvsoc)
+    if split is not None:
+        return {flow: simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
+                                     kit, outdir / GVSOC_LOGS[flow], options.record_time, progress)
+                for flow in flows}
     data = verification.data
     return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                                 data.golden, verification.outputs, plan.order, sources, kit,

@@ -33,6 +33,7 @@ from onnx import numpy_helper
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.sources import is_lowered
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.hostexec.compare import TRAINING_HARNESS_TOLERANCE, VerifyResult, bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz, read_npz
@@ -158,9 +159,7 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
         arrays = read_npz(inputs)
         names = [i.name for i in data_inputs(original.graph)]
         if is_positional(list(arrays), names):
-            if io_names is not None:
-                raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
-            return _positional_data(model_dir, original, arrays, outputs, optimizer)
+            return _positional_data(model_dir, original, arrays, outputs, optimizer, io)
         feeds = {io.get(k, k): v for k, v in feeds_from_npz(original, inputs).items()}
         golden = {io.get(k, k): v for k, v in golden_from_npz(original, outputs).items()} \
             if outputs.is_file() else None
@@ -170,20 +169,50 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     return StepData(feeds, golden, {v: k for k, v in io.items()})
 
 
-POSITIONAL_ON_DEEPLOY = ("the step data is positional (Deeploy's training branch): ckpt runs that step on the host on "
-                         "the ONNX graph, not on a Deeploy target's lowered graph")
-POSITIONAL_WAY_OUT = "check it with --target none, or replay with --no-verify"
-
-
-def refuse_positional_on_deeploy(model: str | Path) -> None:
-    """Refuse, before any work, a host check of a Deeploy target's lowered graph fed positional step data."""
+def check_split_step(model: str | Path, optimizer: str | Path | None) -> StepData | None:
+    """Before any work, for a Deeploy target: a step in the training branch's positional layout needs that branch's
+    Deeploy (its harness runs it), its optimizer graph, and its inputs in the order the harness reads them (see
+    replay.split_run); refused in one line otherwise. Returns the step's data (None when it is not positional)."""
     folder = model_path(model).parent
-    inputs = model_files(folder)[1]
-    if inputs.is_file():
-        original = read_model(model)
-        names = [i.name for i in data_inputs(original.graph)]
-        if is_positional(list(read_npz(inputs)), names):
-            raise CkptError(POSITIONAL_ON_DEEPLOY, POSITIONAL_WAY_OUT)
+    if not model_files(folder)[1].is_file():
+        return None
+    original = read_model(model)
+    names = [i.name for i in data_inputs(original.graph)]
+    if not is_positional(list(read_npz(model_files(folder)[1])), names):
+        return None
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        raise CkptError(f"the step data is positional (Deeploy's training branch), and the installed Deeploy is "
+                        f"{deeploy_label()}: its code needs the branch's mappings and harness",
+                        "install the training branch (pip install ../shared/deeploy-train, or a checkout of "
+                        "pull request 169), or check the step with --target none")
+    data = step_data(folder, original, None, optimizer)
+    if data.optimizer is None:
+        raise CkptError(f"the split step in '{folder}' has no optimizer graph: the harness runs both networks",
+                        f"put it in {folder.name.replace('_train', '_optimizer')}/network.onnx beside the model, "
+                        "or name it with --optimizer")
+    harness_layout(data.layout, [i.name for i in data_inputs(original.graph)])
+    return data
+
+
+def harness_layout(layout: StepLayout, inputs: list[str]) -> tuple[int, int]:
+    """(data inputs, index of the first gradient buffer) of a positional step, checked against the order the
+    training harness reads the network's inputs in: the data, the weights, the gradient buffers, the reset flag
+    last. CkptError naming the first input out of place."""
+    data = [name for name in inputs if name in layout.batches[0]]
+    if inputs[:len(data)] != data:
+        raise CkptError(f"the harness copies each mini-batch into the network's first inputs; the data input "
+                        f"'{next(d for d, n in zip(data, inputs) if d != n)}' is not among them",
+                        "export the train graph with its data inputs first")
+    buffers = list(layout.buffers)
+    if not buffers:
+        return len(data), len(inputs) - 1
+    start = inputs.index(buffers[0])
+    if inputs[start:start + len(buffers)] != buffers or start + len(buffers) != len(inputs) - 1 \
+            or layout.reset != inputs[-1]:
+        raise CkptError("the harness reads the gradient buffers as the inputs after the weights and the reset "
+                        "flag as the last one; this train graph's inputs are in another order",
+                        "export the train graph with the branch's exporter (Onnx4Deeploy)")
+    return len(data), start
 
 
 def check_step_data(model: str | Path) -> None:
@@ -195,12 +224,28 @@ def check_step_data(model: str | Path) -> None:
 
 
 def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,
-                     optimizer: str | Path | None) -> StepData:
-    layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz"))
+                     optimizer: str | Path | None, io: dict[str, str]) -> StepData:
+    """The branch's positional step; on a graph Deeploy lowered (`io`: original I/O name -> Deeploy's), the layout
+    and the optimizer graph's inputs renamed to the lowered train graph's."""
+    layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz")).renamed(io)
     golden = read_npz(outputs) if outputs.is_file() else None
     path = optimizer_path(model_dir, optimizer)
     model = read_model(path) if path is not None else None
-    return StepData({**layout.base, **layout.feeds(0)}, golden, {}, layout, model, path)
+    if model is not None and io:
+        model = renamed_inputs(model, io)
+    return StepData({**layout.base, **layout.feeds(0)}, golden, {v: k for k, v in io.items()}, layout, model, path)
+
+
+def renamed_inputs(model: onnx.ModelProto, names: dict[str, str]) -> onnx.ModelProto:
+    """`model` with its graph inputs renamed (`names`: old -> new), as its nodes read them."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    for info in graph.input:
+        info.name = names.get(info.name, info.name)
+    for node in graph.node:
+        node.input[:] = [names.get(name, name) for name in node.input]
+    return out
 
 
 # --------------------------------------------------------------------------- running and comparing
@@ -281,7 +326,7 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
         baseline_golden, outputs = _compare(outputs, step, data), replayed
         if data.layout is not None:
             step = _run_step(HostExecutor(apply_to_model(model, plan)), plan.order, data, progress)
-    not_compared = sorted(k for k in data.golden if k not in step.as_outputs()) \
+    not_compared = sorted(k for k in data.golden if k not in {data.back.get(n, n) for n in step.as_outputs()}) \
         if step is not None and data.golden is not None else []
     findings = VerificationSection.of(_compare(outputs, step, data), baseline_golden, schedule, hint,
                                       list(fixed or []), not_compared)
@@ -308,7 +353,7 @@ def _compare(outputs: dict[str, np.ndarray], step: StepOutcome | None, data: Ste
         return compare_golden(outputs, data)
     if data.golden is None:
         return None
-    produced = step.as_outputs()
+    produced = {data.back.get(k, k): v for k, v in step.as_outputs().items()}     # the names outputs.npz uses
     return compare_outputs(produced, {k: v for k, v in data.golden.items() if k in produced}, data.feeds,
                            TRAINING_HARNESS_TOLERANCE)
 

@@ -9,7 +9,7 @@ from cli_support import ckpt_here
 from onnx import TensorProto, helper
 
 from ckpt.deeploy_bridge.input_types import infer_input_types
-from ckpt.deeploy_bridge.versions import deeploy_version
+from ckpt.deeploy_bridge.versions import Flavour, deeploy_flavour, deeploy_version
 from ckpt.hostexec.step_layout import is_positional, positional_layout
 from ckpt.paths import optimizer_graph
 from ckpt.replay.report import ReplayReport
@@ -223,15 +223,19 @@ def test_deeploy_types_the_gradient_buffers_of_positional_step_data_as_float(sha
     assert all(types[b] != "float32_t" for b in labels)
 
 
-def test_a_replay_on_a_deeploy_target_of_positional_step_data_is_refused_before_any_work(shared_models: Path,
+def test_a_split_step_on_a_deeploy_target_needs_the_training_branch_said_before_any_work(shared_models: Path,
                                                                                           tmp_path: Path):
-    """The host check of positional step data runs on the ONNX graph: a replay that would check a Deeploy
-    target's lowered graph with it says so in one line, with the way out, before lowering anything."""
+    """A step of the training branch's layout runs on its harness: with the release installed, a replay for a
+    Deeploy target says in one line that the branch is needed and how to install it, before lowering anything."""
+    if deeploy_flavour() is Flavour.TRAINING_BRANCH:
+        pytest.skip("the training branch is installed: its split steps replay (tests/test_split_step.py)")
     schedule = tmp_path / "seq.json"
     assert ckpt_here("solve", str(shared_models / "dscnn_train"), "--target", "none", "--budget", "0.9",
                      "-o", str(schedule)).returncode == 0
     run = ckpt_here("replay", str(schedule), "--model", str(shared_models / "dscnn_train"), "--target", "siracusa",
                     "--force", "-o", str(tmp_path / "out"))
     lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 1 and "positional" in lines[0] and "--no-verify" in lines[0]
+    assert run.returncode != 0 and len(lines) == 1, run.stderr
+    assert "positional" in lines[0] and "0.2.1 (release)" in lines[0] and "pip install" in lines[0]
+    assert "--target none" in lines[0]
     assert not (tmp_path / "out").exists()

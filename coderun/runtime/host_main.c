@@ -54,17 +54,9 @@ static void write_stats(const char *path, int steps) {
   fprintf(f, "], \"input_bytes\": [");
   for (uint32_t i = 0; i < DeeployNetwork_num_inputs; i++)
     fprintf(f, "%s%u", i ? ", " : "", DeeployNetwork_inputs_bytes[i]);
-  fprintf(f, "], \"levels\": {");
-  for (int l = 0; l < 3; l++) {
-    ckpt_level_t *v = &ckpt_counters.level[l];
-    fprintf(f, "%s\"L%d\": {\"peak\": %ld, \"end\": %ld, \"allocated\": %llu}", l ? ", " : "", l + 1, v->peak,
-            v->current, (unsigned long long)v->allocated);
-  }
-  fprintf(f, "}, \"forks\": %llu, \"dma_transfers\": %llu, \"dma_bytes\": %llu, \"ram_copies\": %llu, "
-             "\"ram_bytes\": %llu}\n",
-          (unsigned long long)ckpt_counters.forks, (unsigned long long)ckpt_counters.dma_transfers,
-          (unsigned long long)ckpt_counters.dma_bytes, (unsigned long long)ckpt_counters.ram_copies,
-          (unsigned long long)ckpt_counters.ram_bytes);
+  fprintf(f, "], ");
+  ckpt_write_tallies(f);
+  fprintf(f, "}\n");
   fclose(f);
 }
 

@@ -99,9 +99,70 @@ void pi_cl_team_barrier(void) {
     pthread_barrier_wait(&team_barrier);
 }
 
+/* ------------------------------------------------------------------ the cluster as the fabric controller sees it */
+
+void pi_cluster_conf_init(struct pi_cluster_conf *conf) { conf->id = 0; }
+void pi_open_from_conf(struct pi_device *device, void *conf) { device->data = conf; }
+int pi_cluster_open(struct pi_device *device) {
+  (void)device;
+  return 0;
+}
+int pi_cluster_close(struct pi_device *device) {
+  (void)device;
+  return 0;
+}
+
+struct pi_cluster_task *pi_cluster_task(struct pi_cluster_task *task, void (*entry)(void *), void *arg) {
+  task->entry = entry;
+  task->arg = arg;
+  task->stack_size = task->slave_stack_size = 0;
+  return task;
+}
+
+__attribute__((weak)) void ckpt_after_task(void (*entry)(void *)) { (void)entry; }
+
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task) {
+  (void)device;
+  if (forking || this_core != 0)
+    ckpt_fault("a cluster task sent from inside a fork (core %d)", this_core);
+  task->entry(task->arg);
+  ckpt_after_task(task->entry);
+  return 0;
+}
+
+void pi_perf_conf(unsigned events) { (void)events; }
+void pi_perf_reset(void) {}
+void pi_perf_start(void) {}
+void pi_perf_stop(void) {}
+unsigned int pi_perf_read(int event) {
+  (void)event;
+  return 0;
+}
+void pi_perf_cl_reset(void) {}
+void pi_perf_cl_start(void) {}
+void pi_perf_cl_stop(void) {}
+unsigned int pi_perf_cl_read(int event) {
+  (void)event;
+  return 0;
+}
+
 /* ------------------------------------------------------------------ allocations, per memory level */
 
 ckpt_counters_t ckpt_counters;
+
+void ckpt_write_tallies(FILE *f) {
+  fprintf(f, "\"levels\": {");
+  for (int l = 0; l < 3; l++) {
+    ckpt_level_t *v = &ckpt_counters.level[l];
+    fprintf(f, "%s\"L%d\": {\"peak\": %ld, \"end\": %ld, \"allocated\": %llu}", l ? ", " : "", l + 1, v->peak,
+            v->current, (unsigned long long)v->allocated);
+  }
+  fprintf(f, "}, \"forks\": %llu, \"dma_transfers\": %llu, \"dma_bytes\": %llu, \"ram_copies\": %llu, "
+             "\"ram_bytes\": %llu",
+          (unsigned long long)ckpt_counters.forks, (unsigned long long)ckpt_counters.dma_transfers,
+          (unsigned long long)ckpt_counters.dma_bytes, (unsigned long long)ckpt_counters.ram_copies,
+          (unsigned long long)ckpt_counters.ram_bytes);
+}
 
 typedef struct {
   char *base;
@@ -163,19 +224,62 @@ static void forget(char *base, size_t size, int level, const char *call) {
   tally(level, -(long)size);
 }
 
+/* L1 and L2 are one region of this host's address space, mapped where the low 32 bits of every address are at
+ * least 0x10000000 (where Siracusa's L1 begins) and L3 one where they are below it: a harness that tells on-chip
+ * pointers from L3 ones by their 32-bit value (deeploytraintest.c: `(uint32_t)p >= 0x10000000`) tells them apart
+ * here as on the device. Local blocks are handed out in address order and never reused; the region is sparse
+ * (only the bytes touched take host memory, and a freed block's pages are given back), so every block starts
+ * zero-filled: the device's memory holds whatever was there, a run must not depend on it, and zeroes make two
+ * runs of the same code comparable bit for bit. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#endif
+#define REDZONE 64u /* bytes after each local block no code may touch (poisoned in AddressSanitizer builds) */
+#define ON_CHIP_LOW 0x10000000ull
+#define LOCAL_SPAN ((size_t)0xE0000000ull)
+#define REGION_HINT 0x560000000000ull /* the first 4 GiB-aligned address tried (where the sanitizers let a program map) */
+static char *local_base;
+static size_t local_end;
+
+/* A mapping of `span` bytes at an address whose low 32 bits are `low`, or a fault. */
+static char *map_at_low(uint64_t low, size_t span, int prot, int flags, int fd) {
+  for (uint64_t k = 0; k < 256; k++) {
+    char *want = (char *)(uintptr_t)(REGION_HINT + (k << 32) + low);
+    char *got = mmap(want, span, prot, flags | MAP_FIXED_NOREPLACE, fd, 0);
+    if (got == want)
+      return got;
+    if (got != MAP_FAILED)
+      munmap(got, span);
+  }
+  ckpt_fault("cannot map %zu bytes at an address ending in 0x%08llx (%s)", span, (unsigned long long)low,
+             strerror(errno));
+}
+
 static void *local_alloc(uint32_t size, int level) {
-  /* Zero-filled: the device's memory holds whatever was there; a run must not depend on it, and zeroes
-   * make two runs of the same code comparable bit for bit. */
-  char *p = calloc(1, size ? size : 1);
-  if (!p)
-    ckpt_fault("cannot allocate %u bytes of %s", size, level_name(level));
-  remember(p, size, level);
-  return p;
+  pthread_mutex_lock(&blocks_lock);
+  if (!local_base)
+    local_base = map_at_low(ON_CHIP_LOW, LOCAL_SPAN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                            -1);
+  size_t start = local_end;
+  local_end = ((start + (size ? size : 1) + 63) & ~(size_t)63) + REDZONE;
+  pthread_mutex_unlock(&blocks_lock);
+  if (local_end > LOCAL_SPAN)
+    ckpt_fault("cannot allocate %u bytes of %s: the host's on-chip region is used up", size, level_name(level));
+  POISON(local_base + start + size, local_end - start - size);
+  remember(local_base + start, size, level);
+  return local_base + start;
 }
 
 static void local_free(void *ptr, uint32_t size, int level, const char *call) {
   forget(ptr, size, level, call);
-  free(ptr);
+  POISON(ptr, size);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t first = ((uintptr_t)ptr + page - 1) & ~(page - 1), last = ((uintptr_t)ptr + size) & ~(page - 1);
+  if (last > first)
+    madvise((void *)first, last - first, MADV_DONTNEED);
 }
 
 void *pmsis_l1_malloc(uint32_t size) { return local_alloc(size, 1); }
@@ -198,7 +302,7 @@ void pi_l2_free(void *ptr, uint32_t size) { local_free(ptr, size, 2, "pi_l2_free
  * L3_GUARD bytes apart, so a copy running past the end of one lands in a gap and faults instead of reaching
  * the next; the L3 size is checked against the bytes allocated, gaps not counted. The mapping is sparse: only
  * the bytes written take host memory. */
-#define L3_GUARD (64u * 1024u)
+#define L3_GUARD (16u * 1024u)
 #define L3_SPAN ((size_t)CKPT_L3_BYTES + ((size_t)4096u * L3_GUARD))
 static char *l3_device, *l3_data;
 static size_t l3_end, l3_allocated;
@@ -209,7 +313,9 @@ static void l3_open(void) {
   int fd = memfd_create("ckpt-l3", 0);
   if (fd < 0 || ftruncate(fd, (off_t)L3_SPAN) != 0)
     ckpt_fault("cannot create the L3 memory (%s)", strerror(errno));
-  l3_device = mmap(NULL, L3_SPAN, PROT_NONE, MAP_SHARED, fd, 0);
+  if (L3_SPAN >= ON_CHIP_LOW)
+    ckpt_fault("an L3 of %u bytes does not fit below the on-chip addresses here", (unsigned)CKPT_L3_BYTES);
+  l3_device = map_at_low(0, L3_SPAN, PROT_NONE, MAP_SHARED, fd);
   l3_data = mmap(NULL, L3_SPAN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (l3_device == MAP_FAILED || l3_data == MAP_FAILED)
     ckpt_fault("cannot map the L3 memory (%s)", strerror(errno));

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define MIN_U32(a, b) ((uint32_t)(a) < (uint32_t)(b) ? (uint32_t)(a) : (uint32_t)(b))
 
@@ -24,5 +25,6 @@ extern ckpt_counters_t ckpt_counters;
 int ckpt_is_l3(const void *p);
 void *ckpt_l3_bytes(const void *p, size_t n, const char *what);
 char *ckpt_read_file(const char *filename, size_t *size); /* malloc'ed; faults when no folder has it */
+void ckpt_write_tallies(FILE *f); /* the tallies as JSON members: "levels": {...}, "forks": ..., ... */
 
 #endif /* CKPT_HOST_RUNTIME_H */

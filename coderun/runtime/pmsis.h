@@ -5,12 +5,14 @@
  * The model of the device it implements (host_runtime.c):
  *  - the cluster's NUM_CORES cores are threads; pi_cl_team_fork runs an entry on all of them and returns when
  *    all are done; pi_cl_team_barrier is a barrier among them; the calling (master) core is core 0;
- *  - L1 and L2 are host memory (malloc); L3 (the external RAM) is a separate address space: the pointers the
- *    code holds into it are not readable or writable by the cores (a stray dereference faults, as on the
- *    device), only the RAM copies and file loads reach it, and each copy must stay inside one allocation;
+ *  - L1 and L2 are host memory, at addresses whose low 32 bits are those of on-chip memory (0x10000000 and up);
+ *    L3 (the external RAM) is a separate address space below that: the pointers the code holds into it are
+ *    not readable or writable by the cores (a stray dereference faults, as on the device), only the RAM copies
+ *    and file loads reach it, and each copy must stay inside one allocation;
  *  - DMA (mchan) and RAM copies are done at once, so a wait always finds them complete;
  *  - allocation sizes per level are tallied, so the run reports what the code reserved.
- * The harness's own entry point (host_main.c) plays deeploytest.c's part.
+ * The harness's own entry point (host_main.c) plays deeploytest.c's part; the training branch's harness,
+ * deeploytraintest.c, runs as it is, with host_train.c beside it.
  */
 #ifndef CKPT_HOST_PMSIS_H
 #define CKPT_HOST_PMSIS_H
@@ -101,6 +103,56 @@ typedef pi_cl_dma_copy_t pi_cl_dma_copy_2d_t;
 void pi_cl_dma_memcpy(pi_cl_dma_copy_t *copy);
 void pi_cl_dma_memcpy_2d(pi_cl_dma_copy_2d_t *copy);
 void pi_cl_dma_wait(void *copy);
+
+/* The cluster as the fabric controller drives it (the training harness, deeploytraintest.c): a task runs on the
+ * cluster's master core (the calling thread, core 0) and returns when it is done. After each task the runtime
+ * calls ckpt_after_task (weak; the training harness's host side defines it). */
+struct pi_cluster_conf {
+  int id;
+};
+struct pi_cluster_task {
+  void (*entry)(void *);
+  void *arg;
+  uint32_t stack_size;
+  uint32_t slave_stack_size;
+};
+void pi_cluster_conf_init(struct pi_cluster_conf *conf);
+void pi_open_from_conf(struct pi_device *device, void *conf);
+int pi_cluster_open(struct pi_device *device);
+int pi_cluster_close(struct pi_device *device);
+struct pi_cluster_task *pi_cluster_task(struct pi_cluster_task *task, void (*entry)(void *), void *arg);
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task);
+void ckpt_after_task(void (*entry)(void *));
+
+/* Performance counters: this host counts no cycles (gvsoc does), so every counter reads 0. */
+#define CSR_PCER_CYCLES 0
+#define CSR_PCER_INSTR 1
+#define CSR_PCER_LD_STALL 2
+#define CSR_PCER_JMP_STALL 3
+#define CSR_PCER_IMISS 4
+#define CSR_PCER_LD 5
+#define CSR_PCER_ST 6
+#define CSR_PCER_JUMP 7
+#define CSR_PCER_BRANCH 8
+#define CSR_PCER_TAKEN_BRANCH 9
+#define CSR_PCER_RVC 10
+#define CSR_PCER_LD_EXT 11
+#define CSR_PCER_ST_EXT 12
+#define CSR_PCER_LD_EXT_CYC 13
+#define CSR_PCER_ST_EXT_CYC 14
+#define CSR_PCER_TCDM_CONT 15
+#ifndef PI_PERF_CYCLES
+#define PI_PERF_CYCLES CSR_PCER_CYCLES
+#endif
+void pi_perf_conf(unsigned events);
+void pi_perf_reset(void);
+void pi_perf_start(void);
+void pi_perf_stop(void);
+unsigned int pi_perf_read(int event);
+void pi_perf_cl_reset(void);
+void pi_perf_cl_start(void);
+void pi_perf_cl_stop(void);
+unsigned int pi_perf_cl_read(int event);
 
 /* A fault of the code under test: print it and stop (exit status 3). */
 void ckpt_fault(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

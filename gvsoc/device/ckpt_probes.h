@@ -8,9 +8,19 @@
 
 extern PI_L1 uint32_t ckpt_probe_begin[CKPT_PROBE_COUNT];
 extern PI_L1 uint32_t ckpt_probe_end[CKPT_PROBE_COUNT];
-#define CKPT_PROBE_BEGIN(k) (ckpt_probe_begin[k] = pi_perf_cl_read(PI_PERF_CYCLES))
-#define CKPT_PROBE_END(k) (ckpt_probe_end[k] = pi_perf_cl_read(PI_PERF_CYCLES))
+/* The timer's count, read with PMSIS's own event number: a header the generated code includes later (the training
+ * branch's perf_utils.h) redefines PI_PERF_CYCLES as a core counter's, which the harness does not start. */
+static inline uint32_t ckpt_probe_now(void) { return pi_perf_cl_read(PI_PERF_CYCLES); }
+#define CKPT_PROBE_BEGIN(k) (ckpt_probe_begin[k] = ckpt_probe_now())
+#ifdef CKPT_PROBE_SUM
+/* A step run many times (the training harness's mini-batches): each probe sums its layer's cycles over the runs,
+ * from 0, and the report's END is that sum. */
+#define CKPT_PROBE_END(k) (ckpt_probe_end[k] += ckpt_probe_now() - ckpt_probe_begin[k])
+#else
+#define CKPT_PROBE_END(k) (ckpt_probe_end[k] = ckpt_probe_now())
+#endif
 
-/* Prints one line per probe: "ckpt-probe K BEGIN END" (cycles of the harness's timer). */
+/* Prints one line per probe: "ckpt-probe K BEGIN END" (cycles of the harness's timer; with CKPT_PROBE_SUM, BEGIN
+ * is 0 and END the sum). */
 void ckpt_probe_report(void);
 #endif

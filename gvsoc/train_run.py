@@ -1,0 +1,172 @@
+"""A split step (Deeploy's training branch: TrainingNetwork and OptimizerNetwork) run on gvsoc's Siracusa model by
+the branch's own harness, deeploytraintest.c, as that branch's runner runs it.
+
+The harness boots on the fabric controller, runs InitTrainingNetwork and InitOptimizerNetwork on the cluster,
+zeroes the accumulators, copies the initial weights in where they are on chip, then, for every mini-batch, copies
+its data in, sets the reset flag, runs the train network (timed: `[BENCH] mb=K train_cycles=N`) and keeps its
+loss; after every accumulation it runs the optimizer (timed: `[BENCH] step=S step_train_cycles=N opt_cycles=M`).
+It then holds the losses to the reference (|diff| > TRAINING_TOLERANCE_ABS is an error) and prints
+`Errors: N out of M`. The step's data (coderun.train_harness) sits in the chip's weight memory, as the branch
+places its initial weights, so L2 holds the step alone. ckpt's probes sum each layer's cycles over the run.
+
+What the step needs of L2 is counted before it runs: what the ELF places there (the two networks' code and data,
+the harness) and what the networks allocate there at their peak (as the same code measured on the host); a step
+that cannot fit is not run and says by how much. A finished run is kept in the run cache like any gvsoc run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ckpt.cached import read_entry, write_entry
+from ckpt.coderun.build import training_harness_missing
+from ckpt.coderun.manifest import CodeManifest
+from ckpt.coderun.sources import KernelSources
+from ckpt.coderun.train_harness import TrainingRun, write_training_data
+from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
+from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.probes import layer_cycles
+from ckpt.gvsoc.run import (
+    _ERRORS,
+    L2_CAPACITY,
+    NotSimulated,
+    OnChipNeed,
+    _does_not_fit,
+    _environment,
+    _runs,
+    _simulate,
+    gvsoc_command,
+)
+from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
+from ckpt.gvsoc.step import L2Overflow, StepBuildError, build_training_step
+
+RUN_FORMAT = 1
+DEVICE_SECTION = ".weightmem_sram"       # the weight memory of pulp-sdk's Siracusa linker script
+_TRAIN = re.compile(r"\[BENCH\] mb=(\d+) train_cycles=(\d+)")
+_OPT = re.compile(r"\[BENCH\] step=(\d+) step_train_cycles=(\d+) opt_cycles=(\d+)")
+
+
+@dataclass
+class TrainGvsocRun:
+    """What the harness printed for one run."""
+
+    errors: int
+    total: int
+    train_cycles: list[int]                   # the train network, per mini-batch
+    optimizer_cycles: list[int]               # the optimizer network, per update
+    layers: dict[str, int] | None             # probed cycles per layer, summed over the run (Deeploy's names)
+    on_chip: OnChipNeed
+    log: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def train_per_batch(self) -> int:
+        return round(sum(self.train_cycles) / len(self.train_cycles)) if self.train_cycles else 0
+
+    @property
+    def optimizer_per_update(self) -> int:
+        return round(sum(self.optimizer_cycles) / len(self.optimizer_cycles)) if self.optimizer_cycles else 0
+
+
+def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
+                      kit: GvsocKit, heap_peak: int, *, timeout: float = 1800.0, keep: Path | None = None
+                      ) -> TrainGvsocRun | NotSimulated:
+    """Build `code_dir`'s two networks with the harness and `run`'s data, and run them on gvsoc (see the module
+    doc). `heap_peak`: the most the networks keep allocated in L2 at once."""
+    missing = training_harness_missing(sources)
+    if missing:
+        return NotSimulated(missing)
+    code_dir = Path(code_dir).resolve()
+    manifest = CodeManifest.read(code_dir)
+    key = _run_key(code_dir, run, start, sources, kit, heap_peak)
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+    begin = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_train_") as scratch:
+        work = Path(keep).resolve() if keep is not None else Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            files = write_training_data(manifest, run, start, sorted((code_dir / "hex").glob("*.hex")),
+                                        work / "data", DEVICE_SECTION)
+        except ValueError as exc:
+            return NotSimulated(f"the harness cannot run this code: {exc}")
+        try:
+            sdk = sdk_library(kit, sources)
+            kernels = device_kernels(sources, kit, sdk, manifest.cores)
+            step = build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files), sources,
+                                       kit, sdk, kernels, work)
+        except L2Overflow as exc:
+            need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY)
+            return NotSimulated(_does_not_fit(need), on_chip=need)
+        except (SdkBuildError, StepBuildError) as exc:
+            return NotSimulated(str(exc), failed=True)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY)
+        if not need.fits:
+            return NotSimulated(_does_not_fit(need), on_chip=need)
+        built = time.perf_counter()
+        command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
+                   *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",
+                   "run"]
+        returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
+        if not finished:
+            last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
+            return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
+                                failed=True, on_chip=need)
+        ran = time.perf_counter()
+        if keep is not None:
+            (work / "gvsoc.log").write_text(log)
+    errors = _ERRORS.findall(log)
+    train = [int(c) for _, c in _TRAIN.findall(log)]
+    if not errors or len(train) != run.n_batches:
+        tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
+        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
+                            failed=True, on_chip=need)
+    found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
+                          layer_cycles(log, step.layers), need, log, {"build": built - begin, "simulate": ran - built})
+    _store(key, found)
+    return found
+
+
+def _run_key(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
+             kit: GvsocKit, heap_peak: int) -> str:
+    digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
+                                        "device": device_fingerprint(), "l2_heap": heap_peak,
+                                        "run": [run.n_steps, run.n_accum, run.grad_start, run.n_grads,
+                                                list(run.losses), run.tolerance, run.learning_rate]}).encode())
+    files = sorted(p for p in code_dir.rglob("*") if p.is_file())
+    for path in files:
+        digest.update(str(path.relative_to(code_dir)).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    for batch in run.batches:
+        for value in batch:
+            digest.update(np.ascontiguousarray(value).tobytes())
+    for name in sorted(start):
+        digest.update(name.encode() + np.ascontiguousarray(start[name]).tobytes())
+    return "train-" + digest.hexdigest()[:32]
+
+
+def _cached(key: str) -> TrainGvsocRun | None:
+    payload = read_entry(_runs() / f"{key}.entry", key)
+    if payload is None:
+        return None
+    try:
+        doc = json.loads(payload)
+        return TrainGvsocRun(int(doc["errors"]), int(doc["total"]), list(doc["train"]), list(doc["optimizer"]),
+                             doc["layers"], OnChipNeed(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(key: str, run: TrainGvsocRun) -> None:
+    write_entry(_runs() / f"{key}.entry", key, json.dumps(
+        {"errors": run.errors, "total": run.total, "train": run.train_cycles, "optimizer": run.optimizer_cycles,
+         "layers": run.layers, "l2": asdict(run.on_chip), "seconds": run.seconds, "log": run.log}, indent=1).encode())
