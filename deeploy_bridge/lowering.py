@@ -54,9 +54,17 @@ def _import_gs(model: onnx.ModelProto):
 
 
 def prepare_graph(source, relower: bool):
-    """gs graph to hand to a deployer; already-lowered graphs get their '_tensor' suffixes undone."""
+    """gs graph to hand to a deployer; already-lowered graphs get their '_tensor' suffixes undone, and optional
+    outputs of no declared type that nothing reads (a MaxPool's indices) are dropped, as the training branch's
+    runner drops them (DeeployTest/testMVPTraining.py): Deeploy can type no such buffer."""
     model = source.model if relower else strip_mangling(source.model)
-    return _import_gs(model)
+    graph = _import_gs(model)
+    kept = {t.name for t in graph.outputs}
+    for node in graph.nodes:
+        unused = [t for t in node.outputs if t.dtype in (None, 0) and not t.outputs and t.name not in kept]
+        if unused and len(unused) < len(node.outputs):
+            node.outputs = [t for t in node.outputs if t not in unused]
+    return graph
 
 
 def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredGraph:

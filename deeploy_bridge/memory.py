@@ -46,6 +46,7 @@ from .lowering import prepare_graph
 from .records import MemoryFigures
 from .reentrant import restore_code
 from .scheduler import Order, make_scheduler
+from .scratch_sizes import fit_scratch_sizes, tile_scratch_sizes
 from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from .sources import ModelLike, load_source
 from .split_step import (
@@ -220,6 +221,9 @@ def deploy(model: ModelLike,
         elif code_dir is not None:
             write_back = write_back_plan(run.deployer)
         mid_end(run)
+        if tiled:
+            fit_scratch_sizes(run.deployer, tile_scratch_sizes(run.deployer.ctxt, kept.get("solution"),
+                                                               setup.innermost))
         raise_arena_floor(run.deployer.ctxt, role, _arena_name(run))
         back_end(run)
         figures = _figures(run, target, tiled, setup, kept)

@@ -27,11 +27,13 @@ class LifetimePeaks:
 
 
 def capture_memory_map(tiler) -> dict:
-    """Wrap ``tiler.computeMemoryMap`` so the map it returns is kept in the returned dict under "map"."""
+    """Wrap ``tiler.computeMemoryMap`` so the map it returns is kept in the returned dict under "map", and the tiling
+    solution it was given under "solution"."""
     kept: dict = {}
     original = tiler.computeMemoryMap
 
     def computeMemoryMap(ctxt, tiling_solution):
+        kept["solution"] = tiling_solution
         kept["map"] = original(ctxt, tiling_solution)
         return kept["map"]
 

@@ -95,6 +95,7 @@ class NotSimulated:
     reason: str
     failed: bool = False        # True: the step itself failed (did not build, did not fit, crashed, hung)
     on_chip: OnChipNeed | None = None
+    log: str = ""               # what gvsoc printed, when it ran
 
 
 def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],

@@ -121,7 +121,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         if not finished:
             last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
             return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
-                                failed=True, on_chip=need)
+                                failed=True, on_chip=need, log=log)
         ran = time.perf_counter()
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
@@ -130,7 +130,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
     if not errors or len(train) != run.n_batches:
         tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
         return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
-                            failed=True, on_chip=need)
+                            failed=True, on_chip=need, log=log)
     found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
                           layer_cycles(log, step.layers), need, log, {"build": built - begin, "simulate": ran - built})
     _store(key, found)

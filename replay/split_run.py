@@ -39,6 +39,7 @@ from ckpt.deeploy_bridge.records import MemoryFigures
 from ckpt.deeploy_bridge.setup import DeeploySetup, WeightUpdate
 from ckpt.deeploy_bridge.split_step import TrainRole, optimizer_role
 from ckpt.deeploy_bridge.versions import bridge_fingerprint, deeploy_fingerprint
+from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import GvsocKit, NoKit
 from ckpt.gvsoc.probes import c_name
 from ckpt.gvsoc.run import NotSimulated
@@ -225,11 +226,12 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
              "running them on the model")
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
     found = simulate_training(code_dir, step.run, step.data.feeds, sources, kit, heap)
+    if found.log:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(log, found.log)             # kept beside the report, a failed run's above all
     if isinstance(found, NotSimulated):
         status = SimStatus.FAILED if found.failed else SimStatus.NOT_SIMULATED
-        return GvsocRecord(flow, status, found.reason, on_chip=found.on_chip)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(found.log)
+        return GvsocRecord(flow, status, found.reason, on_chip=found.on_chip, log=log.name if found.log else None)
     return GvsocRecord(flow, SimStatus.MEASURED, None, found.errors, found.total, found.train_per_batch,
                        _per_run(found.layers or {}, nodes, step.run), HARNESS_RULE, found.on_chip, log.name,
                        {k: round(v, 3) for k, v in found.seconds.items()} if record_time else None,

@@ -383,9 +383,13 @@ void cl_ram_write(void *dest, void *src, size_t size) { ram_write(dest, src, siz
 void pi_cl_ram_copy_2d(struct pi_device *device, void *ram_addr, void *addr, uint32_t size, uint32_t stride,
                        uint32_t length, int ext2loc, pi_cl_ram_req_t *req) {
   (void)device;
-  if (length == 0 || stride < length)
-    ckpt_fault("pi_cl_ram_copy_2d with line length %u and stride %u", length, stride);
+  if (length == 0)
+    ckpt_fault("pi_cl_ram_copy_2d with lines of 0 bytes");
   uint32_t lines = (size + length - 1) / length;
+  /* Lines closer than their length overlap in RAM: a read of them is defined (the same bytes read again), a
+   * write is not. One line has no stride to speak of. */
+  if (lines > 1 && stride < length && !ext2loc)
+    ckpt_fault("pi_cl_ram_copy_2d writing lines of %u bytes %u apart (they overlap)", length, stride);
   check_local(addr, size, "pi_cl_ram_copy_2d");
   ckpt_l3_bytes(ram_addr, (size_t)(lines - 1) * stride + (size - (lines - 1) * length), "pi_cl_ram_copy_2d");
   for (uint32_t line = 0; line < lines; line++) {
