@@ -75,6 +75,7 @@ class Predicted:
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
     step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
     optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.step_pair)
+    optimizer_cycles: int | None = None    # a split step, measured costs: its optimizer network per update
 
     @property
     def held_bytes(self) -> int:
@@ -104,7 +105,8 @@ class SolverRecord:
 
 
 # Fields written only when set: the file has them for some schedules and not others.
-_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer"}
+_OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer",
+             "optimizer_cycles"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

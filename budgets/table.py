@@ -18,6 +18,7 @@ TAIL = [("on chip B", "on_chip"), ("fits {on_chip}", "fits_on_chip"), ("persiste
         ("cycles", "cycles"), ("+% pred", "overhead_pct_predicted"), ("+%", "overhead_pct"), ("Errors", "errors"),
         ("host Errors", "host_errors"), ("code = graph order", "code_check"), ("replay check", "check"),
         ("status", "status"), ("gap", "gap"), ("s", "seconds")]
+OPTIMIZER = [("opt cycles pred", "optimizer_cycles_predicted"), ("opt cycles", "optimizer_cycles")]
 LEVEL_PARTS = (("const", "static"), ("arena", "arena"), ("total", "total"))
 PERCENT = {"cost_increase_pct", "overhead_pct", "overhead_pct_predicted"}
 
@@ -42,6 +43,9 @@ def columns(rows: list[PointRow], target: str | None = None) -> list[tuple[str, 
     per_level = [(f"{name} {title}", f"{name}.{part}") for name in home for title, part in LEVEL_PARTS]
     per_level += [(f"{name} total", f"{name}.total") for name in levels if name not in home]
     tail = [(title.format(on_chip=on_chip_name(target)), key) for title, key in TAIL]
+    if any(r.optimizer_cycles is not None or r.optimizer_cycles_predicted is not None for r in rows):
+        at = next(i for i, (_, key) in enumerate(tail) if key == "cycles") + 1   # a split step: its second network
+        tail[at:at] = OPTIMIZER
     return HEAD + per_level + tail
 
 

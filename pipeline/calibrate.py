@@ -19,15 +19,17 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.run import NotRun, run_code
-from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
 from ckpt.errors import CkptError
 from ckpt.files import check_input_file
 from ckpt.gvsoc.kernels import device_fingerprint
-from ckpt.gvsoc.kit import NoKit, find_kit
+from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step
 from ckpt.paths import cache_root
 from ckpt.replay.gvsoc import node_cycles
+from ckpt.replay.report import CodeStatus, SimStatus
+from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
 from ckpt.replay.verification import step_data
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import open_model, read_model
@@ -53,9 +55,12 @@ class Calibration:
     total: int
     code_bytes: int                    # the step's own code and data in L2 (neither constants nor test data)
     key: str                           # what it was measured with (model, setup, kernels, kit), hashed
+    optimizer_cycles: int = 0          # a split step: its optimizer network per update (step_cycles and
+                                       # node_cycles are then its train network's, per mini-batch)
 
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
+                         measured_optimizer=self.optimizer_cycles or None,
                          source=f"gvsoc calibration {self.key[:12]}")
 
     def to_json(self) -> str:
@@ -106,8 +111,13 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         return known
     lowered = deeploy_bridge.lower(source, target)
     folder = Path(source) if Path(source).is_dir() else Path(source).parent
-    data = step_data(folder, read_model(source), lowered.io_names)
     order = [node.name for node in lowered.model.graph.node]
+    split = split_step(folder, read_model(source), lowered.io_names, None)
+    if split is not None:
+        found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress)
+        write_entry(cached, key, found.to_json().encode())
+        return found
+    data = step_data(folder, read_model(source), lowered.io_names)
     with tempfile.TemporaryDirectory(prefix="ckpt_calibrate_") as scratch:
         code = Path(scratch) / "code"
         progress(f"calibrating: the graph order's tiled code for {target}")
@@ -133,6 +143,33 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
                         "report this: Deeploy's layer names changed")
     write_entry(cached, key, found.to_json().encode())
     return found
+
+
+def _split_calibration(base, split: SplitStep, order: list[str], target: str, setup: DeeploySetup,
+                       sources: KernelSources, kit: GvsocKit, model_sha: str, key: str, progress) -> Calibration:
+    """A split step's calibration: the graph order's two networks run by the training harness on this host, then
+    on gvsoc; each train-network layer's cycles per mini-batch, the optimizer's per update."""
+    chip = TARGET_TABLE[target]
+    with tempfile.TemporaryDirectory(prefix="ckpt_calibrate_") as scratch:
+        code = Path(scratch) / "code"
+        progress(f"calibrating: the graph order's two networks (tiled) for {target}")
+        train, optimizer = deploy_split(base, order, split, target, True, setup, code)
+        progress("calibrating: running them on this host with the training harness")
+        host = run_split_code("tiled", code, base, split, target, setup, sources, False)
+        if host.status is not CodeStatus.RAN:
+            raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
+                            "check `ckpt replay` of the baseline, or solve with --costs estimate")
+        progress("calibrating: running them on gvsoc (once per model; cached)")
+        run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False)
+    if run.status is not SimStatus.MEASURED:
+        raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
+    if not run.layer_cycles:
+        raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
+    static = train.static.get(chip.on_chip, 0) + optimizer.static.get(chip.on_chip, 0)
+    code_bytes = run.on_chip.static - run.on_chip.test_data - static
+    nodes = {name: cycles for name, cycles in run.layer_cycles.items() if name in set(order)}
+    return Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles, nodes, run.errors,
+                       run.total, code_bytes, key, run.optimizer_cycles or 0)
 
 
 def _cached_calibration(path: Path, key: str) -> Calibration | None:

@@ -251,7 +251,8 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
         cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels,
         step_cycles=measured_step + result.recompute_cost if measured_step is not None else None,
-        optimizer=None if loaded.optimizer is None else loaded.optimizer.as_dict())
+        optimizer=None if loaded.optimizer is None else loaded.optimizer.as_dict(),
+        optimizer_cycles=loaded.costs.measured_optimizer if loaded.costs and loaded.optimizer else None)
     graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
                     model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value,
                     home=loaded.home if loaded.lowered and loaded.home != DEFAULT_SETUP.default_mem_level else None)

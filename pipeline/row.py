@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.gvsoc.run import OnChipNeed
 from ckpt.replay.report import (
     CheckStatus,
@@ -67,7 +68,8 @@ class PointRow:
     clones_kept: int | None
     recompute_cost: int | None       # cycles (ckpt's cost model) the recomputes add
     cost_increase_pct: float | None  # ... as % of the baseline step
-    cycles: int | None               # the deployed (tiled) step on gvsoc, measured; None: not simulated (reason)
+    cycles: int | None               # the deployed (tiled) step on gvsoc, measured; None: not simulated (reason);
+                                     # a split step: its train network, per mini-batch
     cycles_predicted: int | None     # measured op costs: the calibrated graph-order step + the recompute cycles
     overhead_pct: float | None       # measured cycles over the baseline's, %
     overhead_pct_predicted: float | None   # predicted cycles over the baseline's predicted, %
@@ -82,6 +84,8 @@ class PointRow:
     gap: float | None
     seconds: float | None            # solver seconds (timed: differs run to run)
     schedule: str | None             # the point's seq.json, relative to the sweep folder
+    optimizer_cycles: int | None = None            # a split step: its optimizer network per update, measured
+    optimizer_cycles_predicted: int | None = None  # ... and as the calibration measured it (no schedule moves it)
 
     @property
     def verified(self) -> bool:
@@ -133,7 +137,8 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, fou
                    predicted_peak=predicted.peak_bytes, heap=predicted.heap_bytes,
                    persistent_bytes=predicted.persistent_bytes, recomputes=predicted.recomputes,
                    recompute_cost=predicted.recompute_cost, cost_increase_pct=predicted.cost_increase_pct,
-                   cycles_predicted=predicted.step_cycles, check=check, gap=_finite(solver.gap),
+                   cycles_predicted=predicted.step_cycles, optimizer_cycles_predicted=predicted.optimizer_cycles,
+                   check=check, gap=_finite(solver.gap),
                    seconds=None if seconds is None else round(seconds, 1), schedule=schedule)
 
 
@@ -150,9 +155,14 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     home = (report.deeploy or {}).get("tiled")
     home_level = home.setup.default_mem_level if home else None
     home_figures = memory.levels.get(home_level) if home_level else None
+    optimizer = (report.deeploy_optimizer or {}).get("tiled")
+    levels = step_levels(memory.levels, optimizer)
+    tiled = report.gvsoc.get("tiled")
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
-                   home=home_level, levels=dict(memory.levels), on_chip=_on_chip(report, home_level),
+                   optimizer_cycles=tiled.optimizer_cycles if tiled is not None and tiled.status is SimStatus.MEASURED
+                   else None,
+                   home=home_level, levels=levels, on_chip=_on_chip(report, home_level, levels),
                    on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,
                    persistent_bytes=memory.persistent_replayed,
                    clones_kept=report.replay.clones_kept,
@@ -165,14 +175,31 @@ def _chip_memory(report: ReplayReport) -> OnChipNeed | None:
     return run.on_chip if run is not None else None
 
 
-def _on_chip(report: ReplayReport, home: str | None) -> int | None:
+def step_levels(train: dict[str, LevelMemory], optimizer: FlowFigures | None) -> dict[str, LevelMemory]:
+    """The tiled flow's levels for the whole step: a split step's two networks together (each level's constants
+    and arenas added, but the innermost arena, which the optimizer borrows from the train network: the larger);
+    a one-network step's as they are."""
+    if optimizer is None:
+        return dict(train)
+    shared = optimizer.setup.innermost
+    found = {}
+    for name in sorted(set(train) | set(optimizer.arena) | set(optimizer.static)):
+        own = train.get(name) or LevelMemory(arena=0, static=0)
+        arena, static = optimizer.arena.get(name, 0), optimizer.static.get(name, 0)
+        merged = max(own.arena or 0, arena) if name == shared else (own.arena or 0) + arena
+        found[name] = replace(own, arena=merged if own.arena is not None or arena else own.arena,
+                              static=(own.static or 0) + static if own.static is not None or static else own.static)
+    return found
+
+
+def _on_chip(report: ReplayReport, home: str | None, levels: dict[str, LevelMemory]) -> int | None:
     """The whole step in the chip's on-chip level: as built for the chip, plus, when its tensors live off chip,
     its constants and arena there (the on-chip tiling buffers stay)."""
     need = _chip_memory(report)
     if need is None or home is None:
         return None
     chip = TARGET_TABLE.get(report.model.target)
-    off_chip = report.memory.levels.get(home) if chip is None or not chip.is_on_chip(home) else None
+    off_chip = levels.get(home) if chip is None or not chip.is_on_chip(home) else None
     return need.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
 
 

@@ -31,6 +31,7 @@ class CostModel:
     per_elem: dict[str, float] = field(default_factory=dict)
     measured: dict[str, int] | None = None      # op name -> measured cycles (a calibration), overriding the rest
     measured_step: int | None = None            # the calibration's whole graph-order step, cycles
+    measured_optimizer: int | None = None       # a split step's: its optimizer network per update, cycles
     source: str = "estimate"                    # what the costs are, as a schedule records it
 
     def coefficients(self, op_type: str) -> tuple[float, float]:
