@@ -1,0 +1,200 @@
+"""A split step of Deeploy's training branch (its TrainingNetwork and OptimizerNetwork) replayed as that branch
+deploys it, built with its harness, run on this host and on gvsoc.
+
+The end-to-end tests need the training branch installed (`pip install ../shared/deeploy-train`: CI's second venv)
+and its checkout beside the shared models; under the release they skip, saying why. The parts that need neither
+(the harness's data, the pairing of the two graphs, the host runtime's view of on-chip and L3 addresses, the
+probes of two networks, a step's levels) are tested here under any Deeploy.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_support import ckpt_here
+from onnx import TensorProto, helper
+
+from ckpt.coderun.manifest import CodeManifest, Port
+from ckpt.coderun.train_harness import TrainingRun, write_training_data
+from ckpt.deeploy_bridge.errors import BridgeError
+from ckpt.deeploy_bridge.records import FlowFigures
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.deeploy_bridge.split_step import optimizer_role
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.gvsoc.probes import instrument
+from ckpt.hostexec.executor import HostExecutor
+from ckpt.memory_levels import LevelMemory
+from ckpt.pipeline.row import step_levels
+from ckpt.replay.report import ReplayReport
+
+TRAIN_IO = {"x": "input_0", "y": "input_1", "w": "input_2", "v": "input_3", "w_grad.accumulation.buffer": "input_4",
+            "v_grad.accumulation.buffer": "input_5", "lazy_reset_grad": "input_6", "loss": "output_0"}
+
+
+def _optimizer(inputs: list[str], updates: list[str]) -> onnx.ModelProto:
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in inputs]
+    nodes = [helper.make_node("SGD", [w, g], [f"{w}_updated"], name=f"sgd_{w}", lr=0.1)
+             for w, g in zip(inputs[0::2], inputs[1::2])]
+    outputs = [helper.make_tensor_value_info(f"{w}_updated", TensorProto.FLOAT, [2]) for w in updates]
+    return helper.make_model(helper.make_graph(nodes, "opt", info, outputs))
+
+
+def test_the_optimizer_network_points_at_the_train_networks_buffers_by_name():
+    role = optimizer_role(TRAIN_IO, _optimizer(["w", "w_grad.accumulation.buffer", "v", "v_grad.accumulation.buffer"],
+                                                ["w", "v"]))
+    assert dict(role.shared) == {"input_0": "DeeployNetwork_input_2", "input_1": "DeeployNetwork_input_4",
+                                 "input_2": "DeeployNetwork_input_3", "input_3": "DeeployNetwork_input_5",
+                                 "output_0": "DeeployNetwork_input_2", "output_1": "DeeployNetwork_input_3"}
+
+
+@pytest.mark.parametrize("inputs, says", [
+    (["w", "w_grad.accumulation.buffer", "u", "v_grad.accumulation.buffer"], "reads 'u', which the train graph"),
+    (["v", "v_grad.accumulation.buffer", "w", "w_grad.accumulation.buffer"], "as the harness pairs them"),
+])
+def test_an_optimizer_graph_the_harness_cannot_pair_is_refused_naming_the_tensor(inputs, says):
+    with pytest.raises(BridgeError, match=says):
+        optimizer_role(TRAIN_IO, _optimizer(inputs, inputs[0::2]))
+
+
+def _manifest() -> CodeManifest:
+    ports = [Port("input_0", "float32_t", 2), Port("input_1", "uint8_t", 1, "1.hex"), Port("input_2", "float32_t", 4),
+             Port("input_3", "float32_t", 4, "3.hex"), Port("input_4", "uint8_t", 1)]
+    return CodeManifest("tiled", 8, 64_000_000, tuple(ports), (Port("output_0", "float32_t", 1),), "TrainingNetwork")
+
+
+def _run(batches: int = 2) -> TrainingRun:
+    data = tuple((np.full(2, b, np.float32), np.array([b], np.uint8)) for b in range(batches))
+    return TrainingRun(1, batches, data, 3, 1, (1.5, 2.5), 1e-3)
+
+
+def test_the_harness_is_compiled_with_the_run_its_data_and_its_losses(tmp_path):
+    start = {"input_1": np.array([7], np.uint8), "input_2": np.arange(4, dtype=np.float32),
+             "input_3": np.zeros(4, np.float32)}
+    files = write_training_data(_manifest(), _run(), start, [], tmp_path, ".weightmem_sram")
+    inputs = (tmp_path / "testinputs.h").read_text()
+    for macro in ("N_TRAIN_STEPS 1", "N_ACCUM_STEPS 2", "TRAINING_DATA_SIZE 2", "TRAINING_NUM_DATA_INPUTS 2",
+                  "TRAINING_GRAD_BUF_START_IDX 3", "TRAINING_NUM_GRAD_INPUTS 1", "TRAINING_NUM_WEIGHT_INPUTS 1"):
+        assert f"#define {macro}\n" in inputs
+    assert ".section .weightmem_sram.ckpt_weight0" in inputs and "testDataVector[2]" in inputs
+    outputs = (tmp_path / "testoutputs.h").read_text()
+    assert "#define N_LOSS_REFS 2" in outputs and "{1.5f, 2.5f}" in outputs and "TOLERANCE_ABS 0.001f" in outputs
+    assert (tmp_path / "ckpt_weight0.bin").read_bytes() == start["input_2"].tobytes()
+    assert (tmp_path / "ckpt_mb1_1.bin").read_bytes() == b"\x01"
+    # the inputs the network keeps off chip start from files Init loads, with the values the run starts from
+    assert sorted(p.name for p in files.flash_files) == ["1.hex", "3.hex"]
+    assert (tmp_path / "1.hex").read_bytes() == b"\x07"
+
+
+def test_a_network_whose_inputs_the_harness_cannot_read_by_position_is_refused(tmp_path):
+    run = _run()
+    wrong = TrainingRun(run.n_steps, run.n_accum, run.batches, 2, 1, run.losses, run.tolerance)   # one input short
+    with pytest.raises(ValueError, match="the network has 5 inputs"):
+        write_training_data(_manifest(), wrong, {}, [], tmp_path, ".data")
+
+
+def test_each_networks_layers_are_probed_in_its_own_run_entry_one_numbering_for_both():
+    train = ("void RunTrainingNetwork() {\n{\n// _a_closure CLOSURE CALL\n_a_closure(&args);\n}\n{\n"
+             "// _b_closure CLOSURE CALL\n_b_closure(&args);\n}\n}\nvoid InitTrainingNetwork() {\n}\n")
+    probed = instrument(train, "RunTrainingNetwork")
+    assert probed.layers == ("a", "b")                      # the blocks' braces do not end the entry early
+    optimizer = instrument("void RunOptimizerNetwork() {\n// _s_closure CLOSURE CALL\n_s_closure(&args);\n}\n",
+                           "RunOptimizerNetwork", first=len(probed.layers))
+    assert "CKPT_PROBE_BEGIN(2);" in optimizer.source and optimizer.layers == ("s",)
+
+
+def test_a_split_steps_levels_hold_both_networks_the_borrowed_arena_once():
+    train = {"L1": LevelMemory(arena=1000, static=10), "L3": LevelMemory(arena=5000, static=100, predicted_arena=5000)}
+    optimizer = FlowFigures(arena={"L1": 1500, "L2": 200, "L3": 0}, static={"L1": 4, "L2": 4, "L3": 0},
+                            setup=DEFAULT_SETUP)
+    levels = step_levels(train, optimizer)
+    assert (levels["L1"].arena, levels["L1"].static) == (1500, 14)
+    assert (levels["L2"].arena, levels["L2"].static) == (200, 4)
+    assert (levels["L3"].total, levels["L3"].predicted_arena) == (5100, 5000)
+    assert step_levels(train, None) == train
+
+
+def test_an_accumulator_whose_flag_deeploy_made_an_alias_writes_its_buffer_back():
+    """Deeploy types the lowered accumulator's flag as its buffer: the one output is the new buffer, and the buffer
+    (a graph input) is updated in place all the same."""
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("InPlaceAccumulatorV2", ["buf", "g", "reset"], ["out"], name="acc", domain="com.microsoft")],
+        "acc",
+        [value("buf", TensorProto.FLOAT, [2]), value("g", TensorProto.FLOAT, [2]),
+         value("reset", TensorProto.BOOL, [1])],
+        [value("out", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    executor = HostExecutor(model)
+    found = executor.run({"buf": np.ones(2, np.float32), "g": np.full(2, 2, np.float32), "reset": np.array([False])})
+    assert executor.updated_inputs == ["buf"]
+    assert np.array_equal(found["out"], [3, 3]) and np.array_equal(found["buf"], [3, 3])
+
+
+# --------------------------------------------------------------------------- with the training branch installed
+
+
+@pytest.fixture(scope="module")
+def branch():
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
+                    "(pip install ../shared/deeploy-train)")
+
+
+def _replay(shared_models: Path, tmp_path: Path, model: str, budget: str, *extra: str) -> tuple[ReplayReport, Path]:
+    schedule, out = tmp_path / "seq.json", tmp_path / "replay"
+    solved = ckpt_here("solve", str(shared_models / model), "--target", "siracusa", "--budget", budget,
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(shared_models / model), "-o", str(out), *extra)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return ReplayReport.read(out / "report.json"), out
+
+
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+def test_simplemlps_two_networks_train_on_the_host_and_on_gvsoc_by_the_branchs_harness(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    report, out = _replay(shared_models, tmp_path, "simplemlp_train", "0.9")
+    assert report.model.deeploy_version == "0.2.1 (training branch)"
+    code = out / "code"
+    assert {"TrainingNetwork.c", "OptimizerNetwork.c", "io.json", "io-optimizer.json"} <= {p.name for p in
+                                                                                         code.iterdir()}
+    shared = "DeeployOptNetwork_input_0 = (float32_t*) DeeployNetwork_input_2"
+    assert shared in (code / "OptimizerNetwork.c").read_text()
+    assert "ckpt_mirror_input_0" in (code / "TrainingNetwork.c").read_text()   # home L3: the data mirrored on chip
+    for flow, run in report.code_runs.items():
+        assert run.harness is not None and (run.harness.errors, run.harness.total) == (0, 4), flow
+        assert run.golden.errors == 0 and run.golden.compared == 596 and run.graph_order == "bit-identical", flow
+    tiled = report.gvsoc["tiled"]
+    if tiled.reason and "not simulated" in tiled.status.value:
+        pytest.skip(f"gvsoc: {tiled.reason}")
+    assert (tiled.errors, tiled.total, tiled.batches, tiled.updates) == (0, 4, 4, 4)
+    assert tiled.cycles > 0 and tiled.optimizer_cycles > 0 and (out / tiled.log).is_file()
+    assert report.deeploy_optimizer and report.deeploy_optimizer["tiled"].arena["L3"] == 0   # all of it shared
+
+
+@pytest.mark.deeploy
+def test_a_conv_nets_schedule_with_recomputes_computes_what_the_graph_order_computes_in_both_flows(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    report, _ = _replay(shared_models, tmp_path, "dscnn_train", "0.7", "--no-simulate")
+    assert report.replay.clones_kept > 0
+    assert report.memory.levels["L3"].arena == report.memory.levels["L3"].predicted_arena
+    for flow, run in report.code_runs.items():
+        assert run.harness.errors == 0 and run.golden.errors == 0 and run.graph_order == "bit-identical", flow
+
+
+@pytest.mark.deeploy
+def test_a_split_step_without_its_optimizer_graph_is_refused_before_any_work(branch, shared_models, tmp_path):
+    folder = tmp_path / "simplemlp_train"
+    folder.mkdir()
+    for name in ("network.onnx", "inputs.npz", "outputs.npz"):
+        (folder / name).symlink_to(shared_models / "simplemlp_train" / name)
+    schedule = tmp_path / "seq.json"
+    nodes = onnx.load(shared_models / "simplemlp_train" / "network.onnx").graph.node
+    schedule.write_text(json.dumps({"seq": [[n.name, 0] for n in nodes]}))
+    run = ckpt_here("replay", str(schedule), "--model", str(folder), "--target", "siracusa", "-o", str(tmp_path / "o"))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1 and "no optimizer graph" in lines[0] and "--optimizer" in lines[0]
+    assert not (tmp_path / "o").exists()
