@@ -24,7 +24,7 @@ FUNCTION_IMPORTS_ALLOWED = {"cli", "cli_common"}
 
 
 def _modules() -> list[Path]:
-    skip = {".venv", "tests", "bench", "build", ".git"}
+    skip = {".venv", ".venv-train", "tests", "bench", "build", ".git"}
     return [p for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)]
 
 
