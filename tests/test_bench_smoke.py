@@ -43,6 +43,7 @@ DEEPLOY = [
     Smoke("arena", rows=4, shows=("| in-place | graph order |", "| in-place | 0.8 |", "| out-of-place | 0.8 |")),
     Smoke("coderun", rows=2, shows=("| baseline | 0/314, 0/314 |", "| 1.0 | 0/314, 0/314 |")),
     Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "bit-identical")),
+    Smoke("zoo", rows=1, shows=("| simplemlp_train |",)),
     Smoke("level_total", args=("--home", "L2"), rows=2,
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
 ]
