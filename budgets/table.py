@@ -46,6 +46,9 @@ def columns(rows: list[PointRow], target: str | None = None) -> list[tuple[str, 
     if any(r.optimizer_cycles is not None or r.optimizer_cycles_predicted is not None for r in rows):
         at = next(i for i, (_, key) in enumerate(tail) if key == "cycles") + 1   # a split step: its second network
         tail[at:at] = OPTIMIZER
+    if any(r.device_check != "-" for r in rows):
+        at = next(i for i, (_, key) in enumerate(tail) if key == "code_check") + 1
+        tail[at:at] = [("gvsoc = graph order", "device_check")]
     return HEAD + per_level + tail
 
 
@@ -114,7 +117,7 @@ def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
 
 def flat(row: PointRow, levels: list[str]) -> dict:
     """The row as one flat record (CSV): each level's figures as `<part>_<level>` fields."""
-    doc = {k: v for k, v in asdict(row).items() if k != "levels"}
+    doc = {k: v for k, v in asdict(row).items() if k not in ("levels", "device_state")}
     for name in levels:
         for _, part in LEVEL_PARTS:
             doc[f"{part}_{name}"] = value(row, f"{name}.{part}")

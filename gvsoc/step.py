@@ -99,11 +99,13 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
 
 
-def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, sources: KernelSources,
-                        kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path) -> DeviceStep:
+def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, timer_stops: int,
+                        sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path
+                        ) -> DeviceStep:
     """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
     with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
-    cycles over the run (the train network runs once per mini-batch, the optimizer once per update)."""
+    cycles over the run (the train network runs once per mini-batch, the optimizer once per update); when the
+    harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c)."""
     layers: list[str] = []
     probed_files = []
     for stem, run in NETWORKS:
@@ -118,9 +120,10 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
              "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
     units = [(f, ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]) for f in probed_files]
     units += [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
-                                            *([] if flash else ["-DNOFLASH"])]),
+                                            f"-DCKPT_STATE_AFTER={timer_stops}", *([] if flash else ["-DNOFLASH"])]),
               (harness / TRAIN_HARNESS[1], []),
-              (DEVICE / "ckpt_probes.c", [])]
+              (DEVICE / "ckpt_probes.c", []),
+              (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
     return _compile_and_link(units, flags, tuple(layers), kit, sdk, kernels, out, 0)
 
 

@@ -48,10 +48,11 @@ from ckpt.gvsoc.run import (
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
 from ckpt.gvsoc.step import L2Overflow, StepBuildError, build_training_step
 
-RUN_FORMAT = 1
+RUN_FORMAT = 2          # 2: the state hashes
 DEVICE_SECTION = ".weightmem_sram"       # the weight memory of pulp-sdk's Siracusa linker script
 _TRAIN = re.compile(r"\[BENCH\] mb=(\d+) train_cycles=(\d+)")
 _OPT = re.compile(r"\[BENCH\] step=(\d+) step_train_cycles=(\d+) opt_cycles=(\d+)")
+_STATE = re.compile(r"^ckpt-state (\d+) (\d+) ([0-9a-f]{8})\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class TrainGvsocRun:
     optimizer_cycles: list[int]               # the optimizer network, per update
     layers: dict[str, int] | None             # probed cycles per layer, summed over the run (Deeploy's names)
     on_chip: OnChipNeed
+    state: dict[str, str]                     # each train-network input when the run ended: "<bytes>:<fnv1a hash>"
     log: str
     seconds: dict[str, float] = field(default_factory=dict)
     cached: bool = False
@@ -103,8 +105,8 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
-            step = build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files), sources,
-                                       kit, sdk, kernels, work)
+            step = build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files),
+                                       run.n_batches + run.n_steps, sources, kit, sdk, kernels, work)
         except L2Overflow as exc:
             need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY)
             return NotSimulated(_does_not_fit(need), on_chip=need)
@@ -131,8 +133,10 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
         return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
                             failed=True, on_chip=need, log=log)
+    state = {f"input_{i}": f"{size}:{digest}" for i, size, digest in _STATE.findall(log)}
     found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
-                          layer_cycles(log, step.layers), need, log, {"build": built - begin, "simulate": ran - built})
+                          layer_cycles(log, step.layers), need, state, log,
+                          {"build": built - begin, "simulate": ran - built})
     _store(key, found)
     return found
 
@@ -161,7 +165,8 @@ def _cached(key: str) -> TrainGvsocRun | None:
     try:
         doc = json.loads(payload)
         return TrainGvsocRun(int(doc["errors"]), int(doc["total"]), list(doc["train"]), list(doc["optimizer"]),
-                             doc["layers"], OnChipNeed(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
+                             doc["layers"], OnChipNeed(**doc["l2"]), dict(doc["state"]), str(doc["log"]),
+                             doc["seconds"], cached=True)
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -169,4 +174,5 @@ def _cached(key: str) -> TrainGvsocRun | None:
 def _store(key: str, run: TrainGvsocRun) -> None:
     write_entry(_runs() / f"{key}.entry", key, json.dumps(
         {"errors": run.errors, "total": run.total, "train": run.train_cycles, "optimizer": run.optimizer_cycles,
-         "layers": run.layers, "l2": asdict(run.on_chip), "seconds": run.seconds, "log": run.log}, indent=1).encode())
+         "layers": run.layers, "l2": asdict(run.on_chip), "state": run.state, "seconds": run.seconds,
+         "log": run.log}, indent=1).encode())

@@ -7,7 +7,7 @@ replay report, or from the reason a point has neither.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from ckpt.deeploy_bridge.records import FlowFigures
@@ -86,6 +86,8 @@ class PointRow:
     schedule: str | None             # the point's seq.json, relative to the sweep folder
     optimizer_cycles: int | None = None            # a split step: its optimizer network per update, measured
     optimizer_cycles_predicted: int | None = None  # ... and as the calibration measured it (no schedule moves it)
+    device_state: dict[str, str] = field(default_factory=dict)   # a split step on gvsoc: its weights' hashes at the end
+    device_check: str = "-"          # ... against the baseline's (graph order) on gvsoc: bit-identical, differs, -
 
     @property
     def verified(self) -> bool:
@@ -162,6 +164,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
                    optimizer_cycles=tiled.optimizer_cycles if tiled is not None and tiled.status is SimStatus.MEASURED
                    else None,
+                   device_state=dict(tiled.state) if tiled is not None else {},
                    home=home_level, levels=levels, on_chip=_on_chip(report, home_level, levels),
                    on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,
                    persistent_bytes=memory.persistent_replayed,
@@ -268,8 +271,14 @@ def with_overheads(rows: list[PointRow]) -> list[PointRow]:
     def pct(value: int | None, reference: int | None) -> float | None:
         return round(100.0 * (value - reference) / reference, 4) if value is not None and reference else None
 
+    def device(row: PointRow) -> str:
+        if not row.device_state or base is None or not base.device_state:
+            return "-"
+        return "bit-identical" if row.device_state == base.device_state else "differs"
+
     return [replace(r, overhead_pct=pct(r.cycles, base and base.cycles),
-                    overhead_pct_predicted=pct(r.cycles_predicted, base and base.cycles_predicted)) for r in rows]
+                    overhead_pct_predicted=pct(r.cycles_predicted, base and base.cycles_predicted),
+                    device_check=device(r)) for r in rows]
 
 
 def row_from_json(doc: dict) -> PointRow:

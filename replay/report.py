@@ -277,6 +277,8 @@ class GvsocRecord:
     optimizer_cycles: int | None = None  # a split step: the optimizer network per update (cycles: the train
     batches: int | None = None           # network per mini-batch), over this many mini-batches
     updates: int | None = None           # and updates
+    state: dict[str, str] = field(default_factory=dict)   # a split step: each train-network input when the run
+                                                          # ended, "<bytes>:<fnv1a>" (the device's weights)
 
     @property
     def line(self) -> str:
