@@ -5,9 +5,11 @@ from pathlib import Path
 
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.table import csv_text, json_text, markdown_table
+from ckpt.deeploy_identity import deeploy_label
 from ckpt.files import atomic_write, printable
 from ckpt.pipeline.row import PointRow
 from ckpt.solver.records import SolveOptions
+from ckpt.targets import uses_deeploy
 
 
 def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, solve: SolveOptions,
@@ -15,8 +17,11 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
     """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep."""
     header = {"model": model, "target": target, "baseline_peak_bytes": baseline_peak,
               "lower_bound_bytes": lower_bound, "method": solve.method, "time_limit": solve.backend.time_limit}
+    made = f"Deeploy {deeploy_label()} lowered the graph and generated the code. " if uses_deeploy(target) else ""
+    if made:
+        header["deeploy"] = deeploy_label()
     facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
-             f"Seconds are wall time and differ run to run.\n\n")
+             f"{made}Seconds are wall time and differ run to run.\n\n")
     written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
     title = printable(f"{Path(model).name} ({target}): replayed peak against recompute cost")
     return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)

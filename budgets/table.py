@@ -6,8 +6,9 @@ import io
 import json
 from dataclasses import asdict, fields
 
+from ckpt.deeploy_identity import deeploy_label
 from ckpt.pipeline.row import PointRow
-from ckpt.targets import TARGET_TABLE
+from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
         ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
@@ -78,8 +79,10 @@ def _cell(row: PointRow, key: str) -> str:
 
 
 def notes(rows: list[PointRow], target: str | None = None) -> list[str]:
-    """One line per point with a reason: what the table's '-' cells mean; then whether the step fits on chip."""
-    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows, target)
+    """One line per point with a reason: what the table's '-' cells mean; then whether the step fits on chip, and
+    which Deeploy lowered the graph and generated the code."""
+    made = [f"Deeploy {deeploy_label()} lowered the graph and generated the code"] if uses_deeploy(target) else []
+    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows, target) + made
 
 
 def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:

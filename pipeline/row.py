@@ -195,13 +195,14 @@ def step_levels(train: dict[str, LevelMemory], optimizer: FlowFigures | None) ->
     return found
 
 
-def _on_chip(report: ReplayReport, home: str | None, levels: dict[str, LevelMemory]) -> int | None:
+def _on_chip(report: ReplayReport, home: str | None, levels: dict[str, LevelMemory] | None = None) -> int | None:
     """The whole step in the chip's on-chip level: as built for the chip, plus, when its tensors live off chip,
     its constants and arena there (the on-chip tiling buffers stay)."""
     need = _chip_memory(report)
     if need is None or home is None:
         return None
     chip = TARGET_TABLE.get(report.model.target)
+    levels = report.memory.levels if levels is None else levels
     off_chip = levels.get(home) if chip is None or not chip.is_on_chip(home) else None
     return need.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
 

@@ -9,7 +9,8 @@ from ckpt.replay.run import ReplayResult
 def summary_lines(result: ReplayResult) -> list[str]:
     r = result.report
     sched, rep, mem = r.schedule, r.replay, r.memory
-    lines = [f"replayed {sched.path} on {r.model.path} (target {r.model.target}): "
+    made = f", Deeploy {r.model.deeploy_version}" if r.model.deeploy_version and r.model.target != "none" else ""
+    lines = [f"replayed {sched.path} on {r.model.path} (target {r.model.target}{made}): "
              f"{sched.matched}/{sched.entries} entries matched ({100 * sched.rate:.1f}%), "
              f"fingerprint {sched.fingerprint.status}",
              f"{rep.executions} executions: {rep.recomputes} recomputes, {rep.clones_kept} clones kept, "
