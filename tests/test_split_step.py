@@ -172,6 +172,7 @@ def test_simplemlps_two_networks_train_on_the_host_and_on_gvsoc_by_the_branchs_h
         pytest.skip(f"gvsoc: {tiled.reason}")
     assert (tiled.errors, tiled.total, tiled.batches, tiled.updates) == (0, 4, 4, 4)
     assert tiled.cycles > 0 and tiled.optimizer_cycles > 0 and (out / tiled.log).is_file()
+    assert len(tiled.state) == 7 and tiled.state["input_2"].startswith("2048:")   # the device's weights, hashed
     assert report.deeploy_optimizer and report.deeploy_optimizer["tiled"].arena["L3"] == 0   # all of it shared
 
 
@@ -197,4 +198,24 @@ def test_a_split_step_without_its_optimizer_graph_is_refused_before_any_work(bra
     run = ckpt_here("replay", str(schedule), "--model", str(folder), "--target", "siracusa", "-o", str(tmp_path / "o"))
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 1 and "no optimizer graph" in lines[0] and "--optimizer" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.deeploy
+def test_positional_step_data_that_does_not_fit_the_train_graph_is_refused_in_one_line(branch, shared_models,
+                                                                                     tmp_path):
+    folder = tmp_path / "simplemlp_train"
+    folder.mkdir()
+    for name in ("network.onnx", "outputs.npz"):
+        (folder / name).symlink_to(shared_models / "simplemlp_train" / name)
+    (tmp_path / "simplemlp_optimizer").symlink_to(shared_models / "simplemlp_optimizer")
+    arrays = dict(np.load(shared_models / "simplemlp_train" / "inputs.npz"))
+    del arrays["arr_0003"]                                   # one base array short of the train graph's inputs
+    np.savez(folder / "inputs.npz", **arrays)
+    schedule = tmp_path / "seq.json"
+    nodes = onnx.load(folder / "network.onnx").graph.node
+    schedule.write_text(json.dumps({"seq": [[n.name, 0] for n in nodes]}))
+    run = ckpt_here("replay", str(schedule), "--model", str(folder), "--target", "siracusa", "-o", str(tmp_path / "o"))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1 and "base arrays" in lines[0], run.stderr
     assert not (tmp_path / "o").exists()
