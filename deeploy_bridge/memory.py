@@ -55,6 +55,7 @@ from .split_step import (
     mirror_code,
     raise_arena_floor,
     rename_files,
+    repeat_code,
     share_buffers,
     shared_allocation,
 )
@@ -131,6 +132,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
         mirrors.epilogue,
         refresh_code(d),                      # in-place updates reach every copy (deeploy_bridge.in_place)
         write_back_code(d.ctxt, write_back, off_chip),  # updates out of place reach their weights (write_back)
+        repeat_code(d.ctxt, run.options.role, off_chip),  # a weight the train network repeats, every copy updated
         "}",
         net.definition(net.init),
         d.generateEngineInitializationCode(),

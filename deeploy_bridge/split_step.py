@@ -34,6 +34,7 @@ from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 from .buffers import buffer_bytes
 from .errors import BridgeError
 from .naming import io_mapping
+from .write_back import CHUNK, copy_code
 
 
 @dataclass(frozen=True)
@@ -83,23 +84,29 @@ class OptimizerRole:
 
     shared: tuple[tuple[str, str], ...]           # (its I/O, Deeploy's name) -> the train network's buffer symbol
     borrowed: tuple[str, ...] = ("L1",)           # arenas it takes from the train network
+    repeats: tuple[tuple[str, int], ...] = ()     # (an update, times): the train network holds that weight repeated
     network: Network = field(default=OPTIMIZER, repr=False)
 
     def key(self) -> dict:
-        return {"role": "optimizer", "shared": [list(s) for s in self.shared], "borrowed": list(self.borrowed)}
+        return {"role": "optimizer", "shared": [list(s) for s in self.shared], "borrowed": list(self.borrowed),
+                "repeats": [list(r) for r in self.repeats]}
 
 
 Role = TrainRole | OptimizerRole
 
 
-def optimizer_role(train_io: dict[str, str], optimizer: onnx.ModelProto) -> OptimizerRole:
+def optimizer_role(train_io: dict[str, str], optimizer: onnx.ModelProto,
+                   train_elements: dict[str, int] | None = None) -> OptimizerRole:
     """Which train-network buffer each optimizer input and output is, matched by name as the branch does (an input
     by its own name; an update by the weight its node reads), and checked against the harness's fixed pairing
     (optimizer input 2i the i-th weight, 2i+1 its gradient, output i its update). `train_io`: the train graph's
-    original I/O name -> Deeploy's. Raises BridgeError naming the first tensor that does not pair."""
+    original I/O name -> Deeploy's; `train_elements`: the train network's inputs' element counts (Deeploy's
+    lowering repeats a bias it broadcasts, [256] into [64, 256]: the optimizer updates one copy and copies it over
+    the others). Raises BridgeError naming the first tensor that does not pair."""
     graph = optimizer.graph
     own = io_mapping(graph)
-    shared = []
+    sizes = {i.name: _elements(i) for i in graph.input}
+    shared, repeats = [], []
     for info in graph.input:
         if info.name not in train_io:
             raise BridgeError(f"the optimizer graph reads '{info.name}', which the train graph does not take: the "
@@ -112,8 +119,30 @@ def optimizer_role(train_io: dict[str, str], optimizer: onnx.ModelProto) -> Opti
         if weight not in train_io:
             raise BridgeError(f"the optimizer graph's output '{info.name}' updates no weight of the train graph")
         shared.append((own[info.name], f"DeeployNetwork_{train_io[weight]}"))
+        held = (train_elements or {}).get(train_io[weight], sizes[weight])
+        if held != sizes[weight] and sizes[weight] and held % sizes[weight] == 0:
+            repeats.append((own[info.name], held // sizes[weight]))
     _check_harness_pairing(graph, train_io)
-    return OptimizerRole(tuple(shared))
+    return OptimizerRole(tuple(shared), repeats=tuple(repeats))
+
+
+def _elements(info: onnx.ValueInfoProto) -> int:
+    count = 1
+    for dim in info.type.tensor_type.shape.dim:
+        count *= dim.dim_value
+    return count
+
+
+def repeat_code(ctxt, role: Role | None, off_chip: str) -> str:
+    """C for the end of the optimizer's step: each weight the train network holds repeated takes its update in
+    every copy (see optimizer_role)."""
+    if not isinstance(role, OptimizerRole) or not role.repeats:
+        return ""
+    lines = ["// ckpt: the train network repeats these weights; every copy takes the update (split_step)",
+             f"int8_t ckpt_repeat[{CHUNK}];"]
+    for update, times in role.repeats:
+        lines += copy_code(ctxt, update, update, times, "ckpt_repeat", off_chip)
+    return "\n".join(lines) + "\n"
 
 
 def _check_harness_pairing(graph: onnx.GraphProto, train_io: dict[str, str]) -> None:

@@ -112,7 +112,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     lowered = deeploy_bridge.lower(source, target)
     folder = Path(source) if Path(source).is_dir() else Path(source).parent
     order = [node.name for node in lowered.model.graph.node]
-    split = split_step(folder, read_model(source), lowered.io_names, None)
+    split = split_step(folder, read_model(source), lowered.io_names, None, lowered.model)
     if split is not None:
         found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress)
         write_entry(cached, key, found.to_json().encode())

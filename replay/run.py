@@ -207,7 +207,7 @@ def _split_step(model, original: onnx.ModelProto, lowered: LoweredGraph | None, 
     folder = model_path(model).parent
     if lowered is None or not model_files(folder)[1].is_file():
         return None
-    return split_step(folder, original, lowered.io_names, options.optimizer)
+    return split_step(folder, original, lowered.io_names, options.optimizer, lowered.model)
 
 
 def _deeploy_flows(base: onnx.ModelProto, doc: Schedule, target: str, outdir: Path, options: ReplayOptions,

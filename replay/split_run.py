@@ -64,6 +64,7 @@ class SplitStep:
     io: dict[str, str]                  # the train graph's original I/O names -> Deeploy's
     optimizer: onnx.ModelProto          # the optimizer graph as exported (its own names)
     on_chip: tuple[str, ...]            # the train network's I/O the harness touches at every mini-batch
+    elements: dict[str, int]            # each train-network input's elements (a bias Deeploy repeats: more)
 
     @property
     def weights(self) -> list[str]:
@@ -71,12 +72,16 @@ class SplitStep:
         return [f"input_{i}" for i in range(self.run.n_data, self.run.grad_start)]
 
 
-def split_step(folder: Path, original: onnx.ModelProto, io_names: dict[str, str], optimizer: str | Path | None
-               ) -> SplitStep | None:
-    """The split step of the model in `folder` on its lowered graph, or None when its data is not positional."""
+def split_step(folder: Path, original: onnx.ModelProto, io_names: dict[str, str], optimizer: str | Path | None,
+               lowered: onnx.ModelProto | None = None) -> SplitStep | None:
+    """The split step of the model in `folder` on its `lowered` graph, or None when its data is not positional. A
+    weight Deeploy's lowering repeats (a bias it broadcasts) starts repeated, as the branch's harness writes it."""
     data = step_data(folder, original, io_names, optimizer)
     if data.layout is None or data.optimizer is None or data.optimizer_path is None:
         return None
+    elements = {i.name: int(np.prod([d.dim_value for d in i.type.tensor_type.shape.dim]))
+                for i in (lowered.graph.input if lowered is not None else [])}
+    data = replace(data, feeds={name: _repeated(value, elements.get(name)) for name, value in data.feeds.items()})
     names = [io_names.get(i.name, i.name) for i in data_inputs(original.graph)]
     n_data, grad_start = harness_layout(data.layout, names)
     layout = data.layout
@@ -86,7 +91,15 @@ def split_step(folder: Path, original: onnx.ModelProto, io_names: dict[str, str]
                       grad_start, len(layout.buffers), losses, TRAINING_HARNESS_TOLERANCE)
     outputs = [io_names.get(o.name, o.name) for o in original.graph.output]
     on_chip = (*names[:n_data], *([names[-1]] if layout.reset else []), outputs[0])
-    return SplitStep(data, run, dict(io_names), read_model(data.optimizer_path), on_chip)
+    return SplitStep(data, run, dict(io_names), read_model(data.optimizer_path), on_chip, elements)
+
+
+def _repeated(value: np.ndarray, elements: int | None) -> np.ndarray:
+    """`value` repeated to `elements` where the lowered graph holds it so (a whole number of times), else as is."""
+    value = np.asarray(value)
+    if elements is None or value.size == elements or not value.size or elements % value.size:
+        return value
+    return np.tile(value.reshape(-1), elements // value.size)
 
 
 def deploy_split(base: onnx.ModelProto, order, step: SplitStep, target: str, tiled: bool, setup: DeeploySetup,
@@ -95,7 +108,8 @@ def deploy_split(base: onnx.ModelProto, order, step: SplitStep, target: str, til
     optimizer first, whose L1 arena the train network's must hold. Returns (train, optimizer) figures."""
     optimizer = deeploy_bridge.deploy(step.optimizer, None, target, tiled=tiled,
                                       setup=replace(setup, weights=WeightUpdate.OUT_OF_PLACE), code_dir=code_dir,
-                                      role=optimizer_role(step.io, step.optimizer), already_lowered=False)
+                                      role=optimizer_role(step.io, step.optimizer, step.elements),
+                                      already_lowered=False)
     floor = (("L1", optimizer.arena["L1"]),) if tiled and optimizer.arena.get("L1") else ()
     train = deeploy_bridge.deploy(base, order, target, tiled=tiled, setup=setup, code_dir=code_dir,
                                   role=TrainRole(step.on_chip, floor))
@@ -180,8 +194,8 @@ def split_code_record(flow: str, outcome: TrainCodeRun | NotRun, step: SplitStep
     golden = None
     if data.golden is not None:
         wanted = {k: np.asarray(v) for k, v in data.golden.items() if k in produced}
-        golden = compare_outputs({k: np.asarray(v).reshape(np.shape(wanted[k])) for k, v in produced.items()
-                                  if k in wanted}, wanted, data.feeds, TRAINING_HARNESS_TOLERANCE)
+        golden = compare_outputs({k: _copies(np.asarray(v), wanted[k]) for k, v in produced.items() if k in wanted},
+                                 wanted, data.feeds, TRAINING_HARNESS_TOLERANCE)
     if isinstance(reference, NotRun):
         graph_order, differing = f"not compared ({reference.reason})", []
     else:
@@ -193,6 +207,18 @@ def split_code_record(flow: str, outcome: TrainCodeRun | NotRun, step: SplitStep
         skipped_kernels=list(outcome.skipped_kernels),
         seconds={k: round(v, 3) for k, v in outcome.seconds.items()} if record_time else None,
         harness=HarnessCount(outcome.errors, outcome.total, HARNESS_RULE))
+
+
+def _copies(value: np.ndarray, golden: np.ndarray) -> np.ndarray:
+    """A final weight as outputs.npz holds it; one the network holds repeated is its first copy, or, where another
+    copy differs from it (an update that did not reach every copy), NaN there, which counts as an error."""
+    flat = value.reshape(-1)
+    if flat.size == golden.size or not golden.size or flat.size % golden.size:
+        return flat.reshape(golden.shape) if flat.size == golden.size else value
+    copies = flat.reshape(-1, golden.size)
+    first = copies[0].copy()
+    first[(copies != copies[0]).any(axis=0)] = np.nan
+    return first.reshape(golden.shape)
 
 
 def run_split_code(flow: str, code_dir: Path, base: onnx.ModelProto, step: SplitStep, target: str,
