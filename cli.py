@@ -47,7 +47,7 @@ from ckpt.deeploy_bridge.setup import (
     WeightUpdate,
 )
 from ckpt.errors import CkptError, ExitCode
-from ckpt.solver.options import Backend, Method, Objective, StageOrder, Views, values
+from ckpt.solver.options import Backend, Method, Objective, Policy, StageOrder, Views, values
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 
@@ -102,10 +102,16 @@ def cli() -> None:
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
                    "found (repeatable).")
 @click.option("--record-time", is_flag=True, help="Write solver seconds into the file (it is then not reproducible).")
+@click.option("--policy", type=click.Choice(values(Policy)), default=Policy.SOLVE.value, show_default=True,
+              help="A baseline of Deeploy's training branch instead of ckpt's schedule: branch-rule (ckpt's recompute "
+                   "set for the budget, ordered by the branch's rule) or top-k (--k forward nodes by bytes freed per "
+                   "cycle, so ordered).")
+@click.option("--k", "k", type=click.IntRange(min=1), default=None, help="top-k: how many forward nodes.")
 @optimizer_option
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
-                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, optimizer):
+                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, policy, k,
+                  optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
@@ -120,6 +126,14 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
+    if (policy == "top-k") != (k is not None):
+        raise CkptError("--k is how many nodes --policy top-k recomputes, and only that",
+                        "give both --policy top-k and --k K, or neither")
+    if policy == "top-k" and (budget is not None or budget_total is not None):
+        raise CkptError("--policy top-k answers to no budget", "drop --budget, or use --policy branch-rule")
+    if policy != "solve" and (objective == "peak" or budget_total is not None):
+        raise CkptError(f"--policy {policy} orders a recompute set chosen for --budget",
+                        "drop --objective peak and --budget-total")
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
     if budget is not None and budget_total is not None:
@@ -145,8 +159,9 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
     if total is not None and total.level == home and TARGET_TABLE[target].is_on_chip(home):   # the program too
         code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
-    request = SolveRequest(source, target, parsed, total, options, costs, tuple(starts), record_time,
-                           Flow(flow) if flow else None, weights, home, optimizer, code)
+    request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, costs,
+                           tuple(starts), record_time, Flow(flow) if flow else None, weights, home, optimizer, code,
+                           Policy(policy), k)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))

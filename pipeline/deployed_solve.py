@@ -32,6 +32,8 @@ from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
 from ckpt.solver.heap import GRANULE
+from ckpt.solver.options import Policy
+from ckpt.solver.policies import branch_order, policy_result, top_k
 from ckpt.solver.records import SolveOptions, SolveResult
 from ckpt.solver.simulate import RunSequence
 from ckpt.solver.solve import solve
@@ -55,6 +57,8 @@ class SolveRequest:
     optimizer: str | None = None       # a split step's optimizer graph (None: found beside the model, if any)
     code_bytes: int = 0    # the step's own code and data in the home level (L2 on chip holds the program beside
                            # the constants and the arena; L3 holds none): part of a level total's static part
+    policy: Policy = Policy.SOLVE      # a baseline of the training branch's instead of ckpt's own schedule
+    k: int | None = None               # top-k: how many forward nodes to recompute
 
     @property
     def deployed_flow(self) -> Flow:
@@ -85,9 +89,32 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
+    if request.policy is not Policy.SOLVE:
+        return _policy_schedule(loaded, request, starts, progress)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
+
+
+def _policy_schedule(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
+                     progress: Progress) -> tuple[Schedule, SolveResult]:
+    """A baseline of the training branch's (solver.policies): ckpt's recompute set for the budget ordered by the
+    branch's rule, or the top-K forward nodes so ordered. It answers to no budget: the file carries none (the
+    budget that chose the set is in its `space`), and a replay holds it to none."""
+    graph = loaded.graph
+    if request.policy is Policy.TOP_K:
+        chosen = top_k(graph, request.k or 0)
+        space = (f"the {len(chosen)} forward nodes whose recomputation frees the most bytes per cycle (the branch's "
+                 "own choice of K nodes is not public), ordered by the branch's rule (gcpScheduler.py)")
+    else:
+        solved, _, _ = _solve_deployed(loaded, request, starts, progress)
+        chosen = sorted({name for name, flag in solved.seq if flag})
+        space = (f"ckpt's recompute set at budget {request.budget.text if request.budget else '-'} "
+                 f"({len(chosen)} nodes), ordered by the branch's rule (gcpScheduler.py)")
+    result = policy_result(graph, branch_order(graph, chosen), space)
+    checked = Checked("peak_bytes", result.peak_bytes, None, None, _levels_doc(loaded, result, request.code_bytes))
+    doc = schedule_of(loaded, None, result, request.options, request.record_time, checked, None)
+    return replace(doc, solver=replace(doc.solver, method=request.policy.value)), result
 
 
 def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -> list[RunSequence]:

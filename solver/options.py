@@ -40,3 +40,11 @@ class Focus(StrEnum):
 def values(kind: type[StrEnum]) -> list[str]:
     """A choice's values, for click.Choice."""
     return [member.value for member in kind]
+
+
+class Policy(StrEnum):
+    """How a schedule is made: ckpt's solve, or a baseline of Deeploy's training branch (solver.policies)."""
+
+    SOLVE = "solve"                  # ckpt's own: the cheapest schedule under the budget
+    BRANCH_RULE = "branch-rule"      # ckpt's recompute set for the budget, ordered by the branch's rule
+    TOP_K = "top-k"                  # K forward nodes by bytes freed per cycle, ordered by the branch's rule
