@@ -44,6 +44,7 @@ DEEPLOY = [
     Smoke("coderun", rows=2, shows=("| baseline | 0/314, 0/314 |", "| 1.0 | 0/314, 0/314 |")),
     Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "bit-identical")),
     Smoke("zoo", rows=1, shows=("| simplemlp_train |",)),
+    Smoke("peer_policies", args=("-o", "peer"), rows=1, shows=("| simplemlp_train |",)),
     Smoke("level_total", args=("--home", "L2"), rows=2,
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
 ]
