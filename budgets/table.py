@@ -97,8 +97,10 @@ def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
         return [f"on chip: the whole step fits the {capacity:,} B of {level} at point {best.label} ({best.on_chip:,} B)"
                 + ("" if best.budget_fraction is None else ", the largest budget that does")]
     least = min(known, key=lambda r: r.on_chip)
+    parts = sorted(least.on_chip_parts.items(), key=lambda kv: (-kv[1], kv[0]))
+    said = f": {', '.join(f'{name} {nbytes:,} B' for name, nbytes in parts)}, {parts[0][0]} the most" if parts else ""
     return [f"on chip: no point's step fits the {capacity:,} B of {level}; the smallest, point {least.label}, needs "
-            f"{least.on_chip:,} B ({least.on_chip - capacity:,} B over)"]
+            f"{least.on_chip:,} B ({least.on_chip - capacity:,} B over){said}"]
 
 
 def terminal_table(rows: list[PointRow], target: str | None = None) -> str:
@@ -120,7 +122,7 @@ def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
 
 def flat(row: PointRow, levels: list[str]) -> dict:
     """The row as one flat record (CSV): each level's figures as `<part>_<level>` fields."""
-    doc = {k: v for k, v in asdict(row).items() if k not in ("levels", "device_state")}
+    doc = {k: v for k, v in asdict(row).items() if k not in ("levels", "device_state", "on_chip_parts")}
     for name in levels:
         for _, part in LEVEL_PARTS:
             doc[f"{part}_{name}"] = value(row, f"{name}.{part}")

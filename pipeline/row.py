@@ -87,6 +87,9 @@ class PointRow:
     optimizer_cycles: int | None = None            # a split step: its optimizer network per update, measured
     optimizer_cycles_predicted: int | None = None  # ... and as the calibration measured it (no schedule moves it)
     device_state: dict[str, str] = field(default_factory=dict)   # a split step on gvsoc: its weights' hashes at the end
+    on_chip_parts: dict[str, int] = field(default_factory=dict)  # what `on_chip` is made of: code (and data),
+                                                                 # constants, arena (the home's and what is
+                                                                 # allocated on chip)
     device_check: str = "-"          # ... against the baseline's (graph order) on gvsoc: bit-identical, differs, -
 
     @property
@@ -166,6 +169,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    else None,
                    device_state=dict(tiled.state) if tiled is not None else {},
                    home=home_level, levels=levels, on_chip=_on_chip(report, home_level, levels),
+                   on_chip_parts=_on_chip_parts(report, home_level, levels),
                    on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,
                    persistent_bytes=memory.persistent_replayed,
                    clones_kept=report.replay.clones_kept,
@@ -205,6 +209,20 @@ def _on_chip(report: ReplayReport, home: str | None, levels: dict[str, LevelMemo
     levels = report.memory.levels if levels is None else levels
     off_chip = levels.get(home) if chip is None or not chip.is_on_chip(home) else None
     return need.step + (off_chip.total if off_chip is not None and off_chip.total is not None else 0)
+
+
+def _on_chip_parts(report: ReplayReport, home: str | None, levels: dict[str, LevelMemory]) -> dict[str, int]:
+    """`_on_chip` in its parts: the step's code and data, its constants, and its arenas (what it allocates on
+    chip, and its home's arena where the home is brought on chip)."""
+    need = _chip_memory(report)
+    if need is None or home is None:
+        return {}
+    chip = TARGET_TABLE.get(report.model.target)
+    level = levels.get(home) or LevelMemory(arena=0, static=0)
+    constants, arena = level.static or 0, level.arena or 0
+    if chip is not None and chip.is_on_chip(home):          # the constants are in the program, the arena allocated
+        return {"code": need.static - need.test_data - constants, "constants": constants, "arena": need.heap}
+    return {"code": need.static - need.test_data, "constants": constants, "arena": need.heap + arena}
 
 
 def _finite(value: float | None) -> float | None:
