@@ -7,7 +7,7 @@ from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.deeploy_identity import deeploy_label
 from ckpt.files import atomic_write, printable
-from ckpt.pipeline.row import PointRow
+from ckpt.pipeline.row import REFERENCE, PointRow
 from ckpt.solver.records import SolveOptions
 from ckpt.targets import uses_deeploy
 
@@ -24,7 +24,8 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
              f"{made}Seconds are wall time and differ run to run.\n\n")
     written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
     title = printable(f"{Path(model).name} ({target}): replayed peak against recompute cost")
-    return written + pareto_plot(rows, lower_bound, outdir / "pareto", title)
+    plotted = [r for r in rows if r.label != REFERENCE]         # the off-chip reference is another deployment
+    return written + pareto_plot(plotted, lower_bound, outdir / "pareto", title)
 
 
 def write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "", facts: str = "") -> list[Path]:

@@ -24,7 +24,7 @@ from ckpt.budgets.reports import write_reports, write_tables
 from ckpt.budgets.store import SweepStore, check_sweep_folder
 from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
-from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights
+from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights, setup_for
 from ckpt.errors import CkptError, ExitCode
 from ckpt.files import check_output_dir
 from ckpt.live import SweepProgress
@@ -43,14 +43,24 @@ from ckpt.pipeline.point import (
     replay_point,
     solve_point,
 )
-from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, with_overheads
+from ckpt.pipeline.row import (
+    BASELINE,
+    REFERENCE,
+    PointCheck,
+    PointRow,
+    empty_row,
+    replayed_row,
+    solved_row,
+    with_overheads,
+)
 from ckpt.replay.code_run import code_sources
-from ckpt.replay.run import ReplayOptions
+from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.schedule_file import read_schedule
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.costs import CostModel
 from ckpt.solver.onnx_loader import model_path
 from ckpt.solver.records import SolveOptions
-from ckpt.targets import uses_deeploy
+from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 
 class SweepInterrupted(CkptError):
@@ -91,8 +101,8 @@ class SweepResult:
     def failed(self) -> list[PointRow]:
         """Points that went wrong (a failure, a miswired replay, generated code that failed, erred or computed
         other numbers than the graph order's), as opposed to budgets with no schedule."""
-        return [r for r in self.rows
-                if r.status == "error" or PointCheck(r.check).failed or r.code_failed]
+        return [r for r in self.rows if r.label != REFERENCE
+                and (r.status == "error" or PointCheck(r.check).failed or r.code_failed)]
 
 
 @dataclass
@@ -167,7 +177,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
     code = _code_sources(options, board)
     solved = _solve_all(models, options, executor, board)
     finished, ran = _replay_all(models, options, solved, executor, board, code)
-    results = {m.name: _result_of(m, options, solved, finished, ran, start) for m in models}
+    references = {m.name: _off_chip_reference(m, options, board) for m in models}
+    results = {m.name: _result_of(m, options, solved, finished, ran, start, references[m.name]) for m in models}
     if not several:
         return results[models[0].name]
     rows = [replace(row, label=f"{name}/{row.label}", schedule=f"{name}/{row.schedule}" if row.schedule else None)
@@ -225,12 +236,39 @@ def _weights(options: SweepOptions) -> WeightUpdate:
     return deployed_weights(options.target, options.flow, options.replay.deeploy.weights)
 
 
-def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dict, ran: list, start: float
-               ) -> SweepResult:
+# the branch's own setting of its training runs' tiler (DeeployTest test_platforms.py at a0e1e531): L2 2,000,000 B
+BRANCH_TRAINING_L2 = 2_000_000
+
+
+def _off_chip_reference(model: _Model, options: SweepOptions, board: SweepProgress) -> PointRow | None:
+    """With the home on chip: the graph order deployed as it would be off chip (home the outermost level; a split
+    step at the training branch's own L2 setting, as the branch deploys the models that spill), replayed and run
+    like the points, so the table stands the on-chip points beside it. None when the home is off chip."""
+    setup, target = options.replay.deeploy, TARGET_TABLE.get(options.target)
+    baseline = model.store.point(BASELINE).schedule
+    if target is None or not target.is_on_chip(setup.default_mem_level) or not baseline.is_file():
+        return None
+    levels = tuple((name, BRANCH_TRAINING_L2 if name == target.on_chip and model.loaded.optimizer is not None
+                    else size) for name, size in setup_for(options.target, target.off_chip).levels)
+    reference = replace(setup, default_mem_level=target.off_chip, levels=levels)
+    board.note(f"{model.name}: the graph order with its home in {target.off_chip}, for reference")
+    try:
+        found = replay_schedule(baseline, model.source, model.store.root / "reference",
+                                replace(options.replay, deeploy=reference, overwrite=True), board.note)
+    except CkptError as err:
+        return empty_row(REFERENCE, None, None, "reference", f"the graph order off chip: {err}")
+    row = solved_row(REFERENCE, None, None, read_schedule(baseline), None, "-", "", "reference/")
+    return replace(replayed_row(row, found.report, True), status="reference", cycles_predicted=None,
+                   optimizer_cycles_predicted=None)    # the calibration is of the points' deployment, not this one
+
+
+def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dict, ran: list, start: float,
+               reference: PointRow | None = None) -> SweepResult:
     labels = [s.label for s in model.specs]
     mine_ran = [label for (name, label) in ran if name == model.name]
     rows = with_overheads([finished[model.name, label].row if (model.name, label) in finished
                            else solved[model.name, label].row for label in labels])
+    rows += [reference] if reference is not None else []
     stages = {"lowering": model.lowering,
               "solve": sum(solved[model.name, label].seconds for label in mine_ran),
               "replay": 0.0, "verify": 0.0, "code": 0.0, "gvsoc": 0.0}

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, fields
 
 from ckpt.deeploy_identity import deeploy_label
-from ckpt.pipeline.row import PointRow
+from ckpt.pipeline.row import REFERENCE, PointRow
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
@@ -86,16 +86,22 @@ def notes(rows: list[PointRow], target: str | None = None) -> list[str]:
 
 
 def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
-    """The largest budget whose whole step fits the chip's on-chip level, or by how much the smallest misses it."""
-    known = [r for r in rows if r.fits_on_chip is not None]
+    """The largest budget whose whole step fits the chip's on-chip level, or by how much the smallest misses it;
+    with the home on chip, its cycles beside the graph order's off chip (the reference row)."""
+    reference = next((r for r in rows if r.label == REFERENCE), None)
+    known = [r for r in rows if r.fits_on_chip is not None and r.label != REFERENCE]
     if not known:
         return []
     fitting = [r for r in known if r.fits_on_chip]
     capacity, level = known[0].on_chip_capacity, on_chip_name(target)
     if fitting:
         best = max(fitting, key=lambda r: r.budget_fraction if r.budget_fraction is not None else 2.0)
-        return [f"on chip: the whole step fits the {capacity:,} B of {level} at point {best.label} ({best.on_chip:,} B)"
-                + ("" if best.budget_fraction is None else ", the largest budget that does")]
+        line = (f"on chip: the whole step fits the {capacity:,} B of {level} at point {best.label} ({best.on_chip:,} B)"
+                + ("" if best.budget_fraction is None else ", the largest budget that does"))
+        if reference is not None and reference.cycles and best.cycles:
+            line += (f"; there {best.cycles:,} cycles per step against {reference.cycles:,} for the graph order off "
+                     f"chip ({reference.home}): {reference.cycles / best.cycles:.2f}x fewer")
+        return [line]
     least = min(known, key=lambda r: r.on_chip)
     parts = sorted(least.on_chip_parts.items(), key=lambda kv: (-kv[1], kv[0]))
     said = f": {', '.join(f'{name} {nbytes:,} B' for name, nbytes in parts)}, {parts[0][0]} the most" if parts else ""
