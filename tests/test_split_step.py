@@ -219,3 +219,20 @@ def test_positional_step_data_that_does_not_fit_the_train_graph_is_refused_in_on
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 1 and "base arrays" in lines[0], run.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_kernel_is_told_the_scratch_its_tile_was_given_never_more():
+    from types import SimpleNamespace
+
+    from ckpt.deeploy_bridge.scratch_sizes import fit_scratch_sizes
+
+    def layer(**representation):
+        return SimpleNamespace(mapper=SimpleNamespace(parser=SimpleNamespace(operatorRepresentation=representation)))
+
+    grad = layer(ctxtBuffer="im2col", ctxtBufferSize=147456, btBuffer="bt", btBufferSize=2304, data_in="x")
+    plain = layer(ctxtBuffer="other", ctxtBufferSize=100)
+    changed = fit_scratch_sizes(SimpleNamespace(layerBinding={"g": grad, "p": plain}),
+                                {"im2col": 110592, "bt": 4096, "other": 50})
+    rep = grad.mapper.parser.operatorRepresentation
+    assert (rep["ctxtBufferSize"], rep["btBufferSize"]) == (110592, 2304)   # less told where less was given
+    assert plain.mapper.parser.operatorRepresentation["ctxtBufferSize"] == 50 and sorted(changed) == ["im2col", "other"]
