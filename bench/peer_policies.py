@@ -7,6 +7,7 @@ Per model (a split step of Deeploy's training branch, for Siracusa):
 - top-k: K forward nodes recomputed, for the branch's K lists (DS-CNN 1,2,3,5,8,11,12,18; ResNet-8
   1,2,4,8,11,13,16,20; MobileNetV1 1,4,8,16,24,32,40,48; CCT 1,2,4,9,17,19, used for CCT-LoRA too), the K that free
   the most bytes per cycle, so ordered. The branch's own choice of K nodes is not public: this is ckpt's reading.
+A baseline point no ckpt point dominates gets one more ckpt point: ckpt solved at that baseline's live peak.
 Every schedule goes through the same `ckpt replay` (its two networks generated, built with the branch's harness,
 run on this host and on gvsoc). Writes OUT/peer.csv (model, policy, k_or_budget, l2_total, arena, train_cycles,
 optimizer_cycles, errors), one plot per model (OUT/<model>.png: whole-step L2 need against measured train cycles per
@@ -77,7 +78,7 @@ def k_list(model: Path) -> tuple[int, ...]:
 
 def _baseline(model: Path, folder: Path, policy: Policy, budget: str | None, k: int | None, home: str,
               time_limit: float) -> PointRow:
-    """One baseline schedule written and replayed as any other (same replay, code and gvsoc)."""
+    """One schedule of `policy` written and replayed as any other (same replay, code and gvsoc)."""
     options = SolveOptions(backend=BackendOptions(time_limit=time_limit))
     request = SolveRequest(str(model), "siracusa", parse_budget(budget) if budget else None, options=options,
                            home=home, policy=policy, k=k)
@@ -109,7 +110,23 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], ks: tuple[int,
         progress(f"{name}: top-k, K = {k}")
         points.append(Point(name, "top-k", str(k),
                             _baseline(model, out / name / f"top-k-{k}", Policy.TOP_K, None, k, home, time_limit)))
+    for p in [p for p in points if p.policy != "ckpt" and not _dominators(p, points)]:
+        if p.row.predicted_peak is None:
+            continue
+        progress(f"{name}: ckpt at the live peak of {p.policy} {p.k_or_budget} ({p.row.predicted_peak} B)")
+        label = f"at {p.policy} {p.k_or_budget}"
+        found = _baseline(model, out / name / f"ckpt-at-{p.policy}-{p.k_or_budget}", Policy.SOLVE,
+                          str(p.row.predicted_peak), None, home, time_limit)
+        points.append(Point(name, "ckpt", label, found))
     return points
+
+
+def _dominators(p: Point, points: list[Point]) -> list[Point]:
+    """The ckpt points at most `p`'s cycles at at most its L2 need."""
+    if p.row.cycles is None or p.row.on_chip is None:
+        return []
+    return [q for q in points if q.policy == "ckpt" and q.row.cycles is not None and q.row.on_chip is not None
+            and q.row.cycles <= p.row.cycles and q.row.on_chip <= p.row.on_chip]
 
 
 def dominated(points: list[Point]) -> list[str]:
@@ -123,7 +140,7 @@ def dominated(points: list[Point]) -> list[str]:
         if cycles is None or need is None:
             lines.append(f"{p.model} {p.policy} {p.k_or_budget}: not measured ({p.row.reason or 'no gvsoc run'})")
             continue
-        best = [q for q in ours if q.row.cycles <= cycles and q.row.on_chip <= need]
+        best = _dominators(p, points)
         if best:
             q = min(best, key=lambda q: (q.row.cycles, q.row.on_chip))
             lines.append(f"{p.model} {p.policy} {p.k_or_budget}: dominated by ckpt {q.k_or_budget} "
