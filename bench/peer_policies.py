@@ -162,8 +162,12 @@ def plot(points: list[Point], path: Path) -> None:
         ax.plot([p.row.on_chip / 1024 for p in chosen], [p.row.cycles for p in chosen], marker, linestyle="none",
                 label=policy + (" (ckpt's reading of the branch's K)" if policy == "top-k" else ""))
     capacity = next((p.row.on_chip_capacity for p in points if p.row.on_chip_capacity), None)
-    if capacity:
+    needs = [p.row.on_chip / 1024 for p in points if p.row.on_chip is not None and p.row.cycles is not None]
+    if capacity and needs and capacity / 1024 <= 1.3 * max(needs):
         ax.axvline(capacity / 1024, color="grey", linestyle="--", label="L2")
+    elif capacity:                       # far to the right of every point: said, not drawn
+        ax.text(0.99, 0.02, f"L2: {capacity / 1024:,.0f} KiB, beyond every point", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=8, color="grey")
     ax.set_xlabel("whole step's L2 need (KiB)")
     ax.set_ylabel("train network, cycles per mini-batch (gvsoc)")
     ax.set_title(points[0].model if points else "")
