@@ -38,7 +38,7 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label  # noq
 from ckpt.files import write_bytes  # noqa: E402
 from ckpt.paths import shared_models  # noqa: E402
 from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document  # noqa: E402
-from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, solved_row  # noqa: E402
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow, replayed_row, solved_row  # noqa: E402
 from ckpt.replay.run import ReplayOptions, replay_schedule  # noqa: E402
 from ckpt.schedule_file import write_schedule  # noqa: E402
 from ckpt.solver.backends import BackendOptions  # noqa: E402
@@ -50,7 +50,7 @@ K_LISTS = {"dscnn": (1, 2, 3, 5, 8, 11, 12, 18), "resnet8": (1, 2, 4, 8, 11, 13,
            "mobilenetv1": (1, 4, 8, 16, 24, 32, 40, 48), "cct": (1, 2, 4, 9, 17, 19)}
 DEFAULT_K = (1, 2, 4, 8)
 FIELDS = ("model", "policy", "k_or_budget", "l2_total", "arena", "train_cycles", "optimizer_cycles", "errors")
-MARKERS = {"ckpt": "o", "branch-rule": "s", "top-k": "^"}
+MARKERS = {"ckpt": "o", "branch-rule": "s", "top-k": "^", "reference": "x"}
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,10 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], ks: tuple[int,
                            replay=ReplayOptions(deeploy=setup_for("siracusa", home)))
     swept = run_sweep(model, out / model.name / "ckpt", options, progress)
     name = model.name
-    points = [Point(name, "ckpt", r.label, r) for r in swept.rows if r.replayed_peak is not None]
+    points = [Point(name, "ckpt" if r.label != REFERENCE else "reference", r.label, r) for r in swept.rows
+              if r.replayed_peak is not None]
     for row in swept.rows:
-        if row.status == BASELINE or row.replayed_peak is None:
+        if row.status == BASELINE or row.budget_fraction is None or row.replayed_peak is None:
             continue
         progress(f"{name}: branch-rule at budget {row.label}")
         found = _baseline(model, out / name / f"branch-rule-{row.label}", Policy.BRANCH_RULE, row.label, None, home,
@@ -110,7 +111,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], ks: tuple[int,
         progress(f"{name}: top-k, K = {k}")
         points.append(Point(name, "top-k", str(k),
                             _baseline(model, out / name / f"top-k-{k}", Policy.TOP_K, None, k, home, time_limit)))
-    for p in [p for p in points if p.policy != "ckpt" and not _dominators(p, points)]:
+    for p in [p for p in points if p.policy not in ("ckpt", "reference") and not _dominators(p, points)]:
         if p.row.predicted_peak is None:
             continue
         progress(f"{name}: ckpt at the live peak of {p.policy} {p.k_or_budget} ({p.row.predicted_peak} B)")
@@ -134,7 +135,7 @@ def dominated(points: list[Point]) -> list[str]:
     lines = []
     ours = [p for p in points if p.policy == "ckpt" and p.row.cycles is not None and p.row.on_chip is not None]
     for p in points:
-        if p.policy == "ckpt":
+        if p.policy in ("ckpt", "reference"):
             continue
         cycles, need = p.row.cycles, p.row.on_chip
         if cycles is None or need is None:
