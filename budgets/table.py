@@ -12,7 +12,7 @@ from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
         ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
-        ("arena pred", "arena_predicted")]
+        ("non-tiled arena", "non_tiled_arena"), ("arena pred", "arena_predicted")]
 TAIL = [("on chip B", "on_chip"), ("fits {on_chip}", "fits_on_chip"), ("persistent", "persistent_bytes"),
         ("recomp", "recomputes"), ("clones", "clones_kept"),
         ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"), ("cycles pred", "cycles_predicted"),
