@@ -208,3 +208,25 @@ def test_tiled_arenas(tmp_path):
     for level, size in figures.arena.items():
         assert f"MEMORYARENA_{level}_len = {size}" in header
     assert figures.timings.mid_end > 0 and figures.timings.codegen > 0
+
+
+def _sum_of(inputs: int) -> onnx.ModelProto:
+    """out = x0 + x1 + ... (Add nodes in a chain), every x a [4] float graph input."""
+    from onnx import TensorProto, helper
+    xs = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [4]) for k in range(inputs)]
+    nodes, last = [], "x0"
+    for k in range(1, inputs):
+        out = "out" if k == inputs - 1 else f"s{k}"
+        nodes.append(helper.make_node("Add", [last, f"x{k}"], [out], name=f"add{k}"))
+        last = out
+    graph = helper.make_graph(nodes, "sum", xs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4])])
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+@pytest.mark.deeploy
+def test_graphs_with_more_inputs_than_an_earlier_one_deploy_in_the_same_process():
+    """Deeploy's deployers share one default dict of input offsets, which the first fills: ckpt gives each run its
+    own, so a later graph with more inputs deploys (it failed with KeyError 'input_<i>')."""
+    for inputs in (2, 40):
+        figures = deeploy_memory(_sum_of(inputs), None, "siracusa", tiled=False)
+        assert figures.layers == inputs - 1
