@@ -33,7 +33,7 @@ from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverR
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
-from ckpt.solver.heap import GRANULE
+from ckpt.solver.heap import GRANULE, heap_bytes
 from ckpt.solver.options import Policy
 from ckpt.solver.policies import branch_order, policy_result, top_k
 from ckpt.solver.records import SolveOptions, SolveResult
@@ -203,7 +203,7 @@ def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOp
         at_floor = solve(loaded.graph, replace(options, budget=err.floor, explain=False), progress)
     except InfeasibleBudget:
         return err
-    heap = max(at_floor.heap_bytes, at_floor.peak_bytes)
+    heap = max(heap_bytes(loaded.graph, at_floor.seq), at_floor.peak_bytes)
     if heap <= err.floor:
         return err
     return InfeasibleBudget(f"{err.problem}; a schedule there needs a first-fit heap of {heap} B",
@@ -226,7 +226,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSeq
 
 def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, limit: int, live: int) -> Checked:
     if request.on_heap:
-        return Checked("heap_bytes", max(result.heap_bytes, result.peak_bytes), limit, live)
+        return Checked("heap_bytes", max(heap_bytes(loaded.graph, result.seq), result.peak_bytes), limit, live)
     if request.deployed_flow is Flow.NON_TILED:
         return Checked("peak_bytes", result.peak_bytes, limit, live, arena=_arena(loaded, request, result))
     return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result, request.code_bytes))
@@ -290,7 +290,7 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
     else:
         spec = BudgetSpec()
     predicted = Predicted(
-        peak_bytes=result.peak_bytes, heap_bytes=result.heap_bytes, checked=checked.name,
+        peak_bytes=result.peak_bytes, heap_bytes=heap_bytes(loaded.graph, result.seq), checked=checked.name,
         checked_bytes=checked.nbytes, live_budget_bytes=checked.live_budget,
         booked_peak_bytes=result.booked_peak_bytes, baseline_peak_bytes=base_peak,
         min_memory_order_peak_bytes=result.baselines.min_memory_peak, persistent_bytes=result.persistent_bytes,
