@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from ckpt.events import Incumbent, LowerBound, Progress, ignore
 from ckpt.solver.greedy import outside_space
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import by_first_reader, overflow, placed_exactly, walked
+from ckpt.solver.realise import by_first_reader, moved_earlier, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import RELAXATION_GAP, Relaxation, Span
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -243,8 +243,12 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
                best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found) -> bool:
     """The answer's recomputes placed exactly (or, on small graphs, another answer's): whether a schedule
     that fits and meets the bound came of it (`found` keeps any that fits)."""
-    placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads)
-    found.add(problem, placed, "the relaxation's answer, placed exactly")
+    placed = moved_earlier(problem.graph, answer, budget, growing.at if not math.isinf(growing.at) else None)
+    found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
+    if placed is None:
+        placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads,
+                                as_cheap_as(best.cost))
+        found.add(problem, placed, "the relaxation's answer, placed exactly")
     if placed is None and small:
         placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
                                      growing)
@@ -267,7 +271,7 @@ def _alternative_placed(problem: Problem, budget: int, points: list[int], chaine
         if not model.answered:
             return None
         other = model.answer()
-        placed = placed_exactly(problem.graph, other, budget, _limit(deadline), deadline.threads)
+        placed = placed_exactly(problem.graph, other, budget, _limit(deadline), deadline.threads, cost + 1)
         if placed is not None:
             return placed
         excluded.append(frozenset(other))

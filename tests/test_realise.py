@@ -94,3 +94,23 @@ def test_the_walk_turns_an_answer_that_goes_over_into_a_schedule_that_fits_near_
     schedule = walked(problem, budget, points, answer, 20)
     assert schedule is not None and not overflow(problem.graph, schedule, budget)[0]
     assert bound <= schedule.cost(problem.graph) <= bound * (1 + WALK_RISE)
+
+
+def test_a_recompute_remade_next_to_its_reader_moves_earlier_where_memory_is_lower():
+    """Gelu's output g is dropped after its first reader and remade for the second, which also reads a big t.
+    Placed by rule, right before that reader, the recompute keeps its input a alive beside t and goes over;
+    moved before t is made, only g is held and the same recompute fits, at the same cost."""
+    from graphs import make_graph
+
+    from ckpt.solver.realise import moved_earlier
+    from ckpt.solver.relaxation import Span
+    graph = make_graph([("lin", "Gemm", ["x"], ["a"]), ("gelu", "Gelu", ["a"], ["g"]), ("use1", "Relu", ["g"], ["u"]),
+                        ("big", "Gemm", ["x"], ["t"]), ("use2", "Mul", ["g", "t"], ["v"])],
+                       {"x": 8, "a": 8, "g": 8, "u": 4, "t": 16, "v": 4}, persistent={"x", "u", "v"})
+    answer = [Span(op=1, first=2, last=4)]
+    by_rule = by_first_reader(graph, answer)
+    assert by_rule.recomputes == {(4, 1)} and memory_trace(graph, by_rule.sequence(graph)).peak_bytes == 32
+    moved = moved_earlier(graph, answer, 24, None)
+    assert moved.recomputes == {(3, 1)} and memory_trace(graph, moved.sequence(graph)).peak_bytes == 24
+    assert moved.cost(graph) == by_rule.cost(graph) and not outside_space(graph, moved)
+    assert moved_earlier(graph, answer, 23, None) is None       # nowhere does it fit: no schedule, say so
