@@ -32,7 +32,8 @@ WALK_RISE = 0.01  # a step dearer than this (a share of the answer's cost) is so
 
 
 def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
-    """Each recompute right before the first op of its span that reads it, else at the span's end."""
+    """Each recompute right before the first op of its span that reads it, else at the span's end; no later than
+    its deadline (the update of a weight it reads), where that comes first: it is then held to its reader."""
     return _decisions(_first_reader_stages(graph, answer))
 
 
@@ -45,7 +46,8 @@ def _first_reader_stages(graph: TrainGraph, answer: list[Span]) -> dict[tuple[in
             for j in graph.readers.get(x, ()):
                 stages += [j] if span.first < j <= span.last else []
                 stages += [placed[span.first, j]] if (span.first, j) in placed else []
-        placed[span.first, span.op] = min(stages)
+        deadline = graph.deadline[span.op]
+        placed[span.first, span.op] = min(stages) if deadline <= span.first else min(*stages, deadline)
     return placed
 
 

@@ -114,3 +114,24 @@ def test_a_recompute_remade_next_to_its_reader_moves_earlier_where_memory_is_low
     assert moved.recomputes == {(3, 1)} and memory_trace(graph, moved.sequence(graph)).peak_bytes == 24
     assert moved.cost(graph) == by_rule.cost(graph) and not outside_space(graph, moved)
     assert moved_earlier(graph, answer, 23, None) is None       # nowhere does it fit: no schedule, say so
+
+
+def test_a_recompute_whose_reader_comes_after_its_deadline_is_placed_by_its_deadline():
+    """With weights updated in place, a recompute of an op that reads a weight must run before the weight's update
+    (its deadline). Its reader comes later: the rule places it at the deadline, held to the reader, and the
+    relaxation never puts it in a segment that starts at or after the deadline."""
+    from dataclasses import replace as with_fields
+
+    from graphs import make_graph
+
+    from ckpt.solver.relaxation import Span
+    graph = make_graph([("f", "Gemm", ["x", "w"], ["a"]), ("g", "Relu", ["a"], ["b"]), ("h", "Relu", ["b"], ["c"]),
+                        ("upd", "SGD", ["w", "c"], ["w_new"]), ("late", "Mul", ["a", "c"], ["d"])],
+                       {"x": 4, "w": 4, "a": 4, "b": 4, "c": 4, "w_new": 4, "d": 4},
+                       persistent={"x", "w", "w_new", "d"}, aliases={"w_new": "w"})
+    graph = with_fields(graph, must_precede={"f": ("upd",)})
+    assert graph.deadline[0] == 3
+    placed = by_first_reader(graph, [Span(op=0, first=1, last=4)])
+    assert placed.recomputes == {(3, 0)} and not outside_space(graph, placed)
+    model = Relaxation(Problem(graph), 12, [1, 3])
+    assert model._recompute(0, 0) != 0 and model._recompute(1, 0) == 0      # the segment from stage 3 is too late
