@@ -9,9 +9,10 @@ ckpt takes the allocation out of the heap, on a deployer after its back end and 
    is the buffer class's `allocTemplate`) and per free (`deallocTemplate`). A free names a buffer or a view of
    it (a Reshape-like output whose pointer is its input's; the two are linked both ways in `aliases`) and
    releases the one block behind them;
-2. the blocks: one per allocated buffer, alive from its layer to the layer that frees it (to the last layer if
-   none does); a layer's transient buffers share one block, side by side, as ckpt's model has one scratch figure
-   per execution;
+2. the blocks: one per allocated buffer, alive from its layer to the layer that frees it; a layer's transient
+   buffers share one block, side by side, as ckpt's model has one scratch figure per execution. A buffer the code
+   never frees lives to the last layer, unless nobody reads it (an output of a layer whose other outputs are read,
+   which Deeploy allocates and never frees): its bytes are free again after its layer, as ckpt's model has it;
 3. the layout: solver.layout.lay_out_anonymous, the rule ckpt predicts the arena of a schedule with
    (solver.static_arena), so the code's arena is the predicted one when the code's blocks are the model's;
 4. the code: each allocation snippet becomes a pointer into the arena at the block's offset, each free
@@ -77,7 +78,8 @@ def place_locals(deployer) -> ArenaPlan:
                 if block is not None:
                     freed[block] = max(step, freed.get(block, step))
                 snippet.template = NOTHING
-    blocks, inside = _blocks(made, freed, len(layers))
+    unread = {buffer for buffer in made if not getattr(ctxt.lookup(buffer), "_users", None)}
+    blocks, inside = _blocks(made, freed, unread, len(layers))
     layout = lay_out_anonymous(blocks, WORD)
     symbol = ctxt._mangle(ARENA)
     pointer = NodeTemplate(f"${{name}} = (${{type.typeName}}) ((int8_t*) {symbol} + ${{{OFFSET}}});\n")
@@ -91,10 +93,10 @@ def _bytes(buf) -> int:
     return int(buf.size) if isinstance(buf, TransientBuffer) else buffer_bytes(buf)
 
 
-def _blocks(made: dict[str, tuple[int, int, str]], freed: dict[str, int], layers: int
+def _blocks(made: dict[str, tuple[int, int, str]], freed: dict[str, int], unread: set[str], layers: int
             ) -> tuple[list[Block], dict[str, int]]:
     """The blocks of the allocations `made` (a layer's scratch buffers side by side in one), and each buffer's
-    offset inside its block."""
+    offset inside its block; a block never freed lives to the last layer, or, `unread`, only through its own."""
     sizes: dict[str, int] = {}
     inside: dict[str, int] = {}
     first: dict[str, int] = {}
@@ -102,7 +104,10 @@ def _blocks(made: dict[str, tuple[int, int, str]], freed: dict[str, int], layers
         inside[buffer] = sizes.get(block, 0)
         sizes[block] = inside[buffer] + nbytes
         first.setdefault(block, step)
-    return [Block(block, first[block], freed.get(block, layers - 1), sizes[block]) for block in sizes], inside
+    def last(block: str) -> int:
+        return freed.get(block, first[block] if block in unread else layers - 1)
+
+    return [Block(block, first[block], last(block), sizes[block]) for block in sizes], inside
 
 
 def _alias_groups(ctxt) -> dict[str, str]:

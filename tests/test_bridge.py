@@ -230,3 +230,16 @@ def test_graphs_with_more_inputs_than_an_earlier_one_deploy_in_the_same_process(
     for inputs in (2, 40):
         figures = deeploy_memory(_sum_of(inputs), None, "siracusa", tiled=False)
         assert figures.layers == inputs - 1
+
+
+def test_the_non_tiled_arena_blocks_follow_the_codes_allocations_and_frees():
+    """A layer's scratch buffers lie side by side in one block; a block lives from its allocation to its free; one
+    never freed lives to the last layer, unless nobody reads it (then only through its own layer)."""
+    from ckpt.deeploy_bridge.non_tiled_arena import _blocks
+    from ckpt.solver.layout import Block
+    made = {"a": (0, 8, "a"), "s1": (1, 4, "L:scratch"), "s2": (1, 8, "L:scratch"), "u": (1, 8, "u"),
+            "kept": (2, 4, "kept")}
+    blocks, inside = _blocks(made, {"a": 3, "L:scratch": 1}, {"u"}, 5)
+    assert set(blocks) == {Block("a", 0, 3, 8), Block("L:scratch", 1, 1, 12), Block("u", 1, 1, 8),
+                           Block("kept", 2, 4, 4)}
+    assert inside == {"a": 0, "s1": 0, "s2": 4, "u": 0, "kept": 0}
