@@ -65,16 +65,19 @@ def cli() -> None:
 @click.argument("model", required=False)
 @click.option("--budget", "-b", default=None,
               help="Fraction of the baseline activation peak (0.7) or a size (700KB, 1.2MB, 716800 B; KB=1024 B). "
-                   "Held on the live peak and on the first-fit heap the non-tiled code needs [default: 0.7].")
+                   "Held on the live peak (with --allocator heap and the non-tiled flow, on the first-fit heap its "
+                   "code needs) [default: 0.7].")
 @click.option("--budget-total", "budget_total", default=None, metavar="LEVEL=SIZE",
               help="Instead of --budget: what one memory level of the tiled deployment may hold in all, static "
                    "constants + arena (e.g. L3=2MB); needs a Deeploy target.")
 @click.option("--target", type=click.Choice(TARGETS), default="none", show_default=True,
               help="Solve on Deeploy's lowered graph for this target, or on the ONNX as it is.")
 @click.option("--flow", type=click.Choice(FLOWS), default=None,
-              help="The deployment --budget is checked on: non-tiled (the first-fit heap) or tiled (the live peak; "
-                   "the arena is reported) [default: tiled for a Deeploy target, non-tiled for none].")
+              help="The deployment --budget is checked on, both on the live peak with the arena ckpt lays out "
+                   "reported: non-tiled (one arena in L2) or tiled (arenas per memory level) [default: tiled for a "
+                   "Deeploy target, non-tiled for none].")
 @weights_option()
+@allocator_option
 @click.option("-o", "--output", default="seq.json", show_default=True, help="Schedule file to write (- for stdout).")
 @click.option("--objective", type=click.Choice(values(Objective)), default=Objective.COST.value, show_default=True,
               help="cost: cheapest schedule under the budget; peak: lowest peak under --cost-cap.")
@@ -109,8 +112,8 @@ def cli() -> None:
 @click.option("--k", "k", type=click.IntRange(min=1), default=None, help="top-k: how many forward nodes.")
 @optimizer_option
 @one_line_errors
-def solve_command(model, budget, budget_total, target, flow, weights, output, objective, cost_cap, method, solver,
-                  time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, policy, k,
+def solve_command(model, budget, budget_total, target, flow, weights, allocator, output, objective, cost_cap, method,
+                  solver, time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, policy, k,
                   optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.deeploy_bridge.setup import setup_for
@@ -136,6 +139,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                         "drop --objective peak and --budget-total")
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
+    check_allocator(allocator, target)
+    if allocator == Allocator.HEAP.value and (flow or Flow.default_for(target)) != Flow.NON_TILED.value:
+        raise CkptError("--allocator heap holds the budget on the non-tiled code's first-fit heap; the budget is "
+                        "held on the tiled flow here", "add --flow non-tiled, or drop --allocator")
     if budget is not None and budget_total is not None:
         raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
     if cost_cap is not None and objective != "peak":
@@ -161,7 +168,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, output, ob
                                progress=progress)
     request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, costs,
                            tuple(starts), record_time, Flow(flow) if flow else None, weights, home, optimizer, code,
-                           Policy(policy), k)
+                           Policy(policy), k, Allocator(allocator))
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))

@@ -105,8 +105,9 @@ def check_home(home: str, target: str) -> None:
 
 
 def check_allocator(allocator: str, target: str) -> None:
-    """--allocator lays out a Deeploy target's tiled arena: refuse another than the default where there is none."""
-    if allocator != ALLOCATOR_DEFAULT and target not in DEEPLOY_TARGETS:
+    """--allocator tetris|minimalloc lay out a Deeploy target's tiled arena: refuse them where there is none (heap,
+    the non-tiled code's first-fit heap, applies to every target)."""
+    if allocator not in (ALLOCATOR_DEFAULT, Allocator.HEAP.value) and target not in DEEPLOY_TARGETS:
         raise CkptError(f"--allocator {allocator} lays out a Deeploy target's tiled arena; --target {target} has none",
                         "drop --allocator, or add --target siracusa")
 
@@ -124,8 +125,10 @@ def model_or_default(model: str | None) -> str:
 
 allocator_option = click.option(
     "--allocator", type=click.Choice(ALLOCATORS), default=ALLOCATOR_DEFAULT, show_default=True,
-    help="How the tiled flow lays out its arenas: ckpt's layout (in process), Deeploy's TetrisRandom, or Deeploy's "
-         "MiniMalloc path ($MINIMALLOC_INSTALL_DIR/minimalloc).")
+    help="Where buffers go: ckpt's layout (in process; the tiled flow's arenas, and the non-tiled flow's buffers at "
+         "static offsets in one arena), Deeploy's TetrisRandom or its MiniMalloc path ($MINIMALLOC_INSTALL_DIR/"
+         "minimalloc) for the tiled arenas, or heap: the non-tiled code mallocs each buffer from the first-fit L2 "
+         "heap, as Deeploy writes it.")
 
 
 def weights_option(more: str = " [default: in-place]."):

@@ -73,6 +73,7 @@ class Predicted:
     planned_cost: int | None = None        # cycles of the decisions over the stage order (what a proof is about)
     cost_increase_pct: float = 0.0
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
+    arena_bytes: int | None = None         # the non-tiled flow's arena ckpt lays out (live peak + layout excess)
     step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
     optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.step_pair)
     optimizer_cycles: int | None = None    # a split step, measured costs: its optimizer network per update
@@ -106,7 +107,7 @@ class SolverRecord:
 
 # Fields written only when set: the file has them for some schedules and not others.
 _OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer",
-             "optimizer_cycles"}
+             "optimizer_cycles", "arena_bytes"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

@@ -11,8 +11,13 @@ status, the largest gap left, the slowest cell.
 --load N runs N more copies of this benchmark at once (their output discarded), so the timings are taken
 under that load; the answers must not change (the costs are compared with the run alone when --compare
 names its output).
+--grid prints instead one table per target (`--targets none,siracusa`): graph x budget (`--fractions`), each cell
+its status and seconds; `--graphs zoo` names the training zoo: the five shared models of Deeploy's training branch
+and, from the branch's own tests (`--zoo-dir`, default the shared zoo-a0e1e531), MobileNetV1 and CCT. A graph a
+target cannot lower (the release Deeploy maps no gradient op) says so in its row.
 Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--order search]
        [--json OUT] [--compare OUT] [--smoke]   (the smallest run: two generated graphs, a few budgets)
+     python bench/decisive.py --grid --graphs zoo --targets none,siracusa [--fractions 0.9,0.8,0.7,0.6,0.5,0.4]
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from pathlib import Path
 
 from common import parse_args
 
-from ckpt.errors import InfeasibleBudget
+from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
@@ -39,19 +44,32 @@ from ckpt.solver.solve import solve
 SMOKE = {"graphs": "mlp,cct1", "step": 0.25, "time_limit": 5.0}   # generated graphs only, a few budgets each
 GRAPHS = ["cct2_ft2", "cct2_ft2@siracusa", "cct2_lp", "cct2_lp@siracusa", "resnet8_train", "dscnn_train", "cct1",
           "cct2", "cct4", "cct8", "mlp", "resnet"]
+ZOO = ["simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "cct_lora_train", "mobilenetv1_train",
+       "cct_train"]
+ZOO_DIR = "zoo-a0e1e531"      # beside the shared models: the training branch's own test models at that commit
+FRACTIONS = "0.9,0.8,0.7,0.6,0.5,0.4"
 
 
-def graph_of(name: str, scratch: Path):
+def model_path(name: str, zoo_dir: Path) -> Path | None:
+    """The folder of a shared model, or of a model of the training branch's tests; None for a generated one."""
+    for folder in (shared_models() / name, *sorted(zoo_dir.glob(f"*/{name}"))):
+        if (folder / "network.onnx").is_file():
+            return folder
+    return None
+
+
+def graph_of(name: str, scratch: Path, zoo_dir: Path | None = None):
     """The TrainGraph a name stands for (shared model, lowered or not; or a generated example)."""
     model, _, target = name.partition("@")
-    if (shared_models() / model / "network.onnx").is_file():
-        return load_for_target(shared_models() / model, target or "none").graph
+    found = model_path(model, zoo_dir or shared_models().parent / ZOO_DIR)
+    if found is not None:
+        return load_for_target(found, target or "none").graph
     folder = scratch / model
     if not (folder / "network.onnx").is_file():
         kind, options = ("cct", {"blocks": int(model[3:]), "conv_channels": 32}) if model.startswith("cct") \
             else (model, {})
         write_example(kind, folder, golden=False, **options)
-    return load_for_target(folder, "none").graph
+    return load_for_target(folder, target or "none").graph
 
 
 def cell(graph, budget: int, limit: float, order: str = "minmem") -> tuple[str, int | None, float | None, float]:
@@ -69,11 +87,49 @@ def gap_text(gap: float | None) -> str:
     return "-" if gap is None else f"{100 * gap:.2f}%"
 
 
+def cell_text(c: dict) -> str:
+    """A grid cell: the status (a schedule not proven optimal with its gap) and the seconds."""
+    status = c["status"] if c["status"] != "other" else \
+        ("no schedule" if c["cost"] is None else f"gap {gap_text(c['gap'])}")
+    return f"{status} {c['seconds']:.1f} s"
+
+
+def grid(args, scratch: Path) -> list[dict]:
+    """One table per target: graph x budget, each cell's status and seconds (see the module doc)."""
+    cells, fractions = [], [float(f) for f in args.fractions.split(",")]
+    names = ZOO if args.graphs == "zoo" else args.graphs.split(",")
+    for target in args.targets.split(","):
+        print(f"\n### target {target}: status and seconds per budget (limit {args.time_limit:g} s, one thread, "
+              f"load {args.load})")
+        print("| graph | ops | " + " | ".join(f"{f:g}" for f in fractions) + " |")
+        print("|---|---|" + "---|" * len(fractions), flush=True)
+        for name in names:
+            try:
+                graph = graph_of(f"{name}@{target}", scratch, Path(args.zoo_dir) if args.zoo_dir else None)
+            except CkptError as err:
+                why = str(err).replace("|", "/")[:160]
+                print(f"| {name} | - | not lowered: {why} |" + " |" * (len(fractions) - 1))
+                continue
+            peak, row = baselines(graph).graph_order_peak, []
+            for fraction in fractions:
+                status, cost, gap, seconds = cell(graph, int(fraction * peak), args.time_limit, args.order)
+                row.append({"graph": name, "target": target, "fraction": fraction, "status": status, "cost": cost,
+                            "gap": gap, "seconds": round(seconds, 2)})
+            cells += row
+            print(f"| {name} | {len(graph.ops)} | " + " | ".join(cell_text(c) for c in row) + " |", flush=True)
+    return cells
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=20.0)
     parser.add_argument("--step", type=float, default=0.02)
     parser.add_argument("--graphs", default=",".join(GRAPHS))
+    parser.add_argument("--grid", action="store_true", help="graph x budget tables, one per --targets")
+    parser.add_argument("--targets", default="none,siracusa", help="with --grid: the targets, one table each")
+    parser.add_argument("--fractions", default=FRACTIONS, help="with --grid: the budgets")
+    parser.add_argument("--zoo-dir", default=None, help="the training branch's test models (default: the shared "
+                        f"{ZOO_DIR})")
     parser.add_argument("--load", type=int, default=0, help="copies of this benchmark to run at the same time")
     parser.add_argument("--order", default="minmem", help="stage order (--order search: a proof holds for the "
                         "order the search ends at)")
@@ -82,10 +138,13 @@ def main() -> int:
     args = parse_args(parser, SMOKE)
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
             args.graphs, "--order", args.order]
+    copy += ["--grid", "--targets", args.targets, "--fractions", args.fractions] if args.grid else []
     others = [subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.load)]
     cells, started = [], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt-decisive-") as scratch:
-        for name in args.graphs.split(","):
+        if args.grid:
+            cells = grid(args, Path(scratch))
+        for name in args.graphs.split(",") if not args.grid else ():
             graph = graph_of(name, Path(scratch))
             base = baselines(graph)
             first = math.ceil(base.lower_bound / base.graph_order_peak / args.step - 1e-9)
@@ -103,22 +162,27 @@ def main() -> int:
     for process in others:
         process.kill()
     counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("optimal", "infeasible", "other")}
+    if not cells:
+        print("\nno cells: no graph was lowered")
+        return 0
     slowest = max(cells, key=lambda c: c["seconds"])
+    late = sum(1 for c in cells if c["status"] != "other" and c["seconds"] > args.time_limit)
     others = [c for c in cells if c["status"] == "other" and c["cost"] is not None]
     worst = max((c["gap"] for c in others if c["gap"] is not None), default=None)
     print(f"\n{len(cells)} cells: {counts['optimal']} optimal, {counts['infeasible']} proven infeasible, "
           f"{counts['other']} other ({len(others)} with a schedule, largest gap {gap_text(worst)}); "
           f"slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
-          f"{slowest['seconds']:.1f} s; wall {time.perf_counter() - started:.0f} s with {args.load} other cop(ies)")
+          f"{slowest['seconds']:.1f} s ({late} decided past the limit); wall {time.perf_counter() - started:.0f} s "
+          f"with {args.load} other cop(ies)")
     if args.json:
         Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")
     if args.compare:
         earlier = json.loads(Path(args.compare).read_text())
-        before = {(c["graph"], c["fraction"]): (c["status"], c["cost"]) for c in earlier}
-        changed = [c for c in cells if before.get((c["graph"], c["fraction"])) not in (None, (c["status"], c["cost"]))]
+        key = lambda c: (c["graph"], c.get("target"), c["fraction"])  # noqa: E731
+        before = {key(c): (c["status"], c["cost"]) for c in earlier}
+        changed = [c for c in cells if before.get(key(c)) not in (None, (c["status"], c["cost"]))]
         print(f"answers changed against {args.compare}: {len(changed)}" + "".join(
-            f"\n  {c['graph']} {c['fraction']:.2f}: {before[(c['graph'], c['fraction'])]} -> {(c['status'], c['cost'])}"
-            for c in changed))
+            f"\n  {c['graph']} {c['fraction']:.2f}: {before[key(c)]} -> {(c['status'], c['cost'])}" for c in changed))
     return 0
 
 

@@ -4,7 +4,8 @@ schedule uses, on CCT2_FT2 lowered for Siracusa.
 Rows: the graph order, the min-memory order, and schedules solved at 0.9/0.8/0.7/0.6 of the graph-order peak.
 Columns (bytes):
   predicted   ckpt's replay simulator (solver/simulate.py) on the lowered graph
-  code live   live bytes of the generated non-tiled RunNetwork (malloc/free replayed: deeploy_bridge/code_memory)
+  code live   live bytes of the non-tiled RunNetwork as Deeploy writes it (--allocator heap; malloc/free replayed:
+              deeploy_bridge/code_memory)
   code heap   smallest PMSIS first-fit L2 heap that code runs in (live bytes + fragmentation)
   pred heap   ckpt's own heap model (solver/heap.py) on the replay's events: should equal code heap
   Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
@@ -45,6 +46,7 @@ from ckpt.solver.records import SolveOptions
 from ckpt.solver.simulate import RunSequence, drop_dead, memory_trace, plain_sequence
 
 TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
+HEAP = replace(DEFAULT_SETUP, allocator=Allocator.HEAP)       # its code columns: Deeploy's own malloc/free code
 
 TARGET = "siracusa"
 SMOKE = {"budgets": "0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes
@@ -94,7 +96,8 @@ def measure(row: Row, lowered, tiled: bool) -> None:
     else:
         model, order = lowered.model, [name for name, _ in row.seq]
     with tempfile.TemporaryDirectory(prefix="ckpt_fidelity_") as code_dir:
-        figures = deeploy_bridge.generate_code(model, order, code_dir, TARGET, tiled=False, already_lowered=True)
+        figures = deeploy_bridge.generate_code(model, order, code_dir, TARGET, tiled=False, already_lowered=True,
+                                               setup=HEAP)
         code = code_memory(code_dir)
     row.deeploy_nt = sum(figures.worst_case.values())
     row.code_live, row.code_heap = code.peak_bytes, code.heap_bytes()

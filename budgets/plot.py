@@ -4,7 +4,8 @@ The time axis is the step's cycles over the baseline's: measured on gvsoc where 
 predicted (the calibrated costs, or ckpt's estimate); the axis says which.
 
 Left: the live activation peak, with the baseline and the single-op lower bound marked. Right: what the device
-reserves for the same schedules: the first-fit heap of the non-tiled code and, where the tiled flow ran, the
+reserves for the same schedules: the non-tiled code's arena (or, with --allocator heap, its first-fit heap) and,
+where the tiled flow ran, the
 home level's arena and its total (constants + arena) as the generated code reserves them. Points without a
 replayed schedule are listed rather than dropped. Files are rendered in memory (matplotlib's object API, no
 global backend) and renamed into place, and carry no dates, so the same rows give the same bytes.
@@ -110,11 +111,13 @@ def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int, key: str, xlab
 
 
 def _deployed_panel(ax: Axes, rows: list[PointRow], key: str, xlabel: str) -> None:
-    """What the device reserves: first-fit heap (non-tiled), the tiled home arena, and the home level in all
-    (constants + arena), per schedule."""
+    """What the device reserves: the non-tiled code's arena (its first-fit heap where it mallocs), the tiled home
+    arena, and the home level in all (constants + arena), per schedule."""
     placed = _placed(rows, key)
     home = next((r.home for r in placed if r.home), None)
-    series = [(lambda r: r.heap, "first-fit heap, non-tiled code", "tab:green", "o"),
+    arena = any(r.non_tiled_arena is not None for r in placed)
+    series = [(lambda r: r.non_tiled_arena if arena else r.heap,
+               "arena, non-tiled code" if arena else "first-fit heap, non-tiled code", "tab:green", "o"),
               (lambda r: r.home_figures and r.home_figures.arena, f"{home} arena in the tiled code", "tab:purple",
                "D"),
               (lambda r: r.home_figures and r.home_figures.total, f"{home} in all (constants + arena), tiled code",

@@ -231,6 +231,14 @@ def _code_sources(options: SweepOptions, board: SweepProgress) -> str:
     return found.fingerprint
 
 
+def _non_tiled(options: SweepOptions, spec) -> dict:
+    """What a point's key adds where its budget is held on the non-tiled flow: whether on ckpt's arena (the live
+    peak) or on the first-fit heap (--allocator heap)."""
+    if spec.fraction is None or (options.flow or Flow.default_for(options.target)) is not Flow.NON_TILED:
+        return {}
+    return {"non_tiled": "arena" if options.replay.deeploy.allocator.non_tiled_arena else "heap"}
+
+
 def _weights(options: SweepOptions) -> WeightUpdate:
     """How the points' deployment writes updated weights (in place only in a Deeploy target's tiled flow)."""
     return deployed_weights(options.target, options.flow, options.replay.deeploy.weights)
@@ -302,7 +310,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "flow": options.flow.value if options.flow and spec.fraction is not None else None,
                                "weights": _weights(options).value,
                                "costs": model.costs.source if model.costs else "estimate",
-                               "home": options.replay.deeploy.default_mem_level})
+                               "home": options.replay.deeploy.default_mem_level,
+                               **_non_tiled(options, spec)})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
             record = None if stored is None else SolvedPoint.from_stored(stored)
@@ -312,7 +321,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
-                                           _weights(options), model.costs, options.replay.deeploy.default_mem_level)))
+                                           _weights(options), model.costs, options.replay.deeploy.default_mem_level,
+                                           options.replay.deeploy.allocator)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 

@@ -12,7 +12,7 @@ from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
         ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
-        ("arena pred", "arena_predicted")]
+        ("non-tiled arena", "non_tiled_arena"), ("arena pred", "arena_predicted")]
 TAIL = [("on chip B", "on_chip"), ("fits {on_chip}", "fits_on_chip"), ("persistent", "persistent_bytes"),
         ("recomp", "recomputes"), ("clones", "clones_kept"),
         ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"), ("cycles pred", "cycles_predicted"),
@@ -75,14 +75,31 @@ def _cell(row: PointRow, key: str) -> str:
         return f"{found:g}"
     if key == "fits_on_chip":
         return "yes" if found else f"no (+{row.on_chip - row.on_chip_capacity})"
+    if key == "status" and order_relative(row):
+        return f"{found} {ORDER_MARK}"
     return str(found)
 
 
+ORDER_MARK = "(order)"
+
+
+def order_relative(row: PointRow) -> bool:
+    """An optimal schedule with recomputes: proven the cheapest over its stage order, not over every order."""
+    return row.status == "optimal" and bool(row.recompute_cost)
+
+
 def notes(rows: list[PointRow], target: str | None = None) -> list[str]:
-    """One line per point with a reason: what the table's '-' cells mean; then whether the step fits on chip, and
-    which Deeploy lowered the graph and generated the code."""
+    """One line per point with a reason: what the table's '-' cells mean; what an order-relative optimum is; then
+    whether the step fits on chip, and which Deeploy lowered the graph and generated the code."""
     made = [f"Deeploy {deeploy_label()} lowered the graph and generated the code"] if uses_deeploy(target) else []
-    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + on_chip_notes(rows, target) + made
+    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + order_notes(rows) + on_chip_notes(rows, target) \
+        + made
+
+
+def order_notes(rows: list[PointRow]) -> list[str]:
+    """What `optimal (order)` in the status column means, where a row says it."""
+    return [f"optimal {ORDER_MARK}: proven the cheapest over the schedule's stage order (its seq.json's "
+            "solver.space); a schedule of another order may cost less"] if any(map(order_relative, rows)) else []
 
 
 def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
@@ -123,7 +140,8 @@ def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
     lines += ["| " + " | ".join([_cell(r, key) for _, key in cols] + [r.reason.replace("|", "/")]) + " |"
               for r in rows]
-    return "\n".join(lines) + "\n"
+    notes = order_notes(rows)
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def flat(row: PointRow, levels: list[str]) -> dict:

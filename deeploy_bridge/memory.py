@@ -43,6 +43,7 @@ from .errors import BridgeError
 from .in_place import apply_in_place, refresh_code
 from .input_types import infer_input_types
 from .lowering import prepare_graph
+from .non_tiled_arena import NON_TILED_LEVEL, ArenaPlan, arena_code, place_locals
 from .records import MemoryFigures
 from .reentrant import restore_code
 from .scheduler import Order, make_scheduler
@@ -85,12 +86,14 @@ def _static_bytes(run: DeeployRun, levels) -> dict[str, int]:
     return {"None": total}
 
 
-def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) -> list[str]:
+def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None, arena: ArenaPlan | None) -> list[str]:
     """Assemble <stem>.h / <stem>.c (Network, or one of a split step's two networks: split_step) from the deployer's
     generators, plus L3 constant hex files; `write_back`: the updates the end of the step copies into their weights
-    (deeploy_bridge.write_back)."""
+    (deeploy_bridge.write_back); `arena`: the non-tiled flow's locals in ckpt's arena
+    (deeploy_bridge.non_tiled_arena)."""
     d = run.deployer
     net = run.options.network
+    arena_declaration, arena_allocation = arena_code(d.ctxt, arena) if arena is not None else ("", "")
     out_dir.mkdir(parents=True, exist_ok=True)
     guard = f"__CKPT_{net.stem.upper()}_HEADER__"
     header = "\n".join([
@@ -121,6 +124,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
         f'#include "{net.stem}.h"',
         *(['#include "TrainingNetwork.h"'] if isinstance(run.options.role, OptimizerRole) else []),   # what it shares
         d.generateBufferInitializationCode(),
+        arena_declaration,
         definitions,
         again.declarations,
         mirrors.declarations,
@@ -137,6 +141,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None) ->
         net.definition(net.init),
         d.generateEngineInitializationCode(),
         allocation,
+        arena_allocation,
         mirrors.init,
         again.save,
         "}",
@@ -228,11 +233,12 @@ def deploy(model: ModelLike,
                                                                setup.innermost))
         raise_arena_floor(run.deployer.ctxt, role, _arena_name(run))
         back_end(run)
-        figures = _figures(run, target, tiled, setup, kept)
+        arena = None if tiled or not setup.allocator.non_tiled_arena else place_locals(run.deployer)
+        figures = _figures(run, target, tiled, setup, kept, arena)
         if code_dir is not None:
             t0 = time.perf_counter()
             with quiet_deeploy():
-                figures.code_files = _write_code(run, Path(code_dir), write_back)
+                figures.code_files = _write_code(run, Path(code_dir), write_back, arena)
             figures.code_dir = Path(code_dir)
             run.timings.codegen = time.perf_counter() - t0
     finally:
@@ -240,8 +246,10 @@ def deploy(model: ModelLike,
     return figures
 
 
-def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kept: dict) -> MemoryFigures:
-    """Deeploy's own memory figures after its back end, with what ckpt's tiler hooks saw of the layout."""
+def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kept: dict,
+             arena: ArenaPlan | None) -> MemoryFigures:
+    """Deeploy's own memory figures after its back end, with what ckpt's tiler hooks saw of the layout (tiled) or
+    the arena ckpt laid out the locals in (non-tiled, `arena`; keyed by the level the code allocates it in)."""
     d = run.deployer
     home, live, calls, placed_by, laid_out = {}, {}, 0, {}, {}
     if "map" in kept:
@@ -254,12 +262,17 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
         placed_by = {level: layout.allocator for level, layout in log.layouts.items()}
         laid_out = {level: tuple(blocks) for level, blocks in (log.blocks or {}).items()}
         calls = log.calls
+    if arena is not None:
+        level = NON_TILED_LEVEL
+        live, placed_by = {level: arena.layout.live_max}, {level: arena.layout.allocator}
+        laid_out = {level: arena.blocks}
     dynamic = {k: int(v) for k, v in d.ctxt._maxDynamicSize.items()}
     worst = {k: int(v) for k, v in d.worstCaseBufferSize.items()}
     return MemoryFigures(target=target, deeploy_version=deeploy_label(), tiled=tiled,
                          order=list(d.layerBinding.keys()), layers=len(d.layerBinding), worst_case=worst,
                          dynamic_peak=dynamic,
-                         arena=dict(worst) if tiled else {}, static=_static_bytes(run, worst.keys() if tiled else ()),
+                         arena=dict(worst) if tiled else {NON_TILED_LEVEL: arena.layout.size} if arena else {},
+                         static=_static_bytes(run, worst.keys() if tiled else ()),
                          home_live=home, live_max=live, allocator_calls=calls, placed_by=placed_by,
                          laid_out=laid_out, setup=setup, timings=run.timings)
 

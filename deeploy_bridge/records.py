@@ -126,15 +126,17 @@ class FlowFigures:
     worst_case: dict[str, int] = field(default_factory=dict)
     # Peak of the per-layer malloc/free accounting done in the back end (ctxt._maxDynamicSize), both flows.
     dynamic_peak: dict[str, int] = field(default_factory=dict)
-    # Tiled only: arena size per level (same as worst_case there; empty when non-tiled).
+    # Tiled: arena size per level (same as worst_case there). Non-tiled: the arena ckpt lays the locals out in, at
+    # the level the code allocates it in (empty when the code mallocs each buffer on the heap, Allocator.HEAP).
     arena: dict[str, int] = field(default_factory=dict)
     # Static bytes per level: constants in the arenas' static part when tiled; all global buffers otherwise.
     static: dict[str, int] = field(default_factory=dict)
     # Tiled only, home level: peak bytes alive at one step under the tiler's own lifetimes (an allocator's
     # floor), all buffers / local activations only (comparable with ckpt's prediction) / graph I/O bytes.
     home_live: dict[str, int] = field(default_factory=dict)
-    # Tiled only: the most bytes alive at once among the blocks laid out per level (the home level's whole-network
-    # list; the largest per-layer list elsewhere): a floor for the arena the allocator can reach.
+    # The most bytes alive at once among the blocks laid out per level (tiled: the home level's whole-network
+    # list, the largest per-layer list elsewhere; non-tiled: the arena's): a floor for the arena the allocator can
+    # reach.
     live_max: dict[str, int] = field(default_factory=dict)
     allocator_calls: int = 0  # tiled with ckpt's allocator: block lists Deeploy asked it to lay out
     setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
@@ -151,8 +153,8 @@ class MemoryFigures(FlowFigures):
     deeploy_version: str = ""
     tiled: bool = False
     order: list[str] = field(default_factory=list)  # node names in the order Deeploy executed them
-    placed_by: dict[str, str] = field(default_factory=dict)  # ckpt's allocator: level -> what placed its largest list
-    laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's allocator: level -> those blocks
+    placed_by: dict[str, str] = field(default_factory=dict)  # ckpt's layout: level -> what placed its largest list
+    laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's layout: level -> those blocks
     timings: StageTimings = field(default_factory=StageTimings)
     code_dir: Path | None = None  # where Network.c / Network.h were written, if asked
 

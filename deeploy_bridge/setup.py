@@ -28,7 +28,8 @@ class Flow(StrEnum):
     """Which of Deeploy's flows the schedule is deployed with: what the budget is checked on."""
 
     TILED = "tiled"              # static arenas per memory level (what Deeploy's CI runs the CCT training with)
-    NON_TILED = "non-tiled"      # one L2 heap: the generated code mallocs and frees every buffer
+    NON_TILED = "non-tiled"      # every buffer in L2: at static offsets in one arena ckpt lays out (or, with
+                                 # Allocator.HEAP, malloc'ed and freed on the L2 heap as Deeploy writes it)
 
     @classmethod
     def default_for(cls, target: str) -> Flow:
@@ -36,16 +37,30 @@ class Flow(StrEnum):
 
 
 class Allocator(StrEnum):
-    """How the tiled flow lays out each memory level's arena."""
+    """How a deployment's buffers get their place: the tiled flow's arena per memory level, the non-tiled flow's
+    local buffers."""
 
-    CKPT = "ckpt"            # ckpt's own static layout (omnimalloc), in process, through Deeploy's MiniMalloc hook
-    TETRIS = "tetris"        # Deeploy's TetrisRandom, for comparison
+    CKPT = "ckpt"            # ckpt's own static layout (omnimalloc): in process through Deeploy's MiniMalloc hook
+                             # (tiled), in one arena of static offsets in place of the heap (non-tiled)
+    TETRIS = "tetris"        # Deeploy's TetrisRandom for the tiled arenas, for comparison (non-tiled: ckpt's)
     MINIMALLOC = "minimalloc"   # Deeploy's own MiniMalloc path: $MINIMALLOC_INSTALL_DIR/minimalloc per layer
+    HEAP = "heap"            # the non-tiled code as Deeploy writes it: each buffer malloc'ed from the first-fit L2
+                             # heap and freed (tiled: ckpt's layout), for comparison
 
     @property
     def deeploy_strategy(self) -> str:
         """The value of Deeploy's `Tiler.memoryAllocStrategy` this allocator runs under."""
         return "TetrisRandom" if self is Allocator.TETRIS else "MiniMalloc"
+
+    @property
+    def tiled_layout(self) -> Allocator:
+        """What lays out the tiled flow's arenas under this choice."""
+        return Allocator.CKPT if self is Allocator.HEAP else self
+
+    @property
+    def non_tiled_arena(self) -> bool:
+        """Whether the non-tiled flow's buffers sit in ckpt's arena (else on Deeploy's heap)."""
+        return self is not Allocator.HEAP
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,6 @@ class PersistentInputsLayoutTiler(CkptLayoutTiler):
 
 def tiler_class(allocator: Allocator, persistent_inputs: bool = False) -> type[Tiler]:
     """The tiler for `allocator`; `persistent_inputs`: the step's graph inputs outlive it (a training harness)."""
-    if allocator is Allocator.CKPT:
+    if allocator.tiled_layout is Allocator.CKPT:
         return PersistentInputsLayoutTiler if persistent_inputs else CkptLayoutTiler
     return PersistentInputsTiler if persistent_inputs else SingleBufferTiler

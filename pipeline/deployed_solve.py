@@ -2,16 +2,18 @@
 
 The budget holds on what the device reserves, not only on live bytes. The solver works on the live activation
 peak; the figure the budget is checked on depends on the flow the schedule is deployed with:
-- `--budget` with the non-tiled flow (target none, or --flow non-tiled): the first-fit heap the generated code
-  needs for its activations, fragmentation included (solver.heap);
+- `--budget` with the non-tiled flow (target none, or --flow non-tiled): the live activation peak, which is the
+  floor of the arena ckpt lays the code's buffers out in (solver.static_arena; the document reports the arena,
+  and its excess over the peak where the layout has one); with `--allocator heap`, the first-fit heap Deeploy's
+  own code would need for them, fragmentation included (solver.heap);
 - `--budget` with the tiled flow: the live activation peak, which is the activations' share of the home arena
   once ckpt lays it out (the arena adds the graph I/O that lives there; the document reports it);
 - `--budget-total LEVEL=SIZE` (tiled flow, home level): the static part (constants, and the step's own code and
   data where the level holds them) + the arena ckpt predicts there, solved as the live-byte problem on the
   arena itself (pipeline.level_total).
-Where the checked figure goes over, the live budget is tightened (by the square root of the ratio) and the schedule
-solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says which figure
-cannot fit and by how much.
+Where the checked figure goes over (the heap only), the live budget is tightened (by the square root of the ratio)
+and the schedule solved again, until the figure fits or no tighter live budget has a schedule; then the refusal says
+which figure cannot fit and by how much.
 The CLI only parses arguments and prints.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate, deployed_weights
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
@@ -31,12 +33,13 @@ from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverR
 from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.costs import CostModel
-from ckpt.solver.heap import GRANULE
+from ckpt.solver.heap import GRANULE, heap_bytes
 from ckpt.solver.options import Policy
 from ckpt.solver.policies import branch_order, policy_result, top_k
 from ckpt.solver.records import SolveOptions, SolveResult
 from ckpt.solver.simulate import RunSequence
 from ckpt.solver.solve import solve
+from ckpt.solver.static_arena import arena_layout
 
 MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget
 
@@ -59,6 +62,7 @@ class SolveRequest:
                            # the constants and the arena; L3 holds none): part of a level total's static part
     policy: Policy = Policy.SOLVE      # a baseline of the training branch's instead of ckpt's own schedule
     k: int | None = None               # top-k: how many forward nodes to recompute
+    allocator: Allocator = DEFAULT_SETUP.allocator    # HEAP: the non-tiled budget is held on the first-fit heap
 
     @property
     def deployed_flow(self) -> Flow:
@@ -67,6 +71,11 @@ class SolveRequest:
     @property
     def deployed_weights(self) -> WeightUpdate:
         return deployed_weights(self.target, self.flow, self.weights)
+
+    @property
+    def on_heap(self) -> bool:
+        """The budget is held on the first-fit heap of Deeploy's non-tiled code (--allocator heap)."""
+        return self.deployed_flow is Flow.NON_TILED and not self.allocator.non_tiled_arena
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,7 @@ class Checked:
     live_budget: int | None            # the live budget the final solve ran with
     levels: dict | None = None         # per level, when the tiled flow was predicted
     activations_at_peak: int | None = None   # live activations where the checked arena peaks (None: a heap)
+    arena: int | None = None           # the non-tiled flow's arena ckpt lays out (None: another deployment)
 
 
 def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
@@ -137,7 +147,8 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
     options = request.options
     if options.objective == "peak":
         result = solve(loaded.graph, options, progress, incumbents=starts)
-        return result, options, Checked("peak_bytes", result.peak_bytes, None, None)
+        return result, options, Checked("peak_bytes", result.peak_bytes, None, None,
+                                        arena=_arena(loaded, request, result))
     if request.total is not None:
         return _solve_total(loaded, request, starts, progress)
     limit = request.budget.nbytes
@@ -186,13 +197,13 @@ def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOp
     """The refusal of a live budget restated for the figure the budget is held on: where that is the heap, the
     smallest live budget a schedule fits may still need a larger heap, so the floor stated is the heap of the
     schedule at that live budget (asking for it then succeeds: the tightening reaches that very schedule)."""
-    if request.deployed_flow is not Flow.NON_TILED or err.floor is None or not err.proven:
+    if not request.on_heap or err.floor is None or not err.proven:
         return err
     try:
         at_floor = solve(loaded.graph, replace(options, budget=err.floor, explain=False), progress)
     except InfeasibleBudget:
         return err
-    heap = max(at_floor.heap_bytes, at_floor.peak_bytes)
+    heap = max(heap_bytes(loaded.graph, at_floor.seq), at_floor.peak_bytes)
     if heap <= err.floor:
         return err
     return InfeasibleBudget(f"{err.problem}; a schedule there needs a first-fit heap of {heap} B",
@@ -214,9 +225,18 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSeq
 
 
 def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, limit: int, live: int) -> Checked:
+    if request.on_heap:
+        return Checked("heap_bytes", max(heap_bytes(loaded.graph, result.seq), result.peak_bytes), limit, live)
     if request.deployed_flow is Flow.NON_TILED:
-        return Checked("heap_bytes", max(result.heap_bytes, result.peak_bytes), limit, live)
+        return Checked("peak_bytes", result.peak_bytes, limit, live, arena=_arena(loaded, request, result))
     return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result, request.code_bytes))
+
+
+def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> int | None:
+    """The arena ckpt lays the non-tiled code's buffers out in, where the schedule is deployed so."""
+    if request.deployed_flow is not Flow.NON_TILED or request.on_heap:
+        return None
+    return arena_layout(loaded.graph, result.seq).size
 
 
 def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0) -> dict | None:
@@ -232,7 +252,7 @@ def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveRe
                 err: InfeasibleBudget | None, timed_out: bool = False) -> InfeasibleBudget:
     """The deployed figure cannot be brought under `limit`: exit 2 with the smallest figure a schedule reached
     (asking for that budget then succeeds), or 3 when the time limit cut the search short."""
-    what = "the first-fit heap" if request.deployed_flow is Flow.NON_TILED else "the live peak"
+    what = "the first-fit heap" if request.on_heap else "the live peak"
     if best_over is None:
         return err or InfeasibleBudget(f"no schedule fits {limit} B", "raise the budget")
     nbytes, result = best_over
@@ -270,13 +290,13 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
     else:
         spec = BudgetSpec()
     predicted = Predicted(
-        peak_bytes=result.peak_bytes, heap_bytes=result.heap_bytes, checked=checked.name,
+        peak_bytes=result.peak_bytes, heap_bytes=heap_bytes(loaded.graph, result.seq), checked=checked.name,
         checked_bytes=checked.nbytes, live_budget_bytes=checked.live_budget,
         booked_peak_bytes=result.booked_peak_bytes, baseline_peak_bytes=base_peak,
         min_memory_order_peak_bytes=result.baselines.min_memory_peak, persistent_bytes=result.persistent_bytes,
         lower_bound_bytes=result.baselines.lower_bound, recomputes=result.recomputes,
         recompute_cost=result.recompute_cost, planned_cost=result.planned_cost,
-        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels,
+        cost_increase_pct=round(result.cost_increase_pct, 4), levels=checked.levels, arena_bytes=checked.arena,
         step_cycles=measured_step + result.recompute_cost if measured_step is not None else None,
         optimizer=None if loaded.optimizer is None else loaded.optimizer.as_dict(),
         optimizer_cycles=loaded.costs.measured_optimizer if loaded.costs and loaded.optimizer else None)
@@ -290,8 +310,9 @@ def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 options: SolveOptions | None = None, cost_model: CostModel | None = None,
                 progress: Progress = ignore, flow: Flow | None = None,
                 weights: WeightUpdate = DEFAULT_SETUP.weights,
-                home: str = DEFAULT_SETUP.default_mem_level) -> tuple[Schedule, SolveResult]:
+                home: str = DEFAULT_SETUP.default_mem_level,
+                allocator: Allocator = DEFAULT_SETUP.allocator) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(), cost_model,
-                           flow=flow, weights=weights, home=home)
+                           flow=flow, weights=weights, home=home, allocator=allocator)
     return solve_and_document(request, progress)

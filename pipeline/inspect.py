@@ -1,18 +1,18 @@
 """Human-readable lines for `ckpt inspect`: sizes, baseline peaks, the floor, and what a Deeploy target reserves."""
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.code_memory import code_memory
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.baselines import Baselines, baselines
+from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import memory_trace, plain_sequence
+from ckpt.solver.simulate import RunSequence, memory_trace, plain_sequence
+from ckpt.solver.static_arena import arena_layout
 
 
 def inspect_lines(source: str, target: str, top: int, progress: Progress = ignore,
@@ -27,9 +27,9 @@ def inspect_lines(source: str, target: str, top: int, progress: Progress = ignor
     yield f"tensors          {len(graph.tensor_bytes)} ({len(activations)} activations, {len(graph.aliases)} aliases)"
     yield f"persistent       {graph.persistent_bytes} B (weights, graph I/O; not counted against the budget)"
     plain = plain_sequence(graph)
-    yield f"peak, graph order      {base.graph_order_peak} B (first-fit heap {heap_bytes(graph, plain)} B)"
+    yield f"peak, graph order      {base.graph_order_peak} B ({_deployed(graph, plain)})"
     minmem = plain_sequence(graph, list(base.min_memory_order))
-    yield f"peak, min-memory order {base.min_memory_peak} B (first-fit heap {heap_bytes(graph, minmem)} B)"
+    yield f"peak, min-memory order {base.min_memory_peak} B ({_deployed(graph, minmem)})"
     yield f"single-op lower bound  {base.lower_bound} B (op {base.lower_bound_op})"
     if loaded.optimizer is not None:
         yield f"optimizer graph  {loaded.optimizer_path}: {loaded.optimizer.line()}"
@@ -39,6 +39,13 @@ def inspect_lines(source: str, target: str, top: int, progress: Progress = ignor
     yield f"largest tensors live at the graph-order peak (after op {graph.ops[result.peak_index].name}):"
     for buf in result.live_at(result.peak_index)[:top]:
         yield f"  {buf.nbytes:>10} B  {buf.tensor}"
+
+
+def _deployed(graph: TrainGraph, seq: RunSequence) -> str:
+    """What the non-tiled code of `seq` reserves: ckpt's arena, and the first-fit heap of Deeploy's own code."""
+    arena = arena_layout(graph, seq)
+    excess = f", {arena.excess} B over its live maximum" if arena.excess else ""
+    return f"non-tiled arena {arena.size} B{excess}; first-fit heap {heap_bytes(graph, seq)} B"
 
 
 def _constant_lines(loaded: LoadedModel) -> Iterator[str]:
@@ -67,16 +74,13 @@ def _lowering_lines(loaded: LoadedModel, base: Baselines, progress: Progress) ->
         for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights,
                                            loaded.home).items():
             yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
-    progress(Step("generating Deeploy's non-tiled code for the graph order"))
-    with tempfile.TemporaryDirectory(prefix="ckpt_inspect_") as out:
-        figures = deeploy_bridge.generate_code(lowered.model, None, out, loaded.target, tiled=False,
-                                               already_lowered=True)
-        code = code_memory(out)
-    predicted = base.graph_order_peak
-    ratio = predicted / code.peak_bytes if code.peak_bytes else float("nan")
-    yield f"graph-order peak: ckpt {predicted} B, Deeploy's generated code {code.peak_bytes} B live " \
-          f"(ratio {ratio:.4f}; {code.heap_bytes()} B of first-fit L2 heap)"
+    progress(Step("laying out Deeploy's non-tiled code for the graph order"))
+    figures = deeploy_bridge.deeploy_memory(lowered.model, None, loaded.target, tiled=False, already_lowered=True)
+    predicted = arena_layout(loaded.graph, plain_sequence(loaded.graph))
+    arena, live = sum(figures.arena.values()), sum(figures.live_max.values())
+    yield f"graph-order non-tiled arena: ckpt {predicted.size} B, the generated code's {arena} B (its live " \
+          f"maximum {live} B; ckpt's live peak {base.graph_order_peak} B)"
     counted = sum(figures.worst_case.values())
-    if counted != code.peak_bytes:
+    if counted != live:
         yield f"  Deeploy's own counter (worstCaseBufferSize) says {counted} B: it also counts Reshape views and " \
               f"alias groups that the code does not allocate"

@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, Flow, WeightUpdate
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import as_lines
 from ckpt.files import write_json
@@ -121,6 +121,7 @@ class SolveTask:
     weights: WeightUpdate = DEFAULT_SETUP.weights   # how the tiled flow writes updated weights
     costs: CostModel | None = None   # the op costs (None: the built-in estimate)
     home: str = DEFAULT_SETUP.default_mem_level     # where the tiled flow keeps its tensors
+    allocator: Allocator = DEFAULT_SETUP.allocator  # HEAP: a non-tiled budget is held on the first-fit heap
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     say("solve")
     try:
         schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
-                                       progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home)
+                                       progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home,
+                                       allocator=task.allocator)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \

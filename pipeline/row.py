@@ -92,6 +92,8 @@ class PointRow:
                                                                  # constants, arena (the home's and what is
                                                                  # allocated on chip)
     device_check: str = "-"          # ... against the baseline's (graph order) on gvsoc: bit-identical, differs, -
+    non_tiled_arena: int | None = None   # the non-tiled flow's arena: what its generated code allocates where it
+                                         # ran, else ckpt's layout (None: the code mallocs on the heap)
 
     @property
     def verified(self) -> bool:
@@ -141,6 +143,7 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, fou
     predicted, solver = found.predicted, found.solver
     return replace(empty_row(label, fraction, budget_bytes, solver.status, reason),
                    predicted_peak=predicted.peak_bytes, heap=predicted.heap_bytes,
+                   non_tiled_arena=predicted.arena_bytes,
                    persistent_bytes=predicted.persistent_bytes, recomputes=predicted.recomputes,
                    recompute_cost=predicted.recompute_cost, cost_increase_pct=predicted.cost_increase_pct,
                    cycles_predicted=predicted.step_cycles, optimizer_cycles_predicted=predicted.optimizer_cycles,
@@ -164,7 +167,9 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
     optimizer = (report.deeploy_optimizer or {}).get("tiled")
     levels = step_levels(memory.levels, optimizer)
     tiled = report.gvsoc.get("tiled")
+    arena = memory.arena_code if memory.arena_code is not None else memory.arena if not report.deeploy else None
     return replace(row, replayed_peak=memory.replayed_peak, heap=memory.heap, deeploy_nontiled=memory.deeploy_non_tiled,
+                   non_tiled_arena=arena,
                    arena_predicted=home_figures.predicted_arena if home_figures else None,
                    optimizer_cycles=tiled.optimizer_cycles if tiled is not None and tiled.status is SimStatus.MEASURED
                    else None,

@@ -48,5 +48,19 @@ def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:
     base = predicted.baseline_peak_bytes
     where = "stdout" if output == "-" else output
     return (f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
-            f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {result.recomputes} recomputes, "
-            f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}, {result.seconds:.1f} s")
+            f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {_arena(predicted)}"
+            f"{result.recomputes} recomputes, "
+            f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}{_over_order(result)}, "
+            f"{result.seconds:.1f} s")
+
+
+def _arena(predicted) -> str:
+    """The non-tiled arena, where the schedule is deployed so: said when the layout exceeds the live peak."""
+    if predicted.arena_bytes is None or predicted.arena_bytes <= predicted.peak_bytes:
+        return ""
+    return f"non-tiled arena {predicted.arena_bytes} B ({predicted.arena_bytes - predicted.peak_bytes} B of layout), "
+
+
+def _over_order(result: SolveResult) -> str:
+    """What an optimum with recomputes is proven over: the stage order it was solved in (the file's solver.space)."""
+    return " over its stage order" if result.status == "optimal" and result.planned_cost else ""

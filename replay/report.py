@@ -82,6 +82,15 @@ class MemorySection:
     peak_index: int
     peak_after: str | None
     levels: dict[str, LevelMemory] = field(default_factory=dict)   # tiled flow, per level
+    arena: int | None = None           # the non-tiled flow's arena ckpt lays out for the replayed order
+    arena_live_max: int | None = None  # its floor: the most (word-rounded) bytes alive at once
+    arena_code: int | None = None      # the arena the generated non-tiled code allocates (None: no code, or the
+                                       # code mallocs each buffer on the heap, --allocator heap)
+
+    @property
+    def arena_fits(self) -> bool:
+        """The non-tiled code reserves no more than ckpt predicted for it (true where nothing is to compare)."""
+        return self.arena_code is None or self.arena is None or self.arena_code <= self.arena
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ from ckpt.solver.heap import heap_bytes
 from ckpt.solver.layout import Layout
 from ckpt.solver.onnx_loader import io_names, load_graph, model_path, open_model, read_model
 from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
+from ckpt.solver.static_arena import arena_layout
 from ckpt.targets import uses_deeploy
 
 
@@ -125,6 +126,7 @@ class _Rewired:
     trace: MemoryTrace
     heap: int
     home: Layout | None               # the tiled flow's home arena ckpt predicts (Deeploy targets)
+    arena: Layout                     # the non-tiled flow's arena ckpt predicts
 
 
 def schedule_target(doc: Schedule, asked: str | None) -> str:
@@ -195,7 +197,8 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
         graph = load_graph(model)
     seq = plain_sequence(graph, plan.order)
     check_in_place(graph, seq)
-    return _Rewired(model, graph, memory_trace(graph, seq), heap_bytes(graph, seq), home)
+    trace = memory_trace(graph, seq)
+    return _Rewired(model, graph, trace, heap_bytes(graph, seq), home, arena_layout(graph, seq, trace))
 
 
 # --------------------------------------------------------------------------- the measurements
@@ -325,7 +328,9 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
         deeploy_non_tiled_static=sum(non_tiled.static.values()) if non_tiled else None,
         baseline_peak=predicted.baseline_peak_bytes if predicted else None, peak_index=trace.peak_index,
         peak_after=plan.order[trace.peak_index] if plan.order else None,
-        levels=_levels(rewired, tiled) if tiled else {})
+        levels=_levels(rewired, tiled) if tiled else {}, arena=rewired.arena.size,
+        arena_live_max=rewired.arena.live_max,
+        arena_code=sum(non_tiled.arena.values()) if non_tiled and non_tiled.arena else None)
     check = verification if isinstance(verification, VerifyReport) else None
     section = verification_section(check, verification if isinstance(verification, str) else None,
                                    options.record_time)
@@ -333,7 +338,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
     ok = (section.status is not CheckStatus.MISWIRED and all(run.status is not SimStatus.FAILED and not run.errors
                                                 for run in gvsoc.values())
           and all(run.ok or run.status is CodeStatus.NOT_RUN for run in code_runs.values())
-          and (budget is None or budget.fits))
+          and (budget is None or budget.fits) and memory.arena_fits)
     schedule_sha = hashlib.sha256(dumps(doc).encode() if held else schedule.read_bytes()).hexdigest()
     return ReplayReport(
         ok=ok,

@@ -21,6 +21,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
              + (f" | Deeploy non-tiled counter {_b(mem.deeploy_non_tiled)}" if mem.deeploy_non_tiled else ""),
              f"persistent: predicted {_b(mem.persistent_predicted)} | replayed {_b(mem.persistent_replayed)}"
              + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
+    if mem.arena is not None:
+        lines.append(_arena_line(mem, bool(r.deeploy)))
     if mem.levels and r.deeploy:
         setup = r.deeploy["tiled"].setup
         sizes = ", ".join(f"{name} {size}" for name, size in reversed(setup.levels[1:]))   # the chip's levels
@@ -75,10 +77,23 @@ def failure_line(result: ReplayResult) -> str | None:
     for sim in r.gvsoc.values():
         if sim.status is SimStatus.FAILED or sim.errors:
             why.append(sim.line)
+    if not r.memory.arena_fits:
+        why.append(f"the non-tiled code's arena {_b(r.memory.arena_code)} is over ckpt's {_b(r.memory.arena)}")
     if r.budget is not None and not r.budget.fits:
         why.append(f"replayed {r.budget.checked} {_b(r.budget.replayed)} is over the schedule's {_b(r.budget.limit)}")
     return (f"error: the replay failed its check: {'; '.join(why) or 'see report.json'}: the lines above and "
             f"{result.outdir / REPORT} say more")
+
+
+def _arena_line(mem, deployed: bool) -> str:
+    """The non-tiled flow's arena: ckpt's layout (its floor and excess) and what the generated code allocates."""
+    excess = mem.arena - mem.arena_live_max
+    line = (f"non-tiled arena (ckpt's layout): {_b(mem.arena)}, "
+            + ("the live maximum" if not excess else f"{excess:,} B over the live maximum {_b(mem.arena_live_max)}"))
+    if deployed:
+        line += (f" | the generated code allocates {_b(mem.arena_code)}" if mem.arena_code is not None
+                 else " | the generated code mallocs each buffer on the L2 heap (--allocator heap)")
+    return line
 
 
 def _code_run_line(run: CodeRunRecord) -> str:

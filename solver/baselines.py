@@ -127,24 +127,71 @@ def deferred(graph: TrainGraph, order: list[str]) -> list[str]:
     order holds over the step (the sum of its levels: what recomputes have to bring under a budget) without
     raising its peak. The list schedule runs an op as soon as it grows memory least, which can be long before
     anything reads it (a Transpose Deeploy split off for one backward Gemm, say); a recompute solver would then
-    pay a recompute to have it late, where moving it costs nothing."""
+    pay a recompute to have it late, where moving it costs nothing. Each move is judged from the current
+    order's trace (`_Levels`: only the levels between the op and its reader change), which is replayed again
+    only when a move is taken."""
     order = list(order)
-    trace = memory_trace(graph, plain_sequence(graph, order))
-    peak, held = trace.peak_bytes, sum(trace.levels)
+    levels = _Levels(graph, order)
     for name in reversed(list(order)):          # the latest first: a moved op's producers then see its new place
         op = graph.ops[graph.index[name]]
-        position = {n: k for k, n in enumerate(order)}
+        position = levels.position
         readers = [position[graph.ops[j].name] for t in op.outputs for j in graph.readers.get(t, ())]
         here = position[name]
         readers += [position[k] for k in graph.must_precede.get(name, ())]
         if not readers or min(readers) <= here + 1 or graph.is_aliasing_op(graph.index[name]):
             continue
         first = min(readers)
-        trial = order[:here] + order[here + 1:first] + [name] + order[first:]
-        moved = memory_trace(graph, plain_sequence(graph, trial))
-        if moved.peak_bytes <= peak and sum(moved.levels) < held:
-            order, peak, held = trial, moved.peak_bytes, sum(moved.levels)
+        peak, held = levels.moved(here, first)
+        if peak <= levels.peak and held < levels.held:
+            order = order[:here] + order[here + 1:first] + [name] + order[first:]
+            levels = _Levels(graph, order)
     return order
+
+
+class _Levels:
+    """The levels of an order without recompute, and what they become when one op moves later (`moved`)."""
+
+    def __init__(self, graph: TrainGraph, order: list[str]) -> None:
+        trace = memory_trace(graph, plain_sequence(graph, order))
+        n = len(order)
+        self.graph, self.order = graph, order
+        self.position = {name: k for k, name in enumerate(order)}
+        self.levels = list(trace.levels)
+        self.scratch = list(trace.scratch) or [0] * n
+        self.peak, self.held = trace.peak_bytes, sum(trace.levels)
+        self.buffer = {b.tensor: b for b in trace.buffers}
+        self.dying = [0] * n                                   # bytes whose last reader is op k
+        self.read_outputs, self.unread_outputs = [0] * n, [0] * n
+        for b in trace.buffers:
+            self.dying[b.last_read] += b.nbytes
+            if b.written_at < b.last_read:
+                self.read_outputs[b.written_at] += b.nbytes
+            else:
+                self.unread_outputs[b.written_at] += b.nbytes
+        self.before, self.after = [0] * (n + 1), [0] * (n + 1)   # the highest level before k / from k on
+        for k in range(n):
+            self.before[k + 1] = max(self.before[k], self.levels[k])
+        for k in reversed(range(n)):
+            self.after[k] = max(self.after[k + 1], self.levels[k])
+
+    def moved(self, here: int, first: int) -> tuple[int, int]:
+        """(peak, summed levels) of the order with the op at `here` moved right before the op at `first`: the ops
+        between run one step earlier, without its outputs, and with each input it reads that no op from `first`
+        on reads kept until it runs; at its new place it has what crosses into `first`, those inputs, its unread
+        outputs and its scratch."""
+        graph = self.graph
+        op = graph.ops[graph.index[self.order[here]]]
+        kept = {}                                   # input buffer it now reads last -> (its old last read, bytes)
+        for t in op.inputs:
+            b = self.buffer.get(graph.root(t))
+            if b is not None and b.written_at < here and b.last_read < first:
+                kept[b.tensor] = (b.last_read, b.nbytes)
+        window = [self.levels[k] - self.read_outputs[here] + sum(n for last, n in kept.values() if last < k)
+                  for k in range(here + 1, first)]
+        crossing = self.levels[first - 1] - self.scratch[first - 1] - self.dying[first - 1]
+        window.append(crossing + sum(n for _, n in kept.values()) + self.unread_outputs[here] + self.scratch[here])
+        peak = max(self.before[here], self.after[first], max(window))
+        return peak, self.held - sum(self.levels[here:first]) + sum(window)
 
 
 @per_graph

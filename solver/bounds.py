@@ -43,9 +43,9 @@ import time
 from dataclasses import dataclass, field, replace
 
 from ckpt.events import Incumbent, LowerBound, Progress, ignore
-from ckpt.solver.greedy import outside_space
+from ckpt.solver.greedy import greedy, outside_space, polish
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import by_first_reader, overflow, placed_exactly, walked
+from ckpt.solver.realise import by_first_reader, moved_earlier, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import RELAXATION_GAP, Relaxation, Span
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -243,13 +243,35 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
                best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found) -> bool:
     """The answer's recomputes placed exactly (or, on small graphs, another answer's): whether a schedule
     that fits and meets the bound came of it (`found` keeps any that fits)."""
-    placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads)
-    found.add(problem, placed, "the relaxation's answer, placed exactly")
+    until = growing.at if not math.isinf(growing.at) else None
+    placed = moved_earlier(problem.graph, answer, budget, until)
+    found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
+    if placed is None:
+        placed = _repaired(problem, budget, found, best, until)
+    if placed is None:
+        placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads,
+                                as_cheap_as(best.cost))
+        found.add(problem, placed, "the relaxation's answer, placed exactly")
     if placed is None and small:
         placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
                                      growing)
         found.add(problem, placed, "another answer of the relaxation's, placed exactly")
     return placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost)
+
+
+def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: float | None) -> Decisions | None:
+    """The rounds' answers so far (newest first), each repaired by the greedy heuristic and polished: the first
+    that meets the bound, if one does by `until` (quick next to an exact placement, and often at the bound; `found`
+    keeps whatever fits)."""
+    for sketch in reversed([*found.sketches, found.sketch]):
+        if until is not None and time.perf_counter() > until:
+            return None
+        repaired = greedy(problem.graph, budget, start=sketch, deadline=until)
+        placed = polish(problem.graph, repaired, budget, until) if repaired is not None else None
+        found.add(problem, placed, "the relaxation's answer, repaired")
+        if placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost):
+            return placed
+    return None
 
 
 def _alternative_placed(problem: Problem, budget: int, points: list[int], chained: frozenset[int],
@@ -267,7 +289,7 @@ def _alternative_placed(problem: Problem, budget: int, points: list[int], chaine
         if not model.answered:
             return None
         other = model.answer()
-        placed = placed_exactly(problem.graph, other, budget, _limit(deadline), deadline.threads)
+        placed = placed_exactly(problem.graph, other, budget, _limit(deadline), deadline.threads, cost + 1)
         if placed is not None:
             return placed
         excluded.append(frozenset(other))

@@ -97,6 +97,18 @@ def lay_out(blocks: list[Block], alignment: int = 4) -> Layout:
     return best or _stacked(sized, floor)
 
 
+def lay_out_anonymous(blocks: list[Block], alignment: int = 4) -> Layout:
+    """`lay_out` of the blocks under names that depend only on their spans and sizes: two lists that differ in
+    names alone (a prediction and the generated code, say) get arenas of one size, each block the offset of its
+    counterpart (blocks of one span and size, interchangeable, take their offsets in the order of their names)."""
+    ranked = sorted((b for b in blocks if b.size > 0), key=lambda b: (b.first, b.last, -aligned(b.size, alignment),
+                                                                     b.name))
+    renamed = [Block(f"b{k:07d}", b.first, b.last, b.size) for k, b in enumerate(ranked)]
+    layout = lay_out(renamed, alignment)
+    offsets = {b.name: layout.offsets[f"b{k:07d}"] for k, b in enumerate(ranked)}
+    return Layout(dict(sorted(offsets.items())), layout.size, layout.live_max, layout.allocator)
+
+
 def _checked(blocks: list[Block], placed, floor: int, alignment: int, allocator: str) -> Layout | None:
     """The layout `placed` describes, if it is valid and aligned; None otherwise."""
     offsets = {a.id: a.offset for a in placed}

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from ckpt.solver.baselines import baselines
 from ckpt.solver.graph import Op, TrainGraph
-from ckpt.solver.heap import heap_bytes
 from ckpt.solver.records import SolveResult, Status
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import RunSequence, check_ready, drop_dead, memory_trace
@@ -69,7 +68,7 @@ def policy_result(graph: TrainGraph, seq: RunSequence, space: str) -> SolveResul
     decisions = Decisions.from_sequence(graph, seq) or Decisions(frozenset())
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in graph.ops),
-        peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq), booked_peak_bytes=None,
+        peak_bytes=memory_trace(graph, seq).peak_bytes, booked_peak_bytes=None,
         baselines=baselines(graph), persistent_bytes=graph.persistent_bytes, recomputes=sum(f for _, f in seq),
         recompute_cost=cost, planned_cost=cost, base_cost=sum(graph.op_cost.values()), status=Status.HEURISTIC,
         gap=None, seconds=0.0, variables=0, constraints=0, variables_unpruned=0, space=space)

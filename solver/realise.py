@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 
+from ckpt.errors import CkptError
 from ckpt.solver import milp
 from ckpt.solver.backends import Backend, BackendOptions, run
 from ckpt.solver.graph import TrainGraph
@@ -31,16 +32,79 @@ WALK_RISE = 0.01  # a step dearer than this (a share of the answer's cost) is so
 
 
 def by_first_reader(graph: TrainGraph, answer: list[Span]) -> Decisions:
-    """Each recompute right before the first op of its span that reads it, else at the span's end."""
-    placed: dict[tuple[int, int], int] = {}   # (span start, op) -> stage
+    """Each recompute right before the first op of its span that reads it, else at the span's end; no later than
+    its deadline (the update of a weight it reads), where that comes first: it is then held to its reader."""
+    return _decisions(_first_reader_stages(graph, answer))
+
+
+def _first_reader_stages(graph: TrainGraph, answer: list[Span]) -> dict[tuple[int, int], int]:
+    """(span start, op) -> the stage `by_first_reader` places that recompute in."""
+    placed: dict[tuple[int, int], int] = {}
     for span in sorted(answer, key=lambda s: -s.op):   # readers come after the op they read: place them first
         stages = [span.last]
         for x in graph.ops[span.op].outputs:
             for j in graph.readers.get(x, ()):
                 stages += [j] if span.first < j <= span.last else []
                 stages += [placed[span.first, j]] if (span.first, j) in placed else []
-        placed[span.first, span.op] = min(stages)
+        deadline = graph.deadline[span.op]
+        placed[span.first, span.op] = min(stages) if deadline <= span.first else min(*stages, deadline)
+    return placed
+
+
+def _decisions(placed: dict[tuple[int, int], int]) -> Decisions:
     return Decisions(frozenset((t, i) for (_, i), t in placed.items()))
+
+
+def moved_earlier(graph: TrainGraph, answer: list[Span], budget: int, deadline: float | None) -> Decisions | None:
+    """The answer placed by rule, then, while it goes over, the recompute (with the recomputes of its stage it
+    reads) moved to the earlier stage of its span that takes the most excess off, if one does: the same ops at
+    the same cost, made where memory is lower and held to their reader. Placed next to its reader, a recompute
+    keeps its input alive until then (a Gelu remade right before the backward Gemm that reads it, where its input
+    and its output both sit beside the Gemm's other operand); made early, only its output is held. None when no
+    move makes it fit by `deadline`."""
+    placed = _first_reader_stages(graph, answer)
+    now = _replayed_excess(graph, _decisions(placed), budget)
+    while now:
+        if now < 0 or (deadline is not None and time.perf_counter() > deadline):
+            return None
+        best, best_excess = None, now
+        for (first, op), stage in sorted(placed.items()):
+            for earlier in range(max(first, op) + 1, stage):
+                trial = _moved(graph, placed, first, op, stage, earlier)
+                found = _replayed_excess(graph, _decisions(trial), budget)
+                if 0 <= found < best_excess:
+                    best, best_excess = trial, found
+        if best is None:
+            return None
+        placed, now = best, best_excess
+    return _decisions(placed)
+
+
+def _moved(graph: TrainGraph, placed: dict[tuple[int, int], int], first: int, op: int, stage: int, earlier: int
+           ) -> dict[tuple[int, int], int]:
+    """`placed` with (first, op) at stage `earlier`, and with it the recomputes of its span placed in `stage`
+    whose outputs it reads (and theirs in turn): they must run before it."""
+    trial, todo = dict(placed), [op]
+    while todo:
+        i = todo.pop()
+        trial[first, i] = earlier
+        for x in graph.ops[i].inputs:
+            j = graph.producer.get(x)
+            if j is not None and trial.get((first, j)) == stage:
+                todo.append(j)
+    return trial
+
+
+def _replayed_excess(graph: TrainGraph, decisions: Decisions, budget: int) -> int:
+    """Bytes over the budget summed over every step of the replay; -1 for a sequence outside the space."""
+    seq = decisions.sequence(graph)
+    try:
+        result = memory_trace(graph, seq)
+    except CkptError:
+        return -1
+    if outside_space(graph, decisions, seq):
+        return -1
+    return sum(max(0, level - budget) for level in result.levels)
 
 
 def walked(problem: Problem, budget: int, points: list[int], answer: list[Span], seconds: float | None,
@@ -103,10 +167,12 @@ def overflow(graph: TrainGraph, schedule: Decisions, budget: int) -> tuple[list[
 
 
 def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None,
-                   threads: int | None = 1) -> Decisions | None:
+                   threads: int | None = 1, enough: float | None = None) -> Decisions | None:
     """The cheapest schedule that recomputes only these ops, or the producers of their inputs, within their
-    spans, if one fits the budget. The producers let a chain's input be remade rather than kept (a residual
-    CNN at 0.5 needs that); going further up costs ten times the time and found nothing more here."""
+    spans, if one fits the budget; or the first found that costs `enough` or less (a proven bound: nothing
+    cheaper exists, so the search for one need not go on). The producers let a chain's input be remade rather
+    than kept (a residual CNN at 0.5 needs that); going further up costs ten times the time and found nothing
+    more here."""
     began = time.perf_counter()
     spans = _with_input_producers(graph, answer)
     allowed = frozenset((t, s.op) for s in spans for t in range(max(s.first, s.op) + 1, s.last + 1))
@@ -118,7 +184,8 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
     left = None if seconds is None else seconds - (time.perf_counter() - began)
     if left is not None and left <= 0:
         return None
-    outcome = run(model.lp, BackendOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads))
+    outcome = run(model.lp, BackendOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads),
+                  stop_at=enough)
     if not outcome.has_answer:
         return None
     return Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))

@@ -79,7 +79,6 @@ class SolveResult:
     decisions: Decisions                   # the recomputes (stage, op) over `stage_order` (views taken out)
     stage_order: tuple[str, ...]
     peak_bytes: int                        # replayed peak of `seq`: what the schedule really uses
-    heap_bytes: int                        # first-fit L2 heap that serves `seq` (fragmentation included)
     booked_peak_bytes: int | None          # what the MILP booked for it (None when no MILP ran)
     baselines: Baselines
     persistent_bytes: int

@@ -110,7 +110,7 @@ class Relaxation:
     def _recompute(self, s: int, i: int):
         """D[s,i], created with its input needs the first time something asks for it (0 if i cannot run again)."""
         if not self.problem.recomputable(i) or i >= self._segment_end(s) \
-                or self.points[s] > self.problem.graph.deadline[i]:
+                or self.points[s] >= self.problem.graph.deadline[i]:   # it would run after its deadline
             return 0
         if (s, i) not in self.D:
             self.D[s, i] = pulp.LpVariable(f"D_{s}_{i}", cat="Binary")

@@ -8,7 +8,6 @@ from ckpt.solver.backends import Outcome, RunStatus
 from ckpt.solver.baselines import Baselines, baselines
 from ckpt.solver.canonical import canonical
 from ckpt.solver.graph import TrainGraph
-from ckpt.solver.heap import heap_bytes
 from ckpt.solver.options import Objective
 from ckpt.solver.records import Answer, SolveOptions, SolveResult, Status, space_of
 from ckpt.solver.schedule import Decisions
@@ -33,7 +32,7 @@ def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePla
     outcome, sizes = answer.outcome, answer.sizes
     return SolveResult(
         seq=seq, decisions=decisions, stage_order=tuple(op.name for op in staged.ops),
-        peak_bytes=memory_trace(staged, seq).peak_bytes, heap_bytes=heap_bytes(staged, seq),
+        peak_bytes=memory_trace(staged, seq).peak_bytes,
         booked_peak_bytes=answer.booked, baselines=base, persistent_bytes=staged.persistent_bytes,
         recomputes=sum(flag for _, flag in seq), recompute_cost=cost, planned_cost=planned,
         base_cost=sum(staged.op_cost.values()), status=status_of(outcome, options.backend.gap), gap=outcome.gap,
@@ -52,7 +51,7 @@ def expanded_result(graph: TrainGraph, views: Collapsed, result: SolveResult) ->
     seq = expanded(views, result.seq)
     check_ready(graph, seq)
     check_in_place(graph, seq)
-    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes,
                    baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
                    recomputes=sum(flag for _, flag in seq), recompute_cost=view_cost(graph, seq, views),
                    base_cost=sum(graph.op_cost.values()))
@@ -69,7 +68,7 @@ def result_on(graph: TrainGraph, result: SolveResult, seq: RunSequence) -> Solve
         following = position.get(k, following)
         stage[k] = following
     decisions = Decisions(frozenset((stage[t], position[i]) for t, i in result.decisions.recomputes))
-    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes, heap_bytes=heap_bytes(graph, seq),
+    return replace(result, seq=seq, peak_bytes=memory_trace(graph, seq).peak_bytes,
                    baselines=baselines(graph), persistent_bytes=graph.persistent_bytes,
                    base_cost=sum(graph.op_cost.values()), decisions=decisions,
                    stage_order=tuple(result.stage_order[k] for k in kept))

@@ -145,6 +145,10 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
     the relaxation's where that is cheaper. Polished first: it is quick, and the repair of the relaxation's
     near miss may take all the time left."""
     budget, staged, plan = attempt.options.live_budget, attempt.staged, attempt.plan
+    met = found.floor.schedule
+    if attempt.meets(met, found.floor):      # the relaxation's answer is proven optimal: nothing to polish
+        attempt.progress(Step(f"the relaxation's schedule meets its lower bound {found.floor.cost:.0f}: optimal"))
+        return replace(found, polished=met, answer=Answer(met, attempt.bounded(HEURISTIC, met, found.floor.cost)))
     polished = polish(staged, found.start, budget, plan.at()) if found.start is not None and budget is not None \
         else found.start
     relaxed = from_relaxation(staged, found.floor, budget, plan.at())

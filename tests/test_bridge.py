@@ -208,3 +208,38 @@ def test_tiled_arenas(tmp_path):
     for level, size in figures.arena.items():
         assert f"MEMORYARENA_{level}_len = {size}" in header
     assert figures.timings.mid_end > 0 and figures.timings.codegen > 0
+
+
+def _sum_of(inputs: int) -> onnx.ModelProto:
+    """out = x0 + x1 + ... (Add nodes in a chain), every x a [4] float graph input."""
+    from onnx import TensorProto, helper
+    xs = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [4]) for k in range(inputs)]
+    nodes, last = [], "x0"
+    for k in range(1, inputs):
+        out = "out" if k == inputs - 1 else f"s{k}"
+        nodes.append(helper.make_node("Add", [last, f"x{k}"], [out], name=f"add{k}"))
+        last = out
+    graph = helper.make_graph(nodes, "sum", xs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4])])
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+@pytest.mark.deeploy
+def test_graphs_with_more_inputs_than_an_earlier_one_deploy_in_the_same_process():
+    """Deeploy's deployers share one default dict of input offsets, which the first fills: ckpt gives each run its
+    own, so a later graph with more inputs deploys (it failed with KeyError 'input_<i>')."""
+    for inputs in (2, 40):
+        figures = deeploy_memory(_sum_of(inputs), None, "siracusa", tiled=False)
+        assert figures.layers == inputs - 1
+
+
+def test_the_non_tiled_arena_blocks_follow_the_codes_allocations_and_frees():
+    """A layer's scratch buffers lie side by side in one block; a block lives from its allocation to its free; one
+    never freed lives to the last layer, unless nobody reads it (then only through its own layer)."""
+    from ckpt.deeploy_bridge.non_tiled_arena import _blocks
+    from ckpt.solver.layout import Block
+    made = {"a": (0, 8, "a"), "s1": (1, 4, "L:scratch"), "s2": (1, 8, "L:scratch"), "u": (1, 8, "u"),
+            "kept": (2, 4, "kept")}
+    blocks, inside = _blocks(made, {"a": 3, "L:scratch": 1}, {"u"}, 5)
+    assert set(blocks) == {Block("a", 0, 3, 8), Block("L:scratch", 1, 1, 12), Block("u", 1, 1, 8),
+                           Block("kept", 2, 4, 4)}
+    assert inside == {"a": 0, "s1": 0, "s2": 4, "u": 0, "kept": 0}

@@ -107,17 +107,29 @@ def test_impossible_budget_exits_2_and_names_the_floor(mlp_dir, tmp_path):
     assert not (tmp_path / "s.json").exists()
 
 
-def test_the_budget_holds_on_the_first_fit_heap_not_only_the_live_peak(small_mlp, tmp_path):
+def test_the_budget_holds_on_the_first_fit_heap_with_allocator_heap(small_mlp, tmp_path):
     """The min-memory order's live peak (18,432 B) fits 20,000 B but its first-fit heap (23,008 B) does not,
-    and no schedule's does: refused with exit 2 naming the heap, nothing written. 24 KiB fits both."""
+    and no schedule's does: with --allocator heap refused with exit 2 naming the heap, nothing written. 24 KiB fits
+    both."""
     out = tmp_path / "s.json"
-    run = ckpt_here("solve", str(small_mlp), "--budget", "20000", "-o", str(out))
+    run = ckpt_here("solve", str(small_mlp), "--budget", "20000", "--allocator", "heap", "-o", str(out))
     assert run.returncode == 2 and "first-fit heap cannot fit 20000 B" in run.stderr and "needs 23008 B" in run.stderr
     assert not out.exists()
-    assert ckpt_here("solve", str(small_mlp), "--budget", "24KB", "-o", str(out)).returncode == 0
+    assert ckpt_here("solve", str(small_mlp), "--budget", "24KB", "--allocator", "heap", "-o", str(out)).returncode == 0
     doc = read_schedule(out)
     assert doc.predicted.checked == "heap_bytes" and doc.predicted.checked_bytes <= 24 * 1024
-    assert doc.predicted.heap_bytes > doc.predicted.peak_bytes
+    assert doc.predicted.heap_bytes > doc.predicted.peak_bytes and doc.predicted.arena_bytes is None
+
+
+def test_the_non_tiled_budget_is_a_live_byte_budget_on_ckpts_arena(small_mlp, tmp_path):
+    """The same 20,000 B by default: the live peak fits, and the arena ckpt lays the code's buffers out in is that
+    peak, where the first-fit heap would need 23,008 B."""
+    out = tmp_path / "s.json"
+    run = ckpt_here("solve", str(small_mlp), "--budget", "20000", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    doc = read_schedule(out)
+    assert doc.predicted.checked == "peak_bytes" and doc.predicted.peak_bytes <= 20000
+    assert doc.predicted.arena_bytes == doc.predicted.peak_bytes == 18432 < doc.predicted.heap_bytes == 23008
 
 
 def test_inspect_prints_the_floor(mlp_dir):

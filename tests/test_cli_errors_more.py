@@ -136,15 +136,17 @@ def test_bad_step_inputs_are_one_line_exit_1_never_an_interrupt(copy, spoil, mes
     assert code == 1 and message in one_line(err)
 
 
-def test_a_stated_floor_then_succeeds(mlp, tmp_path):
-    """The non-tiled flow holds --budget on the first-fit heap: the refusal names the heap a schedule needs, and
-    that budget is then accepted."""
-    code, _, err = run("solve", str(mlp), "--budget", "0.3", "-o", str(tmp_path / "s.json"))
+@pytest.mark.parametrize("allocator", ["ckpt", "heap"])
+def test_a_stated_floor_then_succeeds(mlp, tmp_path, allocator):
+    """The refusal names the smallest budget a schedule fits (the live floor of ckpt's arena; with --allocator
+    heap, the first-fit heap a schedule needs), and that budget is then accepted."""
+    heap = ("--allocator", allocator)
+    code, _, err = run("solve", str(mlp), "--budget", "0.3", *heap, "-o", str(tmp_path / "s.json"))
     floor = int(one_line(err).rsplit("raise the budget to ", 1)[1].split()[0])
     assert code == 2
-    code, _, err = run("solve", str(mlp), "--budget", str(floor), "-o", str(tmp_path / "s.json"))
+    code, _, err = run("solve", str(mlp), "--budget", str(floor), *heap, "-o", str(tmp_path / "s.json"))
     assert code == 0, err
-    code, _, err = run("solve", str(mlp), "--budget", str(floor - 8), "-o", str(tmp_path / "t.json"))
+    code, _, err = run("solve", str(mlp), "--budget", str(floor - 8), *heap, "-o", str(tmp_path / "t.json"))
     assert code == 2 and "raise the budget to" in one_line(err)           # the same failure, the same code
 
 

@@ -427,7 +427,7 @@ def test_a_failed_replay_says_why_last(mlp, schedule, tmp_path):
     code, out, err = run("replay", str(tight), "--model", str(mlp), "-o", str(tmp_path / "out"))
     assert code == 1 and out.strip().splitlines()[-1].startswith("wrote ")
     assert err.strip().splitlines()[-1] == one_line(err)
-    assert "the replay failed its check: replayed heap_bytes" in one_line(err) and "is over the schedule's" in err
+    assert "the replay failed its check: replayed peak_bytes" in one_line(err) and "is over the schedule's" in err
 
 
 def test_inputs_that_are_no_regular_file_are_refused_not_read_forever(mlp, tmp_path):

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 from cli_support import ckpt_here
 
+from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge import arena as arena_module
+from ckpt.deeploy_bridge import non_tiled_arena
+from ckpt.deeploy_bridge.code_memory import code_memory
 from ckpt.deeploy_bridge.setup import WeightUpdate
 from ckpt.examples.write import write_example
 from ckpt.pipeline.deployed_solve import solve_model
@@ -91,19 +94,38 @@ def _corrupted_layout(real):
 
 
 def test_a_corrupted_arena_layout_is_caught(example, tmp_path, monkeypatch):
-    """The same schedule deployed with a broken allocator: its code computes other numbers than the graph
-    order's code, or faults where the moved block runs past the arena (the check fails either way, as it must)."""
+    """The same schedule deployed with a broken allocator, in both flows (the tiled home arena, the non-tiled
+    arena of locals): each flow's code computes other numbers than the graph order's code, or faults where the
+    moved block runs past the arena (the check fails either way, as it must)."""
     folder, replays = example
-    clean = replays["0.7"].report.code_runs["tiled"]
-    assert clean.graph_order == "bit-identical"
+    clean = replays["0.7"].report.code_runs
+    assert clean["tiled"].graph_order == clean["non_tiled"].graph_order == "bit-identical"
     monkeypatch.setattr(arena_module, "lay_out", _corrupted_layout(arena_module.lay_out))
-    broken = replay_schedule(folder.parent / "seq_0.7.json", folder, tmp_path / "broken",
-                             ReplayOptions(target="siracusa")).report.code_runs["tiled"]
-    assert not broken.ok
-    if broken.status == "ran":
-        assert broken.graph_order == "differs" and broken.differing
-    else:
-        assert broken.status == "failed" and "leave every L3 allocation" in broken.reason
+    monkeypatch.setattr(non_tiled_arena, "lay_out_anonymous", _corrupted_layout(non_tiled_arena.lay_out_anonymous))
+    runs = replay_schedule(folder.parent / "seq_0.7.json", folder, tmp_path / "broken",
+                           ReplayOptions(target="siracusa")).report.code_runs
+    for broken in runs.values():
+        assert not broken.ok
+        if broken.status == "ran":
+            assert broken.graph_order == "differs" and broken.differing
+        else:
+            assert broken.status == "failed" and "leave every L3 allocation" in broken.reason
+
+
+def test_the_non_tiled_code_reserves_ckpts_arena_and_mallocs_nothing_else(example):
+    """Every point's non-tiled code keeps its locals in one arena of the predicted size (RunNetwork mallocs and
+    frees nothing); what it allocates in L2 is that arena with the graph's inputs and outputs."""
+    folder, replays = example
+    for result in replays.values():
+        memory = result.report.memory
+        assert memory.arena_code == memory.arena == memory.arena_live_max >= memory.replayed_peak
+        code = code_memory(result.outdir / "code-non-tiled")
+        assert code.blocks == () and code.foreign_frees == ()
+        network_c = (result.outdir / "code-non-tiled" / "Network.c").read_text()
+        assert f"DeeployNetwork_ckpt_arena = (void*) pi_l2_malloc(sizeof(void) * {memory.arena});" in network_c
+        manifest = CodeManifest.read(result.outdir / "code-non-tiled")
+        io_bytes = sum(port.nbytes for port in manifest.inputs + manifest.outputs)
+        assert result.report.code_runs["non_tiled"].stats.levels["L2"].peak == memory.arena + io_bytes
 
 
 def _offsets(network_c: str) -> dict[str, int]:

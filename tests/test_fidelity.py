@@ -1,25 +1,32 @@
 """Issue 3: ckpt's predicted activation peak is the memory Deeploy's generated code really uses.
 
-Ground truth is the non-tiled Network.c itself (malloc/free/pointer-copy sequence of RunNetwork, replayed by
-deeploy_bridge/code_memory.py), not Deeploy's own counter: in 0.2.1 that counter (worstCaseBufferSize)
-over-counts Reshape views and alias groups; the last tests pin down by how much and why.
-Real Deeploy, one lowering and one code generation (about 15 s).
+Ground truth is the non-tiled Network.c itself as Deeploy writes it (--allocator heap: the malloc/free/pointer-copy
+sequence of RunNetwork, replayed by deeploy_bridge/code_memory.py), not Deeploy's own counter: in 0.2.1 that
+counter (worstCaseBufferSize) over-counts Reshape views and alias groups; the last tests pin down by how much and
+why. By default ckpt lays those buffers out in one arena instead: its blocks are the prediction's.
+Real Deeploy, one lowering, one code generation and one non-tiled run laid out in ckpt's arena.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from conftest import SHARED_MODELS
 from graphs import chain
 
-from ckpt.deeploy_bridge import generate_code, lower
+from ckpt.deeploy_bridge import deeploy_memory, generate_code, lower
 from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, parse_network_c
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
 from ckpt.solver.graph import TrainGraph
 from ckpt.solver.heap import heap_bytes, smallest_heap
+from ckpt.solver.layout import aligned
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
+from ckpt.solver.static_arena import WORD, arena_blocks, arena_layout
 
 FT2 = SHARED_MODELS / "cct2_ft2"
 DEEPLOY_WORST_CASE_FT2 = 1_114_368  # Deeploy 0.2.1 worstCaseBufferSize, CCT2_FT2 graph order, non-tiled
+HEAP = replace(DEFAULT_SETUP, allocator=Allocator.HEAP)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +43,24 @@ def graph(lowered) -> TrainGraph:
 
 @pytest.fixture(scope="module")
 def generated(lowered, tmp_path_factory):
+    """The non-tiled code as Deeploy writes it (--allocator heap): every buffer malloc'ed and freed."""
     out = tmp_path_factory.mktemp("code")
-    figures = generate_code(lowered.model, None, out, "siracusa", tiled=False, already_lowered=True)
+    figures = generate_code(lowered.model, None, out, "siracusa", tiled=False, already_lowered=True, setup=HEAP)
     return figures, code_memory(out)
+
+
+@pytest.mark.deeploy
+def test_the_arena_of_the_code_is_the_one_ckpt_predicts_block_for_block(graph, lowered):
+    """ckpt lays the non-tiled code's buffers out in one arena: the blocks it reads off Deeploy's allocation
+    snippets are the ones ckpt's replay semantics give (span and size), so the arena is the prediction, which is
+    the live peak on CCT2_FT2."""
+    figures = deeploy_memory(lowered.model, None, "siracusa", tiled=False, already_lowered=True)
+    seq = plain_sequence(graph)
+    predicted = arena_layout(graph, seq)
+    spans = lambda blocks: sorted((b.first, b.last, aligned(b.size, WORD)) for b in blocks)  # noqa: E731
+    assert spans(figures.laid_out["L2"]) == spans(arena_blocks(memory_trace(graph, seq)))
+    assert figures.arena == {"L2": predicted.size} and figures.live_max == {"L2": predicted.live_max}
+    assert predicted.size == predicted.live_max == memory_trace(graph, seq).peak_bytes == 819_972
 
 
 @pytest.mark.deeploy

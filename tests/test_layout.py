@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt.deeploy_bridge.minimalloc import main as minimalloc
-from ckpt.solver.layout import Block, aligned, lay_out, live_max, overlapping
+from ckpt.solver.layout import Block, aligned, lay_out, lay_out_anonymous, live_max, overlapping
 
 
 @st.composite
@@ -41,6 +42,24 @@ def test_the_same_blocks_in_any_order_give_the_same_layout(blocks, shuffler):
     shuffled = list(blocks)
     shuffler.shuffle(shuffled)
     assert lay_out(blocks) == lay_out(shuffled)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lifetimes(), st.randoms(use_true_random=False))
+def test_blocks_under_other_names_get_an_arena_of_the_same_size_and_their_counterparts_offsets(blocks, shuffler):
+    """The prediction and the generated code name their blocks differently: the anonymous layout of one list is
+    the other's, block for block, and valid."""
+    names = [b.name for b in blocks]
+    shuffler.shuffle(names)
+    renamed = {b.name: f"other_{name}" for b, name in zip(blocks, names)}
+    first = lay_out_anonymous(blocks)
+    second = lay_out_anonymous([replace(b, name=renamed[b.name]) for b in blocks])
+    assert (first.size, first.live_max) == (second.size, second.live_max)
+    sized = [Block(b.name, b.first, b.last, aligned(b.size, 4)) for b in blocks if b.size]
+    assert overlapping(sized, first.offsets) is None and set(first.offsets) == {b.name for b in sized}
+    placed = lambda layout, name_of: sorted(((b.first, b.last, b.size), layout.offsets[name_of(b)])  # noqa: E731
+                                            for b in sized)
+    assert placed(first, lambda b: b.name) == placed(second, lambda b: renamed[b.name])
 
 
 def test_a_chain_of_short_lives_reuses_one_place():

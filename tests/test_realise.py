@@ -94,3 +94,44 @@ def test_the_walk_turns_an_answer_that_goes_over_into_a_schedule_that_fits_near_
     schedule = walked(problem, budget, points, answer, 20)
     assert schedule is not None and not overflow(problem.graph, schedule, budget)[0]
     assert bound <= schedule.cost(problem.graph) <= bound * (1 + WALK_RISE)
+
+
+def test_a_recompute_remade_next_to_its_reader_moves_earlier_where_memory_is_lower():
+    """Gelu's output g is dropped after its first reader and remade for the second, which also reads a big t.
+    Placed by rule, right before that reader, the recompute keeps its input a alive beside t and goes over;
+    moved before t is made, only g is held and the same recompute fits, at the same cost."""
+    from graphs import make_graph
+
+    from ckpt.solver.realise import moved_earlier
+    from ckpt.solver.relaxation import Span
+    graph = make_graph([("lin", "Gemm", ["x"], ["a"]), ("gelu", "Gelu", ["a"], ["g"]), ("use1", "Relu", ["g"], ["u"]),
+                        ("big", "Gemm", ["x"], ["t"]), ("use2", "Mul", ["g", "t"], ["v"])],
+                       {"x": 8, "a": 8, "g": 8, "u": 4, "t": 16, "v": 4}, persistent={"x", "u", "v"})
+    answer = [Span(op=1, first=2, last=4)]
+    by_rule = by_first_reader(graph, answer)
+    assert by_rule.recomputes == {(4, 1)} and memory_trace(graph, by_rule.sequence(graph)).peak_bytes == 32
+    moved = moved_earlier(graph, answer, 24, None)
+    assert moved.recomputes == {(3, 1)} and memory_trace(graph, moved.sequence(graph)).peak_bytes == 24
+    assert moved.cost(graph) == by_rule.cost(graph) and not outside_space(graph, moved)
+    assert moved_earlier(graph, answer, 23, None) is None       # nowhere does it fit: no schedule, say so
+
+
+def test_a_recompute_whose_reader_comes_after_its_deadline_is_placed_by_its_deadline():
+    """With weights updated in place, a recompute of an op that reads a weight must run before the weight's update
+    (its deadline). Its reader comes later: the rule places it at the deadline, held to the reader, and the
+    relaxation never puts it in a segment that starts at or after the deadline."""
+    from dataclasses import replace as with_fields
+
+    from graphs import make_graph
+
+    from ckpt.solver.relaxation import Span
+    graph = make_graph([("f", "Gemm", ["x", "w"], ["a"]), ("g", "Relu", ["a"], ["b"]), ("h", "Relu", ["b"], ["c"]),
+                        ("upd", "SGD", ["w", "c"], ["w_new"]), ("late", "Mul", ["a", "c"], ["d"])],
+                       {"x": 4, "w": 4, "a": 4, "b": 4, "c": 4, "w_new": 4, "d": 4},
+                       persistent={"x", "w", "w_new", "d"}, aliases={"w_new": "w"})
+    graph = with_fields(graph, must_precede={"f": ("upd",)})
+    assert graph.deadline[0] == 3
+    placed = by_first_reader(graph, [Span(op=0, first=1, last=4)])
+    assert placed.recomputes == {(3, 0)} and not outside_space(graph, placed)
+    model = Relaxation(Problem(graph), 12, [1, 3])
+    assert model._recompute(0, 0) != 0 and model._recompute(1, 0) == 0      # the segment from stage 3 is too late

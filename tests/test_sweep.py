@@ -9,6 +9,7 @@ import csv
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -138,3 +139,16 @@ def test_bad_range_and_emit_without_a_deeploy_target_are_one_line_errors(mlp, tm
 def test_ranges_run_from_the_high_end():
     assert parse_range("0.6:0.9") == [0.9, 0.8, 0.7, 0.6]
     assert parse_range("0.6:0.9", points=2) == [0.9, 0.6]
+
+
+def test_an_optimum_with_recomputes_says_it_is_proven_over_its_stage_order():
+    """The table's status of an optimal schedule that recomputes says its proof is relative to the stage order,
+    and a note says what that means; a schedule without recompute (nothing cheaper exists) does not."""
+    from ckpt.budgets.table import markdown_table, terminal_table
+    from ckpt.pipeline.row import empty_row
+    relative = replace(empty_row("0.7", 0.7, 700, "optimal", ""), recompute_cost=120)
+    free = replace(empty_row("0.9", 0.9, 900, "optimal", ""), recompute_cost=0)
+    text = terminal_table([free, relative])
+    assert "optimal (order)" in text and text.count("optimal (order)") == 2          # the cell and the note
+    assert "over the schedule's stage order" in markdown_table([free, relative])
+    assert "(order)" not in terminal_table([free]) and "(order)" not in markdown_table([free])
