@@ -18,13 +18,15 @@ follows Deeploy 0.2.1's home-level rules (TilingExtension/MemoryScheduler.py `_c
   path hands views over with their full size although nothing is ever placed there; ckpt leaves them out, so
   the arena is not inflated by bytes no one uses. (Deeploy does not extend a graph input's block over its
   views' reads; ckpt does, so a view is never overwritten.)
-- sizes are prod(shape) * type width; ckpt rounds them up to Deeploy's 4-byte word
-  (`MemoryScheduler.byteAlignment`), so every offset stays word-aligned as Tetris's are.
+- sizes are prod(shape) * type width (below the home level: the tiler's tile, `deeploy_block_size`, or what the
+  layer's tiling code moves into the block where that is more: deeploy_bridge.transfers); ckpt rounds them up to
+  Deeploy's 4-byte word (`MemoryScheduler.byteAlignment`), so every offset stays word-aligned as Tetris's are.
 The prediction names blocks as Deeploy does (`deeploy_tensor_name`), so both sides lay out the same list.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
@@ -35,6 +37,7 @@ from ckpt.solver.layout import Block, Layout, aligned, lay_out
 
 from .buffers import buffer_bytes, elements_bytes
 from .errors import BridgeError
+from .records import GrownBlock
 
 ALIGNMENT = MemoryScheduler.byteAlignment
 
@@ -47,6 +50,7 @@ class LayoutLog:
     calls: int = 0
     layouts: dict[str, Layout] | None = None
     blocks: dict[str, list[Block]] | None = None     # level -> the blocks behind its recorded layout
+    grown: list[GrownBlock] = field(default_factory=list)   # every block laid out larger than the tiler counted
 
     def record(self, level: str, layout: Layout, blocks: list[Block]) -> None:
         self.calls += 1
@@ -68,14 +72,21 @@ def deeploy_block_size(buffer, constraint, level: str) -> int:
     return elements_bytes(int(tile.size), buffer) * int(tile.multiBufferCoefficient)
 
 
-def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None,
-                 outside: frozenset[str] = frozenset()) -> Layout:
-    """Give every block of one of Deeploy's block lists its address range (`_addrSpace`), a view its root's;
-    refuse a layout that does not fit `capacity`. `outside`: buffers whose bytes another network holds (a split
-    step's optimizer reads and writes the train network's): no room here, their pointers are set at Init."""
-    for block in memory_map:
-        if block.name in outside:
-            block._addrSpace = (0, 0)
+@dataclass
+class SizedBlocks:
+    """One of Deeploy's block lists as ckpt lays it out: its blocks sized, views apart (they take their root's)."""
+
+    kept: list                        # Deeploy's blocks that get bytes here (not another network's)
+    blocks: list[Block]               # the blocks to lay out (views left out)
+    roots: dict[str, str | None]      # view -> the block whose bytes it reads (None: a global's)
+    grown: list[GrownBlock]           # blocks sized above the tiler's count: the code moves more into them
+
+
+def size_blocks(memory_map: list, ctxt, constraint, level: str, outside: frozenset[str] = frozenset(),
+                moved: Mapping[str, int] | None = None, layer: str | None = None) -> SizedBlocks:
+    """The blocks of one of Deeploy's block lists with their lifetimes and sizes: Deeploy's (`deeploy_block_size`),
+    or what the code of `layer` moves into a block (`moved`, deeploy_bridge.transfers) where that is more; a view
+    costs nothing and its reads extend its root. `outside`: buffers whose bytes another network holds."""
     memory_map = [block for block in memory_map if block.name not in outside]
     names = {block.name for block in memory_map}
     spans = {block.name: (int(block.lifetime[0]), int(block.lifetime[1])) for block in memory_map}
@@ -86,23 +97,57 @@ def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, 
             root = ctxt.dealiasBuffer(block.name)
             roots[block.name] = root if root in names else None
     last = {name: span[1] for name, span in spans.items()}
+    needed = dict(moved or {})
     for view, root in roots.items():
         if root is not None:
             last[root] = max(last[root], spans[view][1])
-    blocks = [Block(block.name, spans[block.name][0], last[block.name], deeploy_block_size(
-              ctxt.lookup(block.name), constraint, level)) for block in memory_map if block.name not in roots]
-    layout = lay_out(blocks, ALIGNMENT)
+            if view in needed:
+                needed[root] = max(needed.get(root, 0), needed.pop(view))
+    blocks, grown = [], []
+    for block in memory_map:
+        if block.name in roots:
+            continue
+        counted = deeploy_block_size(ctxt.lookup(block.name), constraint, level)
+        size = max(counted, needed.get(block.name, 0))
+        if size > counted:
+            grown.append(GrownBlock(level, layer or "", block.name, counted, size))
+        blocks.append(Block(block.name, spans[block.name][0], last[block.name], size))
+    return SizedBlocks(memory_map, blocks, roots, grown)
+
+
+def growth(grown: list[GrownBlock]) -> int:
+    """Bytes (word-aligned, as laid out) the code moves into `grown` beyond what the tiler counted."""
+    return sum(aligned(g.moved, ALIGNMENT) - aligned(g.counted, ALIGNMENT) for g in grown)
+
+
+def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None,
+                 outside: frozenset[str] = frozenset(), moved: Mapping[str, int] | None = None,
+                 layer: str | None = None) -> Layout:
+    """Give every block of one of Deeploy's block lists its address range (`_addrSpace`), a view its root's;
+    refuse a layout that does not fit `capacity`. `outside`: buffers whose bytes another network holds (a split
+    step's optimizer reads and writes the train network's): no room here, their pointers are set at Init.
+    `moved`: bytes the code of `layer` (whose list this is) moves into a block; a block gets at least that."""
+    for block in memory_map:
+        if block.name in outside:
+            block._addrSpace = (0, 0)
+    sized = size_blocks(memory_map, ctxt, constraint, level, outside, moved, layer)
+    layout = lay_out(sized.blocks, ALIGNMENT)
     if layout.size > capacity:
+        if sized.grown:
+            raise BridgeError(f"layer {layer} does not fit {level}: its tiling code moves {growth(sized.grown)} B "
+                              f"more than Deeploy's tiler counted, so its blocks need {layout.size} B but {level} "
+                              f"has {capacity} B free: raise the level's size")
         raise BridgeError(f"the {level} arena needs {layout.size} B (live maximum {layout.live_max} B) but {level} "
                           f"has {capacity} B free: raise the level's size or tighten the schedule's budget")
-    sizes = {b.name: aligned(b.size, ALIGNMENT) for b in blocks}
-    by_name = {block.name: block for block in memory_map}
+    sizes = {b.name: aligned(b.size, ALIGNMENT) for b in sized.blocks}
+    by_name = {block.name: block for block in sized.kept}
     for name, offset in layout.offsets.items():
         by_name[name]._addrSpace = (offset, offset + sizes[name])
-    for view, root in roots.items():
+    for view, root in sized.roots.items():
         by_name[view]._addrSpace = by_name[root]._addrSpace if root is not None else (0, 0)
     if log is not None:
-        log.record(level, layout, blocks)
+        log.record(level, layout, sized.blocks)
+        log.grown.extend(sized.grown)
     return layout
 
 

@@ -251,7 +251,7 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
     """Deeploy's own memory figures after its back end, with what ckpt's tiler hooks saw of the layout (tiled) or
     the arena ckpt laid out the locals in (non-tiled, `arena`; keyed by the level the code allocates it in)."""
     d = run.deployer
-    home, live, calls, placed_by, laid_out = {}, {}, 0, {}, {}
+    home, live, calls, placed_by, laid_out, grown = {}, {}, 0, {}, {}, []
     if "map" in kept:
         peaks = lifetime_peaks(d.ctxt, kept["map"], setup.default_mem_level)
         home = {"all": peaks.all_buffers, "local": peaks.local, "io": peaks.io_bytes}
@@ -262,6 +262,7 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
         placed_by = {level: layout.allocator for level, layout in log.layouts.items()}
         laid_out = {level: tuple(blocks) for level, blocks in (log.blocks or {}).items()}
         calls = log.calls
+        grown = list(log.grown)
     if arena is not None:
         level = NON_TILED_LEVEL
         live, placed_by = {level: arena.layout.live_max}, {level: arena.layout.allocator}
@@ -273,7 +274,7 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
                          dynamic_peak=dynamic,
                          arena=dict(worst) if tiled else {NON_TILED_LEVEL: arena.layout.size} if arena else {},
                          static=_static_bytes(run, worst.keys() if tiled else ()),
-                         home_live=home, live_max=live, allocator_calls=calls, placed_by=placed_by,
+                         home_live=home, live_max=live, allocator_calls=calls, grown=grown, placed_by=placed_by,
                          laid_out=laid_out, setup=setup, timings=run.timings)
 
 

@@ -118,6 +118,23 @@ class LoweredGraph:
         return [n.name for n in self.model.graph.node]
 
 
+@dataclass(frozen=True)
+class GrownBlock:
+    """A block laid out larger than Deeploy's tiler counted it: the layer's tiling code moves more into it
+    (deeploy_bridge.transfers)."""
+
+    level: str
+    layer: str
+    block: str
+    counted: int     # bytes by the tiler's memory constraint (what Deeploy's own MiniMalloc path lays out)
+    moved: int       # bytes the code moves into it: the size it was laid out with
+
+    @property
+    def line(self) -> str:
+        return (f"{self.level} {self.block} of {self.layer}: {self.moved:,} B moved, {self.counted:,} B counted "
+                f"(+{self.moved - self.counted:,} B)")
+
+
 @dataclass
 class FlowFigures:
     """Deeploy's own memory numbers for one flow, per memory level (bytes): what report.json keeps of a run."""
@@ -139,6 +156,8 @@ class FlowFigures:
     # reach.
     live_max: dict[str, int] = field(default_factory=dict)
     allocator_calls: int = 0  # tiled with ckpt's allocator: block lists Deeploy asked it to lay out
+    # tiled with ckpt's allocator: the blocks laid out larger than the tiler counted them (the code moves more)
+    grown: list[GrownBlock] = field(default_factory=list)
     setup: DeeploySetup = DEFAULT_SETUP  # memory levels, cores and allocator of the run (tiled: all of it applies)
     layers: int = 0  # the layers Deeploy ran
     code_files: list[str] = field(default_factory=list)

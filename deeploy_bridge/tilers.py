@@ -4,15 +4,25 @@ Deeploy's `Tiler` lays out every memory level with the strategy in `memoryAllocS
 blocks with a randomised greedy inside the tiling model. "MiniMalloc" decouples the two: the tiler first
 tiles, then calls `Tiler.minimalloc(memoryMap, ctxt, nodeMemoryConstraint, capacity, level)` once per layer
 and level, which in Deeploy writes a CSV and runs an external binary. `CkptLayoutTiler` answers that call in
-process with ckpt's own layout (deeploy_bridge.arena), so a tiled deploy costs no subprocess per layer.
+process with ckpt's own layout (deeploy_bridge.arena), so a tiled deploy costs no subprocess per layer. Below the
+home level each block list is one layer's: the tiler keeps the layers in schedule order (`setupModel`) and which
+layer each block list belongs to (`computeMemoryMap`), so every block is laid out with room for what that layer's
+tiling code really moves into it (deeploy_bridge.transfers).
 """
 from __future__ import annotations
 
+from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.TilerExtension import Tiler
 
-from .arena import LayoutLog, place_blocks
+from ckpt.solver.layout import lay_out
+
+from .arena import ALIGNMENT, LayoutLog, growth, place_blocks, size_blocks
+from .errors import BridgeError
 from .setup import Allocator
 from .split_step import PersistentInputs
+from .transfers import transferred_bytes
+
+RETILINGS = 8   # solves at most, each leaving more room for what the code moves beyond the tiler's count
 
 
 class SingleBufferTiler(Tiler):
@@ -24,17 +34,111 @@ class SingleBufferTiler(Tiler):
 
 class CkptLayoutTiler(SingleBufferTiler):
     """Single buffering, and every level laid out by ckpt instead of the MiniMalloc binary; `layout_log` keeps
-    what it did (calls, and each level's last layout: the home level's is the whole network's)."""
+    what it did (calls, and each level's last layout: the home level's is the whole network's).
+
+    Below the home level a block gets what the layer's code moves into it where Deeploy's tiler counted less
+    (deeploy_bridge.transfers). Where that no longer fits the level, the tiler solves again with that layer's
+    tiles leaving the difference free (`_margins`), so the layer gets smaller tiles, until every layer fits."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.layout_log = LayoutLog()
         self.outside: dict[str, frozenset[str]] = {}     # level -> buffers another network holds there
+        self._setup: tuple = ()                          # setupModel's arguments: the model is set up again with them
+        self._layers: list[str] = []                     # each pattern's layer, in schedule order
+        self._margins: dict[tuple[int, str], int] = {}   # (pattern, level) -> bytes its tiles leave free there
+        self._patterns: dict[int, int] = {}              # id of a pattern's node constraint -> the pattern's index
+        self._moved: dict[tuple[int, str], dict[str, int]] = {}   # (pattern, level) -> bytes moved per block
+
+    def setupModel(self, ctxt, schedule, layerBinding, targetMemoryLevelMapping):
+        self._setup = (ctxt, schedule, layerBinding, targetMemoryLevelMapping)
+        self._layers = [(entry if isinstance(entry, list) else [entry])[0].name for entry in schedule]
+        ctxt = super().setupModel(ctxt, schedule, layerBinding, targetMemoryLevelMapping)
+        for (pattern, level), margin in sorted(self._margins.items()):
+            self._leave_free(ctxt, pattern, level, margin)
+        return ctxt
+
+    def computeTilingSchedule(self, ctxt):
+        for _ in range(RETILINGS):
+            solution = self._solve(ctxt)
+            overflows = self._overflows(ctxt, solution)
+            if not overflows:
+                break
+            for key, (grown, over) in overflows.items():
+                self._margins[key] = max(self._margins.get(key, 0) + over, grown)
+            self.innerMemoryScheduler = self.memorySchedulerClass("_inner", tileScheduler=True)
+            self.outerMemoryScheduler = self.memorySchedulerClass("_outer", tileScheduler=False)
+            self.setupModel(*self._setup)
+        return solution     # one still too large after RETILINGS: place_blocks refuses it, naming the layer
 
     def minimalloc(self, memoryMap, ctxt, nodeMemoryConstraint, capacity: int, memoryLevel: str):
+        pattern = self._patterns.get(id(nodeMemoryConstraint)) if nodeMemoryConstraint is not None else None
+        moved = self._moved_into(ctxt, pattern, nodeMemoryConstraint, memoryLevel) if pattern is not None else {}
         place_blocks(memoryMap, ctxt, nodeMemoryConstraint, int(capacity), memoryLevel, self.layout_log,
-                     self.outside.get(memoryLevel, frozenset()))
+                     self.outside.get(memoryLevel, frozenset()), moved,
+                     self._layers[pattern] if pattern is not None else None)
         return memoryMap
+
+    def _solve(self, ctxt):
+        """Deeploy's tiling solution; a model the margins made infeasible is refused naming their layers."""
+        try:
+            solution = super().computeTilingSchedule(ctxt)
+        except RuntimeError:
+            if not self._margins:
+                raise
+            short = ", ".join(f"{self._layers[p]} ({margin} B in {level})" for (p, level), margin in
+                              sorted(self._margins.items()))
+            raise BridgeError(f"no tiling leaves room for what the tiling code moves beyond Deeploy's count: {short}: "
+                              "raise the level's size") from None
+        self._patterns = {id(p.nodeConstraints[0]): i for i, p in enumerate(solution) if p.nodeConstraints}
+        self._moved = {}
+        return solution
+
+    def _moved_into(self, ctxt, pattern: int, constraint, level: str) -> dict[str, int]:
+        """Bytes the code of `pattern`'s layer moves into each of its blocks at `level` (once per solution)."""
+        if (pattern, level) not in self._moved:
+            layer = self._setup[2][self._layers[pattern]]
+            self._moved[pattern, level] = transferred_bytes(layer, constraint, ctxt, level)
+        return self._moved[pattern, level]
+
+    def _overflows(self, ctxt, solution) -> dict[tuple[int, str], tuple[int, int]]:
+        """(pattern, level) -> (bytes its code moves beyond the tiler's count, bytes by which it then overflows the
+        level) for each layer that no longer fits a level below the home one; the block lists are Deeploy's
+        (`Tiler.computeMemoryMap`)."""
+        home = self.memoryHierarchy._defaultMemoryLevel.name
+        found = {}
+        for level in self.innerMemoryScheduler.memoryMap:
+            if level == home:
+                continue
+            lists = [*self.innerMemoryScheduler.memoryMap[level], *self.outerMemoryScheduler.memoryMap.get(level, [])]
+            free = self.memoryHierarchy.memoryLevels[level].size - \
+                self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level)
+            for pattern, blocks in enumerate(lists):
+                if not blocks or pattern >= len(solution):
+                    continue
+                constraint = solution[pattern].nodeConstraints[0]
+                sized = size_blocks(blocks, ctxt, constraint, level, self.outside.get(level, frozenset()),
+                                    self._moved_into(ctxt, pattern, constraint, level))
+                size = lay_out(sized.blocks, ALIGNMENT).size if sized.grown else 0
+                if size > free:
+                    found[pattern, level] = (growth(sized.grown), size - free)
+        return found
+
+    def _leave_free(self, ctxt, pattern: int, level: str, margin: int) -> None:
+        """Constrain the tiles of `pattern` at `level` to leave `margin` bytes of it free: the sum Deeploy's tiler
+        bounds (each tile's elements x width x buffers, plus the level's constants), plus `margin`, fits."""
+        counted = 0
+        for tensor in self.symbolicMemoryConstraints[pattern].nodeConstraints[0].tensorMemoryConstraints.values():
+            memory = tensor.memoryConstraints.get(level)
+            if memory is None:
+                continue
+            buffer = ctxt.lookup(tensor.tensorName)
+            width = 1 if isinstance(buffer, TransientBuffer) else buffer._type.referencedType.typeWidth // 8
+            counted = counted + memory.size * width * memory.multiBufferCoefficient
+        if isinstance(counted, int):
+            return          # nothing the tiler chooses: a smaller tiling cannot help
+        offset = self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level)
+        self.tilerModel.addConstraint(counted + offset + margin, memoryLevel=self.memoryHierarchy.memoryLevels[level])
 
 
 class PersistentInputsTiler(SingleBufferTiler):
