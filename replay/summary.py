@@ -33,6 +33,13 @@ def summary_lines(result: ReplayResult) -> list[str]:
             extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
             lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
                          f"blocks {_b(fig.live_max)}{extra}")
+        grown = [g for figures in (r.deeploy, r.deeploy_optimizer or {}) if "tiled" in figures
+                 for g in figures["tiled"].grown]
+        if grown:
+            most = max(grown, key=lambda g: g.moved - g.counted)
+            lines.append(f"  {len(grown)} blocks laid out larger than Deeploy's tiler counts them (the code moves "
+                         f"more into them): +{sum(g.moved - g.counted for g in grown):,} B in all, the most "
+                         f"{most.line}; report.json lists them")
     check = result.verification
     if check is not None:
         found = check.findings
