@@ -7,6 +7,7 @@ and its checkout beside the shared models; under the release they skip, saying w
 probes of two networks, a step's levels) are tested here under any Deeploy.
 """
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,9 @@ import onnx
 import pytest
 from cli_support import ckpt_here
 from onnx import TensorProto, helper
+from onnx_graphsurgeon.logger import G_LOGGER
 
+from ckpt import deeploy_bridge
 from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.deeploy_bridge.errors import BridgeError
@@ -236,3 +239,26 @@ def test_a_kernel_is_told_the_scratch_its_tile_was_given_never_more():
     rep = grad.mapper.parser.operatorRepresentation
     assert (rep["ctxtBufferSize"], rep["btBufferSize"]) == (110592, 2304)   # less told where less was given
     assert plain.mapper.parser.operatorRepresentation["ctxtBufferSize"] == 50 and sorted(changed) == ["im2col", "other"]
+
+
+@pytest.mark.deeploy
+def test_resnet8s_convgradx_dy_tile_is_laid_out_with_the_cube_its_code_moves(branch, shared_models, lowering_cache,
+                                                                             tmp_path):
+    """The branch's tiler counts the layer-3 ConvGradX's dY tile as 64x6x8 floats, its code moves 64x8x8 (the
+    kernel is called with dY tile dims 8, 8, 64) into L1: the tile must hold them all, or they overwrite the
+    weights' tile beside it."""
+    layer = "node_23_layer3_layer3_0_conv2_Conv_GradConvGrad_0_ConvGrad_backward_ConvGradX"
+    moved = 64 * 8 * 8 * 4
+    lowered = deeploy_bridge.lower(shared_models / "resnet8_train", "siracusa")
+    with G_LOGGER.suppress(G_LOGGER.ERROR):
+        figures = deeploy_bridge.deploy(lowered.model, lowered.node_order, "siracusa", tiled=True, code_dir=tmp_path)
+    grown = {(g.level, g.layer): g for g in figures.grown}
+    dy = grown["L1", layer]
+    assert dy.moved == moved and dy.counted < moved
+    code = (tmp_path / "Network.c").read_text()
+    in_l1 = rf"DeeployNetwork_\w*?{layer}_(\w+?)(?:_ref)? = \([\w*]+\) ?\(\(char\*\)DeeployNetwork_MEMORYARENA_L1 " \
+        r"\+ (\d+)\)"
+    offsets = {name: int(at) for name, at in re.findall(in_l1, code)}
+    assert {"grad_out", "weight", "grad_in"} <= set(offsets), offsets
+    above = [at for at in offsets.values() if at > offsets["grad_out"]] + [figures.arena["L1"]]
+    assert min(above) - offsets["grad_out"] >= moved          # nothing else of the layer inside the moved cube
