@@ -17,7 +17,8 @@ follows Deeploy 0.2.1's home-level rules (TilingExtension/MemoryScheduler.py `_c
   into its source's bytes, whose block stays alive as long as any view of it is read. Deeploy's MiniMalloc
   path hands views over with their full size although nothing is ever placed there; ckpt leaves them out, so
   the arena is not inflated by bytes no one uses. (Deeploy does not extend a graph input's block over its
-  views' reads; ckpt does, so a view is never overwritten.)
+  views' reads; ckpt does, so a view is never overwritten.) Below the home level the tile of a view of a
+  global (whose bytes are not in the level) is a copy the code moves in like any other: it gets bytes of its own.
 - sizes are prod(shape) * type width (below the home level: the tiler's tile, `deeploy_block_size`, or what the
   layer's tiling code moves into the block where that is more: deeploy_bridge.transfers); ckpt rounds them up to
   Deeploy's 4-byte word (`MemoryScheduler.byteAlignment`), so every offset stays word-aligned as Tetris's are.
@@ -86,23 +87,26 @@ def size_blocks(memory_map: list, ctxt, constraint, level: str, outside: frozens
                 moved: Mapping[str, int] | None = None, layer: str | None = None) -> SizedBlocks:
     """The blocks of one of Deeploy's block lists with their lifetimes and sizes: Deeploy's (`deeploy_block_size`),
     or what the code of `layer` moves into a block (`moved`, deeploy_bridge.transfers) where that is more; a view
-    costs nothing and its reads extend its root. `outside`: buffers whose bytes another network holds."""
+    costs nothing and its reads extend its root; one of a global not in the list, unless the code moves a tile into
+    it (below the home level such a tile is a copy: it needs bytes of its own). `outside`: buffers whose bytes
+    another network holds."""
     memory_map = [block for block in memory_map if block.name not in outside]
     names = {block.name for block in memory_map}
     spans = {block.name: (int(block.lifetime[0]), int(block.lifetime[1])) for block in memory_map}
+    needed = dict(moved or {})
     roots: dict[str, str | None] = {}
     for block in memory_map:
         source = getattr(ctxt.lookup(block.name), "_alias", None)
         if isinstance(source, str) and (source in names or ctxt.is_global(source)):
             root = ctxt.dealiasBuffer(block.name)
-            roots[block.name] = root if root in names else None
+            if root in names:
+                roots[block.name] = root
+            elif not needed.get(block.name):
+                roots[block.name] = None    # its bytes are a global's; where the code moves a tile in, its own
     last = {name: span[1] for name, span in spans.items()}
-    needed = dict(moved or {})
     for view, root in roots.items():
         if root is not None:
             last[root] = max(last[root], spans[view][1])
-            if view in needed:
-                needed[root] = max(needed.get(root, 0), needed.pop(view))
     blocks, grown = [], []
     for block in memory_map:
         if block.name in roots:

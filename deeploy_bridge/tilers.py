@@ -119,7 +119,7 @@ class CkptLayoutTiler(SingleBufferTiler):
                 constraint = solution[pattern].nodeConstraints[0]
                 sized = size_blocks(blocks, ctxt, constraint, level, self.outside.get(level, frozenset()),
                                     self._moved_into(ctxt, pattern, constraint, level))
-                size = lay_out(sized.blocks, ALIGNMENT).size if sized.grown else 0
+                size = lay_out(sized.blocks, ALIGNMENT).size
                 if size > free:
                     found[pattern, level] = (growth(sized.grown), size - free)
         return found

@@ -36,13 +36,20 @@ def test_a_cube_of_sub_byte_elements_takes_whole_bytes():
     assert largest_transfer_bytes([(3,), (5,)], 4) == 3      # five 4-bit elements: 2.5 B, the DMA moves 3
 
 
-def _list(shapes: dict[str, list[int]]) -> tuple[NetworkContext, list[MemoryBlock]]:
-    """One layer's block list of float tensors (all alive at step 0), and the context that types them."""
+def _list(shapes: dict[str, list[int]], views: dict[str, str] | None = None
+          ) -> tuple[NetworkContext, list[MemoryBlock]]:
+    """One layer's block list of float tensors (all alive at step 0), and the context that types them; `views`:
+    view -> the global it is a view of (a Reshape of a weight, say), not itself in the list."""
     ctxt = NetworkContext(VariableBuffer, ConstantBuffer, StructBuffer, TransientBuffer)
     for name, shape in shapes.items():
         buffer = VariableBuffer(name, shape)
         buffer._type = PointerClass(float32_t)
         ctxt.add(buffer, "local")
+    for view, source in (views or {}).items():
+        weight = VariableBuffer(source, ctxt.lookup(view).shape)
+        weight._type = PointerClass(float32_t)
+        ctxt.add(weight, "global")
+        ctxt.lookup(view)._alias = source
     return ctxt, [MemoryBlock(name, "L1", (0, 0), None) for name in shapes]
 
 
@@ -66,3 +73,14 @@ def test_a_layer_whose_moved_blocks_do_not_fit_the_level_is_refused_naming_it():
         place_blocks(blocks, ctxt, None, 448, "L1", moved={"dy": 256}, layer="convgradx")
     message = str(refused.value)
     assert "\n" not in message and "layer convgradx does not fit L1" in message and "64 B more" in message
+
+
+def test_the_tile_of_a_view_of_a_global_has_bytes_of_its_own_where_the_code_moves_it_in():
+    """A Gemm's B, a view of a weight kept in L3, is copied tile by tile into L1 like any other input: laid out as
+    a view (no bytes) its tile would sit on the output's, which the cores write while others read B."""
+    ctxt, blocks = _list({"b": [8, 8], "y": [8, 8]}, views={"b": "weight"})
+    place_blocks(blocks, ctxt, None, 10_000, "L1")
+    assert blocks[0].addrSpace == (0, 0)                          # nothing moved in: it reads the weight's bytes
+    place_blocks(blocks, ctxt, None, 10_000, "L1", moved={"b": 256, "y": 256}, layer="gemm")
+    (b0, b1), (y0, y1) = blocks[0].addrSpace, blocks[1].addrSpace
+    assert b1 - b0 == 256 and (b1 <= y0 or y1 <= b0)
