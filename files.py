@@ -7,6 +7,8 @@ for, and the same content gives the same bytes.
   folder that cannot be written.
 - `staged_dir` builds a folder beside its final place and moves it in; files ckpt did not write are never
   deleted.
+- `read_json_input` reads a JSON file a user hands ckpt strictly: no key twice in an object (json keeps the
+  last silently), no nesting deeper than any file ckpt reads has, one line for anything else.
 """
 from __future__ import annotations
 
@@ -124,6 +126,44 @@ def check_input_file(path: str | Path, what: str) -> None:
     if found.exists() and not found.is_file():
         raise CkptError(f"{what} '{path}' is not a regular file (a folder, device, pipe or socket)",
                         "name the file itself")
+
+
+MAX_JSON_DEPTH = 32      # far deeper than any file ckpt reads (a schedule, cost file or calibration is 3 deep)
+
+
+def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different (json keeps the last of two silently)."""
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) < len(keys):
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        raise ValueError(f"key {json.dumps(twice[0])} appears more than once")
+    return dict(pairs)
+
+
+def json_depth(doc: object) -> int:
+    """How deeply `doc` nests objects and arrays (a scalar is 0), counted without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def read_json_input(path: str | Path, what: str, way_out: str) -> object:
+    """The JSON document of a file the user gave (`what` names it in messages): a regular file, UTF-8, every
+    object's keys different, nested at most MAX_JSON_DEPTH deep; anything else is one line with `way_out`."""
+    check_input_file(path, what)
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+    except RecursionError:
+        raise CkptError(f"{what} '{path}' nests too deeply", way_out) from None
+    except (OSError, ValueError) as exc:
+        raise CkptError(f"{what} '{path}' is not readable JSON ({type(exc).__name__}: {exc})", way_out) from None
+    if json_depth(doc) > MAX_JSON_DEPTH:
+        raise CkptError(f"{what} '{path}' nests too deeply (more than {MAX_JSON_DEPTH} levels)", way_out)
+    return doc
 
 
 def check_output_dir(path: str | Path) -> None:

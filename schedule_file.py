@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ckpt.errors import CkptError
-from ckpt.files import atomic_write, check_input_file
+from ckpt.files import MAX_JSON_DEPTH, atomic_write, check_input_file, json_depth, unique_keys
 from ckpt.targets import HOMES, TARGET_TABLE, TARGETS, WeightUpdate
 
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
@@ -219,24 +219,17 @@ def write_schedule(path: str | Path, schedule: Schedule) -> None:
 FORMAT = 'expected {"seq": [[node_name, 0|1], ...]} as written by ckpt solve'
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """A JSON object whose keys are all different (json keeps the last of two silently)."""
-    keys = [key for key, _ in pairs]
-    twice = sorted({key for key in keys if keys.count(key) > 1})
-    if twice:
-        raise ValueError(f"key {json.dumps(twice[0])} appears more than once")
-    return dict(pairs)
-
-
 def read_schedule(path: str | Path) -> Schedule:
     """The schedule at `path`, checked (see `Schedule.from_dict`); one-line errors."""
     check_input_file(path, "schedule")
     try:
-        doc = json.loads(Path(path).read_text(), object_pairs_hook=_unique_keys)
+        doc = json.loads(Path(path).read_text(), object_pairs_hook=unique_keys)
     except RecursionError:
         raise CkptError(f"'{path}' nests too deeply to be a schedule file", FORMAT) from None
     except (OSError, ValueError) as exc:
         raise CkptError(f"'{path}' is not a schedule file ({type(exc).__name__}: {exc})", FORMAT) from None
+    if json_depth(doc) > MAX_JSON_DEPTH:
+        raise CkptError(f"'{path}' nests too deeply to be a schedule file", FORMAT)
     if not isinstance(doc, dict) or not isinstance(doc.get("seq"), list):
         raise CkptError(f"'{path}' has no \"seq\" list", FORMAT)
     return Schedule.from_dict(doc, str(path))

@@ -22,6 +22,25 @@ from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_input_file, check_output_file
 from ckpt.solver.layout import Block, aligned, lay_out
 
+MAX_STEP = 2 ** 31 - 1      # a lifetime bound: a layer's step, far below any count a tiler reaches
+MAX_SIZE = 2 ** 40          # a block's bytes: a TiB, far above any memory level
+
+
+def _whole(text: str, limit: int, number: int, name: str, what: str) -> int:
+    """A whole number in [0, limit] as the CSV spells it (Deeploy may write a size as 1024.0); ValueError naming
+    the row, the block and the field otherwise: a fraction is never rounded, a huge number never reaches the
+    layout."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"row {number} ({name}): {what} '{text.strip()}' is not a number") from None
+    if not value.is_integer() or not 0 <= value <= limit:
+        kind = "a fraction" if value == value and abs(value) != float("inf") and not value.is_integer() else \
+            "negative" if value < 0 else "not a number" if value != value else f"above {limit}"
+        raise ValueError(f"row {number} ({name}): {what} '{text.strip()}' is {kind}: give a whole number of "
+                         f"{'bytes' if what == 'size' else 'steps'} from 0 to {limit}")
+    return int(text) if text.strip().isdigit() else int(value)
+
 
 def read_blocks(text: str) -> list[Block]:
     rows = list(csv.reader(io.StringIO(text)))
@@ -31,12 +50,13 @@ def read_blocks(text: str) -> list[Block]:
     for number, row in enumerate(rows[1:], start=2):
         if not row:
             continue
-        try:
-            name, lower, upper, size = row[0], int(row[1]), int(row[2]), int(float(row[3]))
-        except (IndexError, ValueError, OverflowError):
-            raise ValueError(f"row {number} is not id,lower,upper,size: {','.join(row)}") from None
-        if upper <= lower or size < 0:
-            raise ValueError(f"row {number} ({name}) has an empty lifetime or a negative size")
+        if len(row) < 4:
+            raise ValueError(f"row {number} is not id,lower,upper,size: {','.join(row)}")
+        name = row[0]
+        lower, upper = (_whole(row[i], MAX_STEP, number, name, what) for i, what in ((1, "lower"), (2, "upper")))
+        size = _whole(row[3], MAX_SIZE, number, name, "size")
+        if upper <= lower:
+            raise ValueError(f"row {number} ({name}) has an empty lifetime (upper {upper} <= lower {lower})")
         if name in seen:
             raise ValueError(f"row {number} names the block '{name}' again (first in row {seen[name]})")
         seen[name] = number

@@ -13,7 +13,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ckpt import deeploy_bridge
@@ -22,7 +22,7 @@ from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
 from ckpt.errors import CkptError
-from ckpt.files import check_input_file
+from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step
@@ -31,7 +31,7 @@ from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
 from ckpt.replay.verification import step_data
-from ckpt.solver.costs import CostModel
+from ckpt.solver.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.onnx_loader import open_model, read_model
 from ckpt.targets import TARGET_TABLE
 
@@ -68,16 +68,31 @@ class Calibration:
 
     @classmethod
     def from_doc(cls, doc: dict, where: str) -> Calibration:
-        try:
-            found = cls(**doc)
-        except TypeError as exc:
-            raise CkptError(f"'{where}' is not a calibration this ckpt wrote ({exc})",
-                            "make it again with `ckpt calibrate`") from None
-        if found.kind != KIND or found.format != CALIBRATION_FORMAT:
-            raise CkptError(f"'{where}' is a calibration of another format", "make it again with `ckpt calibrate`")
-        if not all(isinstance(v, int) and v >= 0 for v in found.node_cycles.values()):
-            raise CkptError(f"'{where}' has cycles that are not counts", "make it again with `ckpt calibrate`")
-        return found
+        """The calibration a document holds, checked field by field (every field ckpt writes, each of its type:
+        counts are integers >= 0, the node cycles an object of them), one line for the first that is not."""
+        way_out = "make it again with `ckpt calibrate`"
+        if not isinstance(doc, dict):
+            raise CkptError(f"'{where}' is not a calibration this ckpt wrote (not an object)", way_out)
+        names = [f.name for f in fields(cls)]
+        missing, unknown = [n for n in names if n not in doc], [k for k in doc if k not in names]
+        if missing or unknown:
+            what = f"lacks \"{missing[0]}\"" if missing else f"has the field \"{unknown[0]}\", which ckpt never writes"
+            raise CkptError(f"'{where}' is not a calibration this ckpt wrote (it {what})", way_out)
+        if doc["kind"] != KIND or doc["format"] != CALIBRATION_FORMAT:
+            raise CkptError(f"'{where}' is a calibration of another format", way_out)
+        for name, kind in (("model_sha256", str), ("target", str), ("key", str), ("setup", dict),
+                           ("node_cycles", dict), ("step_cycles", int), ("errors", int), ("total", int),
+                           ("code_bytes", int)):
+            value = doc[name]
+            if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
+                wanted = {str: "a string", dict: "an object", int: "an integer >= 0"}[kind]
+                raise CkptError(f"'{where}': \"{name}\" is {json.dumps(value)[:40]}, not {wanted}", way_out)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in doc["node_cycles"].values()):
+            raise CkptError(f"'{where}' has cycles that are not counts", way_out)
+        if doc["target"] not in SIMULATED_TARGETS:
+            raise CkptError(f"'{where}': \"target\" is {json.dumps(doc['target'])[:40]}, not one of "
+                            f"{', '.join(SIMULATED_TARGETS)}", way_out)
+        return cls(**doc)
 
 
 def is_calibration(doc: object) -> bool:
@@ -189,13 +204,9 @@ def read_cost_file(path: str | Path, source: str | Path | None = None, target: s
     """A `--costs FILE`: a calibration (measured cycles per node) or per-op-type coefficients. A calibration is of
     one model's lowered graph for one target: given the model and target it is for, one of another model or
     target is refused (its nodes are not this graph's)."""
-    check_input_file(path, "cost file")
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        doc = None
+    doc = read_json_input(path, "cost file", COST_FILE_FORM + ", or give a calibration `ckpt calibrate -o` wrote")
     if not is_calibration(doc):
-        return CostModel.from_json(path)
+        return CostModel.from_doc(doc, str(path))
     found = Calibration.from_doc(doc, str(path))
     if target is not None and found.target != target:
         raise CkptError(f"'{path}' is a calibration for target {found.target}, not {target}",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt.errors import CkptError
+from ckpt.files import read_json_input
 from ckpt.solver.graph import Op
 
 MAC_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose", "ConvGrad"})
@@ -41,25 +42,40 @@ class CostModel:
 
     @classmethod
     def from_json(cls, path: str | Path) -> CostModel:
-        """The coefficients of a JSON file; each must be a finite number in [0, MAX_COEFFICIENT]: a negative one
-        makes recomputing pay, which turns the solve into a search for cycles to gain (and a long one)."""
-        example = 'write {"OpType": {"per_mac": 1.0, "per_elem": 2.0}}'
-        try:
-            raw = json.loads(Path(path).read_text())
-            if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-                raise TypeError("not an object of objects")
-            per_mac = {k: float(v["per_mac"]) for k, v in raw.items() if "per_mac" in v}
-            per_elem = {k: float(v["per_elem"]) for k, v in raw.items() if "per_elem" in v}
-        except RecursionError:
-            raise CkptError(f"cost file '{path}' nests too deeply", example) from None
-        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-            raise CkptError(f"cost file '{path}' is unreadable ({exc})", example) from None
-        for kind, table in (("per_mac", per_mac), ("per_elem", per_elem)):
-            for op_type, value in table.items():
-                if not (math.isfinite(value) and 0 <= value <= MAX_COEFFICIENT):
-                    raise CkptError(f"cost file '{path}': {op_type}.{kind} is {value!r}",
+        """The coefficients of a JSON cost file (see `from_doc`), read strictly (files.read_json_input)."""
+        return cls.from_doc(read_json_input(path, "cost file", COST_FILE_FORM), str(path))
+
+    @classmethod
+    def from_doc(cls, doc: object, where: str) -> CostModel:
+        """Coefficients {"OpType": {"per_mac": x, "per_elem": y}}, checked field by field: each a finite number in
+        [0, MAX_COEFFICIENT] (a negative one makes recomputing pay, which turns the solve into a search for cycles
+        to gain, and a long one), no other key."""
+        if not isinstance(doc, dict) or not doc:
+            raise CkptError(f"cost file '{where}' is not an object of op types", COST_FILE_FORM)
+        tables: dict[str, dict[str, float]] = {"per_mac": {}, "per_elem": {}}
+        for op_type, entry in doc.items():
+            if not isinstance(entry, dict):
+                raise CkptError(f"cost file '{where}': {op_type} is {_shown(entry)}, not an object",
+                                COST_FILE_FORM)
+            for kind, value in entry.items():
+                if kind not in tables:
+                    raise CkptError(f"cost file '{where}': {op_type} has the key {kind!r}, which ckpt does not read",
+                                    "give only per_mac and per_elem")
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or not 0 <= value <= MAX_COEFFICIENT:
+                    raise CkptError(f"cost file '{where}': {op_type}.{kind} is {_shown(value)}",
                                     f"give cycles per MAC and per element as numbers from 0 to {MAX_COEFFICIENT:g}")
-        return cls(per_mac=per_mac, per_elem=per_elem)
+                tables[kind][op_type] = float(value)
+        return cls(per_mac=tables["per_mac"], per_elem=tables["per_elem"])
+
+
+COST_FILE_FORM = 'write {"OpType": {"per_mac": 1.0, "per_elem": 2.0}}'
+
+
+def _shown(value: object) -> str:
+    """A JSON value as a message shows it: short, NaN and Infinity as JSON writes them."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def macs(op: Op, shapes: dict[str, tuple[int, ...]]) -> int:
