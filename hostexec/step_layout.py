@@ -21,8 +21,7 @@ import numpy as np
 import onnx
 
 from ckpt.hostexec.executor import checked_against
-
-GRAD_BUFFER = "_grad.accumulation.buffer"
+from ckpt.solver.step_pair import GRAD_BUFFER
 
 
 @dataclass(frozen=True)

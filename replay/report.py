@@ -159,12 +159,15 @@ class VerificationSection:
     fixed_bias_gelu: list[str] = field(default_factory=list)
     not_compared: list[str] = field(default_factory=list)   # golden tensors the step does not write
     seconds: float | None = None                            # with --record-time only
+    no_golden: list[str] = field(default_factory=list)      # what the step writes that outputs.npz does not hold
 
     @classmethod
     def of(cls, golden: VerifyResult | None, baseline_golden: VerifyResult | None, schedule: ScheduleCheck | None,
-           hint: str | None, fixed: list[str], not_compared: list[str]) -> VerificationSection:
+           hint: str | None, fixed: list[str], not_compared: list[str], no_golden: list[str] = ()
+           ) -> VerificationSection:
         status = CheckStatus.BIT_IDENTICAL if schedule is None or schedule.ok else CheckStatus.MISWIRED
-        return cls(status, None, golden, baseline_golden, schedule, hint, list(fixed), list(not_compared))
+        return cls(status, None, golden, baseline_golden, schedule, hint, list(fixed), list(not_compared),
+                   no_golden=list(no_golden))
 
     @property
     def ok(self) -> bool:

@@ -40,7 +40,7 @@ from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, gol
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
 from ckpt.hostexec.step_layout import StepLayout, is_positional, positional_layout
 from ckpt.hostexec.training_step import StepOutcome, run_step
-from ckpt.paths import model_files
+from ckpt.paths import NETWORK, OPTIMIZER, OPTIMIZER_SUFFIX, TRAIN_SUFFIX, model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, few
@@ -81,6 +81,9 @@ class VerifyReport:
         if found.not_compared:
             lines.append(f"not compared: {len(found.not_compared)} golden tensor(s) the step does not write ("
                          + few(found.not_compared) + ")")
+        if found.no_golden:
+            lines.append(f"not compared: {len(found.no_golden)} tensor(s) the step writes that outputs.npz does not "
+                         "hold (" + few(found.no_golden) + ")")
         if found.hint:
             lines.append(found.hint)
         if found.schedule is not None:
@@ -223,6 +226,37 @@ def check_step_data(model: str | Path) -> None:
         step_data(folder, read_model(model), None)
 
 
+NO_OPTIMIZER = ("is a split step whose optimizer graph is absent: outputs.npz holds the weights after its update, "
+                "which the train graph alone does not compute")
+
+
+def no_optimizer_way_out(model: str | Path, also: str = "", option: bool = True) -> str:
+    """Where the optimizer graph of `model` is found (and --optimizer, where the command takes it)."""
+    folder = model_path(model).parent
+    sibling = f"{folder.name[:-len(TRAIN_SUFFIX)]}{OPTIMIZER_SUFFIX}/{NETWORK}" \
+        if folder.name.endswith(TRAIN_SUFFIX) else None
+    where = f"put it at {folder.parent / sibling}" if sibling else f"put it at {folder / OPTIMIZER}"
+    return where + (" or pass --optimizer GRAPH" if option else "") + also
+
+
+def check_complete_step(model: str | Path, optimizer: str | Path | None, also: str = "", option: bool = True
+                        ) -> None:
+    """Refuse, before any work, a host check of a split step (positional step data with goldens) whose optimizer
+    graph is absent: its goldens are the updated weights, which the train graph alone never computes, so a
+    comparison would count weights that were never updated (and pass where the update is small)."""
+    folder = model_path(model).parent
+    _, inputs, outputs = model_files(folder)
+    if not inputs.is_file() or not outputs.is_file() or optimizer_path(folder, optimizer) is not None:
+        return
+    names = [i.name for i in data_inputs(read_model(model).graph)]
+    try:
+        keys = list(read_npz(inputs))
+    except ValueError:
+        return                      # step data that is no npz is refused where it is read (step_data)
+    if is_positional(keys, names):
+        raise CkptError(f"'{folder}' {NO_OPTIMIZER}", no_optimizer_way_out(model, also, option))
+
+
 def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,
                      optimizer: str | Path | None, io: dict[str, str]) -> StepData:
     """The branch's positional step; on a graph Deeploy lowered (`io`: original I/O name -> Deeploy's), the layout
@@ -314,6 +348,8 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
                   progress=lambda msg: None) -> VerifyReport:
     """Run `model` (ready for the host) in its graph order and, given a plan, in the replayed order; compare."""
     start = time.perf_counter()
+    if data.layout is not None and data.optimizer is None and data.golden is not None:
+        raise CkptError(f"'{label}' {NO_OPTIMIZER}", "pass --optimizer GRAPH")
     executor = HostExecutor(model)
     progress("running the graph order on the host")
     baseline = executor.run(data.feeds, return_all=plan is not None)
@@ -326,10 +362,12 @@ def verify_loaded(model: onnx.ModelProto, data: StepData, plan: ReplayPlan | Non
         baseline_golden, outputs = _compare(outputs, step, data), replayed
         if data.layout is not None:
             step = _run_step(HostExecutor(apply_to_model(model, plan)), plan.order, data, progress)
-    not_compared = sorted(k for k in data.golden if k not in {data.back.get(n, n) for n in step.as_outputs()}) \
-        if step is not None and data.golden is not None else []
+    produced = {data.back.get(k, k): v for k, v in step.as_outputs().items()} \
+        if step is not None and data.golden is not None else {}     # the names outputs.npz uses
+    not_compared = sorted(k for k in data.golden if k not in produced) if produced else []
+    no_golden = [k for k in produced if k not in data.golden]
     findings = VerificationSection.of(_compare(outputs, step, data), baseline_golden, schedule, hint,
-                                      list(fixed or []), not_compared)
+                                      list(fixed or []), not_compared, no_golden)
     return VerifyReport(model=label, target=target, nodes=len(model.graph.node), findings=findings,
                         seconds=time.perf_counter() - start, outputs=outputs, data=data)
 
@@ -364,6 +402,7 @@ def verify_model(model_dir: str | Path, doc: Schedule | None = None, target: str
     """Verify MODEL_DIR's step on the host, optionally through a schedule's replay (see the module doc)."""
     start = time.perf_counter()
     original = read_model(model_path(model_dir))    # a missing model is named as given
+    check_complete_step(model_dir, optimizer)
     model_dir = model_path(model_dir).parent        # a folder, or the folder of the .onnx named
     io_names = None
     if not uses_deeploy(target):

@@ -16,6 +16,7 @@ from ckpt.solver.costs import CostModel, estimate_costs
 from ckpt.solver.graph import OPTIMIZER_OPS, Op, TrainGraph, toposort
 from ckpt.solver.in_place import UPDATES_IN_PLACE
 from ckpt.solver.model_file import ModelFile, model_path, open_model
+from ckpt.solver.step_pair import pair_mismatch
 
 __all__ = ["ModelFile", "model_path", "open_model", "read_model", "load_graph", "check_training_graph",
            "optimizer_path", "data_inputs", "io_names", "check_graph", "constant_value"]
@@ -27,6 +28,13 @@ def optimizer_path(model: str | Path, given: str | Path | None = None) -> Path |
     found = optimizer_graph(model, given)
     if given is not None and (found is None or not found.is_file()):
         raise CkptError(f"no optimizer graph at '{given}'", "pass an .onnx or a folder holding network.onnx")
+    if found is not None:
+        mismatch = pair_mismatch(read_model(model_path(model)), read_model(found))
+        if mismatch:
+            raise CkptError(f"the optimizer graph '{found}' is not the one of train graph '{model}': {mismatch}",
+                            "pass the optimizer graph exported with this train graph (--optimizer GRAPH)"
+                            if given is not None else "put the optimizer graph exported with this train graph there "
+                            "(solve, inspect, replay and verify also take --optimizer GRAPH)")
     return found
 
 
