@@ -131,11 +131,17 @@ def find_kit(gvsoc: Path | None = None) -> GvsocKit | NoKit:
     if isinstance(found, NoKit):
         return found
     install, named_by = found
-    if not (install / "bin" / "gvsoc").is_file():
+    launcher = install / "bin" / "gvsoc"
+    if not launcher.is_file():
         if named_by == "the shared folder":
             return NoKit(f"no gvsoc at {install}")
         raise CkptError(f"{named_by} '{install}' is not a gvsoc install (no bin/gvsoc)",
                         "point it at the folder gvsoc's build installed (with bin/ and python/)")
+    if not os.access(launcher, os.X_OK):
+        if named_by == "the shared folder":
+            return NoKit(f"{launcher} is not executable")
+        raise CkptError(f"{named_by} '{install}': bin/gvsoc is not executable",
+                        f"make it so (chmod +x {launcher}), or point {named_by} at a working gvsoc install")
     missing = missing_launcher_modules()
     if missing:
         return NoKit(f"gvsoc's launcher needs Python packages not installed here ({', '.join(missing)}): "

@@ -95,15 +95,28 @@ class NotSimulated:
     reason: str
     failed: bool = False        # True: the step itself failed (did not build, did not fit, crashed, hung)
     on_chip: OnChipNeed | None = None
-    log: str = ""               # what gvsoc printed, when it ran
+    log: str = ""               # what gvsoc printed, when it ran and failed (kept beside the report)
+
+
+TIMEOUT_FLOOR = 120.0           # seconds any run may take: gvsoc's start, the harness's copies and checks
+SLOWEST_RATE = 300_000          # simulated cycles per second below which a run is taken as hung
+
+
+def simulation_timeout(predicted_cycles: int | None) -> float:
+    """Seconds a step of `predicted_cycles` may run on gvsoc before it is taken as hung: the floor plus its cycles
+    at the slowest rate gvsoc simulates a cluster step (far below what it reaches on a loaded host), so a slow run
+    finishes and a hang ends in minutes, not the half hour any step got before."""
+    return TIMEOUT_FLOOR + max(0, predicted_cycles or 0) / SLOWEST_RATE
 
 
 def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
-                  sources: KernelSources, kit: GvsocKit, heap_peak: int, *, timeout: float = 1800.0,
+                  sources: KernelSources, kit: GvsocKit, heap_peak: int, *, timeout: float | None = None,
                   keep: Path | None = None, pad: int = 0) -> GvsocRun | NotSimulated:
     """Build `code_dir`'s step and run it on gvsoc (see the module doc). `heap_peak`: the most the code keeps
-    allocated in L2 at once. `keep`: a folder to keep the ELF, its map and gvsoc's log in. `pad`: see
-    gvsoc.step.build_step."""
+    allocated in L2 at once. `timeout`: seconds before the run is taken as hung (default: the floor of
+    `simulation_timeout`). `keep`: a folder to keep the ELF, its map and gvsoc's log in. `pad`: see
+    gvsoc.step.build_step. A run that fails carries gvsoc's output (`NotSimulated.log`)."""
+    timeout = simulation_timeout(None) if timeout is None else timeout
     missing = harness_missing(sources)
     if missing:
         return NotSimulated(missing)
@@ -138,19 +151,21 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
                    "run"]
-        returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
+        try:
+            returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
+        except OSError as exc:
+            return NotSimulated(f"gvsoc could not start ({command[0]}: {exc.strerror or exc})", failed=True,
+                                on_chip=need)
         if not finished:
-            last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
-            return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
-                                failed=True, on_chip=need)
+            return NotSimulated(f"gvsoc did not finish in {timeout:.0f} s (it last printed: {_last_line(log)}); "
+                                "give it more time with --gvsoc-timeout", failed=True, on_chip=need, log=log)
         ran = time.perf_counter()
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
     errors, runtime = _ERRORS.findall(log), _RUNTIME.findall(log)
     if not errors or not runtime:
-        tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
-        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
-                            failed=True, on_chip=need)
+        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {_last_line(log)}",
+                            failed=True, on_chip=need, log=log)
     run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
                    log, {"build": built - start, "simulate": ran - built})
     _store_run(key, run)
@@ -173,6 +188,12 @@ def _simulate(command: list[str], cwd: Path, env: dict[str, str], timeout: float
     except BaseException:
         _kill_group(process)
         raise
+
+
+def _last_line(log: str) -> str:
+    """The last line gvsoc printed that says something (its error is there)."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "nothing"
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 from ckpt import deeploy_bridge
@@ -25,14 +25,15 @@ from ckpt.errors import CkptError
 from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
-from ckpt.gvsoc.run import NotSimulated, simulate_step
+from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
 from ckpt.paths import cache_root
 from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.report import CodeStatus, SimStatus
+from ckpt.replay.run import ESTIMATE_SCALE
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
 from ckpt.replay.verification import step_data
 from ckpt.solver.costs import COST_FILE_FORM, CostModel
-from ckpt.solver.onnx_loader import open_model, read_model
+from ckpt.solver.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import TARGET_TABLE
 
 CALIBRATION_FORMAT = 3
@@ -74,7 +75,8 @@ class Calibration:
         if not isinstance(doc, dict):
             raise CkptError(f"'{where}' is not a calibration this ckpt wrote (not an object)", way_out)
         names = [f.name for f in fields(cls)]
-        missing, unknown = [n for n in names if n not in doc], [k for k in doc if k not in names]
+        needed = [f.name for f in fields(cls) if f.default is MISSING]
+        missing, unknown = [n for n in needed if n not in doc], [k for k in doc if k not in names]
         if missing or unknown:
             what = f"lacks \"{missing[0]}\"" if missing else f"has the field \"{unknown[0]}\", which ckpt never writes"
             raise CkptError(f"'{where}' is not a calibration this ckpt wrote (it {what})", way_out)
@@ -82,7 +84,9 @@ class Calibration:
             raise CkptError(f"'{where}' is a calibration of another format", way_out)
         for name, kind in (("model_sha256", str), ("target", str), ("key", str), ("setup", dict),
                            ("node_cycles", dict), ("step_cycles", int), ("errors", int), ("total", int),
-                           ("code_bytes", int)):
+                           ("code_bytes", int), ("optimizer_cycles", int)):
+            if name not in doc:
+                continue
             value = doc[name]
             if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
                 wanted = {str: "a string", dict: "an object", int: "an integer >= 0"}[kind]
@@ -107,17 +111,21 @@ def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: st
 
 
 def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
-              deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None) -> Calibration:
-    """The model's calibration, measured now unless cached (see the module doc); CkptError when it cannot be."""
+              deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+              timeout: float | None = None) -> Calibration:
+    """The model's calibration, measured now unless cached (see the module doc); CkptError when it cannot be.
+    `timeout`: seconds the gvsoc run may take (default: scaled from the built-in estimate of its cycles)."""
     if target not in SIMULATED_TARGETS:
-        raise CkptError(f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}",
-                        "calibrate with --target siracusa")
+        raise CkptError(f"ckpt measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not {target}",
+                        "solve with --costs estimate or a cost file")
     kit = find_kit(gvsoc)
     if isinstance(kit, NoKit):
-        raise CkptError(f"cannot calibrate: {kit.reason}", "or solve with the built-in estimate (--costs estimate)")
+        raise CkptError(f"cannot calibrate: {kit.reason}",
+                        "make gvsoc available, or solve with the built-in estimate (--costs estimate)")
     sources = find_sources(deeploy_root)
     if isinstance(sources, NoSources):
-        raise CkptError(f"cannot calibrate: {sources.reason}", "or solve with --costs estimate")
+        raise CkptError(f"cannot calibrate: {sources.reason}",
+                        "give the Deeploy checkout, or solve with --costs estimate")
     model_sha, chip = open_model(source).sha256, TARGET_TABLE[target]
     key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
     cached = cache_root() / "calibration" / f"{key[:32]}.entry"
@@ -144,7 +152,9 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         expected = data.golden or host.outputs
         progress("calibrating: running it on gvsoc (once per model; cached)")
-        run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak)
+        estimate = ESTIMATE_SCALE * sum(load_graph(lowered.model).op_cost.values())
+        run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak,
+                            timeout=timeout or simulation_timeout(estimate))
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
@@ -228,19 +238,27 @@ def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySet
     """The op costs `--costs` names: None for the built-in estimate, a cost file's, or the model's calibration
     (`gvsoc`: measured now if not cached; `auto`: the calibration when gvsoc is at hand, else the estimate, said
     through `progress`)."""
+    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress)[0]
+
+
+def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None
+                  ) -> tuple[CostModel | None, str]:
+    """`resolve_costs`, with why the costs are ckpt's estimate where they are (what leaves a table's predicted
+    cycles empty); "" where they are measured or a cost file's."""
     if costs == "estimate":
-        return None
+        return None, "the op costs are ckpt's estimate (--costs estimate)"
     if costs not in COSTS_CHOICES:
-        return read_cost_file(costs, source, target)
+        return read_cost_file(costs, source, target), ""
     if costs == "auto":
         if target not in SIMULATED_TARGETS:
-            return None
+            return None, f"the op costs are ckpt's estimate: gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}"
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model()
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model(), ""
         except CkptError as err:
             progress(f"op costs: the built-in estimate ({err})")
-            return None
-    return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model()
+            return None, f"the op costs are ckpt's estimate: {err.problem}"
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model(), ""
 
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
@@ -248,10 +266,40 @@ def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc:
     """The step's own code and data on chip (a level total there counts them), from the model's calibration. A
     graph order that does not fit on chip is calibrated with its tensors off chip (home the outermost level),
     whose code (two levels of tiling) is the larger: the count then errs on the safe side."""
+    check_code_measurable(target, setup.default_mem_level)
     try:
-        return calibrate(source, target, setup, gvsoc, deeploy_root, progress).code_bytes
-    except CkptError:
-        if setup.default_mem_level == TARGET_TABLE[target].off_chip:
-            raise
-    off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
-    return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes
+        try:
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).code_bytes
+        except CkptError:
+            if setup.default_mem_level == TARGET_TABLE[target].off_chip:
+                raise
+        off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
+        return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes
+    except CkptError as err:
+        raise CkptError(f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures on "
+                        f"gvsoc, and it could not ({err.problem})", _CODE_WAY_OUT) from None
+
+
+_CODE_WAY_OUT = "make gvsoc available ($GVSOC_INSTALL), or hold a live budget there instead (--budget)"
+
+
+def check_code_measurable(target: str, level: str) -> None:
+    """Refuse, before any work, a level total whose step code ckpt cannot measure: no gvsoc model of the target."""
+    if target not in SIMULATED_TARGETS:
+        raise CkptError(f"a total of {level} counts the step's own code, which ckpt measures on gvsoc's model of "
+                        f"{', '.join(SIMULATED_TARGETS)}, not {target}",
+                        f"hold a live budget there instead (--budget), or a total of "
+                        f"{TARGET_TABLE[target].off_chip} (--budget-total {TARGET_TABLE[target].off_chip}=SIZE "
+                        "without --home)")
+
+
+def measured_code_bytes(source: str | Path, target: str, setup: DeeploySetup,
+                        progress: Callable[[str], None] = lambda m: None) -> int | None:
+    """The step's own code and data on chip where ckpt can measure them (step_code_bytes), None where it cannot
+    (no gvsoc model of the target, no gvsoc, no kernels, or the graph order's step did not run): said through
+    `progress`."""
+    try:
+        return step_code_bytes(source, target, setup, progress=progress)
+    except CkptError as err:
+        progress(f"the step's code on chip is not counted: {err.problem}")
+        return None

@@ -28,6 +28,7 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.baselines import graph_order_peak
@@ -63,6 +64,8 @@ class SolveRequest:
     policy: Policy = Policy.SOLVE      # a baseline of the training branch's instead of ckpt's own schedule
     k: int | None = None               # top-k: how many forward nodes to recompute
     allocator: Allocator = DEFAULT_SETUP.allocator    # HEAP: the non-tiled budget is held on the first-fit heap
+    on_chip: bool = False              # hold a home on chip to what it gives (pipeline.on_chip): refuse what cannot fit
+    on_chip_code: int | None = None    # ... counting the step's code there (None: not measured)
 
     @property
     def deployed_flow(self) -> Flow:
@@ -101,7 +104,12 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     starts = warm_start_sequences(loaded, request.warm_starts)
     if request.policy is not Policy.SOLVE:
         return _policy_schedule(loaded, request, starts, progress)
+    home = on_chip_home(loaded, request.on_chip_code) if request.on_chip and request.total is None else None
+    if home is not None:
+        refuse_beyond_floor(loaded, home)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
+    if home is not None and request.budget is not None and checked.levels:
+        refuse_over(home, checked.levels[loaded.home]["arena"], request.budget.text)
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
 

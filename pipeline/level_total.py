@@ -38,6 +38,7 @@ from ckpt.solver.resident import arena_resident, real_sequence, resident_order, 
 from ckpt.solver.result import planned_sequence, result_on
 from ckpt.solver.simulate import RunSequence, memory_trace
 from ckpt.solver.solve import solve, stage_order
+from ckpt.targets import TARGET_TABLE
 
 LIVE_SHARE = 0.25        # of the time limit, at most, for the live-byte answer that warm-starts the model
 MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
@@ -82,8 +83,10 @@ def level_model(loaded: LoadedModel, level: str, code: int, options: SolveOption
     if loaded.lowered is None:
         raise CkptError("--budget-total holds a tiled Deeploy deployment", "add --target siracusa (or gap9)")
     if level != loaded.home:
+        homes = TARGET_TABLE[loaded.target].homes
         raise CkptError(f"ckpt predicts the tiled flow's home level ({loaded.home}), not {level}",
-                        f"give --budget-total {loaded.home}=SIZE, or --home {level}")
+                        f"give --budget-total {loaded.home}=SIZE" + (f", or --home {level}" if level in homes else
+                                                                    f" ({' or '.join(homes)} with --home)"))
     resident = arena_resident(loaded.graph, *io_names(loaded.lowered.model.graph), deeploy_bridge.ALIGNMENT)
     order = resident_order(stage_order(loaded.graph, options))
     return LevelModel(level, loaded.lowered.static_bytes(loaded.weights), code, resident, tuple(order))

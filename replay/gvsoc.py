@@ -41,8 +41,10 @@ def node_cycles(layers: Mapping[str, int], nodes: list[str]) -> dict[str, int]:
 def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, target: str,
                   feeds: Mapping[str, np.ndarray], golden: Mapping[str, np.ndarray] | None,
                   host_outputs: Mapping[str, np.ndarray], nodes: list[str], sources: KernelSources | NoSources,
-                  kit: GvsocKit | NoKit, log: Path, record_time: bool, progress: Callable[[str], None]) -> GvsocRecord:
-    """One flow's step on gvsoc, or why not (see the module doc); gvsoc's output is kept at `log`."""
+                  kit: GvsocKit | NoKit, log: Path, record_time: bool, progress: Callable[[str], None],
+                  timeout: float | None = None) -> GvsocRecord:
+    """One flow's step on gvsoc, or why not (see the module doc); gvsoc's output is kept at `log`, whether the run
+    succeeded or failed (it says why). `timeout`: seconds before the run is taken as hung."""
     if target not in SIMULATED_TARGETS:
         return not_simulated(flow, f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}")
     if isinstance(kit, NoKit):
@@ -56,10 +58,13 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
     progress(f"gvsoc: building the {flow.replace('_', '-')} step for Siracusa and running it on the model")
     log.parent.mkdir(parents=True, exist_ok=True)
     heap_peak = _on_chip_peak(code_run, TARGET_TABLE[target].on_chip)
-    outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak)
+    outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak, timeout=timeout)
     if isinstance(outcome, NotSimulated):
         status = SimStatus.FAILED if outcome.failed else SimStatus.NOT_SIMULATED
-        return GvsocRecord(flow, status, outcome.reason, on_chip=outcome.on_chip)
+        if outcome.log:
+            atomic_write(log, outcome.log)
+        return GvsocRecord(flow, status, outcome.reason + (f"; gvsoc's output is in {log.name}" if outcome.log else ""),
+                           on_chip=outcome.on_chip, log=log.name if outcome.log else None)
     return _measured(flow, outcome, against, nodes, log, record_time)
 
 

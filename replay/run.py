@@ -33,6 +33,7 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
 from ckpt.gvsoc.kit import find_kit
+from ckpt.gvsoc.run import simulation_timeout
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
 from ckpt.replay.code_run import (
@@ -102,6 +103,7 @@ class ReplayOptions:
     deeploy: DeeploySetup = DEFAULT_SETUP
     steps: int = 1                         # training steps the generated code runs back to back
     optimizer: str | None = None           # a split step's optimizer graph (None: found beside the model)
+    gvsoc_timeout: float | None = None     # seconds a step may run on gvsoc (None: scaled from its cycles)
 
 
 @dataclass
@@ -170,7 +172,9 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, split, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
-        gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress)
+        timeout = options.gvsoc_timeout or simulation_timeout(predicted_cycles(doc, rewired.graph))
+        gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress,
+                          timeout)
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
@@ -288,8 +292,9 @@ def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, dat
 def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flows: dict[str, MemoryFigures],
               verification: VerifyReport | str | None, code_runs: dict[str, CodeRunRecord],
               sources: KernelSources | NoSources | None, options: ReplayOptions, split: SplitStep | None,
-              progress) -> dict[str, GvsocRecord]:
-    """Each flow's step on gvsoc (replay.gvsoc, replay.split_run), or why not."""
+              progress, timeout: float) -> dict[str, GvsocRecord]:
+    """Each flow's step on gvsoc (replay.gvsoc, replay.split_run), or why not; a run longer than `timeout` seconds
+    is taken as hung."""
     if lowered is None:
         return {}                       # target none: no generated code, no device
     if not options.simulate or not isinstance(verification, VerifyReport) or sources is None:
@@ -303,8 +308,20 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
     data = verification.data
     return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                                 data.golden, verification.outputs, plan.order, sources, kit,
-                                outdir / GVSOC_LOGS[flow], options.record_time, progress)
+                                outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)
             for flow in flows}
+
+
+ESTIMATE_SCALE = 5       # the built-in estimate's cycles run up to this many times longer built with Debian's GCC
+
+
+def predicted_cycles(doc: Schedule, graph: TrainGraph) -> int:
+    """The step's cycles as far as ckpt can predict them before it runs: the calibrated graph-order step plus the
+    recomputes where the schedule was solved with measured costs, else the built-in estimate of every execution
+    of the rewired graph, scaled up (the estimate knows no compiler): what a gvsoc run's timeout is scaled from."""
+    if doc.predicted is not None and doc.predicted.step_cycles:
+        return doc.predicted.step_cycles
+    return ESTIMATE_SCALE * sum(graph.op_cost.values())
 
 
 # --------------------------------------------------------------------------- report.json
@@ -366,6 +383,8 @@ def _budget(doc: Schedule, memory: MemorySection) -> BudgetRecord | None:
     """The schedule's budget against the replayed value of the figure it was held to when solved."""
     limit = doc.budget.bytes if doc.budget else None
     checked = doc.predicted.checked if doc.predicted else "peak_bytes"
+    if doc.budget is not None and doc.budget.level:      # a level's total: that level's total, of its own kind
+        checked = f"total_{doc.budget.level}"
     if not isinstance(limit, int) or isinstance(limit, bool) or not isinstance(checked, str):
         return None
     if checked.startswith("total_"):

@@ -55,7 +55,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
     lines.extend(_code_run_line(run) for run in r.code_runs.values())
     if r.budget is not None:
         b = r.budget
-        verdict = "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
+        verdict = "not checked: this replay does not measure it" if b.replayed is None else \
+            "fits" if b.fits else f"OVER BUDGET by {b.replayed - b.limit:,} B"
         lines.append(f"budget: {b.checked} replayed {_b(b.replayed)} against the schedule's {_b(b.limit)}: {verdict}")
     lines.extend(run.line for run in r.gvsoc.values())
     files = [REWIRED, ORDER, REPORT] + [f"{r.files[k]}/" for k in ("code", "code_non_tiled") if r.files.get(k)]

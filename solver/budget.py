@@ -43,13 +43,14 @@ class LevelTotal:
         return {"text": self.text, "level": self.level, "bytes": self.nbytes}
 
 
-def _size(text: str, what: str) -> tuple[float, str]:
+def _size(text: str, what: str, examples: str = "0.7, 700KB, 1.2MB or 716800") -> tuple[float, str]:
     match = _PATTERN.match(str(text))
     if not match or match.group(2).upper() not in UNITS:
-        raise CkptError(f"{what} '{text}' is not a fraction or a size", "write e.g. 0.7, 700KB, 1.2MB or 716800")
+        kind = "a fraction or a size" if examples.startswith("0.7") else "a size"
+        raise CkptError(f"{what} '{text}' is not {kind}", f"write e.g. {examples}")
     number, unit = float(match.group(1)), match.group(2).upper()
     if not math.isfinite(number) or number <= 0:
-        raise CkptError(f"{what} '{text}' must be above zero", "write e.g. 0.7 or 700KB")
+        raise CkptError(f"{what} '{text}' must be above zero", f"write e.g. {examples}")
     return number, unit
 
 
@@ -75,7 +76,8 @@ def parse_total(text: str) -> LevelTotal:
     match = _TOTAL.match(str(text))
     if not match:
         raise CkptError(f"--budget-total '{text}' is not LEVEL=SIZE", "write e.g. L3=2MB or L2=1000000")
-    number, unit = _size(match.group(2), "--budget-total size")
+    number, unit = _size(match.group(2), "--budget-total size", f"{match.group(1).upper()}=2MB or "
+                         f"{match.group(1).upper()}=1000000")
     if unit == "" and number <= 1:
         raise CkptError(f"--budget-total '{text}' needs a size, not a fraction", "write e.g. L3=2MB")
     nbytes = _whole_bytes(text, number, unit, "--budget-total")

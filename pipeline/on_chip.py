@@ -1,0 +1,75 @@
+"""A tiled deployment whose home is the chip's own level (`--home L2` on Siracusa): does the step fit there at all?
+
+On chip, the home level holds the step's constants (each kept once), the arena ckpt lays out and the step's own
+code and data (measured by the model's calibration, where gvsoc is at hand). No schedule takes its arena below
+the single-op floor of the arena model (solver.resident), so constants + that floor + code above what the level
+gives data is a request no budget meets: refused before any solve, with the bytes (exit 2). A schedule found for a
+live `--budget` is held to the same count afterwards: its constants + predicted arena + code must fit the level,
+else the budget cannot be met there and `--budget-total` (which solves for exactly that) is the way out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.errors import InfeasibleBudget
+from ckpt.pipeline.load import LoadedModel
+from ckpt.solver.baselines import single_op_lower_bound
+from ckpt.solver.onnx_loader import io_names
+from ckpt.solver.resident import arena_resident
+from ckpt.targets import TARGET_TABLE
+
+
+@dataclass(frozen=True)
+class OnChipHome:
+    """What a step whose home is on chip needs there, and what the level gives."""
+
+    level: str
+    capacity: int                      # the bytes the level gives data (what the tiler is given there)
+    constants: int
+    code: int | None                   # the step's own code and data (None: not measured here)
+
+    def parts(self, arena: int, arena_says: str) -> str:
+        code = "" if self.code is None else f" + its code and data ({self.code:,} B)"
+        total = self.constants + arena + (self.code or 0)
+        return (f"its constants ({self.constants:,} B) + {arena_says} ({arena:,} B){code} = {total:,} B, "
+                f"{total - self.capacity:,} B more than the {self.capacity:,} B {self.level} gives")
+
+    def over(self, arena: int) -> bool:
+        return self.constants + arena + (self.code or 0) > self.capacity
+
+
+def on_chip_home(loaded: LoadedModel, code: int | None) -> OnChipHome | None:
+    """The on-chip home of `loaded`'s tiled deployment (None: its home is off chip, or no Deeploy target)."""
+    if loaded.lowered is None or not TARGET_TABLE[loaded.target].is_on_chip(loaded.home):
+        return None
+    capacity = setup_for(loaded.target, loaded.home).size(loaded.home)
+    return OnChipHome(loaded.home, capacity, loaded.lowered.static_bytes(loaded.weights), code)
+
+
+def refuse_beyond_floor(loaded: LoadedModel, home: OnChipHome) -> None:
+    """Refuse (exit 2), before any solve, a home on chip that no schedule's arena fits beside the constants."""
+    resident = arena_resident(loaded.graph, *io_names(loaded.lowered.model.graph), deeploy_bridge.ALIGNMENT)
+    floor, _ = single_op_lower_bound(resident)
+    if home.over(floor):
+        raise InfeasibleBudget(f"the step cannot run with its tensors in {home.level}: "
+                               + home.parts(floor, "the smallest arena any schedule needs"),
+                               f"keep them off chip (drop --home {home.level})", proven=True)
+
+
+def refuse_over(home: OnChipHome, arena: int, budget: str) -> None:
+    """Refuse (exit 2) a schedule for a live budget whose home level it cannot fit beside the constants."""
+    if home.over(arena):
+        raise InfeasibleBudget(f"at --budget {budget} the step does not fit {home.level}: "
+                               + home.parts(arena, "the schedule's arena"),
+                               f"solve for what fits there with --budget-total {home.level}={home.capacity}, or keep "
+                               f"its tensors off chip (drop --home {home.level})", proven=True)
+
+
+def unmeasured_note(level: str, capacity: int, total: int) -> str:
+    """What a schedule whose home `level` holds `total` bytes leaves there for the code, where the code could not
+    be counted."""
+    return (f"note: {level} keeps {capacity - total:,} B of its {capacity:,} B beside the constants and the arena for "
+            "the step's own code and data, which ckpt measures on gvsoc and could not here (--budget-total "
+            f"{level}=SIZE counts them)")
