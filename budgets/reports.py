@@ -13,15 +13,17 @@ from ckpt.targets import uses_deeploy
 
 
 def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, solve: SolveOptions,
-                  lower_bound: int, baseline_peak: int) -> list[Path]:
-    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep."""
+                  lower_bound: int, baseline_peak: int, said: list[str] = ()) -> list[Path]:
+    """sweep.md, sweep.csv, sweep.json and the Pareto plot (PNG and SVG) of one model's sweep; `said`: why a
+    column is empty for every point (budgets.table.column_notes), under the table's facts."""
     header = {"model": model, "target": target, "baseline_peak_bytes": baseline_peak,
-              "lower_bound_bytes": lower_bound, "method": solve.method, "time_limit": solve.backend.time_limit}
+              "lower_bound_bytes": lower_bound, "method": solve.method, "time_limit": solve.backend.time_limit,
+              **({"notes": list(said)} if said else {})}
     made = f"Deeploy {deeploy_label()} lowered the graph and generated the code. " if uses_deeploy(target) else ""
     if made:
         header["deeploy"] = deeploy_label()
     facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
-             f"{made}Seconds are wall time and differ run to run.\n\n")
+             f"{made}Seconds are wall time and differ run to run.\n\n" + "".join(f"{note}\n\n" for note in said))
     written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
     title = printable(f"{Path(model).name} ({target}): replayed peak against recompute cost")
     plotted = [r for r in rows if r.label != REFERENCE]         # the off-chip reference is another deployment

@@ -19,36 +19,66 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckpt.errors import CkptError, unwritable
-from ckpt.files import make_dirs
+from ckpt.files import atomic_write, make_dirs
 from ckpt.pipeline.point import PointFolder
 
 LOG = "sweep.log"
 LOCK = "sweep.lock"
+RECORD = "ckpt_sweep.json"          # what makes a folder a ckpt sweep's: written first, naming what the sweep writes
+RECORD_KIND = "ckpt sweep"
 STAGED_PREFIXES = (".code.", ".replay.")
 TABLES = ("sweep.md", "sweep.csv", "sweep.json", "pareto.png", "pareto.svg")    # beside points/, per model
+POINTS = "points"
+WRITES = (LOCK, LOG, f"{POINTS}/", *TABLES)     # what a sweep writes in a folder it owns (and model folders)
 
 
-def _is_ckpt_sweep(folder: Path) -> bool:
-    """A folder a ckpt sweep wrote: it holds the sweep's lock or its points, or a table ckpt wrote."""
-    if (folder / LOCK).is_file() or (folder / "points").is_dir():
-        return True
+def is_ckpt_sweep(folder: Path) -> bool:
+    """A folder a ckpt sweep wrote: it holds the record a sweep writes first (never judged by common names such
+    as sweep.md or points/, which a user's folder may hold too)."""
     try:
-        doc = json.loads((folder / "sweep.json").read_text())
-    except (OSError, ValueError):
+        doc = json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(doc, dict) and isinstance(doc.get("points"), list) and "target" in doc
+    return isinstance(doc, dict) and doc.get("kind") == RECORD_KIND
+
+
+def write_record(folder: Path) -> None:
+    """Mark `folder` as a ckpt sweep's, naming what the sweep writes there (its files are then its own)."""
+    if not is_ckpt_sweep(folder):
+        atomic_write(folder / RECORD, json.dumps({"kind": RECORD_KIND, "writes": list(WRITES)}, indent=1) + "\n")
 
 
 def check_sweep_folder(root: Path, models: list[str], overwrite: bool) -> None:
-    """Refuse, before any work, a sweep folder (or a model's folder in it, `models`) holding files of the names a
-    sweep writes that no ckpt sweep wrote (a user's own sweep.md): never replaced unless `overwrite`."""
+    """Refuse, before any work, a sweep folder (or a model's folder in it, `models`) that another live sweep is
+    writing, or that holds files of the names a sweep writes without the record of a ckpt sweep (a user's own
+    sweep.md or sweep.lock): never replaced unless `overwrite`."""
+    refuse_held_lock(root)
     for folder in [root, *(root / name for name in models)]:
-        if overwrite or not folder.is_dir() or _is_ckpt_sweep(folder):
+        if overwrite or not folder.is_dir() or is_ckpt_sweep(folder):
             continue
-        clash = [name for name in (*TABLES, LOG) if (folder / name).exists()]
+        clash = [name for name in (*TABLES, LOG, LOCK, POINTS, *(models if folder == root else ()))
+                 if (folder / name).exists()]
         if clash:
-            raise CkptError(f"'{folder}' holds {', '.join(clash)}, which no ckpt sweep wrote",
+            raise CkptError(f"'{folder}' holds {', '.join(clash)}, which no ckpt sweep wrote (it has no {RECORD})",
                             "sweep into a new folder, or pass --overwrite to replace them")
+
+
+def refuse_held_lock(root: Path) -> None:
+    """Refuse a folder whose lock another live process holds, without creating or changing anything."""
+    path = root / LOCK
+    if not path.is_file():
+        return
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            holder = handle.read(64).decode(errors="replace").strip() or "unknown"
+            raise CkptError(f"another sweep (process {holder}) is writing into '{root}'",
+                            "wait for it to finish, or sweep into another folder with -o") from None
 
 
 @dataclass(frozen=True)
@@ -57,10 +87,15 @@ class SweepStore:
 
     @property
     def points(self) -> Path:
-        return self.root / "points"
+        return self.root / POINTS
 
     def point(self, label: str) -> PointFolder:
         return PointFolder(self.points / label)
+
+    def claim(self) -> None:
+        """Make the folder and mark it as this sweep's (a model's folder in a sweep of several)."""
+        make_dirs(self.root)
+        write_record(self.root)
 
     def log(self, line: str) -> None:
         """Append one line to sweep.log (a short append is one write: lines never interleave)."""
@@ -85,13 +120,16 @@ class SweepStore:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the folder's lock for the sweep's duration; refuse if another live sweep holds it."""
+        """Hold the folder's lock for the sweep's duration (refusing if another live sweep holds it) and mark the
+        folder as a ckpt sweep's. If the sweep stops before its first task (an error, Ctrl-C), what this run
+        created is removed again: the record, the lock, the log and the folder itself when it made it."""
         made = not self.root.exists()
         make_dirs(self.root)
+        before = {p.name for p in self.root.iterdir()}
         path = self.root / LOCK
-        existed = path.exists()
-        handle = open(path, "a+b", buffering=0)      # unbuffered: a failed write leaves nothing for close to flush
+        handle = None
         try:
+            handle = open(path, "a+b", buffering=0)  # unbuffered: a failed write leaves nothing for close to flush
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -103,12 +141,26 @@ class SweepStore:
                 handle.seek(0)
                 handle.truncate()
                 handle.write(f"{os.getpid()}\n".encode())
+                write_record(self.root)
             except OSError as exc:
-                if not existed:                        # nothing of this sweep is left behind
-                    path.unlink(missing_ok=True)
-                    if made:
-                        self.root.rmdir()
-                raise unwritable(path, exc) from None
+                raise unwritable(exc.filename or path, exc) from None
             yield
+        except BaseException:
+            self._undo(before, made)
+            raise
         finally:
-            handle.close()   # closing releases the lock; the file stays (removing it would race a waiter)
+            if handle is not None:
+                handle.close()   # releases the lock; a lock of a sweep that ran stays (removing it would race)
+
+    def _undo(self, before: set[str], made: bool) -> None:
+        """Remove what this run created in the folder, unless its work began (anything beyond its own files)."""
+        if not self.root.is_dir():
+            return
+        created = {p.name for p in self.root.iterdir()} - before
+        own = {n for n in created if n in (LOCK, LOG, RECORD) or n.startswith(f".{RECORD}.")}
+        if created - own:
+            return                               # its work began: kept, for the same command to resume
+        for name in created:
+            (self.root / name).unlink(missing_ok=True)
+        if made and not any(self.root.iterdir()):
+            self.root.rmdir()

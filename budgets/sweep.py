@@ -21,15 +21,17 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.budgets.executors import LocalExecutor, LostCluster, default_jobs
 from ckpt.budgets.reports import write_reports, write_tables
-from ckpt.budgets.store import SweepStore, check_sweep_folder
+from ckpt.budgets.store import SweepStore, check_sweep_folder, is_ckpt_sweep
+from ckpt.budgets.table import column_notes
 from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
-from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights, setup_for
+from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, Flow, WeightUpdate, deployed_weights, setup_for
 from ckpt.errors import CkptError, ExitCode
 from ckpt.files import check_output_dir
+from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
-from ckpt.pipeline.calibrate import resolve_costs
+from ckpt.pipeline.calibrate import costs_and_why
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.point import (
     PointRecord,
@@ -96,6 +98,7 @@ class SweepResult:
     seconds: float                                   # wall time of the whole sweep
     point_seconds: dict[str, dict[str, float]] = field(default_factory=dict)  # per point run: its stages
     models: dict[str, SweepResult] = field(default_factory=dict)   # several models: each one's own result
+    notes: list[str] = field(default_factory=list)   # why a column is empty for every point
 
     @property
     def failed(self) -> list[PointRow]:
@@ -118,6 +121,7 @@ class _Model:
     lowering: float
     data_sha256: str = ""            # inputs.npz and outputs.npz: a replay's verdict depends on them
     costs: CostModel | None = None   # the op costs its points are solved with (None: the built-in estimate)
+    estimated: str = ""              # why the op costs are the built-in estimate ("" where they are measured)
 
 
 def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
@@ -140,12 +144,14 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
         executor.stop()
         root.clean_partial()
         deeploy_bridge.remove_stale_scratch()
-        root.log("interrupted: finished points are kept")
+        if is_ckpt_sweep(outdir):            # else it stopped before its first task: nothing of it is left
+            root.log("interrupted: finished points are kept")
         raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
                                "rerun the same command to resume") from None
     except LostCluster as err:
         root.clean_partial()
-        root.log(str(err))
+        if is_ckpt_sweep(outdir):
+            root.log(str(err))
         raise
     finally:
         executor.close()
@@ -173,6 +179,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
         models.append(_load(name, source, store, options, board))
     for path in root.clean_partial() + deeploy_bridge.remove_stale_scratch():
         board.note(f"removed {path} left by an interrupted run")
+    for model in models if several else ():
+        model.store.claim()
     board.note(f"running tasks on {executor.name}")
     code = _code_sources(options, board)
     solved = _solve_all(models, options, executor, board)
@@ -183,13 +191,15 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
         return results[models[0].name]
     rows = [replace(row, label=f"{name}/{row.label}", schedule=f"{name}/{row.schedule}" if row.schedule else None)
             for name, result in results.items() for row in result.rows]
-    files = write_tables(root.root, rows, {"models": sources, "target": options.target})
+    said = list(dict.fromkeys(note for result in results.values() for note in result.notes))
+    files = write_tables(root.root, rows, {"models": sources, "target": options.target},
+                         facts="".join(f"{note}\n\n" for note in said))
     stages = {stage: sum(r.stage_seconds[stage] for r in results.values()) for stage in
               ("lowering", "solve", "replay", "verify", "code", "gvsoc")}
     return SweepResult(root.root, rows, [f"{n}/{label}" for n, r in results.items() for label in r.ran],
                        [f"{n}/{label}" for n, r in results.items() for label in r.skipped],
                        min(r.lower_bound for r in results.values()), max(r.baseline_peak for r in results.values()),
-                       files, stages, time.perf_counter() - start, {}, results)
+                       files, stages, time.perf_counter() - start, {}, results, said)
 
 
 def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
@@ -198,8 +208,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     loaded = load_for_target(source, options.target, weights=_weights(options),
                              home=options.replay.deeploy.default_mem_level)
     lowering = time.perf_counter() - started
-    costs = resolve_costs(options.costs, source, options.target, options.replay.deeploy, options.replay.gvsoc,
-                          options.replay.deeploy_root, board.note)
+    costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
+                                     options.replay.gvsoc, options.replay.deeploy_root, board.note)
     if costs is not None:
         board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
     base = baselines(loaded.graph)
@@ -208,7 +218,7 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     specs = [PointSpec(BASELINE, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
-    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs)
+    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs, estimated)
 
 
 def _data_sha256(source: str) -> str:
@@ -283,13 +293,27 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
     for label in mine_ran:
         for stage, seconds in finished[model.name, label].stage_seconds.items():
             stages[stage] += seconds
+    said = column_notes(rows, model.estimated, _unsimulated(options))
     files = write_reports(model.store.root, rows, model.source, options.target, options.solve,
-                          model.base.lower_bound, model.base.graph_order_peak)
+                          model.base.lower_bound, model.base.graph_order_peak, said)
     return SweepResult(model.store.root, rows, mine_ran, [label for label in labels if label not in mine_ran],
                        model.base.lower_bound, model.base.graph_order_peak, files, stages,
                        time.perf_counter() - start,
                        {label: {**finished[model.name, label].stage_seconds, "solve": solved[model.name, label].seconds}
-                        for label in mine_ran})
+                        for label in mine_ran}, notes=said)
+
+
+def _unsimulated(options: SweepOptions) -> str:
+    """Why no point's step runs on gvsoc, where that is one reason for all ("" where it could run)."""
+    replay = options.replay
+    if not replay.simulate:
+        return "--no-simulate"
+    if not replay.verify:
+        return "--no-verify skips the generated code gvsoc would run"
+    if options.target not in SIMULATED_TARGETS:
+        return f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {options.target}"
+    kit = find_kit(replay.gvsoc)
+    return kit.reason if isinstance(kit, NoKit) else ""
 
 
 # --------------------------------------------------------------------------- phase 1: solve

@@ -126,12 +126,25 @@ def on_chip_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
             f"{least.on_chip:,} B ({least.on_chip - capacity:,} B over){said}"]
 
 
-def terminal_table(rows: list[PointRow], target: str | None = None) -> str:
+def column_notes(rows: list[PointRow], estimated: str, unsimulated: str) -> list[str]:
+    """Why the cycle columns are '-' for every point, where one reason holds for all: the op costs are ckpt's
+    estimate (`estimated`, so nothing predicts cycles), or no step ran on gvsoc (`unsimulated`; else each point's
+    reason says why its own did not)."""
+    found = []
+    if rows and all(r.cycles_predicted is None for r in rows):
+        found.append(f"cycles pred: - for every point: {estimated or 'the op costs were not measured on gvsoc'}")
+    if rows and all(r.cycles is None for r in rows):
+        found.append("cycles: - for every point: " + (f"not simulated ({unsimulated})" if unsimulated else
+                                                        "no step ran on gvsoc (each point's reason says why)"))
+    return found
+
+
+def terminal_table(rows: list[PointRow], target: str | None = None, said: list[str] = ()) -> str:
     cols = columns(rows, target)
     cells = [[title for title, _ in cols]] + [[_cell(r, key) for _, key in cols] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells]
-    return "\n".join(lines + notes(rows, target))
+    return "\n".join(lines + list(said) + notes(rows, target))
 
 
 def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
