@@ -27,12 +27,15 @@ from ckpt.cli_common import (
     check_allocator,
     check_home,
     deeploy_root_option,
+    given,
     gvsoc_options,
+    gvsoc_timeout_option,
     home_option,
     model_or_default,
     one_line_errors,
     optimizer_option,
     progress,
+    refuse_ignored,
     refuse_inputs_as_output,
     tiled_weights,
     weights_option,
@@ -120,12 +123,21 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     from ckpt.files import check_output_file, write_output
     from ckpt.live import SolveProgress
     from ckpt.paths import optimizer_graph
-    from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file, resolve_costs, step_code_bytes
+    from ckpt.pipeline.calibrate import (
+        COSTS_CHOICES,
+        check_code_measurable,
+        measured_code_bytes,
+        read_cost_file,
+        resolve_costs,
+        step_code_bytes,
+    )
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
+    from ckpt.pipeline.on_chip import unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
     from ckpt.solver.backends import BackendOptions
     from ckpt.solver.budget import parse_budget, parse_total
+    from ckpt.solver.onnx_loader import optimizer_path
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
@@ -147,10 +159,30 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         raise CkptError("--budget and --budget-total both given", "give one: a live budget or a level's total")
     if cost_cap is not None and objective != "peak":
         raise CkptError("--cost-cap bounds the cycles of --objective peak", "add --objective peak, or drop --cost-cap")
+    peak = "--objective peak finds the lowest live peak under --cost-cap, whatever the budget"
+    greedy = "--method greedy runs no MILP"
+    refuse_ignored(
+        (objective == "peak" and budget is not None, f"--budget {budget}", peak, "drop --budget, or --objective peak"),
+        (objective == "peak" and budget_total is not None, f"--budget-total {budget_total}", peak,
+         "drop --budget-total, or --objective peak"),
+        (method == "greedy" and given("solver"), f"--solver {solver}", greedy, "drop --solver, or use --method milp"),
+        (method == "greedy" and given("gap"), f"--gap {gap:g}", greedy, "drop --gap, or use --method milp"),
+        (method == "greedy" and given("threads"), f"--threads {threads}", greedy,
+         "drop --threads, or use --method milp"))
     total = parse_total(budget_total) if budget_total else None
     if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
         raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
                         "add --target siracusa (or gap9)")
+    if total is not None and total.level != home:
+        homes = TARGET_TABLE[target].homes
+        raise CkptError(f"--budget-total {total.level}=... holds the tiled flow's home level, which is {home}",
+                        f"give --budget-total {home}=SIZE" + (f", or add --home {total.level}" if total.level in homes
+                                                              else f" (a home is one of {', '.join(homes)})"))
+    if total is not None and TARGET_TABLE[target].is_on_chip(home):
+        check_code_measurable(target, home)
+    if cost_file == "gvsoc" and target not in SIMULATED_TARGETS:
+        raise CkptError(f"--costs gvsoc measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not "
+                        f"{target}", "solve with --costs estimate or a cost file, or with --target siracusa")
     parsed = None if objective == "peak" or total is not None else parse_budget(budget or "0.7")
     if cost_file not in COSTS_CHOICES:
         read_cost_file(cost_file)                    # a bad file is refused before anything is lowered
@@ -158,6 +190,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     source = model_or_default(model)
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
                             optimizer_graph(source, optimizer))
+    optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
     costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
@@ -166,13 +199,19 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if total is not None and total.level == home and TARGET_TABLE[target].is_on_chip(home):   # the program too
         code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
+    on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(home) \
+        and (flow or "tiled") == "tiled"
+    on_chip_code = measured_code_bytes(source, target, setup_for(target, home, weights=weights), progress) \
+        if on_chip else None
     request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, costs,
                            tuple(starts), record_time, Flow(flow) if flow else None, weights, home, optimizer, code,
-                           Policy(policy), k, Allocator(allocator))
+                           Policy(policy), k, Allocator(allocator), on_chip=on_chip, on_chip_code=on_chip_code)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
-    for note in solve_notes(result, doc):
+    held = (doc.predicted.levels or {}).get(home) if on_chip and on_chip_code is None else None
+    for note in solve_notes(result, doc) + ([unmeasured_note(home, setup_for(target, home).size(home),
+                                                             held["total"])] if held else []):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")
 
@@ -186,8 +225,9 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
 @deeploy_root_option
 @click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,
               help="gvsoc's install folder [default: $GVSOC_INSTALL, else the one beside the shared models].")
+@gvsoc_timeout_option
 @one_line_errors
-def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc):
+def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc, gvsoc_timeout):
     """Measure MODEL's op costs: the graph order's generated step on gvsoc, each layer's cycles (cached)."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
@@ -199,7 +239,8 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
     if output is not None:
         refuse_inputs_as_output(output, source, example="costs.json")
     found = calibrate(source, target, setup_for(target, home, weights=tiled_weights(weights, target, None)),
-                      Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress)
+                      Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress,
+                      gvsoc_timeout)
     top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
     click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles, Errors: {found.errors} out of "
                f"{found.total}; {len(found.node_cycles)} layers measured, {sum(found.node_cycles.values()):,} cycles "
@@ -223,10 +264,13 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc)
 def inspect_command(model, target, top, weights, home, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
+    from ckpt.solver.onnx_loader import optimizer_path
 
     chosen = tiled_weights(weights, target, None)
     check_home(home, target)
-    for line in inspect_lines(model_or_default(model), target, top, progress, chosen, optimizer, home):
+    source = model_or_default(model)
+    optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    for line in inspect_lines(source, target, top, progress, chosen, optimizer, home):
         click.echo(line)
 
 
@@ -280,7 +324,7 @@ def example_command(kind, output, overwrite, **options):
 @optimizer_option
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, steps, force, no_verify,
-                   deeploy_root, gvsoc, no_simulate, record_time, optimizer):
+                   deeploy_root, gvsoc, no_simulate, gvsoc_timeout, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.gvsoc.kit import find_kit
@@ -288,19 +332,33 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
     from ckpt.replay.run import ReplayOptions, replay_schedule, schedule_target
     from ckpt.replay.summary import failure_line, summary_lines
-    from ckpt.replay.verification import check_split_step
+    from ckpt.replay.verification import check_complete_step, check_split_step
     from ckpt.schedule_file import read_schedule
+    from ckpt.solver.onnx_loader import optimizer_path
 
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     check_replay_folder(folder, overwrite)
     refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
                                    *([Path(optimizer)] if optimizer else [])])
-    if not no_simulate:
+    replayed_on = schedule_target(solved, target)
+    no_code = None if uses_deeploy(replayed_on) else f"--target {replayed_on} generates no code"
+    refuse_ignored(
+        (steps > 1 and (no_verify or no_code), f"--steps {steps}", "the steps run the generated code, and "
+         + (no_code or "--no-verify skips its run"), "drop --steps" + ("" if no_code else ", or --no-verify")),
+        *((option is not None and (no_simulate or no_verify or replayed_on not in SIMULATED_TARGETS), name,
+           "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
+           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {replayed_on}", f"drop {name}")
+          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"))),
+        (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
+         no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
+        (optimizer is not None and no_verify, "--optimizer", "it completes the host check's step, which --no-verify "
+         "skips", "drop --optimizer, or --no-verify"))
+    if not no_simulate and not no_verify:
         find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
     if home is not None:
-        check_home(home, schedule_target(solved, target))
-    check_allocator(allocator, schedule_target(solved, target))
+        check_home(home, replayed_on)
+    check_allocator(allocator, replayed_on)
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
@@ -308,10 +366,14 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                             deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
-                                              weights=chosen), steps=steps, optimizer=optimizer)
+                                              weights=chosen), steps=steps, optimizer=optimizer,
+                            gvsoc_timeout=gvsoc_timeout)
     model = model_or_default(model)
+    optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
         check_split_step(model, optimizer)
+    if not no_verify:
+        check_complete_step(model, optimizer, ", or replay with --no-verify")
     result = replay_schedule(schedule, model, folder, options, progress)
     for line in summary_lines(result):
         click.echo(line)
@@ -339,8 +401,12 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
     from ckpt.replay.run import schedule_target
     from ckpt.replay.verification import verify_model
     from ckpt.schedule_file import read_schedule
+    from ckpt.solver.onnx_loader import optimizer_path
 
+    refuse_ignored((force and schedule is None, "--force", "it lets --schedule replay a schedule of another graph, "
+                    "and no --schedule is given", "drop --force"))
     solved = read_schedule(schedule) if schedule else None
+    optimizer_path(model_dir, optimizer)             # a graph that is not this step's optimizer, before any work
     target = target or (schedule_target(solved, None) if solved else "none")
     report = verify_model(model_dir, solved, target, fix_bias_gelu=fix_bias_gelu, force=force, optimizer=optimizer,
                           progress=progress)
@@ -389,8 +455,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, overwrite,
-                  emit_ci, ci_test_name):
+                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout,
+                  overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
@@ -403,7 +469,9 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.gvsoc.kit import find_kit
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
+    from ckpt.replay.verification import check_complete_step, check_split_step
     from ckpt.solver.backends import BackendOptions
+    from ckpt.solver.onnx_loader import optimizer_path
     from ckpt.solver.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
@@ -411,9 +479,28 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     check_home(home, target)
     check_allocator(allocator, target)
     check_output_dir(outdir)
+    no_code = None if uses_deeploy(target) else f"--target {target} generates no code"
+    refuse_ignored(
+        (scheduler is not None and given("jobs"), f"--jobs {jobs}", "the Dask cluster's workers run the points",
+         "drop --jobs (start as many workers as points should run at once)"),
+        (ci_test_name is not None and not emit_ci, "--ci-test-name", "it names the test --emit-ci writes",
+         "add --emit-ci DIR, or drop --ci-test-name"),
+        (ci_test_name is not None and len(models) > 1, "--ci-test-name", "it names one model's test, and "
+         f"{len(models)} models are swept", "drop --ci-test-name (each model gets Models/Training/<folder>)"),
+        *((option is not None and (no_simulate or no_verify or target not in SIMULATED_TARGETS), name,
+           "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
+           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}", f"drop {name}")
+          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"))),
+        (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
+         no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
+        (method == "greedy" and given("solver"), f"--solver {solver}", "--method greedy runs no MILP",
+         "drop --solver, or use --method milp"))
+    if costs == "gvsoc" and target not in SIMULATED_TARGETS:
+        raise CkptError(f"--costs gvsoc measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not "
+                        f"{target}", "sweep with --costs auto, estimate or a cost file, or with --target siracusa")
     if costs not in COSTS_CHOICES:
         read_cost_file(costs)                        # a bad file is refused before anything is lowered
-    if not no_simulate:
+    if not no_simulate and not no_verify:
         find_kit(Path(gvsoc) if gvsoc else None)      # a gvsoc named that is not one is refused before any work
     executor = DaskExecutor(scheduler) if scheduler else None      # its address is checked here, before any work
     if emit_ci:
@@ -429,12 +516,18 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                              deeploy=setup_for(target, home, allocator=Allocator(allocator),
-                                               weights=weights)))
+                                               weights=weights), gvsoc_timeout=gvsoc_timeout))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
+    for source in sources:
+        optimizer_path(source)          # a sibling optimizer graph that is not this step's, before any work
+        if uses_deeploy(target):
+            check_split_step(source, None)  # the branch's step: its Deeploy, its optimizer graph, its harness's order
+        elif not no_verify:
+            check_complete_step(source, None, ", or sweep with --no-verify", option=False)
     for source in sources if costs not in COSTS_CHOICES else ():
         read_cost_file(costs, source, target)       # a calibration of another model or target is refused
     result = run_sweep(sources, outdir, options, progress, executor)
-    click.echo(terminal_table(result.rows, target))
+    click.echo(terminal_table(result.rows, target, result.notes))
     stages = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.stage_seconds.items())
     click.echo(f"{len(result.ran)} point(s) run, {len(result.skipped)} skipped; {stages}; "
                f"total {result.seconds:.1f} s")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, DEFAULT_SETUP, HOMES, Allocator, Flow, WeightUpdate
 from ckpt.errors import DISK_FULL, CkptError, unwritable
@@ -97,6 +98,21 @@ def refuse_inputs_as_output(output: str, model: str, *others: str | Path | None,
                             f"write to a file of its own, e.g. -o {example}")
 
 
+def given(name: str) -> bool:
+    """Whether the current command's option `name` (its parameter name) was given, not left at its default."""
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+def refuse_ignored(*rules: tuple[bool, str, str, str]) -> None:
+    """Refuse an option the command would ignore: each rule is (ignored?, the option as given, why it does
+    nothing, the way out); the first that holds is the line."""
+    for ignored, option, why, way_out in rules:
+        if ignored:
+            raise CkptError(f"{option} does nothing here: {why}", way_out)
+
+
 def check_home(home: str, target: str) -> None:
     """--home names where a Deeploy target's tiled flow keeps its tensors: refuse it where there is none."""
     if home != DEFAULT_SETUP.default_mem_level and target not in DEEPLOY_TARGETS:
@@ -160,8 +176,16 @@ def home_option(default: str | None = DEFAULT_SETUP.default_mem_level, more: str
                              "L3, off-chip RAM, or L2, on chip (the tiler then gets the chip's L2)" + (more or "."))
 
 
+gvsoc_timeout_option = click.option(
+    "--gvsoc-timeout", "gvsoc_timeout", type=SECONDS, default=None, metavar="SECONDS",
+    help="Seconds a step may run on gvsoc before it is taken as hung [default: 120 plus its predicted cycles at "
+         "the slowest rate gvsoc simulates].")
+
+
 def gvsoc_options(func):
-    """--gvsoc DIR and --no-simulate: where gvsoc comes from, or not to run it."""
+    """--gvsoc DIR, --gvsoc-timeout S and --no-simulate: where gvsoc comes from, how long a run may take, or not
+    to run it."""
+    func = gvsoc_timeout_option(func)
     func = click.option("--no-simulate", is_flag=True,
                         help="Do not run the generated steps on gvsoc.")(func)
     return click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,

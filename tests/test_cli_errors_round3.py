@@ -247,8 +247,8 @@ def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path, capsys):
         code, err = minimalloc(*args)
         assert code == 1 and message in err and len(err.strip().splitlines()) == 1, args
     blocks.write_text("id,lower,upper,size\na,0,2,1e400\n")
-    assert minimalloc("--capacity", "9", *files) == (1, f"minimalloc: {blocks}: row 2 is not id,lower,upper,size: "
-                                                          "a,0,2,1e400\n")
+    assert minimalloc("--capacity", "9", *files) == (1, f"minimalloc: {blocks}: row 2 (a): size '1e400' is above "
+                                                          f"{2 ** 40}: give a whole number of bytes from 0 to {2 ** 40}\n")
     blocks.write_text("id,lower,upper,size\na,0,2,8\na,1,3,8\n")
     code, err = minimalloc("--capacity", "99", *files)
     assert code == 1 and "row 3 names the block 'a' again (first in row 2)" in err
@@ -395,9 +395,8 @@ def test_a_sweep_of_a_model_whose_path_is_no_utf8_writes_its_tables_and_plot(mlp
 def test_a_gvsoc_folder_that_is_none_is_refused_before_any_work(mlp, schedule, tmp_path, monkeypatch):
     empty = tmp_path / "gvsoc"
     empty.mkdir()
-    for command in (["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out"), "--gvsoc", str(empty)],
-                    ["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out"), "--no-verify",
-                     "--gvsoc", str(empty)],
+    for command in (["replay", str(schedule), "--model", str(mlp), "-o", str(tmp_path / "out"), "--gvsoc", str(empty),
+                     "--target", "siracusa"],
                     ["sweep", "--model", str(mlp), "-o", str(tmp_path / "sw"), "--gvsoc", str(empty)],
                     ["calibrate", str(mlp), "--gvsoc", str(empty)]):
         code, _, err = run(*command)
