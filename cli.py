@@ -183,7 +183,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if cost_file == "gvsoc" and target not in SIMULATED_TARGETS:
         raise CkptError(f"--costs gvsoc measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not "
                         f"{target}", "solve with --costs estimate or a cost file, or with --target siracusa")
-    parsed = None if objective == "peak" or total is not None else parse_budget(budget or "0.7")
+    parsed = None if objective == "peak" or total is not None else parse_budget("0.7" if budget is None else budget)
     if cost_file not in COSTS_CHOICES:
         read_cost_file(cost_file)                    # a bad file is refused before anything is lowered
     starts = [read_schedule(path) for path in warm_start]

@@ -106,8 +106,9 @@ class DeeployRun:
 
 
 @contextlib.contextmanager
-def quiet_deeploy(level: int = logging.WARNING):
-    """Deeploy logs every pass at INFO; keep benchmark output readable."""
+def quiet_deeploy(level: int = logging.CRITICAL):
+    """Deeploy logs every pass at INFO, and its own errors before it raises them: ckpt says each failure in its
+    one line (a refusal, or the exception itself), so nothing of Deeploy's log reaches the user's terminal."""
     logger = logging.getLogger("Deeploy")
     old = logger.level
     logger.setLevel(level)

@@ -138,11 +138,18 @@ def _policy_schedule(loaded: LoadedModel, request: SolveRequest, starts: list[Ru
 def warm_start_sequences(loaded: LoadedModel, schedules: tuple[Schedule, ...]) -> list[RunSequence]:
     """The sequences of earlier schedule files solved on this very graph (others are refused)."""
     fingerprint = loaded.graph.fingerprint()
+    nodes = {op.name for op in loaded.graph.ops}
     found = []
     for schedule in schedules:
         if schedule.fingerprint not in (None, fingerprint):
             raise CkptError("a --warm-start schedule was solved on another graph",
                             "give schedules solved on this model and --target")
+        runs = {name for name, flag in schedule.seq if not flag}
+        if runs != nodes:
+            missing = sorted(nodes - runs)
+            raise CkptError(f"a --warm-start schedule runs {len(runs & nodes)} of this graph's {len(nodes)} nodes"
+                            + (f" (not '{missing[0]}')" if missing else f" and {len(runs - nodes)} it does not have"),
+                            "give whole schedules solved on this model and --target")
         found.append(list(schedule.seq))
     return found
 
