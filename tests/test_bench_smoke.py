@@ -39,6 +39,7 @@ FAST = [
           shows=("### target none:", "| mlp | 26 | optimal", "| cct1 | 106 |", "4 cells:")),
     Smoke("scale", rows=3, shows=("| cct blocks=1 | 106 | milp | highs |", "| cct blocks=1 | 106 | greedy |")),
     Smoke("scale", args=("--kind", "mlp", "--build-only"), rows=1, shows=("| mlp layers=2 | 17 | build |",)),
+    Smoke("hostile", rows=16, shows=("| all | 8 | 8 | 0 | 0 | 0 | 0 | 0 | 0 |",)),
 ]
 DEEPLOY = [
     Smoke("fidelity", rows=3, shows=("| graph order |", "| min-memory order |", "| solved 0.8 (")),

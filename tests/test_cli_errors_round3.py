@@ -247,8 +247,9 @@ def test_minimalloc_on_a_full_disk_and_with_its_own_bad_input(tmp_path, capsys):
         code, err = minimalloc(*args)
         assert code == 1 and message in err and len(err.strip().splitlines()) == 1, args
     blocks.write_text("id,lower,upper,size\na,0,2,1e400\n")
-    assert minimalloc("--capacity", "9", *files) == (1, f"minimalloc: {blocks}: row 2 (a): size '1e400' is above "
-                                                          f"{2 ** 40}: give a whole number of bytes from 0 to {2 ** 40}\n")
+    assert minimalloc("--capacity", "9", *files) == (
+        1, f"minimalloc: {blocks}: row 2 (a): size '1e400' is above {2 ** 40}: give a whole number of bytes from 0 to "
+           f"{2 ** 40}\n")
     blocks.write_text("id,lower,upper,size\na,0,2,8\na,1,3,8\n")
     code, err = minimalloc("--capacity", "99", *files)
     assert code == 1 and "row 3 names the block 'a' again (first in row 2)" in err
