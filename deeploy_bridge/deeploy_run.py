@@ -12,10 +12,12 @@ import re
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import onnxruntime
 from Deeploy import AbstractDataTypes
 from Deeploy.DeeployTypes import _NoVerbosity
 from Deeploy.MemoryLevelExtension.MemoryLevels import MemoryHierarchy, MemoryLevel
@@ -25,6 +27,9 @@ from Deeploy.MemoryLevelExtension.OptimizationPasses.MemoryLevelAnnotationPasses
     AnnotateIOMemoryLevel,
 )
 from Deeploy.TilingExtension.TilerExtension import TilerDeployerWrapper
+from onnx_graphsurgeon.logger import G_LOGGER
+
+from ckpt.errors import CkptError
 
 from . import (
     deterministic,  # noqa: F401 - applied on import: the same graph gives the same code
@@ -110,12 +115,22 @@ def quiet_deeploy(level: int = logging.CRITICAL):
     """Deeploy logs every pass at INFO, and its own errors before it raises them: ckpt says each failure in its
     one line (a refusal, or the exception itself), so nothing of Deeploy's log reaches the user's terminal."""
     logger = logging.getLogger("Deeploy")
-    old = logger.level
+    old, surgeon = logger.level, G_LOGGER.severity
     logger.setLevel(level)
+    G_LOGGER.severity = G_LOGGER.CRITICAL       # graphsurgeon's warnings from Deeploy's constant folding
+    _quiet_onnxruntime()
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # numpy's warnings from inside Deeploy's passes
+            yield
     finally:
         logger.setLevel(old)
+        G_LOGGER.severity = surgeon
+
+
+def _quiet_onnxruntime() -> None:
+    """onnxruntime (graphsurgeon folds Deeploy's constants with it) logs its warnings to stderr from C++."""
+    onnxruntime.set_default_logger_severity(3)
 
 
 def memory_levels(setup: DeeploySetup) -> list[MemoryLevel]:
@@ -253,7 +268,7 @@ def front_end(run: DeeployRun) -> None:
 def mid_end(run: DeeployRun) -> None:
     """Bind (and, when tiled, tile and statically allocate)."""
     t0 = time.perf_counter()
-    with quiet_deeploy():
+    with quiet_deeploy(), _one_line("binding the graph", run.options):
         run.deployer.midEnd()
     run.timings.mid_end = time.perf_counter() - t0
 
@@ -261,7 +276,21 @@ def mid_end(run: DeeployRun) -> None:
 def back_end(run: DeeployRun) -> None:
     """Code transformations; this is where Deeploy's per-layer alloc/free accounting happens."""
     t0 = time.perf_counter()
-    with quiet_deeploy():
+    with quiet_deeploy(), _one_line("generating code", run.options):
         run.deployer.backEnd(_NoVerbosity)
         run.deployer.prepared = True
     run.timings.back_end = time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def _one_line(stage: str, opts: DeployOptions):
+    """Deeploy failing inside (an exception of its own, not one of ckpt's refusals) as one line naming the stage,
+    the installed Deeploy and what it raised, instead of its traceback."""
+    try:
+        yield
+    except (CkptError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        raise BridgeError(f"Deeploy {deeploy_label()} failed {stage} for {opts.target} ({type(exc).__name__}: "
+                          f"{str(exc)[:200]}): this Deeploy cannot deploy this graph; report it to Deeploy with the "
+                          "model, or solve with --target none") from exc

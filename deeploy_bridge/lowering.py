@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 import onnx_graphsurgeon as gs
+from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt.paths import lowered_cache_dir
 from ckpt.targets import uses_deeploy
@@ -50,7 +51,8 @@ def _remember(key: tuple[str, Path], record: LoweredGraph) -> LoweredGraph:
 
 
 def _import_gs(model: onnx.ModelProto):
-    return gs.import_onnx(model)
+    with G_LOGGER.suppress(G_LOGGER.ERROR):     # its warnings (an UNDEFINED type, say) reach no user: ckpt's own
+        return gs.import_onnx(model)            # loader handles what they are about
 
 
 def prepare_graph(source, relower: bool):
