@@ -48,6 +48,7 @@ DEEPLOY = [
     Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "bit-identical")),
     Smoke("zoo", rows=1, shows=("| simplemlp_train |",)),
     Smoke("peer_policies", args=("-o", "peer"), rows=1, shows=("| simplemlp_train |",)),
+    Smoke("first_command", rows=11, shows=("| total |", "cold ", "warm ")),
     Smoke("level_total", args=("--home", "L2"), rows=2,
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
 ]
