@@ -324,7 +324,7 @@ def example_command(kind, output, overwrite, **options):
 @optimizer_option
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, steps, force, no_verify,
-                   deeploy_root, gvsoc, no_simulate, gvsoc_timeout, record_time, optimizer):
+                   deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.gvsoc.kit import find_kit
@@ -349,7 +349,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
         *((option is not None and (no_simulate or no_verify or replayed_on not in SIMULATED_TARGETS), name,
            "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
            else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {replayed_on}", f"drop {name}")
-          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"))),
+          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"),
+                               (simulate_non_tiled or None, "--simulate-non-tiled"))),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
         (optimizer is not None and no_verify, "--optimizer", "it completes the host check's step, which --no-verify "
@@ -367,7 +368,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                             deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
                                               weights=chosen), steps=steps, optimizer=optimizer,
-                            gvsoc_timeout=gvsoc_timeout)
+                            gvsoc_timeout=gvsoc_timeout, simulate_non_tiled=simulate_non_tiled)
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
@@ -456,7 +457,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
                   allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout,
-                  overwrite, emit_ci, ci_test_name):
+                  simulate_non_tiled, overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
@@ -490,7 +491,8 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         *((option is not None and (no_simulate or no_verify or target not in SIMULATED_TARGETS), name,
            "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
            else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}", f"drop {name}")
-          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"))),
+          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"),
+                               (simulate_non_tiled or None, "--simulate-non-tiled"))),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
         (method == "greedy" and given("solver"), f"--solver {solver}", "--method greedy runs no MILP",
@@ -516,7 +518,8 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                              deeploy=setup_for(target, home, allocator=Allocator(allocator),
-                                               weights=weights), gvsoc_timeout=gvsoc_timeout))
+                                               weights=weights), gvsoc_timeout=gvsoc_timeout,
+                             simulate_non_tiled=simulate_non_tiled))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     for source in sources:
         optimizer_path(source)          # a sibling optimizer graph that is not this step's, before any work

@@ -183,9 +183,12 @@ gvsoc_timeout_option = click.option(
 
 
 def gvsoc_options(func):
-    """--gvsoc DIR, --gvsoc-timeout S and --no-simulate: where gvsoc comes from, how long a run may take, or not
-    to run it."""
+    """--gvsoc DIR, --gvsoc-timeout S, --simulate-non-tiled and --no-simulate: where gvsoc comes from, how long a
+    run may take, which flows run on it, or not to run it."""
     func = gvsoc_timeout_option(func)
+    func = click.option("--simulate-non-tiled", "simulate_non_tiled", is_flag=True,
+                        help="Run the non-tiled flow's step on gvsoc too (by default only the tiled flow's, what "
+                             "is deployed, is simulated; the non-tiled code still runs on this host).")(func)
     func = click.option("--no-simulate", is_flag=True,
                         help="Do not run the generated steps on gvsoc.")(func)
     return click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,

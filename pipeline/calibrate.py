@@ -27,6 +27,7 @@ from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
 from ckpt.paths import cache_root
+from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.run import ESTIMATE_SCALE
@@ -150,6 +151,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         if isinstance(host, NotRun):
             raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
+        graph_order_outputs(lowered.model, target, setup, True, sources, data.feeds, ran=host.outputs)
         expected = data.golden or host.outputs
         progress("calibrating: running it on gvsoc (once per model; cached)")
         estimate = ESTIMATE_SCALE * sum(load_graph(lowered.model).op_cost.values())

@@ -8,7 +8,8 @@ the step's inputs. Its outputs are held to three things:
   stay inside the tolerance;
 - ckpt's host executor on the same schedule: how far the C kernels are from the reference, and where.
 The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
-under $CKPT_CACHE_DIR/coderun/reference. Asked for several steps in a row, the code runs them back to back and
+under $CKPT_CACHE_DIR/coderun/reference; where that very code already ran (a calibration's host run, the replay of
+the graph order itself), its outputs are the entry, and the code is not generated again. Asked for several steps in a row, the code runs them back to back and
 each step is held, by the same rule, to the host executor's step from the weights the code's step before updated
 (`HostStepper`: each step checked on its own, so float rounding does not add up over steps): every flow's code
 must match every step (its weights are updated in place, or written back at the end of the step).
@@ -77,10 +78,11 @@ def _stored_outputs(payload: bytes | None) -> dict[str, np.ndarray] | None:
 
 
 def graph_order_outputs(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool,
-                        sources: KernelSources | NoSources, feeds: dict[str, np.ndarray], progress=lambda m: None
-                        ) -> dict[str, np.ndarray] | NotRun:
+                        sources: KernelSources | NoSources, feeds: dict[str, np.ndarray], progress=lambda m: None,
+                        ran: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray] | NotRun:
     """What the graph order's generated code (this flow) computes on `feeds`: cached (a checked entry), else
-    generated and run."""
+    generated and run. `ran`: what that very code computed where the caller ran it (the graph order's own replay,
+    a calibration): kept as the entry instead of generating the code again."""
     if isinstance(sources, NoSources):
         return NotRun(sources.reason)
     key = _reference_key(base, target, setup, tiled, sources, feeds)
@@ -91,7 +93,21 @@ def graph_order_outputs(base: onnx.ModelProto, target: str, setup: DeeploySetup,
         stored = _stored_outputs(read_entry(path, key))
         if stored is not None:
             return stored
+        if ran is not None:
+            _store_reference(path, key, ran)
+            return dict(ran)
         return _make_reference(base, target, setup, tiled, sources, feeds, path, key, progress)
+
+
+def is_graph_order(base: onnx.ModelProto, order: list[str]) -> bool:
+    """Whether `order` runs the graph's nodes as they stand, once each: its code is the graph order's code."""
+    return order == [n.name for n in base.graph.node]
+
+
+def _store_reference(path: Path, key: str, outputs: dict[str, np.ndarray]) -> None:
+    payload = io.BytesIO()
+    np.savez(payload, **outputs)
+    write_entry(path, key, payload.getvalue())
 
 
 def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, tiled: bool, sources: KernelSources,
@@ -108,9 +124,7 @@ def _make_reference(base: onnx.ModelProto, target: str, setup: DeeploySetup, til
         outcome = run_code(code, feeds, sources)
     if isinstance(outcome, NotRun):
         return NotRun(f"the graph order's code: {outcome.reason}", outcome.failed)
-    payload = io.BytesIO()
-    np.savez(payload, **outcome.outputs)
-    write_entry(path, key, payload.getvalue())
+    _store_reference(path, key, outcome.outputs)
     return dict(outcome.outputs)
 
 

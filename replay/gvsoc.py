@@ -1,7 +1,8 @@
 """A replay's generated steps on gvsoc's Siracusa model: the device's Errors and cycles (ckpt.gvsoc).
 
 Each flow's code that ran on this host is built for Siracusa with Deeploy's own harness and run on gvsoc: the
-tiled flow (what is deployed), and the non-tiled flow where its L2 heap fits the chip. The harness compares the
+tiled flow (what is deployed), and, asked for (replay.run: `simulate_non_tiled`), the non-tiled flow where its L2
+heap fits the chip. The harness compares the
 step's outputs with outputs.npz, or, without one, with the host executor's step. The host run comes first for a
 reason: it tells how much L2 the code allocates, so a step that cannot fit is said so before anything is built.
 Per-layer cycles come back keyed by the deployed graph's node names. When gvsoc, its compiler or the kernel

@@ -9,8 +9,9 @@ as is for target none) and everything else is measured on it:
 - the host check (replay.verification): the rewired ONNX in ckpt's numpy executor;
 - the generated code of each flow, built with Deeploy's kernels and run on this host (replay.code_run): the
   `Errors: N out of M` the device harness would print, the figure that decides the point;
-- each flow's step built for Siracusa with Deeploy's harness and run on gvsoc's model (replay.gvsoc), where gvsoc
-  and a RISC-V compiler are at hand: the device's Errors and cycles, per layer too.
+- the tiled flow's step (and, asked for, the non-tiled one's) built for Siracusa with Deeploy's harness and run on
+  gvsoc's model (replay.gvsoc), where gvsoc and a RISC-V compiler are at hand: the device's Errors and cycles,
+  per layer too.
 The folder holds rewired.onnx, order.json, report.json, code/ (tiled) and code-non-tiled/; same inputs give the
 same bytes.
 """
@@ -26,13 +27,13 @@ import onnx
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
-from ckpt.coderun.run import run_code
+from ckpt.coderun.run import CodeRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError
 from ckpt.files import write_bytes, write_json
-from ckpt.gvsoc.kit import find_kit
+from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import simulation_timeout
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
@@ -42,6 +43,7 @@ from ckpt.replay.code_run import (
     code_sources,
     feedback_targets,
     graph_order_outputs,
+    is_graph_order,
 )
 from ckpt.replay.folder import (
     CODE,
@@ -104,6 +106,7 @@ class ReplayOptions:
     steps: int = 1                         # training steps the generated code runs back to back
     optimizer: str | None = None           # a split step's optimizer graph (None: found beside the model)
     gvsoc_timeout: float | None = None     # seconds a step may run on gvsoc (None: scaled from its cycles)
+    simulate_non_tiled: bool = False       # the non-tiled flow on gvsoc too (the tiled flow is what is deployed)
 
 
 @dataclass
@@ -276,8 +279,9 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
         progress(f"building and running the {flow.replace('_', '-')} code on the host"
                  + (f", {options.steps} steps" if options.steps > 1 else ""))
         outcome = run_code(outdir / CODE_DIRS[flow], data.feeds, sources, steps=options.steps)
+        ran = outcome.outputs if isinstance(outcome, CodeRun) and is_graph_order(base, plan.order) else None
         reference = graph_order_outputs(base, lowered.target, options.deeploy, flow == "tiled", sources,
-                                        data.feeds, progress)
+                                        data.feeds, progress, ran)
         found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
                                       options.record_time, weights[flow])
     return found
@@ -309,7 +313,12 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
     return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                                 data.golden, verification.outputs, plan.order, sources, kit,
                                 outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)
+            if flow == "tiled" or options.simulate_non_tiled or isinstance(kit, NoKit)
+            else not_simulated(flow, NON_TILED_ON_REQUEST)
             for flow in flows}
+
+
+NON_TILED_ON_REQUEST = "the non-tiled flow is simulated on request (--simulate-non-tiled); the tiled one is deployed"
 
 
 ESTIMATE_SCALE = 5       # the built-in estimate's cycles run up to this many times longer built with Debian's GCC

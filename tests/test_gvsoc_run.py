@@ -36,9 +36,9 @@ def small(tmp_path_factory, lowering_cache):
         solved = _ckpt("solve", "model", "--target", "siracusa", "--budget", "0.8", "--costs", "gvsoc",
                        "-o", "seq.json", "--time-limit", "60", cwd=work)
         assert solved.returncode == 0, solved.stderr
-        replayed = _ckpt("replay", "seq.json", "--model", "model", "-o", "replay", cwd=work)
+        replayed = _ckpt("replay", "seq.json", "--model", "model", "-o", "replay", "--simulate-non-tiled", cwd=work)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        again = _ckpt("replay", "seq.json", "--model", "model", "-o", "again", cwd=work)
+        again = _ckpt("replay", "seq.json", "--model", "model", "-o", "again", "--simulate-non-tiled", cwd=work)
         yield work, calibrated, replayed, again
 
 
