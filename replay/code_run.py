@@ -9,7 +9,8 @@ the step's inputs. Its outputs are held to three things:
 - ckpt's host executor on the same schedule: how far the C kernels are from the reference, and where.
 The graph order's outputs are computed once per graph, Deeploy setup, kernels, runtime and compiler, and cached
 under $CKPT_CACHE_DIR/coderun/reference; where that very code already ran (a calibration's host run, the replay of
-the graph order itself), its outputs are the entry, and the code is not generated again. Asked for several steps in a row, the code runs them back to back and
+the graph order itself), its outputs are the entry, and the code is not generated again. Asked for several steps
+in a row, the code runs them back to back and
 each step is held, by the same rule, to the host executor's step from the weights the code's step before updated
 (`HostStepper`: each step checked on its own, so float rounding does not add up over steps): every flow's code
 must match every step (its weights are updated in place, or written back at the end of the step).
