@@ -53,6 +53,11 @@ class TrainingRun:
     def n_batches(self) -> int:
         return self.n_steps * self.n_accum
 
+    @property
+    def n_network_runs(self) -> int:
+        """Runs of either network: what a whole run's time scales with."""
+        return self.n_batches + self.n_steps
+
 
 @dataclass(frozen=True)
 class HarnessFiles:

@@ -80,10 +80,11 @@ class TrainGvsocRun:
 
 
 def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
-                      kit: GvsocKit, heap_peak: int, *, timeout: float = 1800.0, keep: Path | None = None
+                      kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None
                       ) -> TrainGvsocRun | NotSimulated:
     """Build `code_dir`'s two networks with the harness and `run`'s data, and run them on gvsoc (see the module
-    doc). `heap_peak`: the most the networks keep allocated in L2 at once."""
+    doc). `heap_peak`: the most the networks keep allocated in L2 at once; `timeout`: seconds before the run is
+    taken as hung (gvsoc.run.simulation_timeout of every network run's cycles)."""
     missing = training_harness_missing(sources)
     if missing:
         return NotSimulated(missing)
@@ -122,7 +123,8 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
         if not finished:
             last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
-            return NotSimulated(f"gvsoc did not finish in {timeout:g} s (it last printed: {last[0].strip()})",
+            return NotSimulated(f"gvsoc did not finish in {timeout:.0f} s (it last printed: {last[0].strip()}); "
+                                "give it more time with --gvsoc-timeout",
                                 failed=True, on_chip=need, log=log)
         ran = time.perf_counter()
         if keep is not None:

@@ -138,7 +138,8 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     order = [node.name for node in lowered.model.graph.node]
     split = split_step(folder, read_model(source), lowered.io_names, None, lowered.model)
     if split is not None:
-        found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress)
+        found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress,
+                                   timeout)
         write_entry(cached, key, found.to_json().encode())
         return found
     data = step_data(folder, read_model(source), lowered.io_names)
@@ -173,7 +174,8 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
 
 
 def _split_calibration(base, split: SplitStep, order: list[str], target: str, setup: DeeploySetup,
-                       sources: KernelSources, kit: GvsocKit, model_sha: str, key: str, progress) -> Calibration:
+                       sources: KernelSources, kit: GvsocKit, model_sha: str, key: str, progress,
+                       timeout: float | None) -> Calibration:
     """A split step's calibration: the graph order's two networks run by the training harness on this host, then
     on gvsoc; each train-network layer's cycles per mini-batch, the optimizer's per update."""
     chip = TARGET_TABLE[target]
@@ -187,7 +189,9 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
             raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         progress("calibrating: running them on gvsoc (once per model; cached)")
-        run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False)
+        estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.n_network_runs
+        run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
+                             timeout or simulation_timeout(estimate))
     if run.status is not SimStatus.MEASURED:
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if not run.layer_cycles:

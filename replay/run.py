@@ -175,7 +175,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, split, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
-        timeout = options.gvsoc_timeout or simulation_timeout(predicted_cycles(doc, rewired.graph))
+        runs = split.run.n_network_runs if split is not None else 1     # a split step runs its networks again and again
+        timeout = options.gvsoc_timeout or simulation_timeout(runs * predicted_cycles(doc, rewired.graph))
         gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress,
                           timeout)
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
@@ -307,7 +308,7 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
     kit = find_kit(options.gvsoc)
     if split is not None:
         return {flow: simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
-                                     kit, outdir / GVSOC_LOGS[flow], options.record_time, progress)
+                                     kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress)
                 for flow in flows}
     data = verification.data
     return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,

@@ -239,8 +239,8 @@ def run_split_code(flow: str, code_dir: Path, base: onnx.ModelProto, step: Split
 
 def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, step: SplitStep, nodes: list[str],
                    sources: KernelSources | NoSources, kit: GvsocKit | NoKit, log: Path, record_time: bool,
-                   progress=lambda m: None) -> GvsocRecord:
-    """One flow's split step on gvsoc, or why not."""
+                   timeout: float, progress=lambda m: None) -> GvsocRecord:
+    """One flow's split step on gvsoc, or why not; a run longer than `timeout` seconds is taken as hung."""
     if isinstance(kit, NoKit):
         return not_simulated(flow, kit.reason)
     if isinstance(sources, NoSources):
@@ -251,7 +251,7 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
     progress(f"gvsoc: building the {flow.replace('_', '-')} networks with the training harness for Siracusa and "
              "running them on the model")
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
-    found = simulate_training(code_dir, step.run, step.data.feeds, sources, kit, heap)
+    found = simulate_training(code_dir, step.run, step.data.feeds, sources, kit, heap, timeout=timeout)
     if found.log:
         log.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(log, found.log)             # kept beside the report, a failed run's above all
