@@ -132,7 +132,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         step_code_bytes,
     )
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
-    from ckpt.pipeline.on_chip import unmeasured_note
+    from ckpt.pipeline.on_chip import refuse_floor_before_code, unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
     from ckpt.solver.backends import BackendOptions
@@ -191,6 +191,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
                             optimizer_graph(source, optimizer))
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(home) \
+        and (flow or "tiled") == "tiled"
+    if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
+        refuse_floor_before_code(source, target, home, weights, optimizer)
     costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
@@ -199,8 +203,6 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if total is not None and total.level == home and TARGET_TABLE[target].is_on_chip(home):   # the program too
         code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
-    on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(home) \
-        and (flow or "tiled") == "tiled"
     on_chip_code = measured_code_bytes(source, target, setup_for(target, home, weights=weights), progress) \
         if on_chip else None
     request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, costs,

@@ -10,11 +10,12 @@ else the budget cannot be met there and `--budget-total` (which solves for exact
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.deeploy_bridge.setup import WeightUpdate, setup_for
 from ckpt.errors import InfeasibleBudget
-from ckpt.pipeline.load import LoadedModel
+from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.solver.baselines import single_op_lower_bound
 from ckpt.solver.onnx_loader import io_names
 from ckpt.solver.resident import arena_resident
@@ -56,6 +57,17 @@ def refuse_beyond_floor(loaded: LoadedModel, home: OnChipHome) -> None:
         raise InfeasibleBudget(f"the step cannot run with its tensors in {home.level}: "
                                + home.parts(floor, "the smallest arena any schedule needs"),
                                f"keep them off chip (drop --home {home.level})", proven=True)
+
+
+def refuse_floor_before_code(source: str | Path, target: str, home: str, weights: WeightUpdate,
+                             optimizer: str | Path | None) -> None:
+    """Refuse (exit 2) a home on chip that the constants and the arena's floor overflow without the step's code,
+    before the code is measured: measuring it runs the graph order's step on gvsoc, long work no count of the code
+    could turn into a fit."""
+    loaded = load_for_target(source, target, None, weights, optimizer, home)
+    found = on_chip_home(loaded, None)
+    if found is not None:
+        refuse_beyond_floor(loaded, found)
 
 
 def refuse_over(home: OnChipHome, arena: int, budget: str) -> None:
