@@ -72,6 +72,12 @@ def over_budget_points(problem: Problem, budget: int) -> list[int]:
     return list(_binding_levels(problem, budget))
 
 
+def binding_points(problem: Problem, budget: int) -> list[int]:
+    """The binding points, highest level first (the likeliest to bind hardest), earliest first among equals."""
+    levels = _binding_levels(problem, budget)
+    return sorted(levels, key=lambda t: (-levels[t], t))
+
+
 def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
     """Binding point -> the level its op reaches with no recompute."""
     levels = memory_trace(problem.graph, plain_sequence(problem.graph)).levels
@@ -80,7 +86,7 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
                 joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL,
-                progress: Progress = ignore) -> Bound:
+                progress: Progress = ignore, any_schedule: bool = False) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
     graph the hundreds of others would take all the time), then the `joint` strongest points together,
@@ -89,10 +95,11 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     Stops once the bound reaches `enough` (a known cost), or once a realised answer fits and costs what the
     bound proves (often the case at the strongest single point). HiGHS runs on `threads` (see backends: one
     thread keeps the answer independent of the machine). `progress` hears each raise of the bound and each
-    schedule found as it happens: the rounds can take most of a solve's time."""
+    schedule found as it happens: the rounds can take most of a solve's time. `any_schedule`: stop at the
+    first schedule that fits, whatever it costs (a feasibility probe: the bound proven by then still holds)."""
     deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
-    best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress), 0
+    best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress, any_schedule=any_schedule), 0
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return found.with_bound(problem, best)
@@ -105,7 +112,8 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
         if bound.cost > best.cost:
             best, since_raised = bound, 0
             found.raised(best)
-            if relaxation.answered and found.realised(problem, budget, relaxation.answer(), best.cost):
+            if relaxation.answered and (found.realised(problem, budget, relaxation.answer(), best.cost)
+                                        or found.meets(problem, best.cost)):
                 return found.with_bound(problem, best)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
     return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
@@ -139,6 +147,7 @@ class _Found:
     sketch: Decisions | None = None
     sketches: list[Decisions] = field(default_factory=list)
     progress: Progress = ignore
+    any_schedule: bool = False      # any schedule that fits ends the search, not only one that meets the bound
 
     def add(self, problem: Problem, schedule: Decisions | None, how: str) -> None:
         """Keep a schedule that fits (None: nothing found), and say so."""
@@ -162,9 +171,10 @@ class _Found:
         return self.sketch.cost(problem.graph) <= as_cheap_as(bound)
 
     def meets(self, problem: Problem, bound: float) -> bool:
-        """Whether a schedule found so far costs what `bound` proves (the bound rose to it since)."""
+        """Whether a schedule found so far costs what `bound` proves (the bound rose to it since), or, with
+        `any_schedule`, whether one was found at all."""
         cheapest = self.cheapest(problem)
-        return cheapest is not None and cheapest.cost(problem.graph) <= as_cheap_as(bound)
+        return cheapest is not None and (self.any_schedule or cheapest.cost(problem.graph) <= as_cheap_as(bound))
 
     def cheapest(self, problem: Problem) -> Decisions | None:
         return min(self.schedules, key=lambda d: d.cost(problem.graph), default=None)
@@ -199,7 +209,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     small = _small(problem, every)
     growing = _growing_deadline(deadline, enough, walking, small)
     newest: _Answer | None = None
-    while chosen and _left(growing) > 0 and best.cost < enough:
+    while chosen and _left(growing) > 0 and best.cost < enough and not found.meets(problem, best.cost):
         relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
@@ -269,7 +279,7 @@ def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: 
         repaired = greedy(problem.graph, budget, start=sketch, deadline=until)
         placed = polish(problem.graph, repaired, budget, until) if repaired is not None else None
         found.add(problem, placed, "the relaxation's answer, repaired")
-        if placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost):
+        if placed is not None and (found.any_schedule or placed.cost(problem.graph) <= as_cheap_as(best.cost)):
             return placed
     return None
 
@@ -324,9 +334,7 @@ def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _
     resort for a proof: every binding point, with memory checked while every segment's recomputes run. Valid
     and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
     graphs, so it only gets the time the rounds leave."""
-    cheapest = found.cheapest(problem)
-    unmet = cheapest is None or cheapest.cost(problem.graph) > as_cheap_as(best.cost)
-    if unmet and _left(deadline) > 0 and best.cost < enough:
+    if not found.meets(problem, best.cost) and _left(deadline) > 0 and best.cost < enough:
         strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
         if strongest.cost > best.cost:
             best = strongest
