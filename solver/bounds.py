@@ -53,6 +53,7 @@ from ckpt.solver.simulate import memory_trace, plain_sequence
 GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
 ALTERNATIVES = 2         # other answers of a round tried for an exact placement when its own cannot (small graphs)
+PLACE_SHARE = 0.3        # of the rounds' time left, the most an exact placement takes: the rounds after it prove
 WALK_SHARE = 0.15        # of the rounds' time, kept for walking their newest answer to a schedule that fits...
 WALK_NEAR = 0.1          # ... when a schedule known before costs at most this much more than the points alone prove
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
@@ -148,6 +149,7 @@ class _Found:
     sketches: list[Decisions] = field(default_factory=list)
     progress: Progress = ignore
     any_schedule: bool = False      # any schedule that fits ends the search, not only one that meets the bound
+    repaired: set[Decisions] = field(default_factory=set)   # sketches the greedy heuristic already repaired
 
     def add(self, problem: Problem, schedule: Decisions | None, how: str) -> None:
         """Keep a schedule that fits (None: nothing found), and say so."""
@@ -233,10 +235,10 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             continue
         if not in_recomputes:
             break
-        if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
-                                       deadline, found):
-            break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
+        if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
+                                       deadline, found, exactly=not unchecked):
+            break
         if unchecked and not headroom:
             t = unchecked[0]
             chained.add(t)
@@ -250,19 +252,24 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
 
 
 def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozenset[int], answer: list[Span],
-               best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found) -> bool:
-    """The answer's recomputes placed exactly (or, on small graphs, another answer's): whether a schedule
-    that fits and meets the bound came of it (`found` keeps any that fits)."""
+               best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found,
+               exactly: bool = True) -> bool:
+    """The answer's recomputes moved earlier or repaired, then (if `exactly`) placed exactly (or, on small
+    graphs, another answer's): whether a schedule that fits and meets the bound came of it (`found` keeps any
+    that fits). An exact placement can take all the rounds' time and only finds a schedule, where a round
+    that checks one more segment while it recomputes proves a bound: it waits until every such segment is
+    checked."""
     until = growing.at if not math.isinf(growing.at) else None
     placed = moved_earlier(problem.graph, answer, budget, until)
     found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
     if placed is None:
         placed = _repaired(problem, budget, found, best, until)
-    if placed is None:
-        placed = placed_exactly(problem.graph, answer, budget, _limit(growing), deadline.threads,
-                                as_cheap_as(best.cost))
+    if placed is None and exactly:
+        known = found.cheapest(problem)
+        placed = placed_exactly(problem.graph, answer, budget, _share(growing, PLACE_SHARE), deadline.threads,
+                                as_cheap_as(best.cost), None if known is None else known.cost(problem.graph))
         found.add(problem, placed, "the relaxation's answer, placed exactly")
-    if placed is None and small:
+    if placed is None and small and exactly:
         placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
                                      growing)
         found.add(problem, placed, "another answer of the relaxation's, placed exactly")
@@ -276,6 +283,9 @@ def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: 
     for sketch in reversed([*found.sketches, found.sketch]):
         if until is not None and time.perf_counter() > until:
             return None
+        if sketch in found.repaired:        # the same repair again would give the same schedule
+            continue
+        found.repaired.add(sketch)
         repaired = greedy(problem.graph, budget, start=sketch, deadline=until)
         placed = polish(problem.graph, repaired, budget, until) if repaired is not None else None
         found.add(problem, placed, "the relaxation's answer, repaired")
@@ -349,6 +359,12 @@ def as_cheap_as(bound: float) -> float:
 
 def _left(deadline: _Deadline) -> float:
     return deadline.at - time.perf_counter()
+
+
+def _share(deadline: _Deadline, share: float) -> float | None:
+    """That share of the time left (None: no limit)."""
+    left = _limit(deadline)
+    return None if left is None else share * left
 
 
 def _limit(deadline: _Deadline) -> float | None:

@@ -167,12 +167,14 @@ def overflow(graph: TrainGraph, schedule: Decisions, budget: int) -> tuple[list[
 
 
 def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None,
-                   threads: int | None = 1, enough: float | None = None) -> Decisions | None:
+                   threads: int | None = 1, enough: float | None = None, below: int | None = None
+                   ) -> Decisions | None:
     """The cheapest schedule that recomputes only these ops, or the producers of their inputs, within their
     spans, if one fits the budget; or the first found that costs `enough` or less (a proven bound: nothing
-    cheaper exists, so the search for one need not go on). The producers let a chain's input be remade rather
-    than kept (a residual CNN at 0.5 needs that); going further up costs ten times the time and found nothing
-    more here."""
+    cheaper exists, so the search for one need not go on). `below`: only schedules cheaper than that (one
+    known already costs it): a placement no cheaper is of no use, and the cap lets HiGHS prune early. The
+    producers let a chain's input be remade rather than kept (a residual CNN at 0.5 needs that); going further
+    up costs ten times the time and found nothing more here."""
     began = time.perf_counter()
     spans = _with_input_producers(graph, answer)
     allowed = frozenset((t, s.op) for s in spans for t in range(max(s.first, s.op) + 1, s.last + 1))
@@ -181,6 +183,8 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
         model = milp.build(problem, budget, deadline=None if seconds is None else began + seconds)
     except milp.BuildTimedOut:
         return None
+    if below is not None:
+        model.lp += model.recompute_cost() <= below - 1, "cheaper_than_known"   # costs are whole cycles
     left = None if seconds is None else seconds - (time.perf_counter() - began)
     if left is not None and left <= 0:
         return None

@@ -1,7 +1,10 @@
 """Turning the point relaxation's answers into schedules: the walk (solver/realise.py)."""
+import math
+
 import onnx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from graphs import random_graphs
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ckpt import examples
@@ -11,7 +14,7 @@ from ckpt.solver.bounds import over_budget_points
 from ckpt.solver.greedy import outside_space
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import WALK_RISE, by_first_reader, overflow, walked
+from ckpt.solver.realise import WALK_RISE, by_first_reader, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import Relaxation
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.views import collapsed
@@ -135,3 +138,23 @@ def test_a_recompute_whose_reader_comes_after_its_deadline_is_placed_by_its_dead
     assert placed.recomputes == {(3, 0)} and not outside_space(graph, placed)
     model = Relaxation(Problem(graph), 12, [1, 3])
     assert model._recompute(0, 0) != 0 and model._recompute(1, 0) == 0      # the segment from stage 3 is too late
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
+def test_an_exact_placement_capped_below_a_known_cost_is_cheaper_or_none(graph, squeeze):
+    """`below` only cuts off placements no cheaper than a schedule already known: the cheapest placement
+    stays when the cap is above it, and none is given when the cap is at it."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(reorder(graph, list(base.min_memory_order)))
+    points = over_budget_points(problem, budget)
+    assume(points)
+    model = Relaxation(problem, budget, points)
+    assume(math.isfinite(model.solve(None)) and model.answered)
+    answer = model.answer()
+    placed = placed_exactly(problem.graph, answer, budget, None)
+    assume(placed is not None)
+    cost = placed.cost(problem.graph)
+    assert placed_exactly(problem.graph, answer, budget, None, below=cost) is None
+    assert placed_exactly(problem.graph, answer, budget, None, below=cost + 1).cost(problem.graph) == cost
