@@ -5,12 +5,12 @@ realises, or, failing both, the exact model's first), and infeasible by the rela
 (solver/bounds.py: every schedule maps onto it) or the exact model proving none. A schedule found for one
 budget fits every budget down to its own peak, so the range's top is always a peak some schedule reaches.
 
-The search goes from the cheap tests to the dear ones. The greedy heuristic (milliseconds a budget) bisects the
-top down first; then the relaxation at each binding point alone (a fraction of a second a budget, and where a
-single op's forced buffers bind, which is where the smallest budget usually sits, a proof) bisects the bottom
-up. What is left between them is probed from its bottom: a schedule found there ends the search at once, where
-a bisection would spend seconds a probe walking down from the top. Then both ends bisect with every test, until
-they meet or the time is up; a budget none decides in its time leaves a range.
+The search goes from the cheap tests to the dear ones. The greedy heuristic (milliseconds a budget) tries the
+floor, then bisects the top down; then the relaxation at each binding point alone (a fraction of a second a
+budget, and where a single op's forced buffers bind, which is where the smallest budget usually sits, a proof)
+bisects the bottom up. What is left between them is probed from its bottom: a schedule found there ends the
+search at once, where a bisection would spend seconds a probe walking down from the top. Then both ends bisect
+with every test, until they meet or the time is up; a budget none decides in its time leaves a range.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def smallest_feasible_budget(staged: TrainGraph, floor: int, seconds: float | No
     deadline = math.inf if seconds is None else time.perf_counter() + seconds
     search = _Search(staged, Problem(staged), deadline, threads, floor,
                      memory_trace(staged, plain_sequence(staged)).peak_bytes)
+    search.by_greedy(search.low)             # the floor itself often fits: then nothing is left to search
     search.bisect(search.by_greedy, undecided_fits=False)
     search.bisect(search.by_single_points, undecided_fits=True)
     if not search.exact and search.before_deadline():
