@@ -24,17 +24,18 @@ they are needed, like lazy constraints: solve over the strongest few, turn the a
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
-answer is placed exactly (solver/realise.py), or another answer of the round, as cheap where one is (equal-cost
-answers abound, and only some of them place); failing that, memory is also checked while that segment's
+answer is moved or repaired where that is quick; failing that, memory is also checked while that segment's
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
-read), one segment a round: the rounds still prove bounds. Once every such segment is checked, later rounds
-keep the excess free at the point. That is a heuristic: those rounds find schedules, not bounds, and solve()
-weighs what they find against the bound. An answer that never fits is still a start for a repair. A round
-over many points can take longer than the whole limit on a big graph, so the rounds leave a share of their time
-to walk the newest answer that overflowed to a schedule that fits (solver/realise.py: the relaxation solved
-again only around each stage it goes over, the rest kept): often the optimum, where the bound already proves
-it. If no schedule met the bound, the time left goes to the strongest form: every binding point, every
-segment checked while it recomputes.
+read), one segment a round: the rounds still prove bounds. Once every such segment is checked, the answer is
+placed exactly (solver/realise.py), or another answer of the round, as cheap where one is (equal-cost answers
+abound, and only some of them place): that only finds a schedule, and can take all the time the rounds have, so
+it comes after them. Failing that, later rounds keep the excess free at the point. That is a heuristic: those
+rounds find schedules, not bounds, and solve() weighs what they find against the bound. An answer that never
+fits is still a start for a repair. A round over many points can take longer than the whole limit on a big
+graph, so the rounds leave a share of their time to walk the newest answer that overflowed to a schedule that
+fits (solver/realise.py: the relaxation solved again only around each stage it goes over, the rest kept): often
+the optimum, where the bound already proves it. If no schedule met the bound, the time left goes to the
+strongest form: every binding point, every segment checked while it recomputes.
 """
 from __future__ import annotations
 
