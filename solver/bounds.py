@@ -24,18 +24,18 @@ they are needed, like lazy constraints: solve over the strongest few, turn the a
 (each recompute placed before its first reader in its segment), replay it, and add the stages where it goes
 over the budget. When the replayed schedule fits, it costs what the bound proves: it is optimal.
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
-answer is moved or repaired where that is quick; failing that, memory is also checked while that segment's
+answer is moved or repaired where that is quick; failing that, memory is also checked while the segments'
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
-read), one segment a round: the rounds still prove bounds. Once every such segment is checked, the answer is
-placed exactly (solver/realise.py), or another answer of the round, as cheap where one is (equal-cost answers
-abound, and only some of them place): that only finds a schedule, and can take all the time the rounds have, so
-it comes after them. Failing that, later rounds keep the excess free at the point. That is a heuristic: those
-rounds find schedules, not bounds, and solve() weighs what they find against the bound. An answer that never
-fits is still a start for a repair. A round over many points can take longer than the whole limit on a big
-graph, so the rounds leave a share of their time to walk the newest answer that overflowed to a schedule that
-fits (solver/realise.py: the relaxation solved again only around each stage it goes over, the rest kept): often
-the optimum, where the bound already proves it. If no schedule met the bound, the time left goes to the
-strongest form: every binding point, every segment checked while it recomputes.
+read), every segment it goes over in at once: the rounds still prove bounds. Once every such segment is checked,
+the answer is placed exactly (solver/realise.py), or another answer of the round, as cheap where one is
+(equal-cost answers abound, and only some of them place): that only finds a schedule, and can take all the time
+the rounds have, so it comes after them. Failing that, later rounds keep the excess free at the point. That is a
+heuristic: those rounds find schedules, not bounds, and solve() weighs what they find against the bound. An
+answer that never fits is still a start for a repair. A round over many points can take longer than the whole
+limit on a big graph, so the rounds leave a share of their time to walk the newest answer that overflowed to a
+schedule that fits (solver/realise.py: the relaxation solved again only around each stage it goes over, the rest
+kept): often the optimum, where the bound already proves it. If no schedule met the bound, the time left goes to
+the strongest form: every binding point, every segment checked while it recomputes.
 """
 from __future__ import annotations
 
@@ -198,12 +198,13 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
                                enough: float, every: list[int], found: _Found) -> Bound:
     """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
     schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
-    overflows only while recompute chains run (intermediates no point sees), the exact placement of the
-    answer's recomputes is tried; failing that, memory is checked while that segment recomputes (`chained`,
-    the segment shortened to start at the binding point before it: a short segment keeps the check tight),
-    one segment a round, furthest over first: still a bound. Once every such segment is checked, those points
-    keep the excess free in later rounds: a heuristic to find a schedule that fits, so those rounds prove
-    nothing."""
+    overflows only while recompute chains run (intermediates no point sees), the quick repairs are tried;
+    failing that, memory is checked while each segment it overflows in recomputes (`chained`, the segment
+    shortened to start at the binding point before it: a short segment keeps the check tight), all of them in
+    the next round (one a round takes a round each, and the rounds grow slower): still a bound. Once every
+    such segment is checked, the exact placement of the answer's recomputes is tried; failing that, those
+    points keep the excess free in later rounds: a heuristic to find a schedule that fits, so those rounds
+    prove nothing."""
     headroom: dict[int, int] = {}
     chained: set[int] = set()
     # a walk pays where a schedule near the bound is known already: what is missing is one at the bound.
@@ -240,10 +241,9 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
                                        deadline, found, exactly=not unchecked):
             break
-        if unchecked and not headroom:
-            t = unchecked[0]
-            chained.add(t)
-            chosen = sorted({*chosen, t, *[b for b in every if b < t][-1:]})
+        if unchecked and not headroom:     # every segment it overflows in: one at a time takes a round each
+            chained.update(unchecked)
+            chosen = sorted({*chosen, *unchecked, *(b for t in unchecked for b in [b for b in every if b < t][-1:])})
             continue
         for t, excess in in_recomputes.items():
             headroom[t] = headroom.get(t, 0) + excess
