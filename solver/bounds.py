@@ -55,6 +55,7 @@ GROWTH = 1               # stages added per round: the one where the realised sc
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
 ALTERNATIVES = 2         # other answers of a round tried for an exact placement when its own cannot (small graphs)
 PLACE_SHARE = 0.3        # of the rounds' time left, the most an exact placement takes: the rounds after it prove
+PLACE_FIRST_SHARE = 0.1  # ... while segments are left to check (a round that checks them proves, it only finds)
 WALK_SHARE = 0.15        # of the rounds' time, kept for walking their newest answer to a schedule that fits...
 WALK_NEAR = 0.1          # ... when a schedule known before costs at most this much more than the points alone prove
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
@@ -239,7 +240,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
             break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
         if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
-                                       deadline, found, exactly=not unchecked):
+                                       deadline, found, checked=not unchecked, placing=bool(chained) or not unchecked):
             break
         if unchecked and not headroom:     # every segment it overflows in: one at a time takes a round each
             chained.update(unchecked)
@@ -254,23 +255,25 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
 
 def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozenset[int], answer: list[Span],
                best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found,
-               exactly: bool = True) -> bool:
-    """The answer's recomputes moved earlier or repaired, then (if `exactly`) placed exactly (or, on small
-    graphs, another answer's): whether a schedule that fits and meets the bound came of it (`found` keeps any
-    that fits). An exact placement can take all the rounds' time and only finds a schedule, where a round
-    that checks one more segment while it recomputes proves a bound: it waits until every such segment is
-    checked."""
+               checked: bool = True, placing: bool = True) -> bool:
+    """The answer's recomputes moved earlier or repaired, then placed exactly (and, once every segment it
+    overflows in is `checked`, on small graphs, another answer's): whether a schedule that fits and meets the
+    bound came of it (`found` keeps any that fits). An exact placement can take all the rounds' time and only
+    finds a schedule, where a round that checks those segments while they recompute proves a bound: until
+    they are checked, it gets a small share of the time, and none at all (not `placing`) before the first
+    round that checks any (that round often proves the optimum)."""
     until = growing.at if not math.isinf(growing.at) else None
     placed = moved_earlier(problem.graph, answer, budget, until)
     found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
     if placed is None:
         placed = _repaired(problem, budget, found, best, until)
-    if placed is None and exactly:
+    if placed is None and placing:
         known = found.cheapest(problem)
-        placed = placed_exactly(problem.graph, answer, budget, _share(growing, PLACE_SHARE), deadline.threads,
+        share = PLACE_SHARE if checked else PLACE_FIRST_SHARE
+        placed = placed_exactly(problem.graph, answer, budget, _share(growing, share), deadline.threads,
                                 as_cheap_as(best.cost), None if known is None else known.cost(problem.graph))
         found.add(problem, placed, "the relaxation's answer, placed exactly")
-    if placed is None and small and exactly:
+    if placed is None and small and checked:
         placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
                                      growing)
         found.add(problem, placed, "another answer of the relaxation's, placed exactly")
