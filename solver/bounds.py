@@ -26,16 +26,17 @@ over the budget. When the replayed schedule fits, it costs what the bound proves
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
 answer is moved or repaired where that is quick; failing that, memory is also checked while the segments'
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
-read), every segment it goes over in at once: the rounds still prove bounds. Once every such segment is checked,
-the answer is placed exactly (solver/realise.py), or another answer of the round, as cheap where one is
-(equal-cost answers abound, and only some of them place): that only finds a schedule, and can take all the time
-the rounds have, so it comes after them. Failing that, later rounds keep the excess free at the point. That is a
-heuristic: those rounds find schedules, not bounds, and solve() weighs what they find against the bound. An
-answer that never fits is still a start for a repair. A round over many points can take longer than the whole
-limit on a big graph, so the rounds leave a share of their time to walk the newest answer that overflowed to a
-schedule that fits (solver/realise.py: the relaxation solved again only around each stage it goes over, the rest
-kept): often the optimum, where the bound already proves it. If no schedule met the bound, the time left goes to
-the strongest form: every binding point, every segment checked while it recomputes.
+read), every segment it goes over in at once: the rounds still prove bounds. After that round, the answer is
+placed exactly (solver/realise.py), and once every such segment is checked, another answer of the round, as
+cheap where one is (equal-cost answers abound, and only some of them place): that only finds a schedule, and can
+take all the time the rounds have, so it comes after them, on a small share of the time until they are all
+checked. Failing that, later rounds keep the excess free at the point. That is a heuristic: those rounds find
+schedules, not bounds, and solve() weighs what they find against the bound. An answer that never fits is still a
+start for a repair. A round over many points can take longer than the whole limit on a big graph, so the rounds
+leave a share of their time to walk the newest answer that overflowed to a schedule that fits
+(solver/realise.py: the relaxation solved again only around each stage it goes over, the rest kept): often the
+optimum, where the bound already proves it. If no schedule met the bound, the time left goes to the strongest
+form: every binding point, every segment checked while it recomputes.
 """
 from __future__ import annotations
 
