@@ -306,15 +306,17 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
         why = "--no-simulate" if not options.simulate else "the host check did not run"
         return {flow: not_simulated(flow, why) for flow in flows}
     kit = find_kit(options.gvsoc)
-    if split is not None:
-        return {flow: simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
-                                     kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress)
-                for flow in flows}
     data = verification.data
-    return {flow: simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
-                                data.golden, verification.outputs, plan.order, sources, kit,
-                                outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)
-            if flow == "tiled" or options.simulate_non_tiled or isinstance(kit, NoKit)
+
+    def simulated(flow: str) -> GvsocRecord:
+        if split is not None:
+            return simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
+                                  kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress)
+        return simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
+                             data.golden, verification.outputs, plan.order, sources, kit,
+                             outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)
+
+    return {flow: simulated(flow) if flow == "tiled" or options.simulate_non_tiled or isinstance(kit, NoKit)
             else not_simulated(flow, NON_TILED_ON_REQUEST)
             for flow in flows}
 

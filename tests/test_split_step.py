@@ -177,6 +177,8 @@ def test_simplemlps_two_networks_train_on_the_host_and_on_gvsoc_by_the_branchs_h
     assert tiled.cycles > 0 and tiled.optimizer_cycles > 0 and (out / tiled.log).is_file()
     assert len(tiled.state) == 7 and tiled.state["input_2"].startswith("2048:")   # the device's weights, hashed
     assert report.deeploy_optimizer and report.deeploy_optimizer["tiled"].arena["L3"] == 0   # all of it shared
+    non_tiled = report.gvsoc["non_tiled"]            # simulated on request only, as for one network
+    assert non_tiled.cycles is None and "--simulate-non-tiled" in non_tiled.reason
 
 
 @pytest.mark.deeploy
