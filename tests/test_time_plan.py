@@ -26,12 +26,22 @@ def resnet(tmp_path_factory):
 
 def test_whether_models_fit_depends_on_size_and_limit_only(resnet):
     problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
-    recomputes = sum(len(problem.recompute_stages(i)) for i in range(problem.n))
-    needed = 2 * recomputes * time_plan.BUILD_SECONDS_PER_RECOMPUTE
+    needed = 2 * time_plan.model_seconds(problem)
     share = (1 - time_plan.BOUND_UNTIL) * (1 - time_plan.RESERVE_SHARE)
     assert time_plan.models_fit(problem, TimePlan(0.0, None))
     assert time_plan.models_fit(problem, TimePlan(0.0, 1.01 * needed / share))
     assert not time_plan.models_fit(problem, TimePlan(0.0, 0.99 * needed / share))
+
+
+def test_models_that_fit_are_run_not_only_built(resnet):
+    """Where the models fit, each one's share covers its build, its handover to HiGHS (by the built model's own
+    size, what run_model checks before it runs one) and a stage's least run: else it is built for nothing."""
+    problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
+    recomputes = sum(len(problem.recompute_stages(i)) for i in range(problem.n))
+    variables = len(milp.build(problem, baselines(resnet).graph_order_peak // 2).lp.variables())
+    least = recomputes * time_plan.BUILD_SECONDS_PER_RECOMPUTE + time_plan.MIN_STAGE_SECONDS \
+        + variables * time_plan.HANDOVER_SECONDS_PER_VARIABLE
+    assert time_plan.model_seconds(problem) >= 0.9 * least
 
 
 def test_without_the_models_the_bound_and_repairs_still_answer(resnet, monkeypatch):
