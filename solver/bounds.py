@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from ckpt.events import Incumbent, LowerBound, Progress, ignore
 from ckpt.solver.greedy import greedy, outside_space, polish
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import by_first_reader, moved_earlier, overflow, placed_exactly, walked
+from ckpt.solver.realise import by_first_reader, moved_earlier, over_at_own_op, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import RELAXATION_GAP, Relaxation, Span
 from ckpt.solver.schedule import Decisions
 from ckpt.solver.simulate import memory_trace, plain_sequence
@@ -198,9 +198,11 @@ class _Deadline:
 
 def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int], best: Bound, deadline: _Deadline,
                                enough: float, every: list[int], found: _Found) -> Bound:
-    """Solve over `chosen`, then add the stages its realised schedule overflows as points, until that
-    schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out. Where the schedule
-    overflows only while recompute chains run (intermediates no point sees), the quick repairs are tried;
+    """Solve over `chosen`, then add the stages whose own op its realised schedule runs over the budget as
+    points, until that schedule fits, the bound reaches `enough`, nothing is left to add, or time runs out (a
+    stage it goes over in only while recomputes run would not cut the answer off as a point: the round would
+    give it again). Where the schedule overflows only while recompute chains run (intermediates no point sees),
+    the moves of its recomputes are tried (the repairs wait for the first round that checks them);
     failing that, memory is checked while each segment it overflows in recomputes (`chained`, the segment
     shortened to start at the binding point before it: a short segment keeps the check tight), all of them in
     the next round (one a round takes a round each, and the rounds grow slower): still a bound. Once every
@@ -231,7 +233,8 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         over, in_recomputes = overflow(problem.graph, found.sketch, budget)
         if not over and not outside_space(problem.graph, found.sketch):
             break                      # it fits (kept by `found`), at a cost above the bound
-        added = [t for t in over if t not in chosen][:GROWTH]
+        at_ops = over_at_own_op(problem.graph, found.sketch, budget)
+        added = [t for t in over if t not in chosen and t in at_ops][:GROWTH]
         if added:   # a new round over more points, without headroom: it proves a bound again
             if found.sketch.cost(problem.graph) <= as_cheap_as(bound.cost):   # solved to the end: a good start
                 newest = _Answer(chosen, answer, frozenset(chained))
@@ -266,7 +269,7 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
     until = growing.at if not math.isinf(growing.at) else None
     placed = moved_earlier(problem.graph, answer, budget, until)
     found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
-    if placed is None:
+    if placed is None and placing:     # before that round, the repairs wait for the repair stage
         placed = _repaired(problem, budget, found, best, until)
     if placed is None and placing:
         known = found.cheapest(problem)

@@ -166,6 +166,16 @@ def overflow(graph: TrainGraph, schedule: Decisions, budget: int) -> tuple[list[
     return sorted((t for t, peak in peaks.items() if peak > budget), key=lambda t: (-peaks[t], t)), during
 
 
+def over_at_own_op(graph: TrainGraph, schedule: Decisions, budget: int) -> set[int]:
+    """Stages whose own op (not a recompute before it) runs above the budget in `schedule`: the stages where a
+    point of the relaxation cuts its answer off. Elsewhere it goes over only while recomputes run, which a
+    point over that stage does not see."""
+    seq = schedule.sequence(graph)
+    result = memory_trace(graph, seq)
+    return {stage for (_, is_recompute), stage, level in zip(seq, result.stage_of, result.levels)
+            if not is_recompute and level > budget}
+
+
 def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: float | None,
                    threads: int | None = 1, enough: float | None = None, below: int | None = None
                    ) -> Decisions | None:

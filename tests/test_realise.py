@@ -14,7 +14,7 @@ from ckpt.solver.bounds import over_budget_points
 from ckpt.solver.greedy import outside_space
 from ckpt.solver.onnx_loader import load_graph
 from ckpt.solver.problem import Problem
-from ckpt.solver.realise import WALK_RISE, by_first_reader, overflow, placed_exactly, walked
+from ckpt.solver.realise import WALK_RISE, by_first_reader, over_at_own_op, overflow, placed_exactly, walked
 from ckpt.solver.relaxation import Relaxation
 from ckpt.solver.simulate import memory_trace
 from ckpt.solver.views import collapsed
@@ -158,3 +158,27 @@ def test_an_exact_placement_capped_below_a_known_cost_is_cheaper_or_none(graph, 
     cost = placed.cost(problem.graph)
     assert placed_exactly(problem.graph, answer, budget, None, below=cost) is None
     assert placed_exactly(problem.graph, answer, budget, None, below=cost + 1).cost(problem.graph) == cost
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
+def test_a_stage_is_over_at_its_own_op_or_only_while_recomputes_run(graph, squeeze):
+    """The stages an answer's realised schedule goes over split in two: those where the stage's own op runs above
+    the budget (a point there cuts the answer off), and those where only recomputes do (only a check while
+    they run sees them); and where its own op runs, the replay is above the budget."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(reorder(graph, list(base.min_memory_order)))
+    points = over_budget_points(problem, budget)
+    assume(points)
+    _, bound, answer = strongest_answer(problem, budget, points[:1])
+    assume(answer is not None)
+    sketch = by_first_reader(problem.graph, answer)
+    over, during = overflow(problem.graph, sketch, budget)
+    at_ops = over_at_own_op(problem.graph, sketch, budget)
+    assert at_ops <= set(over)
+    assert set(over) - at_ops <= set(during)
+    seq = sketch.sequence(problem.graph)
+    trace = memory_trace(problem.graph, seq)
+    own = {stage: level for (_, again), stage, level in zip(seq, trace.stage_of, trace.levels) if not again}
+    assert at_ops == {t for t, level in own.items() if level > budget}
