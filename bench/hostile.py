@@ -57,6 +57,7 @@ class Case:
     keeps: bool = False                     # a failed check whose report is its output (a replay): kept
     release: tuple[int, ...] | None = None  # the codes with Deeploy's release, where its training branch differs
     smoke: bool = False                     # among --smoke's cases
+    reads: tuple[str, ...] = ()             # fixtures its setup reads (beside those its args name)
 
 
 @dataclass
@@ -67,13 +68,35 @@ class Fixtures:
 
     def lacks(self, case: Case) -> str | None:
         """Why `case` cannot run here (a fixture it names could not be made), None when it can."""
-        return next((why for name, why in self.missing.items() if "{" + name + "}" in " ".join(case.args)), None)
+        named = " ".join(case.args) + " " + " ".join("{" + name + "}" for name in case.reads)
+        return next((why for name, why in self.missing.items() if "{" + name + "}" in named), None)
 
     def __getitem__(self, name: str) -> str:
         return self.paths[name]
 
 
 # --------------------------------------------------------------------------- fixtures
+
+SPLIT_FIXTURES = ("train", "optimizer", "other_optimizer", "lone", "split_seq")   # from the shared split steps
+
+
+def _split_fixtures(fx: Fixtures, root: Path, shared: Path, names: tuple[str, ...]) -> None:
+    """SimpleMLP's split step (and another model's optimizer graph) copied from the shared models, one copy
+    without its optimizer graph, and a schedule solved on it."""
+    split = root / "split"
+    for name in names:
+        shutil.copytree(shared / name, split / name)
+    fx.paths["train"] = str(split / "simplemlp_train")
+    fx.paths["optimizer"] = str(split / "simplemlp_optimizer")
+    fx.paths["other_optimizer"] = str(split / "autoencoder_optimizer")
+    lone = root / "lone" / "simplemlp_train"
+    shutil.copytree(split / "simplemlp_train", lone)
+    fx.paths["lone"] = str(lone)
+    split_seq = root / "split_seq.json"
+    done = _ckpt("solve", str(split / "simplemlp_train"), "--budget", "1MB", "-o", str(split_seq))
+    assert done.returncode == 0, done.stderr
+    fx.paths["split_seq"] = str(split_seq)
+
 
 
 def _ckpt(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -93,21 +116,13 @@ def make_fixtures(root: Path, deeploy: bool) -> Fixtures:
     done = _ckpt("solve", str(mlp), "--budget", "1MB", "-o", str(seq))
     assert done.returncode == 0, done.stderr
     fx.paths["mlp_seq"] = str(seq)
-    split = root / "split"
     shared = shared_models()
-    for name in ("simplemlp_train", "simplemlp_optimizer", "autoencoder_optimizer"):
-        if (shared / name).is_dir():
-            shutil.copytree(shared / name, split / name)
-    fx.paths["train"] = str(split / "simplemlp_train")
-    fx.paths["optimizer"] = str(split / "simplemlp_optimizer")
-    fx.paths["other_optimizer"] = str(split / "autoencoder_optimizer")
-    lone = root / "lone" / "simplemlp_train"
-    shutil.copytree(split / "simplemlp_train", lone)
-    fx.paths["lone"] = str(lone)
-    split_seq = root / "split_seq.json"
-    done = _ckpt("solve", str(split / "simplemlp_train"), "--budget", "1MB", "-o", str(split_seq))
-    assert done.returncode == 0, done.stderr
-    fx.paths["split_seq"] = str(split_seq)
+    names = ("simplemlp_train", "simplemlp_optimizer", "autoencoder_optimizer")
+    if not all((shared / name).is_dir() for name in names):
+        why = f"no split step of Deeploy's training branch at {shared} (set CKPT_SHARED_MODELS)"
+        fx.missing.update({name: why for name in SPLIT_FIXTURES})
+    else:
+        _split_fixtures(fx, root, shared, names)
     fx.paths["level_seq"] = str(_level_schedule(root, seq))
     if deeploy:
         cct = root / "cct"
@@ -422,6 +437,7 @@ def cases() -> list[Case]:
                                                                               _retype_input),
                              ("an update of another shape", _reshape_output)):
             add(f"{command[0]} pair: {name}", "split steps", command, setup=split_pair(change),
+                reads=("train", "optimizer"),
                 smoke=command[0] == "verify" and change is _retype_input)
     for command in (["solve", "{train}", "--optimizer", "{other_optimizer}", *out],
                     ["inspect", "{train}", "--optimizer", "{other_optimizer}"],
@@ -441,6 +457,7 @@ def cases() -> list[Case]:
         ["replay", "{split_seq}", "--model", "{lone}", "--no-verify", "-o", "{dir}/r"], (0,))
     add("verify with outputs.npz lacking loss", "split steps", ["verify", "{dir}/pair/simplemlp_train"], (0, 1),
         setup=both(split_pair(lambda m: None), lambda d, fx: _no_loss(d / "pair" / "simplemlp_train")),
+        reads=("train", "optimizer"),
         says="not compared: 1 tensor(s) the step writes that outputs.npz does not hold (loss)")
     add("verify the whole split step", "split steps", ["verify", "{train}"], (0,), says="update(s) by the optimizer")
     add("verify a split step on siracusa", "split steps", ["verify", "{train}", "--target", "siracusa"], (0,),
