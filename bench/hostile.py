@@ -137,6 +137,9 @@ def make_fixtures(root: Path, deeploy: bool) -> Fixtures:
         big = root / "big"           # constants alone beyond Siracusa's L2
         write_example("mlp", big, layers=2, width=768, in_dim=768, batch=1)
         fx.paths["big"] = str(big)
+        lowered = _ckpt("inspect", str(mlp), "--target", "siracusa")   # the training branch lowers no MLP example
+        if lowered.returncode != 0:
+            fx.missing["big"] = fx.missing["mlp_lowered"] = lowered.stderr.strip().splitlines()[-1]
     return fx
 
 
@@ -534,7 +537,7 @@ def cases() -> list[Case]:
         ["sweep", "0.9:0.9", "--model", "{mlp}", "--costs", "gvsoc", "-o", "{dir}/new"], deeploy=True)
     add("sweep into an emit-ci folder of the user's", "sweep folders",
         ["sweep", "0.9:0.9", "--model", "{mlp}", "--emit-ci", "{dir}/e", "-o", "{dir}/sw"], (0,),
-        setup=folder_with("DeeployTest/", under="e"), deeploy=True)
+        setup=folder_with("DeeployTest/", under="e"), deeploy=True, reads=("mlp_lowered",))
     add("sweep into a file", "sweep folders", ["sweep", "--model", "{mlp}", "-o", "{dir}/f"], setup=text("f", "x"))
     add("sweep --no-verify into a new folder", "sweep folders",
         ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "--no-verify", "-o", "{dir}/new"], (0,),
