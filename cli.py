@@ -29,6 +29,7 @@ from ckpt.cli_common import (
     deeploy_root_option,
     given,
     gvsoc_options,
+    gvsoc_options_unused,
     gvsoc_timeout_option,
     home_option,
     model_or_default,
@@ -348,11 +349,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     refuse_ignored(
         (steps > 1 and (no_verify or no_code), f"--steps {steps}", "the steps run the generated code, and "
          + (no_code or "--no-verify skips its run"), "drop --steps" + ("" if no_code else ", or --no-verify")),
-        *((option is not None and (no_simulate or no_verify or replayed_on not in SIMULATED_TARGETS), name,
-           "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
-           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {replayed_on}", f"drop {name}")
-          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"),
-                               (simulate_non_tiled or None, "--simulate-non-tiled"))),
+        *gvsoc_options_unused(replayed_on, no_simulate, no_verify, gvsoc=gvsoc, gvsoc_timeout=gvsoc_timeout,
+                              simulate_non_tiled=simulate_non_tiled),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
         (optimizer is not None and no_verify, "--optimizer", "it completes the host check's step, which --no-verify "
@@ -490,11 +488,8 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
          "add --emit-ci DIR, or drop --ci-test-name"),
         (ci_test_name is not None and len(models) > 1, "--ci-test-name", "it names one model's test, and "
          f"{len(models)} models are swept", "drop --ci-test-name (each model gets Models/Training/<folder>)"),
-        *((option is not None and (no_simulate or no_verify or target not in SIMULATED_TARGETS), name,
-           "--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
-           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}", f"drop {name}")
-          for option, name in ((gvsoc, "--gvsoc"), (gvsoc_timeout, "--gvsoc-timeout"),
-                               (simulate_non_tiled or None, "--simulate-non-tiled"))),
+        *gvsoc_options_unused(target, no_simulate, no_verify, gvsoc=gvsoc, gvsoc_timeout=gvsoc_timeout,
+                              simulate_non_tiled=simulate_non_tiled),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
         (method == "greedy" and given("solver"), f"--solver {solver}", "--method greedy runs no MILP",

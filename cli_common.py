@@ -12,7 +12,15 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ckpt.deeploy_bridge.setup import DEEPLOY_TARGETS, DEFAULT_SETUP, HOMES, Allocator, Flow, WeightUpdate
+from ckpt.deeploy_bridge.setup import (
+    DEEPLOY_TARGETS,
+    DEFAULT_SETUP,
+    HOMES,
+    SIMULATED_TARGETS,
+    Allocator,
+    Flow,
+    WeightUpdate,
+)
 from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
 from ckpt.paths import model_files
@@ -111,6 +119,18 @@ def refuse_ignored(*rules: tuple[bool, str, str, str]) -> None:
     for ignored, option, why, way_out in rules:
         if ignored:
             raise CkptError(f"{option} does nothing here: {why}", way_out)
+
+
+def gvsoc_options_unused(target: str, no_simulate: bool, no_verify: bool, **options: object
+                         ) -> list[tuple[bool, str, str, str]]:
+    """refuse_ignored's rules for the gvsoc options given (`options`: keyword = option name with dashes for
+    underscores; None or False when not given): they do nothing without a gvsoc run."""
+    why = ("--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
+           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}")
+    unused = no_simulate or no_verify or target not in SIMULATED_TARGETS
+    names = {key: "--" + key.replace("_", "-") for key in options}
+    return [(unused and value is not None and value is not False, names[key], why, f"drop {names[key]}")
+            for key, value in options.items()]
 
 
 def check_home(home: str, target: str) -> None:
