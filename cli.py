@@ -51,7 +51,7 @@ from ckpt.deeploy_bridge.setup import (
     WeightUpdate,
 )
 from ckpt.errors import CkptError, ExitCode
-from ckpt.solver.options import Backend, Method, Objective, Policy, StageOrder, Views, values
+from ckpt.solver.model.options import Backend, Method, Objective, Policy, StageOrder, Views, values
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 
@@ -136,10 +136,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     from ckpt.pipeline.on_chip import refuse_floor_before_code, unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
-    from ckpt.solver.backends import BackendOptions
     from ckpt.solver.budget import parse_budget, parse_total
-    from ckpt.solver.onnx_loader import optimizer_path
-    from ckpt.solver.records import SolveOptions
+    from ckpt.solver.graph.onnx_loader import optimizer_path
+    from ckpt.solver.model.backends import BackendOptions
+    from ckpt.solver.model.records import SolveOptions
 
     check_output_file(output)
     if (policy == "top-k") != (k is not None):
@@ -267,7 +267,7 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc,
 def inspect_command(model, target, top, weights, home, optimizer):
     """Sizes, baseline peaks, the floor and, for a Deeploy target, static + arena = total per memory level."""
     from ckpt.pipeline.inspect import inspect_lines
-    from ckpt.solver.onnx_loader import optimizer_path
+    from ckpt.solver.graph.onnx_loader import optimizer_path
 
     chosen = tiled_weights(weights, target, None)
     check_home(home, target)
@@ -337,7 +337,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.replay.summary import failure_line, summary_lines
     from ckpt.replay.verification import check_complete_step, check_split_step
     from ckpt.schedule_file import read_schedule
-    from ckpt.solver.onnx_loader import optimizer_path
+    from ckpt.solver.graph.onnx_loader import optimizer_path
 
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
@@ -402,7 +402,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
     from ckpt.replay.run import schedule_target
     from ckpt.replay.verification import verify_model
     from ckpt.schedule_file import read_schedule
-    from ckpt.solver.onnx_loader import optimizer_path
+    from ckpt.solver.graph.onnx_loader import optimizer_path
 
     refuse_ignored((force and schedule is None, "--force", "it lets --schedule replay a schedule of another graph, "
                     "and no --schedule is given", "drop --force"))
@@ -471,9 +471,9 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
     from ckpt.replay.run import ReplayOptions
     from ckpt.replay.verification import check_complete_step, check_split_step
-    from ckpt.solver.backends import BackendOptions
-    from ckpt.solver.onnx_loader import optimizer_path
-    from ckpt.solver.records import SolveOptions
+    from ckpt.solver.graph.onnx_loader import optimizer_path
+    from ckpt.solver.model.backends import BackendOptions
+    from ckpt.solver.model.records import SolveOptions
 
     fractions = parse_range(budget_range, step, points)
     weights = tiled_weights(weights, target, flow)

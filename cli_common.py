@@ -150,7 +150,7 @@ def check_allocator(allocator: str, target: str) -> None:
 
 def model_or_default(model: str | None) -> str:
     from ckpt.replay.verification import check_step_data
-    from ckpt.solver.onnx_loader import check_training_graph
+    from ckpt.solver.graph.onnx_loader import check_training_graph
 
     if model is None:
         return default_model()

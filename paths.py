@@ -28,7 +28,7 @@ def optimizer_graph(model: str | Path, given: str | Path | None = None) -> Path 
     """The optimizer graph that completes a split training step (Deeploy's training branch): the one `given`
     (an .onnx, or a folder holding network.onnx), else `optimizer.onnx` beside the model's network.onnx, else
     the sibling folder `<name>_optimizer` of a folder `<name>_train`; None when there is none (one that is
-    given is returned as it is: solver.onnx_loader.optimizer_path checks it is there)."""
+    given is returned as it is: solver.graph.onnx_loader.optimizer_path checks it is there)."""
     if given is not None:
         return model_files(given)[0]
     folder = model_files(model)[0].parent

@@ -37,7 +37,7 @@ class GraphId:
     """The graph a schedule was solved on: what a replay checks before it touches anything."""
 
     nodes: int | None = None
-    names_sha256: str | None = None        # sha256 of the sorted node names (solver.graph.TrainGraph.fingerprint)
+    names_sha256: str | None = None        # sha256 of the sorted node names (solver.graph.graph.TrainGraph.fingerprint)
     model_sha256: str | None = None
     target: str | None = None
     weights: str | None = None             # the weight layout its order respects (in-place: readers first)
@@ -75,7 +75,7 @@ class Predicted:
     levels: dict | None = None             # Deeploy target: per level static, arena, live_max, total, ...
     arena_bytes: int | None = None         # the non-tiled flow's arena ckpt lays out (live peak + layout excess)
     step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
-    optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.step_pair)
+    optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.graph.step_pair)
     optimizer_cycles: int | None = None    # a split step, measured costs: its optimizer network per update
 
     @property

@@ -40,11 +40,11 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.onnx_loader import data_inputs
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.simulate import memory_trace, plain_sequence
+from ckpt.solver.graph.onnx_loader import data_inputs
+from ckpt.solver.graph.simulate import memory_trace, plain_sequence
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 TARGET = "siracusa"
 SMOKE = {"range": "0.8:0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes

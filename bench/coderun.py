@@ -30,9 +30,9 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import baseline_schedule
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, write_schedule
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 SMOKE = {"budgets": "1.0", "time_limit": 10.0}   # the baseline and one point
 

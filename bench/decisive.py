@@ -36,9 +36,9 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
-from ckpt.solver.records import SolveOptions, Status
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions, Status
 from ckpt.solver.solve import solve
 
 SMOKE = {"graphs": "mlp,cct1", "step": 0.25, "time_limit": 5.0}   # generated graphs only, a few budgets each

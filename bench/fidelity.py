@@ -3,11 +3,11 @@ schedule uses, on CCT2_FT2 lowered for Siracusa.
 
 Rows: the graph order, the min-memory order, and schedules solved at 0.9/0.8/0.7/0.6 of the graph-order peak.
 Columns (bytes):
-  predicted   ckpt's replay simulator (solver/simulate.py) on the lowered graph
+  predicted   ckpt's replay simulator (solver/graph/simulate.py) on the lowered graph
   code live   live bytes of the non-tiled RunNetwork as Deeploy writes it (--allocator heap; malloc/free replayed:
               deeploy_bridge/code_memory)
   code heap   smallest PMSIS first-fit L2 heap that code runs in (live bytes + fragmentation)
-  pred heap   ckpt's own heap model (solver/heap.py) on the replay's events: should equal code heap
+  pred heap   ckpt's own heap model (solver/memory/heap.py) on the replay's events: should equal code heap
   Deeploy nt  Deeploy's own non-tiled counter (worstCaseBufferSize), which over-counts (see memory.py)
   L3/L2/L1    the tiled flow's arena per level (TetrisRandom): static placement, graph I/O included
   L3 live     the tiler's own lifetimes at L3, activations only (no I/O, no packing loss): an allocator's floor
@@ -38,12 +38,12 @@ from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.heap import heap_bytes
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.simulate import RunSequence, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.simulate import RunSequence, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.memory.heap import heap_bytes
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 TETRIS = replace(DEFAULT_SETUP, allocator=Allocator.TETRIS)   # this table's tiled columns: Deeploy's own packing
 HEAP = replace(DEFAULT_SETUP, allocator=Allocator.HEAP)       # its code columns: Deeploy's own malloc/free code

@@ -34,9 +34,9 @@ from ckpt.replay.report import ReplayReport, SimStatus
 from ckpt.replay.run import ReplayOptions
 from ckpt.replay.verification import step_data
 from ckpt.schedule_file import clone_of
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.onnx_loader import read_model
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.onnx_loader import read_model
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 from ckpt.targets import TARGET_TABLE
 
 SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}

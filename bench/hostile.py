@@ -34,7 +34,7 @@ from common import parse_args
 
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
-from ckpt.solver.model_file import open_model
+from ckpt.solver.graph.model_file import open_model
 
 SMOKE = {"smoke_cases": True, "no_deeploy": True}
 BRANCH = importlib.util.find_spec("Deeploy") is not None and importlib.util.find_spec(

@@ -26,9 +26,9 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import carried
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import LevelTotal, parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 SMOKE = {"budgets": "0.8:0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes
 TARGET = "siracusa"

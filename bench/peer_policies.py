@@ -41,10 +41,10 @@ from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document  # noq
 from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow, replayed_row, solved_row  # noqa: E402
 from ckpt.replay.run import ReplayOptions, replay_schedule  # noqa: E402
 from ckpt.schedule_file import write_schedule  # noqa: E402
-from ckpt.solver.backends import BackendOptions  # noqa: E402
 from ckpt.solver.budget import parse_budget  # noqa: E402
-from ckpt.solver.options import Policy  # noqa: E402
-from ckpt.solver.records import SolveOptions  # noqa: E402
+from ckpt.solver.model.backends import BackendOptions  # noqa: E402
+from ckpt.solver.model.options import Policy  # noqa: E402
+from ckpt.solver.model.records import SolveOptions  # noqa: E402
 
 K_LISTS = {"dscnn": (1, 2, 3, 5, 8, 11, 12, 18), "resnet8": (1, 2, 4, 8, 11, 13, 16, 20),
            "mobilenetv1": (1, 4, 8, 16, 24, 32, 40, 48), "cct": (1, 2, 4, 9, 17, 19)}

@@ -67,9 +67,9 @@ def graph_label(kind: str, size: int) -> str:
 
 def prepare(kind: str, size: int, embed_dim: int, conv_channels: int, budget_text: str):
     """(graph, staged graph in the MILP's stage order, budget in bytes): what solve() itself will use."""
-    from ckpt.solver.baselines import baselines, reorder
     from ckpt.solver.budget import parse_budget
-    from ckpt.solver.onnx_loader import load_graph
+    from ckpt.solver.graph.baselines import baselines, reorder
+    from ckpt.solver.graph.onnx_loader import load_graph
     graph = load_graph(make_model(kind, size, embed_dim, conv_channels))
     base = baselines(graph)
     staged = reorder(graph, list(base.min_memory_order))
@@ -94,7 +94,7 @@ def estimate_variables(problem) -> int:
 # --- one row, in a worker process -------------------------------------------------------------------------
 def _instrument(events: list) -> None:
     """Time every milp.build and every solver run that solve() makes (patched in this worker only)."""
-    from ckpt.solver import milp, model_run
+    from ckpt.solver.model import milp, model_run
     build, run = milp.build, model_run.run
 
     def timed_build(*args, **kwargs):
@@ -131,8 +131,8 @@ def worker(conn, job: dict) -> None:
 
 def _work(job: dict) -> dict:
     from ckpt.errors import CkptError
-    from ckpt.solver.backends import BackendOptions
-    from ckpt.solver.records import SolveOptions
+    from ckpt.solver.model.backends import BackendOptions
+    from ckpt.solver.model.records import SolveOptions
     from ckpt.solver.solve import solve
     events: list = []
     _instrument(events)
@@ -161,9 +161,9 @@ def _timings(events: list) -> dict:
 
 
 def _build_only(staged, budget: int, start: float) -> dict:
-    from ckpt.solver import milp
-    from ckpt.solver.model_run import unpruned_variables
-    from ckpt.solver.problem import Problem
+    from ckpt.solver.model import milp
+    from ckpt.solver.model.model_run import unpruned_variables
+    from ckpt.solver.model.problem import Problem
     focused = milp.build(Problem(staged, focus=True), budget)
     del focused
     problem = Problem(staged)
@@ -309,7 +309,7 @@ def main() -> int:
 
     from ckpt.errors import CkptError
     from ckpt.solver.budget import parse_budget
-    from ckpt.solver.problem import Problem
+    from ckpt.solver.model.problem import Problem
     try:
         parse_budget(args.budget)
     except CkptError as err:
@@ -324,8 +324,8 @@ def main() -> int:
     for m in methods:
         if m not in ("milp", "greedy", "build"):
             parser.error(f"unknown method {m!r}: choose milp and/or greedy")
-    # solve() holds itself to the limit in wall-clock time (solver/time_plan.py) and kills a model run far past it
-    # (solver/watchdog.py); the watchdog is for a worker stuck outside the solver.
+    # solve() holds itself to the limit in wall-clock time (solver/model/time_plan.py) and kills a model run far past it
+    # (solver/model/watchdog.py); the watchdog is for a worker stuck outside the solver.
     watchdog = 2 * args.time_limit + WATCHDOG_SLACK
 
     shape = f" (embed dim {args.embed_dim}, conv channels {args.conv_channels})" if args.kind == "cct" else ""

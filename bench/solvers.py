@@ -3,7 +3,7 @@
 Prints one row per (budget, solver): variables, constraints, seconds, status, gap, predicted peak and recompute
 cost; the greedy heuristic alone is a row too.
 A row with 0 variables was proven before any MILP was built: a schedule (the greedy's, or the point relaxation's
-own answer replayed) met the relaxation's lower bound (solver/bounds.py, always on HiGHS). The gap is to the
+own answer replayed) met the relaxation's lower bound (solver/bounds/bounds.py, always on HiGHS). The gap is to the
 better of that bound and the solver's own.
 Run: python bench/solvers.py [--model DIR] [--time-limit S] [--budgets 0.9,0.8,0.7,0.6] [--solvers highs,cbc]
      [--smoke]   (the smallest run: a tiny MLP, one budget)
@@ -17,10 +17,10 @@ import time
 from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt.errors import CkptError
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
 
 SMOKE = {"budgets": "0.7", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes

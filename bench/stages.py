@@ -15,11 +15,11 @@ from common import MODEL_HELP, model_folder, parse_args
 
 from ckpt.errors import CkptError
 from ckpt.solver import stages as st
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.options import Method
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.options import Method
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
 
 SMOKE = {"budgets": "0.8", "time_limit": 10.0}   # on the tiny model, a budget met only by recomputes

@@ -31,8 +31,8 @@ from ckpt.budgets.executors import DaskExecutor, default_jobs
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.budgets.table import terminal_table
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 SMOKE = {"range": "1.0:1.0", "time_limit": 10.0}   # on the tiny model: the baseline and one point
 

@@ -27,8 +27,8 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.paths import shared_models
 from ckpt.pipeline.row import BASELINE
 from ckpt.replay.run import ReplayOptions
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 ZOO = ("simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "cct_lora_train")
 HEAD = ("| model | nodes | points run (all checks pass) | solve s | gvsoc s per point | train cycles graph order | "

@@ -8,7 +8,7 @@ from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.deeploy_identity import deeploy_label
 from ckpt.files import atomic_write, printable
 from ckpt.pipeline.row import REFERENCE, PointRow
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.records import SolveOptions
 from ckpt.targets import uses_deeploy
 
 

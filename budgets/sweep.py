@@ -58,10 +58,10 @@ from ckpt.pipeline.row import (
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import read_schedule
-from ckpt.solver.baselines import Baselines, baselines
-from ckpt.solver.costs import CostModel
-from ckpt.solver.onnx_loader import model_path
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.baselines import Baselines, baselines
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.onnx_loader import model_path
+from ckpt.solver.model.records import SolveOptions
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 

@@ -33,8 +33,8 @@ from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 
 from ckpt.schedule_file import clone_name, clone_of
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.layout import Block, Layout, aligned, lay_out
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.memory.layout import Block, Layout, aligned, lay_out
 
 from .buffers import buffer_bytes, elements_bytes
 from .errors import BridgeError

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckpt.solver.heap import smallest_heap
+from ckpt.solver.memory.heap import smallest_heap
 
 PREFIX = "DeeployNetwork_"
 TYPE_BYTES = {"void": 1, "char": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "float16_t": 2,
@@ -79,7 +79,7 @@ class CodeMemory:
     def heap_bytes(self, granule: int = 8) -> int:
         """Smallest L2 heap the code runs in with PMSIS's allocator: the live peak plus fragmentation.
 
-        The allocator model is ckpt.solver.heap (PMSIS first-fit). Globals malloc'ed in InitNetwork are
+        The allocator model is ckpt.solver.memory.heap (PMSIS first-fit). Globals malloc'ed in InitNetwork are
         never freed and only shift the heap, so RunNetwork is replayed alone."""
         events = [(kind, self.blocks[b].nbytes, b) for kind, b in self.events]
         return smallest_heap(events, granule, lower=self.peak_bytes)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer
 
-from ckpt.solver.graph import OPTIMIZER_OPS
+from ckpt.solver.graph.graph import OPTIMIZER_OPS
 
 from .buffers import buffer_bytes
 from .records import ConstantPlan

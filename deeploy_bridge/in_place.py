@@ -18,7 +18,7 @@ buffer that aliases a global one (the mechanism its Reshape views use: `_alias`)
    at its canonical array there too;
 4. at the end of the step (`refresh_code`, placed by ckpt's code assembly) every copy that repeats an updated
    weight's bytes is written again from it, so the next step's readers see the update.
-The order is the schedule's: every reader of a weight must run before its update (solver.in_place holds the
+The order is the schedule's: every reader of a weight must run before its update (solver.graph.in_place holds the
 solver to that). The other deployments (the non-tiled flow, the tiled flow with weights out of place) keep
 Deeploy's layout and write each update back at the end of the step (deeploy_bridge.write_back).
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from Deeploy.DeeployTypes import NodeTemplate
 from Deeploy.Targets.PULPOpen.Deployer import PULPDeployer
 
-from ckpt.solver.in_place import UPDATES_IN_PLACE
+from ckpt.solver.graph.in_place import UPDATES_IN_PLACE
 
 from .constants import ConstantPlan, constant_plan
 from .write_back import CHUNK, copy_code

@@ -16,7 +16,7 @@ from Deeploy.CommonExtensions import DataTypes
 from Deeploy.CommonExtensions.DataTypes import minimalFloatType, minimalIntegerType
 
 from ckpt.hostexec.step_layout import is_positional, positional_layout
-from ckpt.solver.onnx_loader import data_inputs
+from ckpt.solver.graph.onnx_loader import data_inputs
 
 from .errors import BridgeError
 

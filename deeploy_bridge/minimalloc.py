@@ -5,7 +5,7 @@ Deeploy's tiler, with `memoryAllocStrategy = "MiniMalloc"`, runs `$MINIMALLOC_IN
 (upper exclusive), output rows `id,lower,upper,size,offset` (Deeploy reads the offset from the last column, the
 size from the one before). `pip install ckpt` puts this program on the venv's PATH, so
 `MINIMALLOC_INSTALL_DIR=$(dirname $(which minimalloc))` lets Deeploy's runners use ckpt's layout
-(solver.layout). The CSV does not say which blocks are views, so they keep their own space here; ckpt's own
+(solver.memory.layout). The CSV does not say which blocks are views, so they keep their own space here; ckpt's own
 tiled runs lay out in process and leave views out (deeploy_bridge.arena). Exit codes: 0 laid out, 1 bad input,
 2 the layout does not fit the capacity.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_input_file, check_output_file
-from ckpt.solver.layout import Block, aligned, lay_out
+from ckpt.solver.memory.layout import Block, aligned, lay_out
 
 MAX_STEP = 2 ** 31 - 1      # a lifetime bound: a layer's step, far below any count a tiler reaches
 MAX_SIZE = 2 ** 40          # a block's bytes: a TiB, far above any memory level

@@ -12,7 +12,7 @@ from collections import Counter
 
 import onnx
 
-from ckpt.solver.onnx_loader import data_inputs
+from ckpt.solver.graph.onnx_loader import data_inputs
 
 from .errors import BridgeError
 

@@ -2,7 +2,7 @@
 
 Deeploy's non-tiled code mallocs every local buffer (a layer's outputs and its transient scratch) before the layer
 and frees it after its last reader, from PMSIS's first-fit L2 heap: what the code reserves then depends on how
-that heap fragments (deeploy_bridge.code_memory, solver.heap), a figure no solver can bound over all orders.
+that heap fragments (deeploy_bridge.code_memory, solver.memory.heap), a figure no solver can bound over all orders.
 ckpt takes the allocation out of the heap, on a deployer after its back end and before any code is written
 (`place_locals`):
 1. the events: MemoryManagementGeneration put, around each layer, one code snippet per allocation (the template
@@ -13,8 +13,8 @@ ckpt takes the allocation out of the heap, on a deployer after its back end and 
    buffers share one block, side by side, as ckpt's model has one scratch figure per execution. A buffer the code
    never frees lives to the last layer, unless nobody reads it (an output of a layer whose other outputs are read,
    which Deeploy allocates and never frees): its bytes are free again after its layer, as ckpt's model has it;
-3. the layout: solver.layout.lay_out_anonymous, the rule ckpt predicts the arena of a schedule with
-   (solver.static_arena), so the code's arena is the predicted one when the code's blocks are the model's;
+3. the layout: solver.memory.layout.lay_out_anonymous, the rule ckpt predicts the arena of a schedule with
+   (solver.memory.static_arena), so the code's arena is the predicted one when the code's blocks are the model's;
 4. the code: each allocation snippet becomes a pointer into the arena at the block's offset, each free
    nothing; the arena is declared and allocated once in InitNetwork with the platform's own templates, beside
    the graph's inputs and outputs (`arena_code`).
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from Deeploy.AbstractDataTypes import PointerClass, VoidType
 from Deeploy.DeeployTypes import NodeTemplate, StructBuffer, TransientBuffer
 
-from ckpt.solver.layout import Block, Layout, aligned, lay_out_anonymous
-from ckpt.solver.static_arena import WORD
+from ckpt.solver.memory.layout import Block, Layout, aligned, lay_out_anonymous
+from ckpt.solver.memory.static_arena import WORD
 
 from .buffers import buffer_bytes
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import onnx
 
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.in_place import with_in_place_updates
-from ckpt.solver.layout import Block
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.in_place import with_in_place_updates
+from ckpt.solver.memory.layout import Block
 
 from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 
@@ -88,7 +88,7 @@ class LoweredGraph:
 
     def deployed(self, graph: TrainGraph, weights: WeightUpdate) -> TrainGraph:
         """`graph` (of this lowered model, or a rewired copy of it) as the deployment writes its weights: in place,
-        the updates and the shared constant copies are aliases and readers come first (solver.in_place)."""
+        the updates and the shared constant copies are aliases and readers come first (solver.graph.in_place)."""
         if weights is WeightUpdate.IN_PLACE:
             return with_in_place_updates(graph, self.constants.shared())
         return graph

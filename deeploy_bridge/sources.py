@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from ckpt.paths import model_files
-from ckpt.solver.onnx_loader import data_inputs, open_model
+from ckpt.solver.graph.onnx_loader import data_inputs, open_model
 
 from .errors import BridgeError
 
@@ -62,7 +62,7 @@ def load_source(model: ModelLike, inputs: str | Path | dict | None = None) -> Mo
         onnx_path, npz_path, _ = model_files(model)
         if not onnx_path.is_file():
             raise BridgeError(f"no ONNX model at {onnx_path}")
-        opened = open_model(onnx_path)          # the command's one read of it (solver.model_file)
+        opened = open_model(onnx_path)          # the command's one read of it (solver.graph.model_file)
         proto = onnx.ModelProto()               # Deeploy's front end changes the constants of what it is given:
         proto.CopyFrom(opened.proto)            # the shared graph stays as the file says
         sha, label = opened.sha256, str(onnx_path)

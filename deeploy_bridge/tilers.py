@@ -14,7 +14,7 @@ from __future__ import annotations
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.TilerExtension import Tiler
 
-from ckpt.solver.layout import lay_out
+from ckpt.solver.memory.layout import lay_out
 
 from .arena import ALIGNMENT, LayoutLog, growth, place_blocks, size_blocks
 from .errors import BridgeError

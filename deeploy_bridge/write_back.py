@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckpt.solver.in_place import UPDATES_IN_PLACE
+from ckpt.solver.graph.in_place import UPDATES_IN_PLACE
 
 from .buffers import buffer_bytes
 from .constants import base_name, constant_plan

@@ -20,7 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from ckpt.hostexec.op_registry import BindContext, BoundNode, bind_node
-from ckpt.solver.onnx_loader import data_inputs
+from ckpt.solver.graph.onnx_loader import data_inputs
 
 
 class OrderError(ValueError):

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from ckpt.hostexec.executor import checked_against
-from ckpt.solver.step_pair import GRAD_BUFFER
+from ckpt.solver.graph.step_pair import GRAD_BUFFER
 
 
 @dataclass(frozen=True)

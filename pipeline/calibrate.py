@@ -33,8 +33,8 @@ from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.run import ESTIMATE_SCALE
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
 from ckpt.replay.verification import step_data
-from ckpt.solver.costs import COST_FILE_FORM, CostModel
-from ckpt.solver.onnx_loader import load_graph, open_model, read_model
+from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
+from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import TARGET_TABLE
 
 CALIBRATION_FORMAT = 3

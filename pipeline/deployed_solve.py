@@ -3,9 +3,9 @@
 The budget holds on what the device reserves, not only on live bytes. The solver works on the live activation
 peak; the figure the budget is checked on depends on the flow the schedule is deployed with:
 - `--budget` with the non-tiled flow (target none, or --flow non-tiled): the live activation peak, which is the
-  floor of the arena ckpt lays the code's buffers out in (solver.static_arena; the document reports the arena,
+  floor of the arena ckpt lays the code's buffers out in (solver.memory.static_arena; the document reports the arena,
   and its excess over the peak where the layout has one); with `--allocator heap`, the first-fit heap Deeploy's
-  own code would need for them, fragmentation included (solver.heap);
+  own code would need for them, fragmentation included (solver.memory.heap);
 - `--budget` with the tiled flow: the live activation peak, which is the activations' share of the home arena
   once ckpt lays it out (the arena adds the graph I/O that lives there; the document reports it);
 - `--budget-total LEVEL=SIZE` (tiled flow, home level): the static part (constants, and the step's own code and
@@ -31,16 +31,16 @@ from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
-from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget, LevelTotal
-from ckpt.solver.costs import CostModel
-from ckpt.solver.heap import GRANULE, heap_bytes
-from ckpt.solver.options import Policy
-from ckpt.solver.policies import branch_order, policy_result, top_k
-from ckpt.solver.records import SolveOptions, SolveResult
-from ckpt.solver.simulate import RunSequence
+from ckpt.solver.graph.baselines import graph_order_peak
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.simulate import RunSequence
+from ckpt.solver.memory.heap import GRANULE, heap_bytes
+from ckpt.solver.memory.static_arena import arena_layout
+from ckpt.solver.model.options import Policy
+from ckpt.solver.model.records import SolveOptions, SolveResult
+from ckpt.solver.policies.policies import branch_order, policy_result, top_k
 from ckpt.solver.solve import solve
-from ckpt.solver.static_arena import arena_layout
 
 MAX_TIGHTENINGS = 12      # solves spent bringing the deployed figure under the budget
 

@@ -8,11 +8,11 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.replay.predict import predicted_levels
-from ckpt.solver.baselines import Baselines, baselines
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.heap import heap_bytes
-from ckpt.solver.simulate import RunSequence, memory_trace, plain_sequence
-from ckpt.solver.static_arena import arena_layout
+from ckpt.solver.graph.baselines import Baselines, baselines
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
+from ckpt.solver.memory.heap import heap_bytes
+from ckpt.solver.memory.static_arena import arena_layout
 
 
 def inspect_lines(source: str, target: str, top: int, progress: Progress = ignore,

@@ -6,7 +6,7 @@ The home level holds a static part and the arena ckpt lays out there:
   the caller);
 - the arena: at least the most bytes its blocks hold at once (their live maximum), which ckpt's layout
   reaches (checked for every schedule: where it does not, the arena's budget is tightened by the excess).
-That live maximum is the live peak of the arena model (solver.resident: graph I/O counted where the arena holds
+That live maximum is the live peak of the arena model (solver.memory.resident: graph I/O counted where the arena holds
 it, scratch left to L1) for the same schedule: equal where every op writes one activation (Deeploy's lowered
 CCTs), at most it otherwise (Deeploy keeps an unread second output to the last layer). So for every schedule
 
@@ -29,14 +29,14 @@ from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.load import LoadedModel
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.budget import LevelTotal
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.heap import GRANULE
-from ckpt.solver.onnx_loader import io_names
-from ckpt.solver.options import StageOrder
-from ckpt.solver.records import SolveOptions, SolveResult, Status
-from ckpt.solver.resident import arena_resident, real_sequence, resident_order, resident_sequence
-from ckpt.solver.result import planned_sequence, result_on
-from ckpt.solver.simulate import RunSequence, memory_trace
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.onnx_loader import io_names
+from ckpt.solver.graph.simulate import RunSequence, memory_trace
+from ckpt.solver.memory.heap import GRANULE
+from ckpt.solver.memory.resident import arena_resident, real_sequence, resident_order, resident_sequence
+from ckpt.solver.model.options import StageOrder
+from ckpt.solver.model.records import SolveOptions, SolveResult, Status
+from ckpt.solver.realise.result import planned_sequence, result_on
 from ckpt.solver.solve import solve, stage_order
 from ckpt.targets import TARGET_TABLE
 
@@ -52,7 +52,7 @@ class LevelModel:
     level: str
     constants: int
     code: int
-    graph: TrainGraph                 # the arena model (solver.resident)
+    graph: TrainGraph                 # the arena model (solver.memory.resident)
     order: tuple[str, ...]            # its stage order: the real graph's, between the synthetic ops
 
     @property

@@ -7,10 +7,10 @@ from pathlib import Path
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
-from ckpt.solver.costs import CostModel
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.onnx_loader import check_training_graph, load_graph, open_model, optimizer_path
-from ckpt.solver.step_pair import OptimizerFigures, optimizer_figures
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.onnx_loader import check_training_graph, load_graph, open_model, optimizer_path
+from ckpt.solver.graph.step_pair import OptimizerFigures, optimizer_figures
 from ckpt.targets import uses_deeploy
 
 
@@ -31,7 +31,7 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
                     weights: WeightUpdate = DEFAULT_SETUP.weights, optimizer: str | Path | None = None,
                     home: str = DEFAULT_SETUP.default_mem_level) -> LoadedModel:
     """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target;
-    with weights updated in place, the graph says so (solver.in_place) and shares each constant's copies. The
+    with weights updated in place, the graph says so (solver.graph.in_place) and shares each constant's copies. The
     optimizer graph of a split step (`optimizer`, else found beside the model) is read as it is, for what it
     adds to the step's memory."""
     check_training_graph(source)

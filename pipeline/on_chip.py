@@ -2,7 +2,7 @@
 
 On chip, the home level holds the step's constants (each kept once), the arena ckpt lays out and the step's own
 code and data (measured by the model's calibration, where gvsoc is at hand). No schedule takes its arena below
-the single-op floor of the arena model (solver.resident), so constants + that floor + code above what the level
+the single-op floor of the arena model (solver.memory.resident), so constants + that floor + code above what the level
 gives data is a request no budget meets: refused before any solve, with the bytes (exit 2). A schedule found for a
 live `--budget` is held to the same count afterwards: its constants + predicted arena + code must fit the level,
 else the budget cannot be met there and `--budget-total` (which solves for exactly that) is the way out.
@@ -16,9 +16,9 @@ from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import WeightUpdate, setup_for
 from ckpt.errors import InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.solver.baselines import single_op_lower_bound
-from ckpt.solver.onnx_loader import io_names
-from ckpt.solver.resident import arena_resident
+from ckpt.solver.graph.baselines import single_op_lower_bound
+from ckpt.solver.graph.onnx_loader import io_names
+from ckpt.solver.memory.resident import arena_resident
 from ckpt.targets import TARGET_TABLE
 
 

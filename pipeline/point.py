@@ -31,11 +31,11 @@ from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, replayed_row, row_from_json, solved_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
-from ckpt.solver.baselines import graph_order_peak
 from ckpt.solver.budget import Budget
-from ckpt.solver.costs import CostModel
-from ckpt.solver.options import Objective, StageOrder, Views
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.baselines import graph_order_peak
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.model.options import Objective, StageOrder, Views
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
 
 SOLVED = "solved.json"

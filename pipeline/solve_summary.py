@@ -3,7 +3,7 @@ what was planned, and the summary line."""
 from __future__ import annotations
 
 from ckpt.schedule_file import Schedule
-from ckpt.solver.records import SolveResult
+from ckpt.solver.model.records import SolveResult
 
 
 def not_proven_warning(result: SolveResult) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ckpt.errors import CkptError
-from ckpt.solver.graph import names_fingerprint, stable_order
+from ckpt.solver.graph.graph import names_fingerprint, stable_order
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from ckpt.memory_levels import LevelMemory
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.layout import Block, Layout, peak_step
-from ckpt.solver.onnx_loader import io_names, load_graph
-from ckpt.solver.simulate import RunSequence
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.onnx_loader import io_names, load_graph
+from ckpt.solver.graph.simulate import RunSequence
+from ckpt.solver.memory.layout import Block, Layout, peak_step
 
 
 @dataclass(frozen=True)

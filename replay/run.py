@@ -2,8 +2,8 @@
 
 One replay plan (replay.plan) is made on the graph the schedule runs on (Deeploy's lowered graph, or the ONNX
 as is for target none) and everything else is measured on it:
-- ckpt's figures on the rewired graph: the live peak (solver.simulate), the first-fit heap of the non-tiled
-  code (solver.heap), and for a Deeploy target the arena ckpt predicts per level (deeploy_bridge.arena);
+- ckpt's figures on the rewired graph: the live peak (solver.graph.simulate), the first-fit heap of the non-tiled
+  code (solver.memory.heap), and for a Deeploy target the arena ckpt predicts per level (deeploy_bridge.arena);
 - Deeploy's figures: one Deeploy run per flow (non-tiled, then tiled with code), each with a ReplayScheduler
   doing the same rewiring on Deeploy's own graph, and checked to have run exactly the planned order;
 - the host check (replay.verification): the rewired ONNX in ckpt's numpy executor;
@@ -83,12 +83,12 @@ from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simul
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.heap import heap_bytes
-from ckpt.solver.layout import Layout
-from ckpt.solver.onnx_loader import io_names, load_graph, model_path, open_model, read_model
-from ckpt.solver.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
-from ckpt.solver.static_arena import arena_layout
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.onnx_loader import io_names, load_graph, model_path, open_model, read_model
+from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
+from ckpt.solver.memory.heap import heap_bytes
+from ckpt.solver.memory.layout import Layout
+from ckpt.solver.memory.static_arena import arena_layout
 from ckpt.targets import uses_deeploy
 
 

@@ -49,7 +49,7 @@ from ckpt.paths import cache_root
 from ckpt.replay.gvsoc import not_simulated
 from ckpt.replay.report import CodeRunRecord, CodeStatus, GvsocRecord, HarnessCount, SimStatus
 from ckpt.replay.verification import StepData, harness_layout, step_data
-from ckpt.solver.onnx_loader import data_inputs, read_model
+from ckpt.solver.graph.onnx_loader import data_inputs, read_model
 
 REFERENCE_FORMAT = 1
 HARNESS_RULE = f"the losses against outputs.npz, |diff| > {TRAINING_HARNESS_TOLERANCE:g}"

@@ -14,7 +14,7 @@ from ckpt.errors import CkptError
 from ckpt.replay.matching import MIN_MATCH, match_schedule
 from ckpt.replay.onnx_graph import view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
-from ckpt.solver.onnx_loader import read_model
+from ckpt.solver.graph.onnx_loader import read_model
 from ckpt.targets import uses_deeploy
 
 CANDIDATES = ("none", "siracusa")      # the graphs tried: the ONNX as is, and Deeploy's lowering

@@ -46,7 +46,7 @@ from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, few
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.schedule_file import Schedule, clone_of
-from ckpt.solver.onnx_loader import data_inputs, model_path, optimizer_path, read_model
+from ckpt.solver.graph.onnx_loader import data_inputs, model_path, optimizer_path, read_model
 from ckpt.targets import uses_deeploy
 
 

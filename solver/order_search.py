@@ -24,9 +24,9 @@ from typing import Generic, TypeVar
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
-from ckpt.solver.baselines import reorder
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import greedy, polish
+from ckpt.solver.graph.baselines import reorder
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.realise.greedy import greedy, polish
 
 R = TypeVar("R")
 

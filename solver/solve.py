@@ -28,18 +28,18 @@ from dataclasses import replace
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, ignore
 from ckpt.solver import order_search
-from ckpt.solver.backends import Outcome, RunStatus
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.infeasible import infeasible_error
-from ckpt.solver.options import Objective, StageOrder, Views
-from ckpt.solver.records import Answer, SolveOptions, SolveResult
-from ckpt.solver.result import expanded_result, result_of
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import RunSequence, memory_trace, plain_sequence
+from ckpt.solver.bounds.infeasible import infeasible_error
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
+from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model.backends import Outcome, RunStatus
+from ckpt.solver.model.options import Objective, StageOrder, Views
+from ckpt.solver.model.records import Answer, SolveOptions, SolveResult
+from ckpt.solver.model.time_plan import TimePlan
+from ckpt.solver.realise.result import expanded_result, result_of
 from ckpt.solver.stages import STAGES, Attempt, Found, Stage
-from ckpt.solver.time_plan import TimePlan
-from ckpt.solver.views import collapsed
 
 
 def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,

@@ -16,19 +16,18 @@ from functools import cached_property
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.events import Incumbent, LowerBound, Progress, Step
-from ckpt.solver.backends import Outcome, RunStatus
-from ckpt.solver.baselines import Baselines
-from ckpt.solver.bounds import Bound, as_cheap_as, lower_bound
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.greedy import greedy, outside_space, polish
-from ckpt.solver.infeasible import infeasible_error
-from ckpt.solver.model_run import ModelRun, run_model
-from ckpt.solver.options import Focus, Method, Objective
-from ckpt.solver.problem import Problem
-from ckpt.solver.records import Answer, Sizes, SolveOptions
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import RunSequence, memory_trace
-from ckpt.solver.time_plan import (
+from ckpt.solver.bounds.bounds import Bound, as_cheap_as, lower_bound
+from ckpt.solver.bounds.infeasible import infeasible_error
+from ckpt.solver.graph.baselines import Baselines
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import RunSequence, memory_trace
+from ckpt.solver.model.backends import Outcome, RunStatus
+from ckpt.solver.model.model_run import ModelRun, run_model
+from ckpt.solver.model.options import Focus, Method, Objective
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import Answer, Sizes, SolveOptions
+from ckpt.solver.model.time_plan import (
     BOUND_ALONE_UNTIL,
     BOUND_UNTIL,
     FOCUS_UNTIL,
@@ -37,6 +36,7 @@ from ckpt.solver.time_plan import (
     TimePlan,
     models_fit,
 )
+from ckpt.solver.realise.greedy import greedy, outside_space, polish
 
 NO_BOUND = Bound(0.0, ())
 HEURISTIC = Outcome(RunStatus.FEASIBLE, None, 0.0)     # a schedule nobody proved anything of (yet)

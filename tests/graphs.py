@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ckpt.solver.graph import Op, TrainGraph
+from ckpt.solver.graph.graph import Op, TrainGraph
 
 
 def make_graph(spec: list[tuple[str, str, list[str], list[str]]], sizes: dict[str, int],

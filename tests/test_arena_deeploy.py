@@ -23,9 +23,9 @@ from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_home_blocks, predicted_levels
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.schedule_file import Schedule
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import LevelTotal, parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 

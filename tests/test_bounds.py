@@ -12,16 +12,17 @@ from hypothesis import strategies as st
 from ckpt import examples
 from ckpt.errors import InfeasibleBudget
 from ckpt.events import Incumbent, LowerBound
-from ckpt.solver import bounds, milp, relaxation
-from ckpt.solver.backends import BackendOptions, run
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.bounds import lower_bound, over_budget_points, point_bound
-from ckpt.solver.greedy import greedy
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.problem import Problem
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import memory_trace
+from ckpt.solver.bounds import bounds
+from ckpt.solver.bounds.bounds import lower_bound, over_budget_points, point_bound
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.model import milp, relaxation
+from ckpt.solver.model.backends import BackendOptions, run
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.realise.greedy import greedy
 from ckpt.solver.solve import solve
 
 EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)

@@ -236,7 +236,7 @@ def test_the_non_tiled_arena_blocks_follow_the_codes_allocations_and_frees():
     """A layer's scratch buffers lie side by side in one block; a block lives from its allocation to its free; one
     never freed lives to the last layer, unless nobody reads it (then only through its own layer)."""
     from ckpt.deeploy_bridge.non_tiled_arena import _blocks
-    from ckpt.solver.layout import Block
+    from ckpt.solver.memory.layout import Block
     made = {"a": (0, 8, "a"), "s1": (1, 4, "L:scratch"), "s2": (1, 8, "L:scratch"), "u": (1, 8, "u"),
             "kept": (2, 4, "kept")}
     blocks, inside = _blocks(made, {"a": 3, "L:scratch": 1}, {"u"}, 5)

@@ -12,7 +12,7 @@ from ckpt.pipeline.deployed_solve import graph_order_peak, solve_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import PointSpec
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.records import SolveOptions
 
 
 @given(st.floats(min_value=0.01, max_value=1.0), st.integers(min_value=1, max_value=10**9))
@@ -52,7 +52,7 @@ def test_a_deployed_figure_over_the_budget_tightens_the_live_budget_by_the_root_
     step, which overshot), nor below the live peak shrunk in proportion; scaled by the root of the ratio. The
     figure (a heap, or the peak itself) is never below the live peak."""
     from ckpt.pipeline.deployed_solve import tightened
-    from ckpt.solver.heap import GRANULE
+    from ckpt.solver.memory.heap import GRANULE
 
     figure = max(live, limit) + extra
     excess = figure - limit

@@ -3,10 +3,10 @@ from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.canonical import canonical
-from ckpt.solver.greedy import greedy, outside_space
-from ckpt.solver.simulate import memory_trace
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.realise.canonical import canonical
+from ckpt.solver.realise.greedy import greedy, outside_space
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

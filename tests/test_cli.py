@@ -9,8 +9,8 @@ from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.solve_summary import moved_ops_note, not_proven_warning
 from ckpt.schedule_file import read_schedule
-from ckpt.solver.baselines import baselines
-from ckpt.solver.records import SolveOptions, Status
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.model.records import SolveOptions, Status
 from ckpt.solver.solve import solve
 
 

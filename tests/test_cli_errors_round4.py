@@ -21,8 +21,8 @@ from ckpt.examples import write_example
 from ckpt.gvsoc.kit import find_kit
 from ckpt.gvsoc.run import simulation_timeout
 from ckpt.pipeline.row import empty_row
-from ckpt.solver.model_file import open_model
-from ckpt.solver.step_pair import pair_mismatch
+from ckpt.solver.graph.model_file import open_model
+from ckpt.solver.graph.step_pair import pair_mismatch
 
 
 @pytest.fixture(scope="module")

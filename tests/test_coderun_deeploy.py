@@ -23,10 +23,10 @@ from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.replay.verification import step_data
 from ckpt.schedule_file import write_schedule
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.onnx_loader import read_model
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.onnx_loader import read_model
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 pytestmark = pytest.mark.deeploy
 BUDGETS = ("0.9", "0.7")

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ckpt.errors import CkptError
-from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.graph.onnx_loader import load_graph
 
 
 def _model(value: np.ndarray, *, declare_type: bool, declare_shape: bool = True) -> onnx.ModelProto:

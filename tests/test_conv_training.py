@@ -179,8 +179,8 @@ def test_adam_matches_onnx_reference_adam(step):
 def test_a_conv_gradient_is_priced_as_two_convs_not_by_its_outputs():
     """ConvGrad computes dX and dW, each as many MACs as the Conv: pricing it by output elements made its
     recompute look as cheap as a Relu's, and the solver picked it."""
-    from ckpt.solver.costs import estimate_costs
-    from ckpt.solver.graph import Op
+    from ckpt.solver.graph.costs import estimate_costs
+    from ckpt.solver.graph.graph import Op
 
     conv = Op("conv", "Conv", ("x", "w"), ("y",))
     grad = Op("grad", "ConvGrad", ("dy", "x", "w"), ("dx", "dw"))

@@ -17,12 +17,12 @@ from graphs import chain
 from ckpt.deeploy_bridge import deeploy_memory, generate_code, lower
 from ckpt.deeploy_bridge.code_memory import CodeMemory, code_memory, parse_network_c
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.heap import heap_bytes, smallest_heap
-from ckpt.solver.layout import aligned
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
-from ckpt.solver.static_arena import WORD, arena_blocks, arena_layout
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.graph.simulate import drop_dead, memory_trace, plain_sequence
+from ckpt.solver.memory.heap import heap_bytes, smallest_heap
+from ckpt.solver.memory.layout import aligned
+from ckpt.solver.memory.static_arena import WORD, arena_blocks, arena_layout
 
 FT2 = SHARED_MODELS / "cct2_ft2"
 DEEPLOY_WORST_CASE_FT2 = 1_114_368  # Deeploy 0.2.1 worstCaseBufferSize, CCT2_FT2 graph order, non-tiled

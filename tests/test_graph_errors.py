@@ -3,7 +3,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ckpt.errors import CkptError
-from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.graph.onnx_loader import load_graph
 
 
 def _model(nodes, value_info=(), outputs=None, x_shape=(4,)):

@@ -4,10 +4,10 @@ from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckpt.solver import greedy as g
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import memory_trace, stages_of
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import memory_trace, stages_of
+from ckpt.solver.realise import greedy as g
 
 
 def staged(graph):

@@ -1,4 +1,4 @@
-"""Weights updated in place (solver.in_place): the update owns no bytes, and no run reads a weight after it."""
+"""Weights updated in place (solver.graph.in_place): the update owns no bytes, and no run reads a weight after it."""
 from __future__ import annotations
 
 import pytest
@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import CkptError, InfeasibleBudget
-from ckpt.solver.baselines import baselines
-from ckpt.solver.graph import TrainGraph
-from ckpt.solver.in_place import with_in_place_updates
-from ckpt.solver.problem import Problem
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.simulate import check_in_place, in_place_violation, plain_sequence
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.in_place import with_in_place_updates
+from ckpt.solver.graph.simulate import check_in_place, in_place_violation, plain_sequence
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
 
 

@@ -99,6 +99,34 @@ def test_imports_inside_functions_only_where_allowed():
 
 
 def test_the_solver_knows_nothing_of_deeploy():
-    for p in (ROOT / "solver").glob("*.py"):
+    for p in (ROOT / "solver").rglob("*.py"):
         assert "Deeploy" not in {n.module.split(".")[0] for n in ast.walk(ast.parse(p.read_text()))
                                   if isinstance(n, ast.ImportFrom) and n.module}, p
+
+
+SOLVER_ROOMS = {"graph": 0, "memory": 1, "model": 2, "realise": 3, "bounds": 4, "policies": 5}
+SOLVER_TOP = {"solve", "stages", "order_search", "budget"}
+
+
+def _solver_room(path: Path) -> str:
+    """A solver module's room (its sub-package), or "top" for solve() and the modules beside it."""
+    parts = path.relative_to(ROOT / "solver").parts
+    return parts[0] if len(parts) > 1 else "top"
+
+
+def test_the_solver_is_in_rooms_that_import_one_way():
+    """graph <- memory <- model <- realise <- bounds <- policies <- solve() on top: a room reads only the ones
+    before it, so a new constraint (model/) can never need the bounds that use it."""
+    rank = {**SOLVER_ROOMS, "top": len(SOLVER_ROOMS)}
+    loose = [p.name for p in (ROOT / "solver").glob("*.py") if p.stem not in SOLVER_TOP | {"__init__"}]
+    assert not loose, f"solver modules outside a room: {loose}"
+    assert {p.name for p in (ROOT / "solver").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(SOLVER_ROOMS)
+    wrong = []
+    for p in (ROOT / "solver").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ckpt.solver"):
+                pieces = node.module.split(".")
+                target = pieces[2] if len(pieces) > 2 and pieces[2] in SOLVER_ROOMS else "top"
+                if rank[target] > rank[_solver_room(p)]:
+                    wrong.append(f"{p.relative_to(ROOT)}:{node.lineno} imports {node.module}")
+    assert not wrong, "\n".join(wrong)

@@ -1,4 +1,4 @@
-"""ckpt's static layout (solver.layout) and the minimalloc program behind Deeploy's MiniMalloc contract."""
+"""ckpt's static layout (solver.memory.layout) and the minimalloc program behind Deeploy's MiniMalloc contract."""
 from __future__ import annotations
 
 import random
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt.deeploy_bridge.minimalloc import main as minimalloc
-from ckpt.solver.layout import Block, aligned, lay_out, lay_out_anonymous, live_max, overlapping
+from ckpt.solver.memory.layout import Block, aligned, lay_out, lay_out_anonymous, live_max, overlapping
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""A level total as the live-byte problem on the arena model (solver.resident, pipeline.level_total).
+"""A level total as the live-byte problem on the arena model (solver.memory.resident, pipeline.level_total).
 
 What makes the reduction exact: for every schedule, the most bytes the home arena's blocks hold at once (what
 ckpt's layout reaches, and the generated code reserves) is the live peak of the arena model on that schedule,
@@ -21,13 +21,13 @@ from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.onnx_graph import rewired_aliases
 from ckpt.replay.plan import plan_replay
 from ckpt.schedule_file import clone_of
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import reorder
-from ckpt.solver.graph import Op, TrainGraph
-from ckpt.solver.greedy import outside_space
-from ckpt.solver.layout import aligned, live_max
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.resident import (
+from ckpt.solver.graph.baselines import reorder
+from ckpt.solver.graph.graph import Op, TrainGraph
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import drop_dead, memory_trace
+from ckpt.solver.graph.views import collapsed, expanded
+from ckpt.solver.memory.layout import aligned, live_max
+from ckpt.solver.memory.resident import (
     INPUTS_OP,
     OUTPUTS_OP,
     arena_resident,
@@ -35,11 +35,11 @@ from ckpt.solver.resident import (
     resident_order,
     resident_sequence,
 )
-from ckpt.solver.result import planned_sequence, result_on
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import drop_dead, memory_trace
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.realise.greedy import outside_space
+from ckpt.solver.realise.result import planned_sequence, result_on
 from ckpt.solver.solve import solve, stage_order
-from ckpt.solver.views import collapsed, expanded
 
 ALIGNMENT = 4
 OPTIONS = SolveOptions(backend=BackendOptions(time_limit=20, gap=0.0))

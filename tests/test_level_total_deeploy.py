@@ -2,7 +2,7 @@
 (home L2, with the step's code counted there).
 
 The total a schedule deploys with is the constants plus the arena ckpt lays out, and that arena is the live peak
-of the arena model (solver.resident) for the same schedule: so a level total is solved exactly as a live-byte
+of the arena model (solver.memory.resident) for the same schedule: so a level total is solved exactly as a live-byte
 budget is, and what it states holds for every schedule that fits the same total.
 """
 from __future__ import annotations
@@ -18,13 +18,13 @@ from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
 from ckpt.pipeline.level_total import level_model
 from ckpt.pipeline.load import load_for_target
 from ckpt.replay.predict import predicted_levels
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines, reorder
 from ckpt.solver.budget import LevelTotal, parse_budget
-from ckpt.solver.greedy import greedy
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.resident import resident_sequence
-from ckpt.solver.simulate import drop_dead, memory_trace, plain_sequence
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.simulate import drop_dead, memory_trace, plain_sequence
+from ckpt.solver.memory.resident import resident_sequence
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.realise.greedy import greedy
 from ckpt.solver.solve import solve
 
 pytestmark = pytest.mark.deeploy

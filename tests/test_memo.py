@@ -4,8 +4,8 @@ from dataclasses import replace
 
 from graphs import chain
 
-from ckpt.solver import memo
-from ckpt.solver.memo import per_graph
+from ckpt.solver.graph import memo
+from ckpt.solver.graph.memo import per_graph
 
 
 def test_facts_are_derived_once_per_graph_object_and_never_shared_between_objects():

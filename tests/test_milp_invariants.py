@@ -6,17 +6,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt.errors import InfeasibleBudget
-from ckpt.solver import milp
-from ckpt.solver.accounting import booked_levels
-from ckpt.solver.backends import BackendOptions, run
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.greedy import outside_space, polish
-from ckpt.solver.problem import Problem
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.schedule import Decisions, needed_retentions
-from ckpt.solver.simulate import memory_trace
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.schedule import Decisions, needed_retentions
+from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model import milp
+from ckpt.solver.model.accounting import booked_levels
+from ckpt.solver.model.backends import BackendOptions, run
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.realise.greedy import outside_space, polish
 from ckpt.solver.solve import solve
-from ckpt.solver.views import collapsed
 
 EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 

@@ -1,4 +1,4 @@
-"""A command reads, parses and hashes its model once (solver.model_file), whichever layers ask for it."""
+"""A command reads, parses and hashes its model once (solver.graph.model_file), whichever layers ask for it."""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +6,8 @@ from cli_support import ckpt_here
 
 from ckpt.errors import CkptError
 from ckpt.examples import write_example
-from ckpt.solver import model_file
-from ckpt.solver.model_file import open_model
+from ckpt.solver.graph import model_file
+from ckpt.solver.graph.model_file import open_model
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from hypothesis import strategies as st
 from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
-from ckpt.solver.baselines import baselines
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.order_search import moves
-from ckpt.solver.records import SolveOptions
 from ckpt.solver.solve import solve
 
 

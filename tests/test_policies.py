@@ -2,9 +2,9 @@
 from graphs import make_graph, random_graphs
 from hypothesis import given
 
-from ckpt.solver.graph import Op
-from ckpt.solver.policies import branch_order, is_backward, policy_result, top_k
-from ckpt.solver.simulate import check_ready, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.graph.graph import Op
+from ckpt.solver.graph.simulate import check_ready, drop_dead, memory_trace, plain_sequence
+from ckpt.solver.policies.policies import branch_order, is_backward, policy_result, top_k
 
 
 def _net():

@@ -1,4 +1,4 @@
-"""Turning the point relaxation's answers into schedules: the walk (solver/realise.py)."""
+"""Turning the point relaxation's answers into schedules: the walk (solver/realise/realise.py)."""
 import math
 
 import onnx
@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 
 from ckpt import examples
 from ckpt.examples import write_example
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.bounds import over_budget_points
-from ckpt.solver.greedy import outside_space
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.problem import Problem
-from ckpt.solver.realise import WALK_RISE, by_first_reader, over_at_own_op, overflow, placed_exactly, walked
-from ckpt.solver.relaxation import Relaxation
-from ckpt.solver.simulate import memory_trace
-from ckpt.solver.views import collapsed
+from ckpt.solver.bounds.bounds import over_budget_points
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.relaxation import Relaxation
+from ckpt.solver.realise.greedy import outside_space
+from ckpt.solver.realise.realise import WALK_RISE, by_first_reader, over_at_own_op, overflow, placed_exactly, walked
 
 
 def staged(graph):
@@ -105,8 +105,8 @@ def test_a_recompute_remade_next_to_its_reader_moves_earlier_where_memory_is_low
     moved before t is made, only g is held and the same recompute fits, at the same cost."""
     from graphs import make_graph
 
-    from ckpt.solver.realise import moved_earlier
-    from ckpt.solver.relaxation import Span
+    from ckpt.solver.model.relaxation import Span
+    from ckpt.solver.realise.realise import moved_earlier
     graph = make_graph([("lin", "Gemm", ["x"], ["a"]), ("gelu", "Gelu", ["a"], ["g"]), ("use1", "Relu", ["g"], ["u"]),
                         ("big", "Gemm", ["x"], ["t"]), ("use2", "Mul", ["g", "t"], ["v"])],
                        {"x": 8, "a": 8, "g": 8, "u": 4, "t": 16, "v": 4}, persistent={"x", "u", "v"})
@@ -127,7 +127,7 @@ def test_a_recompute_whose_reader_comes_after_its_deadline_is_placed_by_its_dead
 
     from graphs import make_graph
 
-    from ckpt.solver.relaxation import Span
+    from ckpt.solver.model.relaxation import Span
     graph = make_graph([("f", "Gemm", ["x", "w"], ["a"]), ("g", "Relu", ["a"], ["b"]), ("h", "Relu", ["b"], ["c"]),
                         ("upd", "SGD", ["w", "c"], ["w_new"]), ("late", "Mul", ["a", "c"], ["d"])],
                        {"x": 4, "w": 4, "a": 4, "b": 4, "c": 4, "w_new": 4, "d": 4},

@@ -19,7 +19,7 @@ from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.summary import summary_lines
 from ckpt.schedule_file import read_schedule
-from ckpt.solver.simulate import memory_trace, plain_sequence
+from ckpt.solver.graph.simulate import memory_trace, plain_sequence
 
 pytestmark = [needs_models, pytest.mark.deeploy]
 

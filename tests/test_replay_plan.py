@@ -12,7 +12,7 @@ from ckpt.hostexec.executor import HostExecutor
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.scheduler import ReplayScheduler, view_of_gs
-from ckpt.solver.onnx_loader import load_graph
+from ckpt.solver.graph.onnx_loader import load_graph
 
 FWD = ["f0", "f1", "f2"]
 

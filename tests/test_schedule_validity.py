@@ -10,13 +10,13 @@ from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.examples import write_example
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.records import SolveOptions
-from ckpt.solver.simulate import memory_trace, unready_read
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.graph.simulate import memory_trace, unready_read
+from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
-from ckpt.solver.views import collapsed
 
 QUICK = BackendOptions(name="highs", time_limit=10, threads=1)
 

@@ -2,10 +2,10 @@
 import pytest
 from test_milp_invariants import assert_sound_and_tight
 
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.solve import solve
 
 

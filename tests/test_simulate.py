@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt.errors import CkptError
-from ckpt.solver.baselines import baselines
-from ckpt.solver.simulate import memory_trace, plain_sequence
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.simulate import memory_trace, plain_sequence
 
 
 def test_chain_holds_every_forward_activation_until_backward():
@@ -82,7 +82,7 @@ def test_an_op_moved_later_is_judged_from_the_trace_as_its_replay_judges_it(grap
     """The min-memory order's deferral judges each move from the current trace (only the levels between the op
     and its first reader change): every move of every op of the order gives the peak and summed levels a replay
     of the moved order gives."""
-    from ckpt.solver.baselines import _Levels, min_memory_order
+    from ckpt.solver.graph.baselines import _Levels, min_memory_order
     for order in (min_memory_order(graph), [op.name for op in graph.ops]):
         levels = _Levels(graph, order)
         for here, name in enumerate(order):

@@ -12,7 +12,7 @@ from ckpt.pipeline.deployed_solve import solve_model
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import write_schedule
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.records import SolveOptions
 
 pytestmark = pytest.mark.deeploy
 SMALL = {"blocks": 1, "embed_dim": 16, "heads": 2, "image_size": 8}

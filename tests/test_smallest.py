@@ -3,11 +3,11 @@ from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckpt.solver import milp
-from ckpt.solver.backends import BackendOptions, run
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.problem import Problem
-from ckpt.solver.smallest import smallest_feasible_budget
+from ckpt.solver.bounds.smallest import smallest_feasible_budget
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.model import milp
+from ckpt.solver.model.backends import BackendOptions, run
+from ckpt.solver.model.problem import Problem
 
 EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 

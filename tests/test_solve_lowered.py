@@ -4,10 +4,10 @@ from replay_support import FT2, LP, needs_models
 
 from ckpt.deeploy_bridge import lower
 from ckpt.pipeline.deployed_solve import solve_model
-from ckpt.solver.backends import BackendOptions
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
 
 
 @needs_models

@@ -4,17 +4,18 @@ import pytest
 from graphs import chain
 
 from ckpt import examples
-from ckpt.solver import milp, stages, time_plan
-from ckpt.solver.backends import BackendOptions
-from ckpt.solver.baselines import baselines, reorder
-from ckpt.solver.bounds import Bound
-from ckpt.solver.onnx_loader import load_graph
-from ckpt.solver.problem import Problem
-from ckpt.solver.records import SolveOptions, Status
-from ckpt.solver.schedule import Decisions
-from ckpt.solver.simulate import memory_trace
+from ckpt.solver import stages
+from ckpt.solver.bounds.bounds import Bound
+from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.onnx_loader import load_graph
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.model import milp, time_plan
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import SolveOptions, Status
+from ckpt.solver.model.time_plan import TimePlan
 from ckpt.solver.solve import solve
-from ckpt.solver.time_plan import TimePlan
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from ckpt.deeploy_bridge.versions import Flavour, deeploy_flavour, deeploy_versi
 from ckpt.hostexec.step_layout import is_positional, positional_layout
 from ckpt.paths import optimizer_graph
 from ckpt.replay.report import ReplayReport
-from ckpt.solver.onnx_loader import data_inputs, read_model
+from ckpt.solver.graph.onnx_loader import data_inputs, read_model
 
 CONV_NETS = ["resnet8_train", "dscnn_train"]
 
@@ -173,7 +173,7 @@ def test_the_training_branchs_deeploy_lowers_solves_and_generates_both_flows(ins
 def test_optimizer_figures_count_what_the_optimizer_graph_adds():
     from graphs import make_graph
 
-    from ckpt.solver.step_pair import optimizer_figures
+    from ckpt.solver.graph.step_pair import optimizer_figures
 
     train = make_graph([("f", "Mul", ["x", "w"], ["y"]), ("g", "Grad", ["y", "x"], ["dw"]),
                         ("acc", "InPlaceAccumulatorV2", ["buf", "dw"], ["flag"])],

@@ -18,7 +18,7 @@ from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import plan_replay
 from ckpt.replay.verification import check_replayed, host_ready, step_data, verify_model
 from ckpt.solver.budget import parse_budget
-from ckpt.solver.records import SolveOptions
+from ckpt.solver.model.records import SolveOptions
 
 pytestmark = needs_models
 

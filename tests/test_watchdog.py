@@ -1,4 +1,4 @@
-"""A HiGHS run that ignores its time limit is stopped from outside (solver/watchdog.py), and a run in the
+"""A HiGHS run that ignores its time limit is stopped from outside (solver/model/watchdog.py), and a run in the
 watchdog's child answers exactly as one in this process."""
 import os
 import time
@@ -6,9 +6,9 @@ import time
 import pulp
 import pytest
 
-from ckpt.solver import backends, watchdog
-from ckpt.solver.backends import BackendOptions, RunStatus, run
-from ckpt.solver.watchdog import in_child
+from ckpt.solver.model import backends, watchdog
+from ckpt.solver.model.backends import BackendOptions, RunStatus, run
+from ckpt.solver.model.watchdog import in_child
 
 
 def test_the_child_s_result_comes_back():

@@ -1,0 +1,1 @@
+"""Lower bounds and floors: the point-relaxation bound rounds and the smallest feasible budget."""

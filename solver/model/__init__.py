@@ -1,0 +1,1 @@
+"""The models handed to HiGHS (exact MILP, point relaxation), their accounting, and running them by a deadline."""

@@ -1,0 +1,65 @@
+"""One MILP built and run by a deadline: the focused and the exact model go through here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt.events import Progress, Step
+from ckpt.solver.graph.schedule import Decisions, needed_retentions
+from ckpt.solver.model import milp
+from ckpt.solver.model.backends import Outcome, RunStatus, run
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import Sizes, SolveOptions
+from ckpt.solver.model.time_plan import HANDOVER_SECONDS_PER_VARIABLE, TimePlan
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """What a model run gave: its outcome, and its schedule unless it proved the budget infeasible."""
+
+    outcome: Outcome
+    decisions: Decisions | None
+    booked: int | None                     # the peak the model booked for its schedule
+    sizes: Sizes
+
+    @property
+    def infeasible(self) -> bool:
+        return self.outcome.status is RunStatus.INFEASIBLE
+
+
+def run_model(problem: Problem, budget: int | None, options: SolveOptions, plan: TimePlan, until: float,
+              start_from: Decisions | None, progress: Progress, label: str, stop_at: float | None = None
+              ) -> ModelRun | None:
+    """Build and solve one model by the plan's `until` deadline (`stop_at`: a cost at which HiGHS may stop);
+    None if it found nothing, or could not be built and run in time."""
+    try:
+        model = milp.build(problem, budget, options.cost_cap, deadline=plan.at(until))
+    except milp.BuildTimedOut:
+        progress(Step(f"{label} MILP: not built in the time left"))
+        return None
+    sizes = Sizes(len(model.lp.variables()), len(model.lp.constraints), unpruned_variables(problem))
+    if not plan.allows(until, overhead=sizes.variables * HANDOVER_SECONDS_PER_VARIABLE):
+        progress(Step(f"{label} MILP: built, but too little time left to run it"))
+        return None
+    backend = plan.backend(options.backend, until)
+    limit = f", {backend.time_limit:.1f} s left" if backend.time_limit is not None else ""
+    progress(Step(f"{label} MILP: {sizes.variables} variables ({sizes.unpruned} before pruning), "
+                  f"{sizes.constraints} constraints{limit}"))
+    warm = None
+    if start_from is not None:
+        warm = milp.start_values(model, set(start_from.recomputes),
+                                 needed_retentions(problem.graph, start_from.sequence(problem.graph)))
+    outcome = run(model.lp, backend, warm, stop_at)
+    if outcome.status is RunStatus.INFEASIBLE:
+        return ModelRun(outcome, None, None, sizes)
+    if not outcome.has_answer:
+        return None
+    chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
+    booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
+    return ModelRun(outcome, chosen, booked, sizes)
+
+
+def unpruned_variables(problem: Problem) -> int:
+    """Checkmate's count for the same graph without ckpt's provable reductions (R, S, FREE, U)."""
+    n = problem.n
+    edges = sum(len(problem.free_points(e)) for e in problem.buffers)
+    return n * (n - 1) // 2 + n * len(problem.buffers + problem.pins) + n * edges + n * (n + 1) // 2

@@ -1,0 +1,1 @@
+"""Recompute policies of Deeploy's training branch, as baselines for solve()."""
