@@ -15,15 +15,22 @@ names its output).
 its status and seconds; `--graphs zoo` names the training zoo: the five shared models of Deeploy's training branch
 and, from the branch's own tests (`--zoo-dir`, default the shared zoo-a0e1e531), MobileNetV1 and CCT. A graph a
 target cannot lower (the release Deeploy maps no gradient op) says so in its row.
+--store PATH writes the grid's tables there (markdown, as printed; via a temp file and rename): the last grid is kept
+as bench/decisive_grid.md. --compare PATH (a --store table or a --json output) prints every cell whose status or gap
+got worse against it (decided -> a gap -> no schedule; a larger gap), and, for a --json output, every answer that
+changed.
 Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--order search]
        [--json OUT] [--compare OUT] [--smoke]   (the smallest run: two generated graphs, a few budgets)
      python bench/decisive.py --grid --graphs zoo --targets none,siracusa [--fractions 0.9,0.8,0.7,0.6,0.5,0.4]
+       [--store bench/decisive_grid.md] [--compare bench/decisive_grid.md]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -48,6 +55,8 @@ ZOO = ["simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "
        "cct_train"]
 ZOO_DIR = "zoo-a0e1e531"      # beside the shared models: the training branch's own test models at that commit
 FRACTIONS = "0.9,0.8,0.7,0.6,0.5,0.4"
+GAP_SLACK = 1e-4      # a gap this much larger is not worse: the same answer, another load
+CELL = re.compile(r"^(optimal|infeasible|no schedule|gap (?P<gap>[0-9.]+%|-)) (?P<seconds>[0-9.]+) s$")
 
 
 def model_path(name: str, zoo_dir: Path) -> Path | None:
@@ -90,25 +99,31 @@ def gap_text(gap: float | None) -> str:
 def cell_text(c: dict) -> str:
     """A grid cell: the status (a schedule not proven optimal with its gap) and the seconds."""
     status = c["status"] if c["status"] != "other" else \
-        ("no schedule" if c["cost"] is None else f"gap {gap_text(c['gap'])}")
+        (f"gap {gap_text(c['gap'])}" if c.get("schedule", c["cost"] is not None) else "no schedule")
     return f"{status} {c['seconds']:.1f} s"
 
 
-def grid(args, scratch: Path) -> list[dict]:
-    """One table per target: graph x budget, each cell's status and seconds (see the module doc)."""
-    cells, fractions = [], [float(f) for f in args.fractions.split(",")]
+def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
+    """One table per target: graph x budget, each cell's status and seconds (see the module doc); the cells and
+    the tables' lines."""
+    cells, lines, fractions = [], [], [float(f) for f in args.fractions.split(",")]
     names = ZOO if args.graphs == "zoo" else args.graphs.split(",")
+
+    def say(line: str) -> None:
+        lines.append(line)
+        print(line, flush=True)
+
     for target in args.targets.split(","):
-        print(f"\n### target {target}: status and seconds per budget (limit {args.time_limit:g} s, one thread, "
-              f"load {args.load})")
-        print("| graph | ops | " + " | ".join(f"{f:g}" for f in fractions) + " |")
-        print("|---|---|" + "---|" * len(fractions), flush=True)
+        say(f"\n### target {target}: status and seconds per budget (limit {args.time_limit:g} s, one thread, "
+            f"load {args.load})")
+        say("| graph | ops | " + " | ".join(f"{f:g}" for f in fractions) + " |")
+        say("|---|---|" + "---|" * len(fractions))
         for name in names:
             try:
                 graph = graph_of(f"{name}@{target}", scratch, Path(args.zoo_dir) if args.zoo_dir else None)
             except CkptError as err:
                 why = str(err).replace("|", "/")[:160]
-                print(f"| {name} | - | not lowered: {why} |" + " |" * (len(fractions) - 1))
+                say(f"| {name} | - | not lowered: {why} |" + " |" * (len(fractions) - 1))
                 continue
             peak, row = baselines(graph).graph_order_peak, []
             for fraction in fractions:
@@ -116,8 +131,62 @@ def grid(args, scratch: Path) -> list[dict]:
                 row.append({"graph": name, "target": target, "fraction": fraction, "status": status, "cost": cost,
                             "gap": gap, "seconds": round(seconds, 2)})
             cells += row
-            print(f"| {name} | {len(graph.ops)} | " + " | ".join(cell_text(c) for c in row) + " |", flush=True)
+            say(f"| {name} | {len(graph.ops)} | " + " | ".join(cell_text(c) for c in row) + " |")
+    return cells, lines
+
+
+def stored_cells(text: str) -> list[dict]:
+    """The cells of a grid's tables as --store wrote them (a cost is not in the table: None)."""
+    cells, target, fractions = [], None, []
+    for line in text.splitlines():
+        if line.startswith("### target "):
+            target = line.split()[2].rstrip(":")
+        elif line.startswith("| graph | ops |"):
+            fractions = [float(f) for f in line.strip("| ").split(" | ")[2:]]
+        elif line.startswith("| ") and target is not None and not line.startswith("|---"):
+            graph, _, *texts = [t.strip() for t in line.strip().strip("|").split("|")]
+            for fraction, text_ in zip(fractions, texts):
+                found = CELL.match(text_)
+                if found is None:       # a graph the target did not lower
+                    continue
+                status = found.group(1) if found.group(1) in ("optimal", "infeasible") else "other"
+                gap = found.group("gap")
+                cells.append({"graph": graph, "target": target, "fraction": fraction, "status": status,
+                              "cost": None, "gap": float(gap[:-1]) / 100 if gap and gap != "-" else None,
+                              "seconds": float(found.group("seconds")),
+                              "schedule": status != "other" or gap is not None})
     return cells
+
+
+def verdict(c: dict) -> tuple[int, float]:
+    """How decided a cell is, smaller is better: (0 decided / 1 a schedule with a gap / 2 no schedule, the gap)."""
+    if c["status"] in ("optimal", "infeasible"):
+        return 0, 0.0
+    has_schedule = c.get("schedule", c["cost"] is not None)
+    return (1, c["gap"] if c["gap"] is not None else math.inf) if has_schedule else (2, 0.0)
+
+
+def worse_cells(cells: list[dict], earlier: list[dict]) -> list[tuple[dict, dict]]:
+    """(before, now) for every cell whose status or gap got worse than in `earlier`, or whose decision changed
+    (optimal <-> infeasible: one of them is wrong)."""
+    key = lambda c: (c["graph"], c.get("target"), c["fraction"])  # noqa: E731
+    before = {key(c): c for c in earlier}
+    found = []
+    for c in cells:
+        old = before.get(key(c))
+        if old is None:
+            continue
+        (was, was_gap), (now, now_gap) = verdict(old), verdict(c)
+        flipped = was == now == 0 and old["status"] != c["status"]
+        if now > was or (now == was == 1 and now_gap > was_gap + GAP_SLACK) or flipped:
+            found.append((old, c))
+    return found
+
+
+def write_atomically(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as out:
+        out.write(text)
+    os.replace(out.name, path)
 
 
 def main() -> int:
@@ -134,16 +203,18 @@ def main() -> int:
     parser.add_argument("--order", default="minmem", help="stage order (--order search: a proof holds for the "
                         "order the search ends at)")
     parser.add_argument("--json", default=None, help="write the cells here")
-    parser.add_argument("--compare", default=None, help="a --json output whose costs and statuses must match")
+    parser.add_argument("--compare", default=None, help="a --store table or --json output: print the cells whose "
+                        "status or gap got worse (and, for --json, whose answer changed)")
+    parser.add_argument("--store", default=None, help="with --grid: write its tables to this file")
     args = parse_args(parser, SMOKE)
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
             args.graphs, "--order", args.order]
     copy += ["--grid", "--targets", args.targets, "--fractions", args.fractions] if args.grid else []
     others = [subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.load)]
-    cells, started = [], time.perf_counter()
+    cells, lines, started = [], [], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt-decisive-") as scratch:
         if args.grid:
-            cells = grid(args, Path(scratch))
+            cells, lines = grid(args, Path(scratch))
         for name in args.graphs.split(",") if not args.grid else ():
             graph = graph_of(name, Path(scratch))
             base = baselines(graph)
@@ -176,14 +247,28 @@ def main() -> int:
           f"with {args.load} other cop(ies)")
     if args.json:
         Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")
+    if args.store and lines:
+        write_atomically(Path(args.store), "\n".join(lines).lstrip("\n") + "\n")
     if args.compare:
-        earlier = json.loads(Path(args.compare).read_text())
+        compare(cells, Path(args.compare))
+    return 0
+
+
+def compare(cells: list[dict], path: Path) -> None:
+    """Print the cells that got worse against `path` (a --store table or a --json output), and for a --json
+    output the answers that changed."""
+    text = path.read_text()
+    earlier = json.loads(text) if text.lstrip().startswith("[") else stored_cells(text)
+    where = lambda c: f"{c['graph']}{'@' + c['target'] if c.get('target') else ''} {c['fraction']:.2f}"  # noqa: E731
+    worse = worse_cells(cells, earlier)
+    print(f"cells worse than in {path}: {len(worse)}" + "".join(
+        f"\n  {where(now)}: {cell_text(old)} -> {cell_text(now)}" for old, now in worse))
+    if text.lstrip().startswith("["):
         key = lambda c: (c["graph"], c.get("target"), c["fraction"])  # noqa: E731
         before = {key(c): (c["status"], c["cost"]) for c in earlier}
         changed = [c for c in cells if before.get(key(c)) not in (None, (c["status"], c["cost"]))]
-        print(f"answers changed against {args.compare}: {len(changed)}" + "".join(
-            f"\n  {c['graph']} {c['fraction']:.2f}: {before[key(c)]} -> {(c['status'], c['cost'])}" for c in changed))
-    return 0
+        print(f"answers changed against {path}: {len(changed)}" + "".join(
+            f"\n  {where(c)}: {before[key(c)]} -> {(c['status'], c['cost'])}" for c in changed))
 
 
 if __name__ == "__main__":

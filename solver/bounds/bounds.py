@@ -243,8 +243,15 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         if not in_recomputes:
             break
         unchecked = sorted((t for t in in_recomputes if t not in chained), key=lambda t: (-in_recomputes[t], t))
+        # before the first round that checks segments, the answer is placed only while every schedule known is far
+        # above the bound: a schedule near it is then what is missing, and that round, proving more, may take all
+        # the time left and still decide nothing
+        first = bool(unchecked) and not chained
         if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
-                                       deadline, found, checked=not unchecked, placing=bool(chained) or not unchecked):
+                                       deadline, found, checked=not unchecked,
+                                       placing=not first or _far_above(problem, found, enough, best.cost),
+                                       share=PLACE_FIRST_SHARE if unchecked and not first else PLACE_SHARE,
+                                       far_from=enough if first else None):
             break
         if unchecked and not headroom:     # every segment it overflows in: one at a time takes a round each
             chained.update(unchecked)
@@ -257,23 +264,33 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
 
 
+def _far_above(problem: Problem, found: _Found, enough: float, bound: float) -> bool:
+    """Whether every schedule known costs more than WALK_NEAR above `bound`: then finding one near it is what the
+    solve lacks, and a round that checks more segments, proving more, would not decide it alone."""
+    cheapest = found.cheapest(problem)
+    known = min(enough, math.inf if cheapest is None else cheapest.cost(problem.graph))
+    return known > (1 + WALK_NEAR) * bound
+
+
 def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozenset[int], answer: list[Span],
                best: Bound, small: bool, growing: _Deadline, deadline: _Deadline, found: _Found,
-               checked: bool = True, placing: bool = True) -> bool:
+               checked: bool = True, placing: bool = True, share: float = PLACE_SHARE,
+               far_from: float | None = None) -> bool:
     """The answer's recomputes moved earlier or repaired, then placed exactly (and, once every segment it
     overflows in is `checked`, on small graphs, another answer's): whether a schedule that fits and meets the
     bound came of it (`found` keeps any that fits). An exact placement can take all the rounds' time and only
     finds a schedule, where a round that checks those segments while they recompute proves a bound: until
-    they are checked, it gets a small share of the time, and none at all (not `placing`) before the first
-    round that checks any (that round often proves the optimum)."""
+    they are checked, it gets a `share` of the time, and none at all (not `placing`) before the first round
+    that checks any (that round often proves the optimum) unless every schedule known is far above the bound.
+    `far_from`: a cost known before the rounds; the exact placement runs only if the repairs found nothing
+    near the bound either."""
     until = growing.at if not math.isinf(growing.at) else None
     placed = moved_earlier(problem.graph, answer, budget, until)
     found.add(problem, placed, "the relaxation's answer, recomputes moved earlier")
     if placed is None and placing:     # before that round, the repairs wait for the repair stage
         placed = _repaired(problem, budget, found, best, until)
-    if placed is None and placing:
+    if placed is None and placing and (far_from is None or _far_above(problem, found, far_from, best.cost)):
         known = found.cheapest(problem)
-        share = PLACE_SHARE if checked else PLACE_FIRST_SHARE
         placed = placed_exactly(problem.graph, answer, budget, _share(growing, share), deadline.threads,
                                 as_cheap_as(best.cost), None if known is None else known.cost(problem.graph))
         found.add(problem, placed, "the relaxation's answer, placed exactly")

@@ -1,0 +1,67 @@
+"""bench/decisive.py keeps its last grid as a table (--store) and --compare names every cell that got worse
+against it: a decided cell now open, a larger gap, a schedule no longer found, or a decision that flipped."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+from ckpt.paths import REPO_ROOT
+
+BENCH = REPO_ROOT / "bench"
+STORED = """### target none: status and seconds per budget (limit 20 s, one thread, load 0)
+| graph | ops | 0.9 | 0.5 | 0.4 |
+|---|---|---|---|---|
+| a | 10 | optimal 0.1 s | gap 5.00% 20.0 s | gap 5.00% 20.0 s |
+| b | 12 | infeasible 0.0 s | no schedule 20.0 s | optimal 3.0 s |
+| c | - | not lowered: no mapping |  |  |
+"""
+
+
+def decisive():
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("decisive_bench", BENCH / "decisive.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def cell(graph, fraction, status, gap=None, cost=None):
+    return {"graph": graph, "target": "none", "fraction": fraction, "status": status, "cost": cost, "gap": gap,
+            "seconds": 1.0}
+
+
+def test_a_stored_grid_reads_back_cell_by_cell():
+    cells = {(c["graph"], c["fraction"]): c for c in decisive().stored_cells(STORED)}
+    assert set(cells) == {("a", 0.9), ("a", 0.5), ("a", 0.4), ("b", 0.9), ("b", 0.5), ("b", 0.4)}
+    assert cells["a", 0.5]["status"] == "other" and cells["a", 0.5]["gap"] == 0.05
+    assert cells["b", 0.5]["status"] == "other" and not cells["b", 0.5]["schedule"]
+    assert cells["b", 0.9]["status"] == "infeasible" and cells["a", 0.9]["seconds"] == 0.1
+
+
+def test_compare_names_every_cell_worse_than_the_stored_grid_and_no_other():
+    bench = decisive()
+    now = [cell("a", 0.9, "other", 0.01, cost=5),        # was optimal: worse
+           cell("a", 0.5, "other", 0.08, cost=5),        # gap 5% -> 8%: worse
+           cell("a", 0.4, "optimal", 0.0, cost=5),       # gap -> optimal: better
+           cell("b", 0.9, "optimal", 0.0, cost=5),       # infeasible -> optimal: one of them is wrong
+           cell("b", 0.5, "other", 0.5, cost=5),         # no schedule -> a schedule: better
+           cell("b", 0.4, "other")]                      # optimal -> no schedule: worse
+    worse = {(c["graph"], c["fraction"]) for _, c in bench.worse_cells(now, bench.stored_cells(STORED))}
+    assert worse == {("a", 0.9), ("a", 0.5), ("b", 0.9), ("b", 0.4)}
+
+
+def test_a_grid_stored_and_compared_with_itself_is_no_worse(tmp_path):
+    grid = tmp_path / "grid.md"
+    args = [sys.executable, str(BENCH / "decisive.py"), "--smoke", "--grid", "--graphs", "mlp", "--targets", "none",
+            "--fractions", "0.9"]
+    first = subprocess.run([*args, "--store", str(grid)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "| mlp | 26 | optimal" in grid.read_text()
+    again = subprocess.run([*args, "--compare", str(grid)], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"cells worse than in {grid}: 0" in again.stdout, again.stdout
