@@ -26,7 +26,8 @@ over the budget. When the replayed schedule fits, it costs what the bound proves
 When it only goes over while a recompute chain runs before a point (intermediates that no point sees), the
 answer is moved or repaired where that is quick; failing that, memory is also checked while the segments'
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
-read), every segment it goes over in at once: the rounds still prove bounds. After that round, the answer is
+read), every segment it goes over in at once: the rounds still prove bounds (before that round where every schedule
+known is far above the bound: then a schedule near it is what is missing). After that round, the answer is
 placed exactly (solver/realise.py), and once every such segment is checked, another answer of the round, as
 cheap where one is (equal-cost answers abound, and only some of them place): that only finds a schedule, and can
 take all the time the rounds have, so it comes after them, on a small share of the time until they are all
