@@ -266,11 +266,12 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
 
 
 def _far_above(problem: Problem, found: _Found, enough: float, bound: float) -> bool:
-    """Whether every schedule known costs more than WALK_NEAR above `bound`: then finding one near it is what the
-    solve lacks, and a round that checks more segments, proving more, would not decide it alone."""
+    """Whether a schedule is known and every one costs more than WALK_NEAR above `bound`: then finding one near
+    it is what the solve lacks, and a round that checks more segments, proving more, would not decide it alone.
+    With none known, that round may prove that none fits: it comes first."""
     cheapest = found.cheapest(problem)
     known = min(enough, math.inf if cheapest is None else cheapest.cost(problem.graph))
-    return known > (1 + WALK_NEAR) * bound
+    return math.isfinite(known) and known > (1 + WALK_NEAR) * bound
 
 
 def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozenset[int], answer: list[Span],
