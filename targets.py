@@ -8,7 +8,10 @@ home: Deeploy's default memory level), and whether ckpt runs its generated step 
 Siracusa's figures are those of gvsoc's model of it and of pulp-sdk's memory map: L3 is the HyperRAM behind the
 uDMA (8 MiB on the model), L2 is 2 MiB of which the two 32 KiB private banks hold the fabric controller's code and
 data (the shared banks, 0x1F0000 bytes, hold the cluster's code, data and heap), L1 is the cluster's 256 KiB TCDM.
-GAP9's are its datasheet's; ckpt does not simulate it.
+GAP9's: L3 is the EVK's APS256XXN OctaSPI RAM (256 Mbit) that GAP9's Deeploy deployer drives, L2 1.5 MiB, L1 the
+cluster's 128 KiB TCDM, of which the cores' stacks take about 35 KiB with the SDK's default stacks (about 93 KiB
+left for data, as the training forks found (TKCW-W/TrainDeeploy); about 123 KiB with the stacks in L2); ckpt does
+not simulate it (its gvsoc model ships only with GreenWaves' SDK).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 KIB, MIB = 1024, 1024 * 1024
+GAP9_L1_STACKS = 35 * KIB     # the cluster cores' default stacks in GAP9's L1 (see the module doc)
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
            homes=("L3", "L2"), simulated=True, on_chip="L2"),
-    Target("gap9", "GAP9", (Level("L3", 8 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB)),
+    Target("gap9", "GAP9",
+           (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2"), on_chip="L2"),
 )}
 

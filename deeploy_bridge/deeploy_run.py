@@ -42,6 +42,7 @@ from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
 from .split_step import SINGLE, Role
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
+from .unmapped import FOLDED_OPS, RefuseUnmapped, unmapped_nodes
 from .versions import deeploy_label
 
 _RUNS = 0
@@ -181,23 +182,13 @@ def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
     return BridgeError(f"Deeploy {deeploy_label()} {opts.target} parsing failed at {what}{extra}")
 
 
-FOLDED_OPS = frozenset({"Constant", "Shape", "Identity"})   # Deeploy's front end folds these: they need no mapping
-
-
 def _unmapped(graph, opts: DeployOptions) -> list[str]:
     """The graph's op types the target maps to no kernel (beyond those the front end folds away)."""
-    return sorted({n.op for n in graph.nodes} - set(_mapped_ops(opts)) - FOLDED_OPS)
-
-
-def _mapped_ops(opts: DeployOptions) -> set:
     try:
         parts = target_parts(opts.target, opts.setup.n_cores)
     except BridgeError:
-        return set()
-    ops = set()
-    for engine in parts.platform.engines:
-        ops |= set(engine.Mapping)
-    return ops
+        return sorted({n.op for n in graph.nodes} - FOLDED_OPS)
+    return sorted(unmapped_nodes(graph, parts.platform))
 
 
 _BASE_TYPE_NAMES: set | None = None
@@ -240,6 +231,7 @@ def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployO
         # The graph already went through these passes once; running them again would re-insert layout
         # transposes. Preprocessing (name mangling, I/O renaming) still runs and is idempotent for us.
         deployer.loweringOptimizer.passes = []
+    deployer.loweringOptimizer.passes.append(RefuseUnmapped(parts.platform, opts.target, parts.mapping_name))
     if opts.tiled:
         deployer = _memory_wrap(deployer, opts, workdir.name)
     return DeeployRun(deployer=deployer, options=opts, workdir=workdir)

@@ -142,3 +142,10 @@ def test_the_table_breaks_down_the_rows_home_level_whichever_it_is():
     assert {"L2 const", "L2 arena", "L2 total", "L3 total", f"{FAKE_LEVEL} total"} <= set(titles)
     assert "L3 const" not in titles and "L3 arena" not in titles
     assert f"{FAKE_LEVEL} const" in [title for title, _ in columns(_rows())]     # no home given: the outermost
+
+
+def test_gap9s_l1_is_what_its_stacks_leave_and_siracusas_levels_stay_deeploys_ci_sizes():
+    gap9 = setup_for("gap9")
+    assert gap9.size("L1") == 128 * targets.KIB - targets.GAP9_L1_STACKS == 93 * targets.KIB   # not CI's 128,000
+    assert gap9.size("L2") == 1_024_000 and setup_for("gap9", "L2").size("L2") == 1536 * targets.KIB
+    assert setup_for("siracusa").levels == DEFAULT_SETUP.levels
