@@ -14,6 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ckpt.coderun.dma import MCHAN_LIMIT, code_transfers
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.versions import deeploy_label, has_target_package
 
@@ -98,4 +99,6 @@ def test_without_ckpts_bridge_the_branch_refuses_gap9_and_with_it_the_code_is_ge
     code = (tmp_path / "code" / "Network.c").read_text()
     assert '#include "DeeployGAP9Math.h"' in code and '#include "DeeployMchan.h"' in code
     assert "mchan_transfer_t" in code and "mchan_siracusa" not in code       # GAP9's DMA, not Siracusa's
+    transfers = code_transfers(tmp_path / "code" / "Network.c")
+    assert transfers and max(t.size for t in transfers) < MCHAN_LIMIT       # none reaches mchan's 2^17 B
     assert figures.setup.size("L1") == 93 * 1024
