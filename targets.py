@@ -43,6 +43,7 @@ class Target:
     homes: tuple[str, ...] = ()               # where the tiled flow may keep its tensors
     simulated: bool = False                   # ckpt runs its generated step on gvsoc
     on_chip: str | None = None                # the level on chip holding the step's code, data and heap
+    unsimulated: str = ""                     # why ckpt runs no step of it on gvsoc, where it does not
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -71,13 +72,22 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
            homes=("L3", "L2"), simulated=True, on_chip="L2"),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
-           homes=("L3", "L2"), on_chip="L2"),
+           homes=("L3", "L2"), on_chip="L2", unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)
 DEEPLOY_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.platform)
 PLATFORM_NAMES = {name: t.platform for name, t in TARGET_TABLE.items() if t.platform}
 SIMULATED_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.simulated)
+
+
+def simulation_gap(target: str) -> str:
+    """Why no generated step of `target` runs on gvsoc here ("" for a target ckpt simulates)."""
+    found = TARGET_TABLE.get(target)
+    if found is not None and found.simulated:
+        return ""
+    own = found.unsimulated if found is not None else ""
+    return own or f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}"
 
 
 def uses_deeploy(target: str) -> bool:
