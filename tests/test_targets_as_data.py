@@ -161,3 +161,12 @@ def test_gap9s_steps_say_why_no_cycles_are_measured_whatever_gvsoc_is_at_hand(tm
     found = simulate_split("tiled", tmp_path, None, None, [], None, NoKit("y"), tmp_path / "log", False, 1.0,
                            target="gap9")
     assert found.status is SimStatus.NOT_SIMULATED and found.reason == why and found.cycles is None
+
+
+def test_a_gvsoc_option_for_gap9_is_refused_saying_why():
+    from ckpt.cli_common import gvsoc_options_unused
+
+    [(ignored, option, why, _)] = gvsoc_options_unused("gap9", False, False, gvsoc=Path("/opt/gvsoc"))
+    assert ignored and option == "--gvsoc" and why.endswith("GAP9's gvsoc model ships only with GreenWaves' SDK")
+    [(ignored, *_)] = gvsoc_options_unused("siracusa", False, False, gvsoc=Path("/opt/gvsoc"))
+    assert not ignored
