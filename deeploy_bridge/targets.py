@@ -51,8 +51,9 @@ def _siracusa(n_cores: int) -> TargetParts:
 def _gap9_module(name: str):
     """GAP9 exists only in newer (devel) Deeploy, so it is imported by name when asked for, never at load."""
     if not has_target_package("GAP9"):
-        raise BridgeError(f"Deeploy {deeploy_label()} has no GAP9 target (no Deeploy.Targets.GAP9); "
-                          "install a Deeploy with GAP9 and training-op mappings")
+        raise BridgeError(f"Deeploy {deeploy_label()} has no GAP9 target (no Deeploy.Targets.GAP9): install "
+                          "Deeploy's training branch in its place (pip install ../shared/deeploy-train), whose GAP9 "
+                          "platform ckpt completes with PULPOpen's training kernels")
     return importlib.import_module(f"Deeploy.Targets.GAP9.{name}")
 
 

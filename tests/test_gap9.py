@@ -102,3 +102,34 @@ def test_without_ckpts_bridge_the_branch_refuses_gap9_and_with_it_the_code_is_ge
     transfers = code_transfers(tmp_path / "code" / "Network.c")
     assert transfers and max(t.size for t in transfers) < MCHAN_LIMIT       # none reaches mchan's 2^17 B
     assert figures.setup.size("L1") == 93 * 1024
+
+
+def _replay(shared_models: Path, tmp_path: Path, model: str, budget: str) -> tuple:
+    from cli_support import ckpt_here
+
+    from ckpt.replay.report import ReplayReport
+
+    schedule, out = tmp_path / "seq.json", tmp_path / "replay"
+    solved = ckpt_here("solve", str(shared_models / model), "--target", "gap9", "--budget", budget, "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(shared_models / model), "-o", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    return ReplayReport.read(out / "report.json"), out, run.stdout
+
+
+def test_simplemlps_two_gap9_networks_train_on_the_host_by_the_harness_bit_for_bit_with_the_graph_order(
+        gap9, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    report, out, printed = _replay(shared_models, tmp_path, "simplemlp_train", "0.9")
+    for flow, folder in (("tiled", "code"), ("non_tiled", "code-non-tiled")):
+        run = report.code_runs[flow]
+        assert (run.harness.errors, run.harness.total) == (0, 4), flow          # the harness's count: the losses
+        assert run.golden.errors == 0 and run.graph_order == "bit-identical", flow
+        code = (out / folder / "TrainingNetwork.c").read_text() + (out / folder / "OptimizerNetwork.c").read_text()
+        assert '#include "DeeployGAP9Math.h"' in code and "mchan_transfer_1d(" not in code, flow
+        transfers = [t for name in ("TrainingNetwork.c", "OptimizerNetwork.c")
+                     for t in code_transfers(out / folder / name)]
+        assert bool(transfers) == (flow == "tiled")       # GAP9's DMA moves the tiles; the non-tiled code none
+        assert all(t.size < MCHAN_LIMIT for t in transfers)
+        simulated = report.gvsoc[flow]
+        assert simulated.cycles is None and simulated.reason == "GAP9's gvsoc model ships only with GreenWaves' SDK"
+    assert "not simulated (GAP9's gvsoc model ships only with GreenWaves' SDK)" in printed
