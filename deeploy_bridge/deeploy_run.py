@@ -166,7 +166,8 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
 
 
 def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
-    """One line naming the node/op Deeploy could not map (e.g. LayerNormalizationGrad on GAP9)."""
+    """One line naming the platform and the node/op Deeploy could not map (e.g. CCT2_FT2's one-output
+    SoftmaxCrossEntropyLoss on the training branch)."""
     text = str(exc)
     match = re.search(r"of node (\S+?)(Candidates|$)", text)
     op = None
@@ -179,7 +180,11 @@ def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
     what = f"op {op}" if op else "a node"
     extra = f"; ops without mapping: {', '.join(unmapped)} (lower with a Deeploy that maps them, or solve with " \
         "--target none)" if unmapped else ""
-    return BridgeError(f"Deeploy {deeploy_label()} {opts.target} parsing failed at {what}{extra}")
+    try:
+        platform = target_parts(opts.target, opts.setup.n_cores).mapping_name
+    except BridgeError:
+        platform = f"Deeploy {deeploy_label()} {opts.target}"
+    return BridgeError(f"{platform}: parsing failed at {what} (no kernel it maps fits that node){extra}")
 
 
 def _unmapped(graph, opts: DeployOptions) -> list[str]:

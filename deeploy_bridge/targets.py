@@ -71,7 +71,7 @@ def _gap9(n_cores: int, lend_kernels: bool = True) -> TargetParts:
     name = f"Deeploy {deeploy_label()}'s GAP9 platform"
     if lend_kernels:
         mapping = _lent()[0]
-        name += ", with the PULPOpen kernels ckpt lends it,"
+        name += " (with the PULPOpen kernels ckpt lends it)"
     engine = engine_cls("GAP9Cluster", Mapping=dict(mapping), n_cores=n_cores)
     return TargetParts(platform_cls(engines=[engine]), _in_place(deployer_cls), _fresh_optimizer(optimizer),
                        engine_cls, name)
