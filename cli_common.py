@@ -16,7 +16,6 @@ from ckpt.deeploy_bridge.setup import (
     DEEPLOY_TARGETS,
     DEFAULT_SETUP,
     HOMES,
-    SIMULATED_TARGETS,
     Allocator,
     Flow,
     WeightUpdate,
@@ -24,6 +23,7 @@ from ckpt.deeploy_bridge.setup import (
 from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
 from ckpt.paths import model_files
+from ckpt.targets import simulation_gap
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ALLOCATORS = [a.value for a in Allocator]
@@ -126,8 +126,8 @@ def gvsoc_options_unused(target: str, no_simulate: bool, no_verify: bool, **opti
     """refuse_ignored's rules for the gvsoc options given (`options`: keyword = option name with dashes for
     underscores; None or False when not given): they do nothing without a gvsoc run."""
     why = ("--no-simulate skips gvsoc" if no_simulate else "--no-verify skips the code gvsoc would run" if no_verify
-           else f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}")
-    unused = no_simulate or no_verify or target not in SIMULATED_TARGETS
+           else f"ckpt runs no {target} step on gvsoc: {simulation_gap(target)}")
+    unused = no_simulate or no_verify or bool(simulation_gap(target))
     names = {key: "--" + key.replace("_", "-") for key in options}
     return [(unused and value is not None and value is not False, names[key], why, f"drop {names[key]}")
             for key, value in options.items()]

@@ -8,7 +8,10 @@ home: Deeploy's default memory level), and whether ckpt runs its generated step 
 Siracusa's figures are those of gvsoc's model of it and of pulp-sdk's memory map: L3 is the HyperRAM behind the
 uDMA (8 MiB on the model), L2 is 2 MiB of which the two 32 KiB private banks hold the fabric controller's code and
 data (the shared banks, 0x1F0000 bytes, hold the cluster's code, data and heap), L1 is the cluster's 256 KiB TCDM.
-GAP9's are its datasheet's; ckpt does not simulate it.
+GAP9's: L3 is the EVK's APS256XXN OctaSPI RAM (256 Mbit) that GAP9's Deeploy deployer drives, L2 1.5 MiB, L1 the
+cluster's 128 KiB TCDM, of which the cores' stacks take about 35 KiB with the SDK's default stacks (about 93 KiB
+left for data, as the training forks found (TKCW-W/TrainDeeploy); about 123 KiB with the stacks in L2); ckpt does
+not simulate it (its gvsoc model ships only with GreenWaves' SDK).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 KIB, MIB = 1024, 1024 * 1024
+GAP9_L1_STACKS = 35 * KIB     # the cluster cores' default stacks in GAP9's L1 (see the module doc)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Target:
     homes: tuple[str, ...] = ()               # where the tiled flow may keep its tensors
     simulated: bool = False                   # ckpt runs its generated step on gvsoc
     on_chip: str | None = None                # the level on chip holding the step's code, data and heap
+    unsimulated: str = ""                     # why ckpt runs no step of it on gvsoc, where it does not
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -65,14 +70,24 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
            homes=("L3", "L2"), simulated=True, on_chip="L2"),
-    Target("gap9", "GAP9", (Level("L3", 8 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB)),
-           homes=("L3", "L2"), on_chip="L2"),
+    Target("gap9", "GAP9",
+           (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
+           homes=("L3", "L2"), on_chip="L2", unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)
 DEEPLOY_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.platform)
 PLATFORM_NAMES = {name: t.platform for name, t in TARGET_TABLE.items() if t.platform}
 SIMULATED_TARGETS = tuple(name for name, t in TARGET_TABLE.items() if t.simulated)
+
+
+def simulation_gap(target: str) -> str:
+    """Why no generated step of `target` runs on gvsoc here ("" for a target ckpt simulates)."""
+    found = TARGET_TABLE.get(target)
+    if found is not None and found.simulated:
+        return ""
+    own = found.unsimulated if found is not None else ""
+    return own or f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}"
 
 
 def uses_deeploy(target: str) -> bool:

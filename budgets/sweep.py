@@ -25,7 +25,7 @@ from ckpt.budgets.store import SweepStore, check_sweep_folder, is_ckpt_sweep
 from ckpt.budgets.table import column_notes
 from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
-from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, Flow, WeightUpdate, deployed_weights, setup_for
+from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights, setup_for
 from ckpt.errors import CkptError, ExitCode
 from ckpt.files import check_output_dir
 from ckpt.gvsoc.kit import NoKit, find_kit
@@ -62,7 +62,7 @@ from ckpt.solver.graph.baselines import Baselines, baselines
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.onnx_loader import model_path
 from ckpt.solver.model.records import SolveOptions
-from ckpt.targets import TARGET_TABLE, uses_deeploy
+from ckpt.targets import TARGET_TABLE, simulation_gap, uses_deeploy
 
 
 class SweepInterrupted(CkptError):
@@ -310,8 +310,8 @@ def _unsimulated(options: SweepOptions) -> str:
         return "--no-simulate"
     if not replay.verify:
         return "--no-verify skips the generated code gvsoc would run"
-    if options.target not in SIMULATED_TARGETS:
-        return f"gvsoc models {', '.join(SIMULATED_TARGETS)}, not {options.target}"
+    if simulation_gap(options.target):
+        return simulation_gap(options.target)
     kit = find_kit(replay.gvsoc)
     return kit.reason if isinstance(kit, NoKit) else ""
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ckpt.coderun.build import BuildConfig, BuildError, Sanitizer, build_step, find_toolchain, kernel_library
+from ckpt.coderun.dma import oversized_reason
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources, NoSources
 
@@ -73,6 +74,9 @@ class NotRun:
 def run_code(code_dir: Path, feeds: Mapping[str, np.ndarray], sources: KernelSources | NoSources, *,
              steps: int = 1, sanitizer: Sanitizer = Sanitizer.NONE, timeout: float = 600.0) -> CodeRun | NotRun:
     """Build `code_dir` and run `steps` training steps on `feeds` (keyed by input_<i>); see the module doc."""
+    oversized = oversized_reason(code_dir)
+    if oversized:
+        return NotRun(oversized, failed=True)
     if isinstance(sources, NoSources):
         return NotRun(sources.reason)
     toolchain = find_toolchain()

@@ -31,6 +31,7 @@ from ckpt.coderun.build import (
     kernel_library,
     training_harness_missing,
 )
+from ckpt.coderun.dma import oversized_reason
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.run import SANITIZER_OPTIONS, NotRun, RuntimeStats, _failure, _stats
 from ckpt.coderun.sources import KernelSources, NoSources
@@ -66,6 +67,9 @@ def run_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarra
                  timeout: float = 600.0) -> TrainCodeRun | NotRun:
     """Build `code_dir`'s two networks with the harness and `run`'s data, run them, and read what they computed;
     `start`: every train-network input's value when the run starts (Deeploy's names)."""
+    oversized = oversized_reason(code_dir)
+    if oversized:
+        return NotRun(oversized, failed=True)
     if isinstance(sources, NoSources):
         return NotRun(sources.reason)
     missing = training_harness_missing(sources)

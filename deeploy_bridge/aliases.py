@@ -15,7 +15,7 @@ What Deeploy 0.2.1 records (found by reading its source, not guessed from op typ
   buffer, not for graph-level aliasing, so they are not reported here.
 
 An alias here is oriented output -> input of the same node; chains are kept as single hops
-(``ckpt.solver.graph.alias_root`` follows them to the root buffer).
+(``ckpt.solver.graph.graph.alias_root`` follows them to the root buffer).
 """
 from __future__ import annotations
 

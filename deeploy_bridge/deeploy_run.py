@@ -42,6 +42,7 @@ from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
 from .split_step import SINGLE, Role
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
+from .unmapped import FOLDED_OPS, RefuseUnmapped, unmapped_nodes
 from .versions import deeploy_label
 
 _RUNS = 0
@@ -165,7 +166,8 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
 
 
 def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
-    """One line naming the node/op Deeploy could not map (e.g. LayerNormalizationGrad on GAP9)."""
+    """One line naming the platform and the node/op Deeploy could not map (e.g. CCT2_FT2's one-output
+    SoftmaxCrossEntropyLoss on the training branch)."""
     text = str(exc)
     match = re.search(r"of node (\S+?)(Candidates|$)", text)
     op = None
@@ -178,26 +180,20 @@ def _parse_failure(exc: Exception, graph, opts: DeployOptions) -> BridgeError:
     what = f"op {op}" if op else "a node"
     extra = f"; ops without mapping: {', '.join(unmapped)} (lower with a Deeploy that maps them, or solve with " \
         "--target none)" if unmapped else ""
-    return BridgeError(f"Deeploy {deeploy_label()} {opts.target} parsing failed at {what}{extra}")
-
-
-FOLDED_OPS = frozenset({"Constant", "Shape", "Identity"})   # Deeploy's front end folds these: they need no mapping
+    try:
+        platform = target_parts(opts.target, opts.setup.n_cores).mapping_name
+    except BridgeError:
+        platform = f"Deeploy {deeploy_label()} {opts.target}"
+    return BridgeError(f"{platform}: parsing failed at {what} (no kernel it maps fits that node){extra}")
 
 
 def _unmapped(graph, opts: DeployOptions) -> list[str]:
     """The graph's op types the target maps to no kernel (beyond those the front end folds away)."""
-    return sorted({n.op for n in graph.nodes} - set(_mapped_ops(opts)) - FOLDED_OPS)
-
-
-def _mapped_ops(opts: DeployOptions) -> set:
     try:
         parts = target_parts(opts.target, opts.setup.n_cores)
     except BridgeError:
-        return set()
-    ops = set()
-    for engine in parts.platform.engines:
-        ops |= set(engine.Mapping)
-    return ops
+        return sorted({n.op for n in graph.nodes} - FOLDED_OPS)
+    return sorted(unmapped_nodes(graph, parts.platform))
 
 
 _BASE_TYPE_NAMES: set | None = None
@@ -240,6 +236,7 @@ def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployO
         # The graph already went through these passes once; running them again would re-insert layout
         # transposes. Preprocessing (name mangling, I/O renaming) still runs and is idempotent for us.
         deployer.loweringOptimizer.passes = []
+    deployer.loweringOptimizer.passes.append(RefuseUnmapped(parts.platform, opts.target, parts.mapping_name))
     if opts.tiled:
         deployer = _memory_wrap(deployer, opts, workdir.name)
     return DeeployRun(deployer=deployer, options=opts, workdir=workdir)

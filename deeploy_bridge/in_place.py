@@ -11,7 +11,7 @@ buffer that aliases a global one (the mechanism its Reshape views use: `_alias`)
 2. each SGD's output is declared an alias of the weight it reads (the canonical copy), so the tiler places
    nothing for it. The SGD's tiled code reads each tile of the weight before it writes the same tile back, one
    tile at a time (single buffering), so writing the result over the weight is safe;
-3. at code generation (`InPlacePULPDeployer.generateBufferAllocationCode`) those outputs and the views get no
+3. at code generation (`InPlaceAllocation.generateBufferAllocationCode`) those outputs and the views get no
    allocation and no file; after the constants are allocated and loaded, each view points at its canonical
    bytes and each output (and `DeeployNetwork_outputs[k]`) at its weight. Constants on chip (a home level of L2
    or L1) are arrays with their values in the code: a view is declared a pointer at every level, so it can point
@@ -57,8 +57,9 @@ class InPlaceCode:
     refresh: dict[str, tuple[str, int]] = field(default_factory=dict)   # repeat copy -> (updated weight, times)
 
 
-class InPlacePULPDeployer(PULPDeployer):
-    """Siracusa's deployer; with `in_place` set (by apply_in_place) its buffer allocation follows it."""
+class InPlaceAllocation:
+    """A deployer's buffer allocation following `in_place` where it is set (by apply_in_place); mixed in before a
+    platform's deployer (Siracusa's below, GAP9's in deeploy_bridge.targets)."""
 
     in_place: InPlaceCode | None = None
 
@@ -86,6 +87,10 @@ class InPlacePULPDeployer(PULPDeployer):
                   f"{mangle('outputs')}[{outputs.index(out)}] = (void*) {mangle(out)};"
                   for out, weight in sorted(code.outputs.items())]
         return text + "\n".join(lines) + "\n"
+
+
+class InPlacePULPDeployer(InPlaceAllocation, PULPDeployer):
+    """Siracusa's deployer with ckpt's in-place allocation."""
 
 
 def apply_in_place(deployer, off_chip: str) -> InPlaceCode:

@@ -107,8 +107,9 @@ DEFAULT_SETUP = DeeploySetup()
 
 def setup_for(target: str, home: str = DEFAULT_SETUP.default_mem_level, **changes) -> DeeploySetup:
     """The Deeploy setup of a tiled deployment for `target` whose tensors live in `home`: the target's levels,
-    each with Deeploy's CI size where CI sizes it; the home, when not Deeploy's default, and a level CI does not
-    know get what the chip gives data there (its size less what the runtime reserves)."""
+    each with Deeploy's CI size where CI sizes it, but never more than the chip gives data there (its size less
+    what the runtime reserves) on chip (GAP9's L1 is smaller than CI's); the home, when not Deeploy's default,
+    and a level CI does not know get what the chip gives."""
     setup = replace(DEFAULT_SETUP, default_mem_level=home, **changes)
     spec = TARGET_TABLE.get(target)
     if spec is None or not spec.levels:
@@ -117,7 +118,9 @@ def setup_for(target: str, home: str = DEFAULT_SETUP.default_mem_level, **change
 
     def size(level: Level) -> int:
         chip = level.name not in ci or (level.name == home and home != DEFAULT_SETUP.default_mem_level)
-        return level.usable if chip else ci[level.name]
+        if chip:
+            return level.usable
+        return ci[level.name] if level.name == spec.off_chip else min(ci[level.name], level.usable)
 
     return replace(setup, levels=tuple((level.name, size(level)) for level in spec.levels))
 

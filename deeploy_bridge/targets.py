@@ -7,7 +7,7 @@ run in the same process differ from the first.
 """
 from __future__ import annotations
 
-import copy
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -21,7 +21,8 @@ from Deeploy.Targets.PULPOpen.Platform import (
 )
 
 from .errors import BridgeError
-from .in_place import InPlacePULPDeployer
+from .in_place import InPlaceAllocation, InPlacePULPDeployer
+from .lent_kernels import Lent, lend
 from .setup import DEEPLOY_TARGETS, TARGET_TABLE
 from .versions import deeploy_label, has_target_package
 
@@ -34,6 +35,7 @@ class TargetParts:
     deployer_cls: type
     optimizer: object  # TopologyOptimizer instance (fresh pass list)
     cluster_engine_cls: type
+    mapping_name: str = ""   # whose mapping the platform's engines hold, as a refusal names it
 
 
 def _fresh_optimizer(shared) -> TopologyOptimizer:
@@ -43,40 +45,62 @@ def _fresh_optimizer(shared) -> TopologyOptimizer:
 def _siracusa(n_cores: int) -> TargetParts:
     engine = PULPClusterEngine("PULPCluster", Mapping=dict(PULPMapping), n_cores=n_cores)
     return TargetParts(PULPPlatform(engines=[engine]), InPlacePULPDeployer, _fresh_optimizer(PULPOptimizer),
-                       PULPClusterEngine)
+                       PULPClusterEngine, f"Deeploy {deeploy_label()}'s PULPOpen platform (Siracusa)")
 
 
 def _gap9_module(name: str):
     """GAP9 exists only in newer (devel) Deeploy, so it is imported by name when asked for, never at load."""
     if not has_target_package("GAP9"):
-        raise BridgeError(f"Deeploy {deeploy_label()} has no GAP9 target (no Deeploy.Targets.GAP9); "
-                          "install a Deeploy with GAP9 and training-op mappings")
+        raise BridgeError(f"Deeploy {deeploy_label()} has no GAP9 target (no Deeploy.Targets.GAP9): install "
+                          "Deeploy's training branch in its place (pip install ../shared/deeploy-train), whose GAP9 "
+                          "platform ckpt completes with PULPOpen's training kernels")
     return importlib.import_module(f"Deeploy.Targets.GAP9.{name}")
 
 
-def _gap9(n_cores: int) -> TargetParts:
-    """Its class names follow the PULPOpen pattern."""
+def _gap9(n_cores: int, lend_kernels: bool = True) -> TargetParts:
+    """GAP9's platform with a fresh engine, its mapping completed with PULPOpen's training kernels
+    (deeploy_bridge.lent_kernels) unless `lend_kernels` is False (Deeploy's GAP9 as it ships)."""
     platform_mod, deployer_mod = _gap9_module("Platform"), _gap9_module("Deployer")
     try:
-        platform_cls = platform_mod.GAP9Platform
+        platform_cls, engine_cls = platform_mod.GAP9Platform, platform_mod.GAP9ClusterEngine
+        mapping = platform_mod.GAP9Mapping
         optimizer = getattr(platform_mod, "GAP9Optimizer", None) or PULPOptimizer
         deployer_cls = deployer_mod.GAP9Deployer
     except AttributeError as exc:
         raise BridgeError(f"Deeploy {deeploy_label()} GAP9 target lacks an expected class: {exc}") from None
-    platform = copy.copy(platform_cls())
-    engine_cls = type(platform.engines[0])
-    for engine in platform.engines:
-        if hasattr(engine, "n_cores"):
-            engine.n_cores = n_cores
-    return TargetParts(platform, deployer_cls, _fresh_optimizer(optimizer), engine_cls)
+    name = f"Deeploy {deeploy_label()}'s GAP9 platform"
+    if lend_kernels:
+        mapping = _lent()[0]
+        name += " (with the PULPOpen kernels ckpt lends it)"
+    engine = engine_cls("GAP9Cluster", Mapping=dict(mapping), n_cores=n_cores)
+    return TargetParts(platform_cls(engines=[engine]), _in_place(deployer_cls), _fresh_optimizer(optimizer),
+                       engine_cls, name)
 
 
-def target_parts(target: str, n_cores: int) -> TargetParts:
-    """Fresh platform/deployer/optimizer for a Deeploy target."""
+@functools.cache
+def _in_place(deployer_cls: type) -> type:
+    """A platform's deployer with ckpt's in-place allocation (deeploy_bridge.in_place) mixed in."""
+    return type(f"InPlace{deployer_cls.__name__}", (InPlaceAllocation, deployer_cls), {})
+
+
+@functools.cache
+def _lent() -> tuple[dict, Lent]:
+    """GAP9's mapping with PULPOpen's kernels lent, made once per process: a layer is copied for each node it maps
+    (ONNXLayer.__call__), so runs share the mapping as they share Deeploy's own."""
+    return lend(PULPMapping, _gap9_module("Platform").GAP9Mapping, _gap9_module("Bindings"))
+
+
+def lent_to_gap9() -> Lent:
+    """What ckpt lends GAP9 of PULPOpen's kernels under the installed Deeploy."""
+    return _lent()[1]
+
+
+def target_parts(target: str, n_cores: int, lend_kernels: bool = True) -> TargetParts:
+    """Fresh platform/deployer/optimizer for a Deeploy target (`lend_kernels`: see _gap9)."""
     if target == "siracusa":
         return _siracusa(n_cores)
     if target == "gap9":
-        return _gap9(n_cores)
+        return _gap9(n_cores, lend_kernels)
     raise BridgeError(f"unknown Deeploy target {target!r}; expected one of {', '.join(DEEPLOY_TARGETS)}")
 
 

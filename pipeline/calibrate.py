@@ -35,7 +35,7 @@ from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simul
 from ckpt.replay.verification import step_data
 from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
-from ckpt.targets import TARGET_TABLE
+from ckpt.targets import TARGET_TABLE, simulation_gap
 
 CALIBRATION_FORMAT = 3
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
@@ -258,7 +258,7 @@ def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySet
         return read_cost_file(costs, source, target), ""
     if costs == "auto":
         if target not in SIMULATED_TARGETS:
-            return None, f"the op costs are ckpt's estimate: gvsoc models {', '.join(SIMULATED_TARGETS)}, not {target}"
+            return None, f"the op costs are ckpt's estimate: {simulation_gap(target)}"
         try:
             return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model(), ""
         except CkptError as err:

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from ckpt.coderun.sources import KernelSources, NoSources
-from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS
 from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import GvsocKit, NoKit
 from ckpt.gvsoc.probes import c_name
 from ckpt.gvsoc.run import GvsocRun, NotSimulated, simulate_step
 from ckpt.replay.report import CodeRunRecord, CodeStatus, GvsocRecord, SimStatus
-from ckpt.targets import TARGET_TABLE
+from ckpt.targets import TARGET_TABLE, simulation_gap
 
 
 def not_simulated(flow: str, reason: str) -> GvsocRecord:
@@ -46,8 +45,8 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
                   timeout: float | None = None) -> GvsocRecord:
     """One flow's step on gvsoc, or why not (see the module doc); gvsoc's output is kept at `log`, whether the run
     succeeded or failed (it says why). `timeout`: seconds before the run is taken as hung."""
-    if target not in SIMULATED_TARGETS:
-        return not_simulated(flow, f"gvsoc models {', '.join(SIMULATED_TARGETS)} here, not {target}")
+    if simulation_gap(target):
+        return not_simulated(flow, simulation_gap(target))
     if isinstance(kit, NoKit):
         return not_simulated(flow, kit.reason)
     if isinstance(sources, NoSources):

@@ -89,7 +89,7 @@ from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace
 from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
 from ckpt.solver.memory.static_arena import arena_layout
-from ckpt.targets import uses_deeploy
+from ckpt.targets import simulation_gap, uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -305,13 +305,16 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
     if not options.simulate or not isinstance(verification, VerifyReport) or sources is None:
         why = "--no-simulate" if not options.simulate else "the host check did not run"
         return {flow: not_simulated(flow, why) for flow in flows}
+    if simulation_gap(lowered.target):
+        return {flow: not_simulated(flow, simulation_gap(lowered.target)) for flow in flows}
     kit = find_kit(options.gvsoc)
     data = verification.data
 
     def simulated(flow: str) -> GvsocRecord:
         if split is not None:
             return simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
-                                  kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress)
+                                  kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress,
+                                  lowered.target)
         return simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                              data.golden, verification.outputs, plan.order, sources, kit,
                              outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)

@@ -50,6 +50,7 @@ from ckpt.replay.gvsoc import not_simulated
 from ckpt.replay.report import CodeRunRecord, CodeStatus, GvsocRecord, HarnessCount, SimStatus
 from ckpt.replay.verification import StepData, harness_layout, step_data
 from ckpt.solver.graph.onnx_loader import data_inputs, read_model
+from ckpt.targets import simulation_gap
 
 REFERENCE_FORMAT = 1
 HARNESS_RULE = f"the losses against outputs.npz, |diff| > {TRAINING_HARNESS_TOLERANCE:g}"
@@ -239,8 +240,10 @@ def run_split_code(flow: str, code_dir: Path, base: onnx.ModelProto, step: Split
 
 def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, step: SplitStep, nodes: list[str],
                    sources: KernelSources | NoSources, kit: GvsocKit | NoKit, log: Path, record_time: bool,
-                   timeout: float, progress=lambda m: None) -> GvsocRecord:
+                   timeout: float, progress=lambda m: None, target: str = "siracusa") -> GvsocRecord:
     """One flow's split step on gvsoc, or why not; a run longer than `timeout` seconds is taken as hung."""
+    if simulation_gap(target):
+        return not_simulated(flow, simulation_gap(target))
     if isinstance(kit, NoKit):
         return not_simulated(flow, kit.reason)
     if isinstance(sources, NoSources):

@@ -17,7 +17,7 @@ the rest goes to repairing its answers. What a stage leaves goes to the next, an
 than half a second left (a model run: more, by its size, for the handover to HiGHS). Model builds stop at their
 stage's deadline; a HiGHS run stops at its own, checked only now and then, so every deadline keeps a share of the
 limit in reserve for that overrun (and a model run far past it, or still going at the limit, is killed:
-solver/watchdog.py).
+solver/model/watchdog.py).
 """
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def greedy_answer(attempt: Attempt, found: Found) -> Found:
 
 
 def bound_stage(attempt: Attempt, found: Found) -> Found:
-    """The relaxation's lower bound on the cost (solver/bounds.py), until its deadline. It holds for every
+    """The relaxation's lower bound on the cost (solver/bounds/bounds.py), until its deadline. It holds for every
     schedule over the stage order, so the focus setting of the problem does not matter."""
     options = attempt.options
     if options.live_budget is None:

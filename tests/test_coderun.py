@@ -64,11 +64,27 @@ def test_the_toy_step_runs_and_doubles_its_input(sources, toy):
     ("for (int i = 0; i < 17; i++) mchan_channel_alloc();", "all 16 DMA channels are allocated"),
     ("pi_l2_free(l2_tile, 8);", "pi_l2_free of a 128-byte L2 block with size 8"),
     ("mchan_channel_wait(9);", "wait on channel 9, which is not allocated"),
+    # GAP9's DMA: a transfer of 2^17 B carries into the direction bit of its command
+    ("{ mchan_transfer_t t = { .cmd = (1 << 17) | MCHAN_CMD_FLAG_INCREMENTAL, .size = 1 << 17, .loc = l1_tile, "
+     ".ext = l2_tile }; mchan_transfer_push_1d(t); }", "a transfer of 131072 B between"),
+    ("{ int id = mchan_transfer_get_id(); mchan_transfer_t t = { .cmd = (TILE_BYTES + 4) | MCHAN_CMD_FLAG_INCREMENTAL,"
+     " .size = TILE_BYTES + 4, .loc = l1_tile, .ext = l2_tile }; mchan_transfer_push_1d(t); mchan_transfer_free(id); }",
+     "leave every L1/L2 allocation"),
 ])
 def test_a_fault_of_the_code_is_a_failed_run_naming_it(sources, toy, fault, says):
     found = run_code(toy(fault), FEEDS, sources)
     assert isinstance(found, NotRun) and found.failed, found
     assert says in found.reason
+
+
+def test_gaps9s_dma_moves_what_its_command_says(sources, toy):
+    back = ("{ int id = mchan_transfer_get_id(); mchan_transfer_t t = { .cmd = TILE_BYTES | MCHAN_CMD_FLAG_INCREMENTAL"
+            " | MCHAN_CMD_FLAG_DIRECTION_EXT2LOC, .size = TILE_BYTES, .loc = l1_tile, .ext = l2_tile }; "
+            "mchan_transfer_push_1d(t); mchan_transfer_wait(id); mchan_transfer_free(id); }")
+    found = run_code(toy(back), FEEDS, sources)
+    assert isinstance(found, CodeRun), found
+    assert found.stats.dma_transfers == 4 + 2         # one step: two halves, each in and out, and GAP9's back in
+    assert np.array_equal(found.steps[0]["output_0"], 2 * FEEDS["input_0"].reshape(-1))
 
 
 def test_a_step_that_never_ends_is_stopped(sources, toy):

@@ -142,3 +142,31 @@ def test_the_table_breaks_down_the_rows_home_level_whichever_it_is():
     assert {"L2 const", "L2 arena", "L2 total", "L3 total", f"{FAKE_LEVEL} total"} <= set(titles)
     assert "L3 const" not in titles and "L3 arena" not in titles
     assert f"{FAKE_LEVEL} const" in [title for title, _ in columns(_rows())]     # no home given: the outermost
+
+
+def test_gap9s_l1_is_what_its_stacks_leave_and_siracusas_levels_stay_deeploys_ci_sizes():
+    gap9 = setup_for("gap9")
+    assert gap9.size("L1") == 128 * targets.KIB - targets.GAP9_L1_STACKS == 93 * targets.KIB   # not CI's 128,000
+    assert gap9.size("L2") == 1_024_000 and setup_for("gap9", "L2").size("L2") == 1536 * targets.KIB
+    assert setup_for("siracusa").levels == DEFAULT_SETUP.levels
+
+
+def test_gap9s_steps_say_why_no_cycles_are_measured_whatever_gvsoc_is_at_hand(tmp_path):
+    from ckpt.gvsoc.kit import NoKit
+    from ckpt.replay.report import SimStatus
+    from ckpt.replay.split_run import simulate_split
+
+    why = "GAP9's gvsoc model ships only with GreenWaves' SDK"
+    assert targets.simulation_gap("gap9") == why and targets.simulation_gap("siracusa") == ""
+    found = simulate_split("tiled", tmp_path, None, None, [], None, NoKit("y"), tmp_path / "log", False, 1.0,
+                           target="gap9")
+    assert found.status is SimStatus.NOT_SIMULATED and found.reason == why and found.cycles is None
+
+
+def test_a_gvsoc_option_for_gap9_is_refused_saying_why():
+    from ckpt.cli_common import gvsoc_options_unused
+
+    [(ignored, option, why, _)] = gvsoc_options_unused("gap9", False, False, gvsoc=Path("/opt/gvsoc"))
+    assert ignored and option == "--gvsoc" and why.endswith("GAP9's gvsoc model ships only with GreenWaves' SDK")
+    [(ignored, *_)] = gvsoc_options_unused("siracusa", False, False, gvsoc=Path("/opt/gvsoc"))
+    assert not ignored

@@ -1,4 +1,4 @@
-/* ckpt's host implementation of the runtime calls Deeploy's generated Siracusa code makes (pmsis.h says which
+/* ckpt's host implementation of the runtime calls Deeploy's generated Siracusa and GAP9 code makes (pmsis.h says
  * model of the device it implements), and of Deeploy's dory_mem.h interface (RAM and file loads).
  *
  * Every check here stops the run with a one-line fault on stderr and exit status 3, so a layout or transfer
@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "DeeployMchan.h"
 #include "dory_mem.h"
 #include "host_runtime.h"
 #include "pmsis.h"
@@ -495,6 +496,19 @@ void ckpt_mchan_transfer(uint32_t cmd, void *loc, void *ext, uint32_t ext_size_1
   }
   ckpt_counters.dma_transfers++;
   ckpt_counters.dma_bytes += len;
+}
+
+/* GAP9's DMA (DeeployMchan.h): the transfer record its code fills, checked against what its command word can say. */
+void ckpt_gap9_mchan_push(const mchan_transfer_t *transfer, int two_d) {
+  uint32_t cmd = (uint32_t)transfer->cmd;
+  if (transfer->size < 0 || (uint32_t)transfer->size > MCHAN_LEN_MASK || (cmd & MCHAN_LEN_MASK) != (uint32_t)transfer->size)
+    ckpt_fault("mchan (GAP9): a transfer of %d B between %p and %p does not fit its command 0x%x, whose 17-bit "
+               "length says %u B (GAP9's DMA takes at most %u B at once)", transfer->size, transfer->loc,
+               transfer->ext, cmd, cmd & MCHAN_LEN_MASK, MCHAN_LEN_MASK);
+  if (two_d != ((cmd & MCHAN_2D_EXT) != 0))
+    ckpt_fault("mchan (GAP9): a %s push of command 0x%x, whose 2-D flag says otherwise", two_d ? "2-D" : "1-D", cmd);
+  ckpt_mchan_transfer(cmd, transfer->loc, transfer->ext, two_d ? (uint32_t)transfer->ext_size_1d : 0,
+                      two_d ? (uint32_t)transfer->ext_stride_1d : 0, 0, 0);
 }
 
 void pi_cl_dma_memcpy(pi_cl_dma_copy_t *copy) {

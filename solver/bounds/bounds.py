@@ -28,14 +28,14 @@ answer is moved or repaired where that is quick; failing that, memory is also ch
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
 read), every segment it goes over in at once: the rounds still prove bounds (before that round where every schedule
 known is far above the bound: then a schedule near it is what is missing). After that round, the answer is
-placed exactly (solver/realise.py), and once every such segment is checked, another answer of the round, as
+placed exactly (solver/realise/realise.py), and once every such segment is checked, another answer of the round, as
 cheap where one is (equal-cost answers abound, and only some of them place): that only finds a schedule, and can
 take all the time the rounds have, so it comes after them, on a small share of the time until they are all
 checked. Failing that, later rounds keep the excess free at the point. That is a heuristic: those rounds find
 schedules, not bounds, and solve() weighs what they find against the bound. An answer that never fits is still a
 start for a repair. A round over many points can take longer than the whole limit on a big graph, so the rounds
 leave a share of their time to walk the newest answer that overflowed to a schedule that fits
-(solver/realise.py: the relaxation solved again only around each stage it goes over, the rest kept): often the
+(solver/realise/realise.py: the relaxation solved again only around each stage it goes over, the rest kept): often the
 optimum, where the bound already proves it. If no schedule met the bound, the time left goes to the strongest
 form: every binding point, every segment checked while it recomputes.
 """
@@ -354,7 +354,7 @@ class _Answer:
 
 def _walk(problem: Problem, budget: int, newest: _Answer, deadline: _Deadline, found: _Found, enough: float
           ) -> None:
-    """Walk the newest answer that overflowed to a schedule that fits (solver/realise.py), on the time the
+    """Walk the newest answer that overflowed to a schedule that fits (solver/realise/realise.py), on the time the
     rounds left for it, and keep it. The rounds' next one, over one point more, can take many times as long
     and still end with an answer that overflows; the newest answer saw the most points, so it is the best
     start."""

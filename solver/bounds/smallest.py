@@ -2,7 +2,7 @@
 
 A budget is shown feasible by a schedule that fits it (the greedy heuristic's, one the point relaxation
 realises, or, failing both, the exact model's first), and infeasible by the relaxation having no answer at all
-(solver/bounds.py: every schedule maps onto it) or the exact model proving none. A schedule found for one
+(solver/bounds/bounds.py: every schedule maps onto it) or the exact model proving none. A schedule found for one
 budget fits every budget down to its own peak, so the range's top is always a peak some schedule reaches.
 
 The search goes from the cheap tests to the dear ones. The greedy heuristic (milliseconds a budget) tries the

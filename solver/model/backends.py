@@ -123,7 +123,7 @@ def run(lp: pulp.LpProblem, options: BackendOptions, start: dict[str, float] | N
     """Solve; a `start` (variable name -> value) is given to the solver as its first incumbent, and HiGHS
     stops as soon as it holds a solution of objective `stop_at` or less (CBC runs on). A HiGHS run with a time
     limit on a model of some size runs in a child process that is killed once it overruns the limit by far
-    (solver/watchdog.py): it then ends with no answer, timed out."""
+    (solver/model/watchdog.py): it then ends with no answer, timed out."""
     if start:
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)

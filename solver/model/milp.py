@@ -2,7 +2,7 @@
 
 Decisions: R[t,i] recompute op i in stage t (i < t; stage t always computes op t), S[t,x] carry buffer or pin
 x into stage t, F[t,e,k] free buffer e right after op k in stage t, U[t,k] memory after op k's allocations.
-Each constraint family below sits in its own block. The accounting (solver/accounting.py) is shared with the
+Each constraint family below sits in its own block. The accounting (solver/model/accounting.py) is shared with the
 solution checker, so what the MILP books is what `booked_levels` computes from its decisions.
 """
 from __future__ import annotations

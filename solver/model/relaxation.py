@@ -1,4 +1,4 @@
-"""The point relaxation of solver/bounds.py as a model: its variables, constraint families and answer.
+"""The point relaxation of solver/bounds/bounds.py as a model: its variables, constraint families and answer.
 
 Which points it checks, and what its answers are worth, is for bounds.py to decide; this module only builds
 and solves one relaxation over the points it is given.

@@ -1,4 +1,4 @@
-"""Turning an answer of the point relaxation (solver/bounds.py) into a real schedule.
+"""Turning an answer of the point relaxation (solver/bounds/bounds.py) into a real schedule.
 
 The relaxation says which ops run again between two points, not where: an answer is a list of `Span`s, each
 "op i runs again in one of stages first+1..last". Two ways to place them:

@@ -2,6 +2,7 @@
  * L3 to L2, the cluster DMA moves them to L1, all cores double them (each core its share, then a barrier), and
  * the way back writes them to the output in L3. The line marked FAULT is replaced by the tests. */
 #include "Network.h"
+#include "DeeployMchan.h" /* GAP9's DMA, which the tests use too */
 
 #define ROWS 8
 #define COLS 8
