@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from test_cli_errors import one_line, run
 
+from ckpt.budgets.ranges import parse_range
+from ckpt.errors import CkptError
 from ckpt.examples import write_example
 from ckpt.solver import watchdog
 
@@ -83,3 +85,17 @@ def test_an_interrupt_while_the_child_works_raises_it_and_leaves_no_child(tmp_pa
     child = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+# --------------------------------------------------------------------------- 14: both ends of a range run
+
+
+@pytest.mark.parametrize("text, step, fractions", [("0.85:0.9", None, [0.9, 0.85]), ("0.5:0.9", 0.3, [0.9, 0.6, 0.5]),
+                                                   ("0.6:0.9", None, [0.9, 0.8, 0.7, 0.6]), ("0.9:0.9", None, [0.9])])
+def test_a_range_whose_step_stops_short_of_its_low_end_runs_that_end_too(text, step, fractions):
+    assert parse_range(text, step) == fractions
+
+
+def test_a_step_far_too_fine_is_refused_without_making_every_budget():
+    with pytest.raises(CkptError, match="more than 100"):
+        parse_range("0.1:0.9", 1e-12)
