@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli_errors import one_line, run
+from test_cli_errors import one_line, run, snapshot
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.errors import CkptError
@@ -99,3 +99,37 @@ def test_a_range_whose_step_stops_short_of_its_low_end_runs_that_end_too(text, s
 def test_a_step_far_too_fine_is_refused_without_making_every_budget():
     with pytest.raises(CkptError, match="more than 100"):
         parse_range("0.1:0.9", 1e-12)
+
+
+# --------------------------------------------------------------------------- 11, 12, 15: options a mode ignores
+
+
+def test_a_level_total_with_the_non_tiled_flow_is_refused(mlp, tmp_path):
+    code, _, err = run("solve", str(mlp), "--target", "siracusa", "--flow", "non-tiled", "--budget-total", "L3=8KB",
+                       "-o", str(tmp_path / "s.json"))
+    assert code == 1 and "--flow non-tiled" in one_line(err) and not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("option", [["--warm-start", "{seq}"], ["--method", "greedy"], ["--time-limit", "5"],
+                                    ["--order", "graph"], ["--views", "fixed"], ["--gap", "0.1"],
+                                    ["--threads", "1"], ["--solver", "cbc"]])
+def test_top_k_refuses_the_solve_options_it_ignores(mlp, tmp_path, option):
+    seq = tmp_path / "seq.json"
+    assert run("solve", str(mlp), "--budget", "1.0", "-o", str(seq))[0] == 0
+    given = [o.format(seq=seq) for o in option]
+    code, _, err = run("solve", str(mlp), "--policy", "top-k", "--k", "1", *given, "-o", str(tmp_path / "t.json"))
+    assert code == 1 and f"{option[0]}" in one_line(err) and "top-k" in err and not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.deeploy
+def test_steps_on_a_split_step_is_refused(split, tmp_path):
+    from ckpt.deeploy_identity import Flavour, deeploy_flavour
+
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("a split step replays only with Deeploy's training branch installed")
+    seq = tmp_path / "seq.json"
+    assert run("solve", str(split), "--target", "siracusa", "--budget", "1.0", "-o", str(seq))[0] == 0
+    before = snapshot(split.parent)
+    code, _, err = run("replay", str(seq), "--model", str(split), "--steps", "2", "-o", str(tmp_path / "r"))
+    assert code == 1 and "--steps 2" in one_line(err) and not (tmp_path / "r").exists()
+    assert snapshot(split.parent) == before
