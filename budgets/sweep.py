@@ -209,7 +209,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
                              home=options.replay.deeploy.default_mem_level)
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
-                                     options.replay.gvsoc, options.replay.deeploy_root, board.note)
+                                     options.replay.gvsoc, options.replay.deeploy_root, board.note,
+                                     options.replay.gvsoc_timeout)
     if costs is not None:
         board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
     base = baselines(loaded.graph)

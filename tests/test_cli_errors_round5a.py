@@ -133,3 +133,37 @@ def test_steps_on_a_split_step_is_refused(split, tmp_path):
     code, _, err = run("replay", str(seq), "--model", str(split), "--steps", "2", "-o", str(tmp_path / "r"))
     assert code == 1 and "--steps 2" in one_line(err) and not (tmp_path / "r").exists()
     assert snapshot(split.parent) == before
+
+
+# --------------------------------------------------------------------------- 13: the calibration keeps the timeout
+
+
+def test_a_sweeps_calibration_is_held_to_its_gvsoc_timeout(mlp, tmp_path, monkeypatch):
+    """The sweep's calibration is a gvsoc run like its points': --gvsoc-timeout holds it too (it ran unbounded
+    while `ckpt calibrate --gvsoc-timeout` timed out)."""
+    from ckpt.budgets import sweep
+    from ckpt.replay.run import ReplayOptions
+
+    seen = []
+
+    def costs(*args, **kwargs):
+        seen.append(args[7] if len(args) > 7 else kwargs.get("timeout"))
+        raise CkptError("stopped here")
+
+    monkeypatch.setattr(sweep, "costs_and_why", costs)
+    options = sweep.SweepOptions(fractions=(0.9,), target="none", replay=ReplayOptions(gvsoc_timeout=0.01))
+    with pytest.raises(CkptError, match="stopped here"):
+        sweep.run_sweep(str(mlp), tmp_path / "sw", options)
+    assert seen == [0.01]
+
+
+def test_costs_pass_the_timeout_to_the_calibration(mlp, monkeypatch):
+    from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.pipeline import calibrate
+
+    seen = []
+    monkeypatch.setattr(calibrate, "calibrate", lambda *args, **kwargs: seen.append(args[6]) or (_ for _ in ()).throw(
+        CkptError("stopped here")))
+    with pytest.raises(CkptError):
+        calibrate.costs_and_why("gvsoc", str(mlp), "siracusa", setup_for("siracusa", "L3"), timeout=0.01)
+    assert seen == [0.01]
