@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import onnx
 import pytest
 from test_cli_errors import one_line, run, snapshot
 
@@ -167,3 +168,48 @@ def test_costs_pass_the_timeout_to_the_calibration(mlp, monkeypatch):
     with pytest.raises(CkptError):
         calibrate.costs_and_why("gvsoc", str(mlp), "siracusa", setup_for("siracusa", "L3"), timeout=0.01)
     assert seen == [0.01]
+
+
+# ---------------------------------------------------------------- 5, 6: an optimizer graph that is not the step's
+
+
+def _spoil_optimizer(split: Path, change) -> None:
+    path = split.parent / "simplemlp_optimizer" / "network.onnx"
+    model = onnx.load(path)
+    change(model)
+    onnx.save(model, path)
+
+
+def _update_only_the_first(model: onnx.ModelProto) -> None:
+    dropped = model.graph.node[1]
+    del model.graph.node[1]
+    for field in (model.graph.input, model.graph.output):
+        kept = [v for v in field if v.name not in (*dropped.input, *dropped.output)]
+        del field[:]
+        field.extend(kept)
+
+
+def _read_another_weight(model: onnx.ModelProto) -> None:
+    for info in model.graph.input:
+        if info.name == "fc1_weight":
+            info.name = "fc9_weight"
+    for node in model.graph.node:
+        node.input[:] = ["fc9_weight" if name == "fc1_weight" else name for name in node.input]
+
+
+def _read_a_stranger(model: onnx.ModelProto) -> None:
+    model.graph.input.append(onnx.helper.make_tensor_value_info("stranger", onnx.TensorProto.FLOAT, [8, 64]))
+    model.graph.node.append(onnx.helper.make_node("Identity", ["stranger"], ["stranger_copy"], name="copy"))
+
+
+@pytest.mark.parametrize("change, says", [(_update_only_the_first, "'fc2_weight' is never updated"),
+                                          (_read_another_weight, "not from 'fc1_weight'"),
+                                          (_read_a_stranger, "'stranger'")])
+@pytest.mark.parametrize("command", [["verify"], ["inspect"], ["solve", "--budget", "1.0", "-o", "{tmp}/s.json"]])
+def test_an_optimizer_graph_that_does_not_update_the_train_graphs_weights_is_refused(split, tmp_path, change, says,
+                                                                                     command):
+    _spoil_optimizer(split, change)
+    before = snapshot(split.parent)
+    code, _, err = run(command[0], str(split), *[c.format(tmp=tmp_path) for c in command[1:]])
+    assert code == 1 and says in one_line(err) and "[ckpt] running" not in err
+    assert snapshot(split.parent) == before and not (tmp_path / "s.json").exists()
