@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from test_cli_errors import one_line, run, snapshot
@@ -213,3 +214,47 @@ def test_an_optimizer_graph_that_does_not_update_the_train_graphs_weights_is_ref
     code, _, err = run(command[0], str(split), *[c.format(tmp=tmp_path) for c in command[1:]])
     assert code == 1 and says in one_line(err) and "[ckpt] running" not in err
     assert snapshot(split.parent) == before and not (tmp_path / "s.json").exists()
+
+
+# --------------------------------------------------------------- 7, 8, 9: a split step's goldens and mini-batch data
+
+
+def _respell(split: Path, file: str, change) -> None:
+    with np.load(split / file) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    np.savez(split / file, **change(arrays))
+
+
+SPOILT_STEP_DATA = [
+    ("outputs.npz", lambda a: {}, "holds no arrays"),
+    ("outputs.npz", lambda a: {f"arr_{i:04d}": v for i, v in enumerate(a.values())}, "'arr_0000' is a positional"),
+    ("outputs.npz", lambda a: {**a, "fc1_weight": a["fc1_weight"].astype(np.float64)}, "'fc1_weight' is float64"),
+    ("outputs.npz", lambda a: {**a, "fc2_weight": a["fc2_weight"].T.copy()}, "the step writes float32[10, 8]"),
+    ("outputs.npz", lambda a: {**a, "loss": a["loss"][:3]}, "one value per mini-batch"),
+    ("outputs.npz", lambda a: {k: v for k, v in a.items() if k != "loss"}, "no 'loss'"),
+    ("outputs.npz", lambda a: {k: v for k, v in a.items() if k != "fc1_weight"}, "no 'fc1_weight'"),
+    ("inputs.npz", lambda a: {**a, "meta_n_batches": np.array([10], np.int32)}, "one value per mini-batch: 10"),
+    ("inputs.npz", lambda a: {**a, "meta_n_batches": np.array([0], np.int32)}, "'meta_n_batches' is 0"),
+    ("inputs.npz", lambda a: {**a, "meta_n_batches": np.array([-1], np.int32)}, "'meta_n_batches' is -1"),
+    ("inputs.npz", lambda a: {**a, "meta_n_batches": np.array([4.5])}, "must be one integer"),
+    ("inputs.npz", lambda a: {**a, "meta_n_accum": np.array([0], np.int32)}, "'meta_n_accum' is 0"),
+    ("inputs.npz", lambda a: {**a, "meta_n_accum": np.array([8], np.int32)}, "no update would run"),
+    ("inputs.npz", lambda a: {k: v for k, v in a.items() if k != "mb2_arr_0000"}, "has no 'mb2_arr_0000'"),
+    ("inputs.npz", lambda a: {**a, "mb9_arr_0000": a["mb1_arr_0000"]}, "'mb9_arr_0000' is no mini-batch's"),
+    ("inputs.npz", lambda a: {**a, "mb2_arr_0002": a["arr_0002"]}, "which mini-batch 1 does not"),
+]
+
+
+@pytest.mark.parametrize("file, change, says", SPOILT_STEP_DATA)
+@pytest.mark.parametrize("command", [["verify"], ["solve", "--budget", "1.0", "-o", "{tmp}/s.json"]])
+def test_a_split_steps_data_is_checked_as_strictly_as_a_single_graphs(split, tmp_path, file, change, says, command):
+    _respell(split, file, change)
+    before = snapshot(split.parent)
+    code, _, err = run(command[0], str(split), *[c.format(tmp=tmp_path) for c in command[1:]])
+    assert code == 1 and says in one_line(err) and "[ckpt] running" not in err
+    assert snapshot(split.parent) == before and not (tmp_path / "s.json").exists()
+
+
+def test_the_shared_split_steps_data_still_verifies(split):
+    code, out, err = run("verify", str(split))
+    assert code == 0 and "Errors: 0 out of 596" in out, err
