@@ -133,6 +133,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         step_code_bytes,
     )
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
+    from ckpt.pipeline.level_total import level_capacity
     from ckpt.pipeline.on_chip import refuse_floor_before_code, unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
@@ -185,6 +186,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         raise CkptError(f"--budget-total {total.level}=... holds the tiled flow's home level, which is {home}",
                         f"give --budget-total {home}=SIZE" + (f", or add --home {total.level}" if total.level in homes
                                                               else f" (a home is one of {', '.join(homes)})"))
+    capacity = level_capacity(target, total.level) if total is not None else None
+    if capacity is not None and total.nbytes > capacity:
+        raise CkptError(f"--budget-total {budget_total} is more than the {capacity:,} B {target}'s {total.level} "
+                        "gives data", f"give at most {total.level}={capacity}")
     if total is not None and TARGET_TABLE[target].is_on_chip(home):
         check_code_measurable(target, home)
     if cost_file == "gvsoc" and target not in SIMULATED_TARGETS:

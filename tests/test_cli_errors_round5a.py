@@ -258,3 +258,36 @@ def test_a_split_steps_data_is_checked_as_strictly_as_a_single_graphs(split, tmp
 def test_the_shared_split_steps_data_still_verifies(split):
     code, out, err = run("verify", str(split))
     assert code == 0 and "Errors: 0 out of 596" in out, err
+
+
+# --------------------------------------------------------------------------- 10: a total beyond what the level has
+
+
+@pytest.mark.parametrize("target, home, total, says", [
+    ("siracusa", "L2", "L2=5MB", "more than the 2,031,616 B siracusa's L2 gives data"),
+    ("siracusa", "L3", "L3=9MB", "more than the 8,388,608 B siracusa's L3 gives data"),
+    ("gap9", "L2", "L2=1.6MB", "more than the 1,572,864 B gap9's L2 gives data")])
+def test_a_level_total_beyond_what_the_level_has_is_refused_before_any_work(mlp, tmp_path, target, home, total, says):
+    code, _, err = run("solve", str(mlp), "--target", target, "--home", home, "--budget-total", total,
+                       "-o", str(tmp_path / "s.json"))
+    assert code == 1 and says in one_line(err) and "[ckpt]" not in err and not (tmp_path / "s.json").exists()
+
+
+def test_a_smallest_total_beyond_the_level_is_not_advised(monkeypatch):
+    """A refusal whose smallest total is more than the level has says no schedule fits there and the way out
+    (a home off chip), instead of advising a budget the chip does not have."""
+    from ckpt.errors import InfeasibleBudget
+    from ckpt.pipeline import level_total
+    from ckpt.pipeline.load import LoadedModel
+    from ckpt.solver.budget import parse_total
+
+    def refuse(*args, **kwargs):
+        raise InfeasibleBudget("the L2 total cannot fit", "raise the budget to 2202082 B", floor=2_202_082)
+
+    monkeypatch.setattr(level_total, "_solve_total", refuse)
+    monkeypatch.setattr(level_total, "_checked", lambda *a: pytest.fail("a total beyond the level was checked"))
+    loaded = LoadedModel(graph=None, target="siracusa", model_sha256="0", home="L2")
+    with pytest.raises(InfeasibleBudget) as refused:
+        level_total.solve_level_total(loaded, parse_total("L2=1.9MB"), 0, None, [], lambda e: None)
+    assert "2,202,082 B, more than the 2,031,616 B" in str(refused.value) and "--home L3" in str(refused.value)
+    assert refused.value.exit_code == 2
