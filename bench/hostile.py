@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from common import parse_args
+from common import BenchParser, jobs, parse_args, run_bench
 
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
@@ -742,9 +742,9 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = BenchParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="run the cases whose name or class holds this text")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (each in a process of its own)")
+    parser.add_argument("--jobs", type=jobs, default=1, help="cases run at once (each in a process of its own)")
     parser.add_argument("--keep", default=None, help="keep the cases' folders here (default: a temp folder)")
     parser.add_argument("--no-deeploy", action="store_true", help="leave out the cases that lower with Deeploy")
     parser.add_argument("--smoke-cases", action="store_true", help=argparse.SUPPRESS)
@@ -779,4 +779,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -291,3 +293,56 @@ def test_a_smallest_total_beyond_the_level_is_not_advised(monkeypatch):
         level_total.solve_level_total(loaded, parse_total("L2=1.9MB"), 0, None, [], lambda e: None)
     assert "2,202,082 B, more than the 2,031,616 B" in str(refused.value) and "--home L3" in str(refused.value)
     assert refused.value.exit_code == 2
+
+
+# --------------------------------------------------------------------------- 3, 4: the bench scripts' arguments
+
+BAD_BENCH_ARGUMENTS = [
+    ("peer_policies", ["--range", "abc"], "is not LOW:HIGH"),
+    ("peer_policies", ["--range", "0.9:0.5"], "0 < LOW <= HIGH <= 1"),
+    ("peer_policies", ["--model", "{tmp}/nowhere"], "no model at"),
+    ("peer_policies", ["--model", "{single}"], "is no split step"),
+    ("peer_policies", ["--time-limit", "-5"], "not a number of seconds above zero"),
+    ("zoo", ["--range", "2:3"], "0 < LOW <= HIGH <= 1"),
+    ("zoo", ["--model", "{tmp}/nowhere"], "no model at"),
+    ("zoo", ["--model", "{single}"], "is no split step"),
+    ("zoo", ["--jobs", "-1"], "not a count of processes"),
+    ("zoo", ["--time-limit", "0"], "not a number of seconds above zero"),
+    ("sweep", ["--jobs", "-1"], "not a count of processes"),
+    ("sweep", ["--range", "abc"], "is not LOW:HIGH"),
+    ("gvsoc", ["--time-limit", "nan"], "not a number of seconds above zero"),
+    ("level_total", ["--budgets", "1:2"], "0 < LOW <= HIGH <= 1"),
+    ("solvers", ["--budgets", "abc"], "not a budget fraction"),
+    ("solvers", ["--solvers", "gurobi"], "is not one of highs, cbc"),
+    ("stages", ["--budgets", "0.9,x"], "not a budget fraction"),
+    ("fidelity", ["--methods", "foo"], "is not one of greedy, milp"),
+    ("decisive", ["--fractions", "2"], "not a budget fraction"),
+    ("arena", ["--model", "{tmp}/nowhere"], "no model at"),
+    ("coderun", ["--budgets", "0"], "not a budget fraction"),
+    ("scale", ["--solvers", "gurobi"], "is not one of highs, cbc"),
+    ("hostile", ["--jobs", "-3"], "not a count of processes"),
+    ("first_command", ["--bogus"], "unrecognized arguments"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args, says", BAD_BENCH_ARGUMENTS, ids=lambda v: v if isinstance(v, str) else
+                         " ".join(v) if isinstance(v, list) else None)
+def test_a_bench_refuses_bad_arguments_as_the_cli_does(mlp, tmp_path, script, args, says):
+    """One line naming the problem, exit 1, before any work, and no output folder made."""
+    given = [a.format(tmp=tmp_path, single=mlp) for a in args]
+    done = subprocess.run([sys.executable, str(REPO / "bench" / f"{script}.py"), *given, "-o" if script ==
+                           "peer_policies" else "--outdir", str(tmp_path / "out")]
+                          if script in ("peer_policies", "zoo", "sweep", "gvsoc") else
+                          [sys.executable, str(REPO / "bench" / f"{script}.py"), *given],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1 and says in one_line(done.stderr), done.stderr
+    assert not (tmp_path / "out").exists() and done.stdout == ""
+
+
+def test_a_sweep_of_fewer_than_no_processes_is_refused_before_its_folder_is_made(mlp, tmp_path):
+    from ckpt.budgets.sweep import SweepOptions, run_sweep
+
+    with pytest.raises(CkptError, match="processes"):
+        run_sweep(str(mlp), tmp_path / "sw", SweepOptions(fractions=(0.9,), target="none", jobs=-1))
+    assert not (tmp_path / "sw").exists()
