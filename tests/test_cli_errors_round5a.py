@@ -346,3 +346,30 @@ def test_a_sweep_of_fewer_than_no_processes_is_refused_before_its_folder_is_made
     with pytest.raises(CkptError, match="processes"):
         run_sweep(str(mlp), tmp_path / "sw", SweepOptions(fractions=(0.9,), target="none", jobs=-1))
     assert not (tmp_path / "sw").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_solve_interrupted_while_highs_runs_exits_130_and_leaves_no_child(shared_models, tmp_path, signum):
+    import psutil
+
+    model = shared_models / "resnet8_train"
+    if not model.is_dir():
+        pytest.skip("resnet8_train is not among the shared models")
+    solve = subprocess.Popen([sys.executable, "-m", "ckpt", "solve", str(model), "--target", "none", "--budget", "0.5",
+                              "-o", str(tmp_path / "s.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    children: list = []
+    deadline = time.monotonic() + 120
+    while not children and time.monotonic() < deadline and solve.poll() is None:     # HiGHS's forked child
+        time.sleep(0.2)
+        children = psutil.Process(solve.pid).children(recursive=True)
+    if not children:
+        solve.kill()
+        pytest.skip("the solve ran no HiGHS child to interrupt")
+    solve.send_signal(signum)
+    _, err = solve.communicate(timeout=60)
+    assert solve.returncode == 130 and "UnboundLocalError" not in err, err
+    assert "interrupted" in one_line(err) and not (tmp_path / "s.json").exists()
+    time.sleep(0.5)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
