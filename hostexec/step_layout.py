@@ -135,10 +135,11 @@ def positional_layout(graph: onnx.GraphProto, arrays: dict[str, np.ndarray], whe
 def check_golden(train: onnx.GraphProto, updated: list[str], layout: StepLayout, golden: dict[str, np.ndarray],
                  where: str) -> None:
     """Hold a split step's outputs.npz to what the run writes, as a single graph's goldens are held to its outputs
-    (ValueError naming the first array that does not fit): named arrays (not positional `arr_*`), `loss` with one
-    value per mini-batch, every weight the optimizer graph updates (`updated`), and each array that names a tensor
-    of the train graph in that tensor's shape and element type. Arrays naming no tensor of the train graph stay
-    out of the count, named by the check that runs."""
+    (ValueError naming the first array that does not fit): named arrays (not positional `arr_*`), at least one of
+    what the step writes (`loss`, the weights the optimizer graph updates: `updated`), `loss` with one value per
+    mini-batch, and each array that names a tensor of the train graph in that tensor's shape and element type.
+    What the step writes that outputs.npz lacks, and arrays naming no tensor of the train graph, stay out of the
+    count, named by the check that runs."""
     if not golden:
         raise ValueError(f"{where} holds no arrays: a split step's golden is 'loss' (one value per mini-batch) and "
                          "the weights after the last update")
@@ -146,10 +147,13 @@ def check_golden(train: onnx.GraphProto, updated: list[str], layout: StepLayout,
     if positional is not None:
         raise ValueError(f"{where}: '{positional}' is a positional array; a split step's outputs.npz names its "
                          "arrays ('loss' and the weights after the last update)")
-    missing = next((k for k in ["loss", *updated] if k not in golden), None)
-    if missing is not None:
-        what = "the loss of every mini-batch" if missing == "loss" else "which the optimizer graph updates"
-        raise ValueError(f"{where} has no '{missing}', {what}")
+    constants = {t.name for t in train.initializer}
+    written = ["loss", *(updated or [i.name for i in train.input if i.name not in constants
+                                     and i.name not in layout.batches[0] and i.name not in layout.buffers
+                                     and i.name != layout.reset])]
+    if not any(name in golden for name in written):
+        raise ValueError(f"{where} holds none of what the step writes ('loss' and the weights after the last "
+                         f"update: {', '.join(written[:4])}{', ...' if len(written) > 4 else ''})")
     loss = train.output[0].type.tensor_type.elem_type if train.output else 0
     declared = {t.name: (t.data_type, list(t.dims)) for t in train.initializer}
     declared.update({i.name: (i.type.tensor_type.elem_type, [d.dim_value for d in i.type.tensor_type.shape.dim])
