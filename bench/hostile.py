@@ -770,7 +770,7 @@ def round_five_silent_acceptance() -> list[Case]:
             says=option[0])
     add("sweep 0.85:0.9 runs both ends", ["sweep", "0.85:0.9", "--model", "{mlp}", "--target", "none",
                                           "--no-verify", "-o", "{dir}/sw"], (0,), says="3 point(s) run")
-    add("sweep 0.5:0.9 --step 0.3 runs 0.5", ["sweep", "0.5:0.9", "--step", "0.3", "--model", "{mlp}", "--target",
+    add("sweep 0.8:0.9 --step 0.06 runs 0.8", ["sweep", "0.8:0.9", "--step", "0.06", "--model", "{mlp}", "--target",
                                               "none", "--no-verify", "-o", "{dir}/sw"], (0,), says="4 point(s) run")
     add("sweep --step 1e-12 (too many budgets)", ["sweep", "0.1:0.9", "--step", "1e-12", "--model", "{mlp}",
                                                   "-o", "{dir}/sw"], says="more than 100")
