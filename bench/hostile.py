@@ -775,7 +775,7 @@ def round_five_silent_acceptance() -> list[Case]:
     add("sweep --step 1e-12 (too many budgets)", ["sweep", "0.1:0.9", "--step", "1e-12", "--model", "{mlp}",
                                                   "-o", "{dir}/sw"], says="more than 100")
     add("sweep --gvsoc-timeout 0.01 holds the calibration", ["sweep", "0.9:0.9", "--model", "{cct}", "--gvsoc-timeout",
-                                                            "0.01", "-o", "{dir}/sw"], (1,), deeploy=True,
+                                                            "0.01", "-o", "{dir}/sw"], (0, 1), deeploy=True,
         env={"GVSOC_INSTALL": str(Path(__file__).resolve().parents[2] / "shared" / "gvsoc" / "install")},
         says="op costs: the built-in estimate", keeps=True)
     return found
