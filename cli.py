@@ -133,6 +133,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         step_code_bytes,
     )
     from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
+    from ckpt.pipeline.level_total import level_capacity
     from ckpt.pipeline.on_chip import refuse_floor_before_code, unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
     from ckpt.schedule_file import dumps, read_schedule
@@ -150,6 +151,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if policy != "solve" and (objective == "peak" or budget_total is not None):
         raise CkptError(f"--policy {policy} orders a recompute set chosen for --budget",
                         "drop --objective peak and --budget-total")
+    refuse_ignored(*_policy_ignores(policy, warm_start=warm_start, method=method, solver=solver,
+                                    time_limit=time_limit, gap=gap, threads=threads, order=order, views=views))
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
     check_allocator(allocator, target)
@@ -174,11 +177,19 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
         raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
                         "add --target siracusa (or gap9)")
+    if total is not None and flow == Flow.NON_TILED.value:
+        raise CkptError(f"--budget-total holds the tiled flow's {total.level} total (constants + arena); --flow "
+                        "non-tiled deploys one L2 arena and no tiled flow",
+                        "drop --flow non-tiled, or give --budget for the non-tiled flow")
     if total is not None and total.level != home:
         homes = TARGET_TABLE[target].homes
         raise CkptError(f"--budget-total {total.level}=... holds the tiled flow's home level, which is {home}",
                         f"give --budget-total {home}=SIZE" + (f", or add --home {total.level}" if total.level in homes
                                                               else f" (a home is one of {', '.join(homes)})"))
+    capacity = level_capacity(target, total.level) if total is not None else None
+    if capacity is not None and total.nbytes > capacity:
+        raise CkptError(f"--budget-total {budget_total} is more than the {capacity:,} B {target}'s {total.level} "
+                        "gives data", f"give at most {total.level}={capacity}")
     if total is not None and TARGET_TABLE[target].is_on_chip(home):
         check_code_measurable(target, home)
     if cost_file == "gvsoc" and target not in SIMULATED_TARGETS:
@@ -217,6 +228,15 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
                                                              held["total"])] if held else []):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")
+
+
+def _policy_ignores(policy: str, **options: object) -> list[tuple[bool, str, str, str]]:
+    """refuse_ignored's rules for the solve options --policy top-k does without: it picks its K nodes by a rule
+    and runs no solve (branch-rule solves for its recompute set, so it uses them)."""
+    why = "--policy top-k picks its K nodes by a rule: no solve runs"
+    flags = {name: "--" + name.replace("_", "-") for name in options}
+    return [(policy == Policy.TOP_K.value and given(name), flags[name] if name == "warm_start" else
+             f"{flags[name]} {value}", why, f"drop {flags[name]}") for name, value in options.items()]
 
 
 @cli.command("calibrate")
@@ -372,7 +392,10 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
-        check_split_step(model, optimizer)
+        split = check_split_step(model, optimizer)
+        refuse_ignored((split is not None and steps > 1, f"--steps {steps}", "a split step runs the mini-batches "
+                        "and updates its inputs.npz sets (meta_n_batches, meta_n_accum), not one step N times",
+                        "drop --steps (set meta_n_batches in inputs.npz for a longer run)"))
     if not no_verify:
         check_complete_step(model, optimizer, ", or replay with --no-verify")
     result = replay_schedule(schedule, model, folder, options, progress)

@@ -12,6 +12,7 @@ for, and the same content gives the same bytes.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.paths import cache_root
 
 STDOUT = "-"
+REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.ENOENT})   # a folder that takes no new file (/sys, /proc)
 
 
 def _umask() -> int:
@@ -43,6 +45,8 @@ def atomic_write(path: str | Path, content: str | bytes) -> None:
     except OSError as exc:
         if exc.errno in DISK_FULL:
             raise unwritable(path, exc) from None
+        if exc.errno in REFUSED:
+            raise CkptError(f"cannot write '{path}': {exc.strerror}", "choose a folder you can write to") from None
         raise
     try:
         # text keeps a path's bytes that are no UTF-8 as they are (the filesystem's name, not a traceback)
@@ -93,6 +97,23 @@ def _writable_folder(folder: Path, what: str) -> None:
     if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
         raise CkptError(f"{what} '{folder}' cannot be created: '{probe}' is not writable",
                         "choose a folder you can write to")
+    if probe.is_dir():
+        refused = _creation_refused(probe)
+        if refused:
+            raise CkptError(f"{what} '{folder}' cannot be written: '{probe}' refuses new files ({refused})",
+                            "choose a folder you can write to")
+
+
+def _creation_refused(folder: Path) -> str | None:
+    """Why `folder` refuses a new file, or None: tried with a temp file, removed at once (as root, os.access says
+    yes to /sys and /proc, whose kernels say no)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ckpt-probe.", suffix=".tmp")
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    os.unlink(tmp)
+    return None
 
 
 def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.json") -> None:
@@ -188,6 +209,10 @@ def check_cache_root() -> None:
                         "point CKPT_CACHE_DIR at a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise CkptError(f"{where} '{root}' cannot be written ('{probe}' is read-only)",
+                        "point CKPT_CACHE_DIR at a folder you can write")
+    refused = _creation_refused(probe)
+    if refused:
+        raise CkptError(f"{where} '{root}' cannot be written ('{probe}' refuses new files: {refused})",
                         "point CKPT_CACHE_DIR at a folder you can write")
 
 

@@ -22,13 +22,12 @@ Run: python bench/arena.py [--model DIR] [--range 0.6:0.9] [--time-limit S] [--w
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from dataclasses import replace
 
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, budget_range, existing, model_folder, parse_args, run_bench, seconds
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
@@ -62,10 +61,10 @@ def tiled(model, schedule: Schedule, allocator: Allocator, weights: WeightUpdate
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--range", default="0.6:0.9")
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = BenchParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--range", type=budget_range, default="0.6:0.9")
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--weights", choices=("both", *(w.value for w in WeightUpdate)), default="both")
     args = parse_args(parser, SMOKE)
     layouts = list(WeightUpdate) if args.weights == "both" else [WeightUpdate(args.weights)]
@@ -107,4 +106,4 @@ def _rows(model_dir: str, args, weights: WeightUpdate) -> list[list]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -13,14 +13,13 @@ Run: python bench/coderun.py [--model DIR] [--budgets 0.9,0.8,0.7] [--time-limit
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import parse_args, tiny_model
+from common import BenchParser, existing, fractions, parse_args, run_bench, seconds, tiny_model
 
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.examples.default import DEFAULT_KIND, DEFAULT_OPTIONS
@@ -62,11 +61,11 @@ def _point(model: Path, label: str, schedule: Schedule, work: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None,
+    parser = BenchParser()
+    parser.add_argument("--model", type=existing, default=None,
                         help="model folder (default: the built-in example; with --smoke a tiny MLP at batch 1)")
-    parser.add_argument("--budgets", default="0.9,0.8,0.7")
-    parser.add_argument("--time-limit", type=float, default=40.0)
+    parser.add_argument("--budgets", type=fractions, default="0.9,0.8,0.7")
+    parser.add_argument("--time-limit", type=seconds, default=40.0)
     args = parse_args(parser, SMOKE)
     sources = find_sources()
     if isinstance(sources, NoSources):
@@ -105,4 +104,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

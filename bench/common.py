@@ -4,18 +4,27 @@ Not a bench itself: the scripts import it from beside them.
 `--smoke` runs a bench's whole table on the smallest input that still takes every step (a tiny model, one budget,
 short limits); tests/test_bench_smoke.py runs it for every bench, so a bench that no longer runs fails the tests.
 Options given beside `--smoke` still win.
+
+Bad arguments are refused as `ckpt` refuses them (`BenchParser`, the option types here, `run_bench`): one line on
+stderr naming the problem and the way out, exit 1, before any work, and nothing left behind (`removed_on_error`).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ckpt.budgets.ranges import parse_range
+from ckpt.errors import CkptError, ExitCode
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
+from ckpt.solver.graph.onnx_loader import optimizer_path
 
 SMOKE_HELP = "the smallest run (a tiny model or graph, one budget, short limits): what the test suite runs"
 MODEL_HELP = "model folder (default: $CKPT_BENCH_MODEL, else the shared cct2_ft2; with --smoke a tiny MLP)"
@@ -24,6 +33,115 @@ MODEL_HELP = "model folder (default: $CKPT_BENCH_MODEL, else the shared cct2_ft2
 def default_model() -> str:
     """The model a bench measures unless told: $CKPT_BENCH_MODEL, else the shared CCT2_FT2."""
     return os.environ.get("CKPT_BENCH_MODEL", str(shared_models() / "cct2_ft2"))
+
+
+class BenchParser(argparse.ArgumentParser):
+    """argparse refusing as ckpt does: a bad argument is one line on stderr and exit 1 (argparse prints its usage
+    and exits 2)."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {message}: see `{self.prog} --help`\n")
+        sys.exit(int(ExitCode.BAD_INPUT))
+
+
+def seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above zero (e.g. 60)")
+    return value
+
+
+def jobs(text: str) -> int:
+    """A process count: 0 (the core count) or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of processes (0 for the core count, or more)")
+    return int(text)
+
+
+def at_least_one(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def budget_range(text: str) -> str:
+    """LOW:HIGH as `ckpt sweep` takes it (0 < LOW <= HIGH <= 1), checked here, kept as given."""
+    try:
+        parse_range(text)
+    except CkptError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def fractions(text: str) -> str:
+    """Comma-separated budget fractions, each above 0 and at most 1 (e.g. 0.9,0.8), checked here, kept as given."""
+    parts = text.split(",")
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= 1:
+            raise argparse.ArgumentTypeError(f"{part!r} in {text!r} is not a budget fraction above 0 and at most 1 "
+                                             "(write e.g. 0.9,0.8,0.7)")
+    return text
+
+
+def names_of(*allowed: str) -> Callable[[str], str]:
+    """An option type: comma-separated names, each one of `allowed`."""
+    def check(text: str) -> str:
+        wrong = next((part for part in text.split(",") if part.strip() not in allowed), None)
+        if wrong is not None:
+            raise argparse.ArgumentTypeError(f"{wrong!r} in {text!r} is not one of {', '.join(allowed)}")
+        return text
+    return check
+
+
+def existing(text: str) -> str:
+    """A model (a folder or an .onnx) that exists."""
+    if not text or not Path(text).exists():
+        raise argparse.ArgumentTypeError(f"no model at {text!r} (give a model folder or an .onnx)")
+    return text
+
+
+def run_bench(main: Callable[[], int]) -> int:
+    """`main()`, with a CkptError (bad input met once the arguments parsed) as one line and its exit code, and
+    Ctrl-C as exit 130, never a traceback."""
+    try:
+        return main()
+    except CkptError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return int(err.exit_code)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+@contextmanager
+def removed_on_error(*paths: Path) -> Iterator[None]:
+    """Remove those of `paths` that did not exist before, if the block ends in an error: a bench that stops
+    leaves nothing half-made (a folder that was there is the user's, and stays)."""
+    new = [p for p in paths if not p.exists() and not p.is_symlink()]
+    try:
+        yield
+    except BaseException:
+        for path in new:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def split_step(model: Path) -> None:
+    """Refuse, before any work, a model that is no split step of the training branch (its policies are that
+    branch's, and each point runs both of its networks): it needs its optimizer graph beside it."""
+    if optimizer_path(model) is None:
+        raise CkptError(f"'{model}' is no split step of Deeploy's training branch (no optimizer graph beside it: "
+                        f"{model.name.replace('_train', '')}_optimizer/ or optimizer.onnx)",
+                        "give a <name>_train folder with its <name>_optimizer sibling, e.g. "
+                        "--model ../shared/models/dscnn_train")
 
 
 def parse_args(parser: argparse.ArgumentParser, smoke: dict[str, object]) -> argparse.Namespace:

@@ -26,7 +26,6 @@ Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--grap
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -37,7 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import parse_args
+from common import BenchParser, parse_args, run_bench
+from common import fractions as fraction_list
+from common import seconds as time_limit
 
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.examples import write_example
@@ -190,13 +191,13 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-limit", type=float, default=20.0)
+    parser = BenchParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=time_limit, default=20.0)
     parser.add_argument("--step", type=float, default=0.02)
     parser.add_argument("--graphs", default=",".join(GRAPHS))
     parser.add_argument("--grid", action="store_true", help="graph x budget tables, one per --targets")
     parser.add_argument("--targets", default="none,siracusa", help="with --grid: the targets, one table each")
-    parser.add_argument("--fractions", default=FRACTIONS, help="with --grid: the budgets")
+    parser.add_argument("--fractions", type=fraction_list, default=FRACTIONS, help="with --grid: the budgets")
     parser.add_argument("--zoo-dir", default=None, help="the training branch's test models (default: the shared "
                         f"{ZOO_DIR})")
     parser.add_argument("--load", type=int, default=0, help="copies of this benchmark to run at the same time")
@@ -272,4 +273,4 @@ def compare(cells: list[dict], path: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

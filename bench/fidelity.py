@@ -21,14 +21,13 @@ Run: python bench/fidelity.py [--model DIR] [--budgets 0.9,0.8,0.7,0.6] [--metho
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
 
 import onnx
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, existing, fractions, model_folder, names_of, parse_args, run_bench, seconds
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.code_memory import code_memory
@@ -134,11 +133,12 @@ def solved_rows(model: str, fractions: list[float], methods: list[str], time_lim
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
-    parser.add_argument("--methods", default="greedy,milp", help="tried in order per budget")
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = BenchParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--budgets", type=fractions, default="0.9,0.8,0.7,0.6")
+    parser.add_argument("--methods", type=names_of("greedy", "milp"), default="greedy,milp",
+                        help="tried in order per budget")
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--no-tiled", action="store_true", help="skip the tiled runs")
     args = parse_args(parser, SMOKE)
     with model_folder(args.model, args.smoke) as model:
@@ -176,4 +176,4 @@ def table(args, model: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import parse_args, tiny_model
+from common import BenchParser, parse_args, run_bench, tiny_model
 
 SMOKE = {"args": "1.0:1.0 --model {tiny} --target none --no-verify", "smoke_model": True}
 STAGE_SUMS = re.compile(r"lowering ([\d.]+) s, solve ([\d.]+) s, replay ([\d.]+) s, verify ([\d.]+) s, "
@@ -94,7 +94,7 @@ def load() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = BenchParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", default=None, help="run in this folder (its cache/ and work/) and keep it")
     parser.add_argument("--args", default="", help="arguments of `ckpt sweep` (default: none, the README's)")
     parser.add_argument("--smoke-model", action="store_true", help=argparse.SUPPRESS)
@@ -128,4 +128,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -13,12 +13,11 @@ calibrated ones, the change of every other probed layer and the change outside t
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from common import MODEL_HELP, parse_args
+from common import MODEL_HELP, BenchParser, budget_range, existing, jobs, parse_args, run_bench, seconds
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
@@ -125,12 +124,13 @@ def noise_table(model: str, target: str, count: int, kit, sources) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help=MODEL_HELP.replace("a tiny MLP", "a small CCT example"))
-    parser.add_argument("--range", default="0.7:0.9", help="budget fractions LOW:HIGH, step 0.1")
+    parser = BenchParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", type=existing, default=None,
+                        help=MODEL_HELP.replace("a tiny MLP", "a small CCT example"))
+    parser.add_argument("--range", type=budget_range, default="0.7:0.9", help="budget fractions LOW:HIGH, step 0.1")
     parser.add_argument("--noise", type=int, default=2, help=f"layout-moved builds of the graph order (<= {len(PADS)})")
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
+    parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
     args = parse_args(parser, SMOKE)
     kit, sources = find_kit(), find_sources()
@@ -157,4 +157,4 @@ def _small(folder: Path) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

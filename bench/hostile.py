@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from common import parse_args
+from common import BenchParser, jobs, parse_args, run_bench
 
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
@@ -624,6 +624,160 @@ def cases() -> list[Case]:
     add("an unknown option", "command line", ["solve", "--budgett", "0.7"])
     add("$CKPT_CACHE_DIR a file", "command line", ["inspect", "{mlp}"], env={"CKPT_CACHE_DIR": "{dir}/cache"},
         setup=text("cache", "x"))
+    found += round_five_tracebacks() + round_five_silent_acceptance()
+    return found
+
+
+# --------------------------------------------------------------------------- round five: tracebacks
+
+
+PAIR = "{dir}/pair/simplemlp_train"        # the split step a case copies for itself (split_pair, split_data)
+SPLIT_READS = ("train", "optimizer")
+
+
+def split_data(file: str, change: Callable[[dict], dict]) -> Setup:
+    """The split step copied as <dir>/pair/simplemlp_{train,optimizer}, its inputs.npz or outputs.npz changed."""
+    def write(folder: Path, fx: Fixtures) -> None:
+        split_pair(lambda model: None)(folder, fx)
+        _respell_npz(file, change)(folder / "pair" / "simplemlp_train")
+    return write
+
+
+def round_five_tracebacks() -> list[Case]:
+    """Round five's tracebacks and their class: a folder the kernel refuses new files in (/sys, /proc: as root,
+    os.access says yes), and the bench scripts' bad arguments, refused as the CLI refuses them."""
+    found: list[Case] = []
+
+    def add(name, args, codes=(1,), **more):
+        found.append(Case(name, "round 5 tracebacks", tuple(args), tuple(codes), **more))
+
+    for output in ("/sys/x.json", "/proc/x.json", "/sys/a/b/x.json", "/proc/self/x.json"):
+        add(f"solve -o {output}", ["solve", "{mlp}", "--budget", "1.0", "-o", output], says="cannot be")
+    add("sweep -o /sys/sw", ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "-o", "/sys/sw"],
+        says="refuses new files")
+    add("example -o /proc/ex", ["example", "mlp", "-o", "/proc/ex"], says="refuses new files")
+    add("replay -o /sys/r", ["replay", "{mlp_seq}", "--model", "{mlp}", "-o", "/sys/r"], says="refuses new files")
+    add("calibrate -o /sys/c.json", ["calibrate", "{mlp}", "-o", "/sys/c.json"], says="refuses new files")
+    add("$CKPT_CACHE_DIR under /sys", ["inspect", "{mlp}"], env={"CKPT_CACHE_DIR": "/sys/ckpt-cache"},
+        says="refuses new files")
+    add("$CKPT_CACHE_DIR under /proc", ["solve", "--budget", "0.9", "-o", "{dir}/s.json"],
+        env={"CKPT_CACHE_DIR": "/proc/ckpt-cache"}, says="refuses new files")
+    benches = [("peer_policies", ["--range", "abc"]), ("peer_policies", ["--range", "0.9:0.5"]),
+               ("peer_policies", ["--model", "{dir}/nowhere"]), ("peer_policies", ["--model", "{mlp}"]),
+               ("peer_policies", ["--time-limit", "-5"]), ("peer_policies", ["--home", "L1"]),
+               ("zoo", ["--range", "2:3"]), ("zoo", ["--model", "{dir}/nowhere"]), ("zoo", ["--model", "{mlp}"]),
+               ("zoo", ["--jobs", "-1"]), ("zoo", ["--time-limit", "0"]), ("zoo", ["--jobs", "x"]),
+               ("sweep", ["--jobs", "-1"]), ("sweep", ["--range", "0.9:0.5"]), ("gvsoc", ["--time-limit", "nan"]),
+               ("level_total", ["--budgets", "1:2"]), ("solvers", ["--budgets", "abc"]),
+               ("solvers", ["--solvers", "gurobi"]), ("stages", ["--budgets", "0.9,x"]),
+               ("fidelity", ["--methods", "foo"]), ("decisive", ["--fractions", "2"]),
+               ("decisive", ["--time-limit", "-1"]), ("arena", ["--model", "{dir}/nowhere"]),
+               ("coderun", ["--budgets", "0"]), ("scale", ["--solvers", "gurobi"]),
+               ("first_command", ["--bogus"])]
+    for script, args in benches:
+        outdir = ["-o", "{dir}/out"] if script == "peer_policies" else \
+            ["--outdir", "{dir}/out"] if script in ("zoo", "sweep", "gvsoc") else []
+        add(f"bench/{script}.py {' '.join(args)}", [*args, *outdir], program=f"bench/{script}.py")
+    return found
+
+
+# --------------------------------------------------------------------------- round five: silent acceptance
+
+
+def _update_only_the_first(model: onnx.ModelProto) -> None:
+    dropped = model.graph.node[1]
+    del model.graph.node[1]
+    for kept in (model.graph.input, model.graph.output):
+        values = [v for v in kept if v.name not in (*dropped.input, *dropped.output)]
+        del kept[:]
+        kept.extend(values)
+
+
+def _read_another_weight(model: onnx.ModelProto) -> None:
+    for info in model.graph.input:
+        if info.name == "fc1_weight":
+            info.name = "fc9_weight"
+    for node in model.graph.node:
+        node.input[:] = ["fc9_weight" if name == "fc1_weight" else name for name in node.input]
+
+
+def _read_a_stranger(model: onnx.ModelProto) -> None:
+    model.graph.input.append(onnx.helper.make_tensor_value_info("stranger", onnx.TensorProto.FLOAT, [8, 64]))
+    model.graph.node.append(onnx.helper.make_node("Identity", ["stranger"], ["stranger_copy"], name="copy"))
+
+
+SPOILT_SPLIT_DATA = [
+    ("outputs.npz empty", "outputs.npz", lambda a: {}),
+    ("outputs.npz positional", "outputs.npz", lambda a: {f"arr_{i:04d}": v for i, v in enumerate(a.values())}),
+    ("a float64 golden", "outputs.npz", lambda a: {**a, "fc1_weight": a["fc1_weight"].astype(np.float64)}),
+    ("a transposed golden", "outputs.npz", lambda a: {**a, "fc2_weight": a["fc2_weight"].T.copy()}),
+    ("a loss of 3 values for 4 mini-batches", "outputs.npz", lambda a: {**a, "loss": a["loss"][:3]}),
+    ("none of what the step writes", "outputs.npz", lambda a: {k: a[k] for k in ("fc1_bias", "fc2_bias")}),
+    ("meta_n_batches 10, data and loss for 4", "inputs.npz",
+     lambda a: {**a, "meta_n_batches": np.array([10], np.int32)}),
+    ("meta_n_batches 0", "inputs.npz", lambda a: {**a, "meta_n_batches": np.array([0], np.int32)}),
+    ("meta_n_batches -1", "inputs.npz", lambda a: {**a, "meta_n_batches": np.array([-1], np.int32)}),
+    ("meta_n_batches 4.5", "inputs.npz", lambda a: {**a, "meta_n_batches": np.array([4.5])}),
+    ("meta_n_accum 0", "inputs.npz", lambda a: {**a, "meta_n_accum": np.array([0], np.int32)}),
+    ("meta_n_accum above meta_n_batches", "inputs.npz", lambda a: {**a, "meta_n_accum": np.array([8], np.int32)}),
+    ("meta_data_size 0", "inputs.npz", lambda a: {**a, "meta_data_size": np.array([0], np.int32)}),
+    ("mb2_arr_0000 missing", "inputs.npz", lambda a: {k: v for k, v in a.items() if k != "mb2_arr_0000"}),
+    ("mb9_arr_0000 beyond meta_data_size", "inputs.npz", lambda a: {**a, "mb9_arr_0000": a["mb1_arr_0000"]}),
+    ("a weight varied by mini-batch 2 alone", "inputs.npz", lambda a: {**a, "mb2_arr_0002": a["arr_0002"]}),
+]
+
+
+def round_five_silent_acceptance() -> list[Case]:
+    """Round five's silent acceptance and its class: an optimizer graph that does not update the train graph's
+    weights, a split step's goldens and mini-batch data held as strictly as a single graph's, options a mode
+    ignores, a level total beyond what the level has, both ends of a range run, and the sweep's calibration held
+    to --gvsoc-timeout."""
+    found: list[Case] = []
+
+    def add(name, args, codes=(1,), **more):
+        found.append(Case(name, "round 5 silent acceptance", tuple(args), tuple(codes), **more))
+
+    out = ["-o", "{dir}/s.json"]
+    for what, change in (("updates one of two weights", _update_only_the_first),
+                         ("computes an update from another weight", _read_another_weight),
+                         ("reads a tensor neither graph holds", _read_a_stranger)):
+        for command in (["verify"], ["inspect"], ["solve", "--budget", "1.0", *out]):
+            add(f"{command[0]}: the optimizer graph {what}", [command[0], PAIR, *command[1:]],
+                setup=split_pair(change), reads=SPLIT_READS)
+    for what, file, change in SPOILT_SPLIT_DATA:
+        add(f"verify: split step, {what}", ["verify", PAIR], setup=split_data(file, change), reads=SPLIT_READS)
+    for what, file, change in SPOILT_SPLIT_DATA[:2] + SPOILT_SPLIT_DATA[6:7] + SPOILT_SPLIT_DATA[13:14]:
+        add(f"solve: split step, {what}", ["solve", PAIR, "--budget", "1.0", *out], setup=split_data(file, change),
+            reads=SPLIT_READS)
+    add("replay --target none: split step, outputs.npz empty", ["replay", "{split_seq}", "--model", PAIR,
+                                                                 "--target", "none", "-o", "{dir}/r"],
+        setup=split_data("outputs.npz", lambda a: {}), reads=SPLIT_READS)
+    add("replay --steps 2 on a split step", ["replay", "{dir}/s.json", "--model", PAIR, "--steps", "2", "-o",
+                                             "{dir}/r"], deeploy=True, reads=SPLIT_READS,
+        setup=both(split_pair(lambda model: None), lambda d, fx: _ckpt(
+            "solve", str(d / "pair" / "simplemlp_train"), "--target", "siracusa", "--budget", "1.0", "-o",
+            str(d / "s.json"))))     # with the release: refused too, saying the training branch is needed
+    for target, home, total in (("siracusa", "L2", "L2=5MB"), ("siracusa", "L3", "L3=9MB"), ("gap9", "L2", "L2=1.6MB"),
+                                ("siracusa", "L2", "L2=2031617")):
+        add(f"--budget-total {total} on {target} beyond the level", ["solve", "{mlp}", "--target", target, "--home",
+                                                                     home, "--budget-total", total, *out],
+            says="gives data")
+    add("--flow non-tiled with --budget-total", ["solve", "{mlp}", "--target", "siracusa", "--flow", "non-tiled",
+                                                 "--budget-total", "L3=8KB", *out], says="--flow non-tiled")
+    for option in (["--warm-start", "{mlp_seq}"], ["--method", "greedy"], ["--time-limit", "5"], ["--order", "graph"],
+                   ["--views", "fixed"], ["--gap", "0.1"], ["--threads", "1"], ["--solver", "cbc"]):
+        add(f"--policy top-k {option[0]}", ["solve", "{mlp}", "--policy", "top-k", "--k", "1", *option, *out],
+            says=option[0])
+    add("sweep 0.85:0.9 runs both ends", ["sweep", "0.85:0.9", "--model", "{mlp}", "--target", "none",
+                                          "--no-verify", "-o", "{dir}/sw"], (0,), says="3 point(s) run")
+    add("sweep 0.8:0.9 --step 0.06 runs 0.8", ["sweep", "0.8:0.9", "--step", "0.06", "--model", "{mlp}", "--target",
+                                              "none", "--no-verify", "-o", "{dir}/sw"], (0,), says="4 point(s) run")
+    add("sweep --step 1e-12 (too many budgets)", ["sweep", "0.1:0.9", "--step", "1e-12", "--model", "{mlp}",
+                                                  "-o", "{dir}/sw"], says="more than 100")
+    add("sweep --gvsoc-timeout 0.01 holds the calibration", ["sweep", "0.9:0.9", "--model", "{cct}", "--gvsoc-timeout",
+                                                            "0.01", "-o", "{dir}/sw"], (0, 1), deeploy=True,
+        env={"GVSOC_INSTALL": str(Path(__file__).resolve().parents[2] / "shared" / "gvsoc" / "install")},
+        says="op costs: the built-in estimate", keeps=True)
     return found
 
 
@@ -672,13 +826,15 @@ def run_case(case: Case, index: int, work: Path, fx: Fixtures) -> Outcome:
     before = _snapshot(folder, fx.root)
     argv = _argv(case, folder, fx)
     module = "ckpt" if case.program == "ckpt" else "ckpt.deeploy_bridge.minimalloc"
+    command = [sys.executable, str(Path(__file__).parent / case.program.removeprefix("bench/"))] \
+        if case.program.startswith("bench/") else [sys.executable, "-m", module]
     env = {**os.environ, "GVSOC_INSTALL": "none",
            **{k: v.format(dir=str(folder)) for k, v in case.env.items()}}
     if case.release is not None and not BRANCH:
         case = replace(case, codes=case.release)
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=env,
+        done = subprocess.run([*command, *argv], capture_output=True, text=True, env=env,
                               cwd=folder, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as hung:
@@ -742,9 +898,9 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = BenchParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="run the cases whose name or class holds this text")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (each in a process of its own)")
+    parser.add_argument("--jobs", type=jobs, default=1, help="cases run at once (each in a process of its own)")
     parser.add_argument("--keep", default=None, help="keep the cases' folders here (default: a temp folder)")
     parser.add_argument("--no-deeploy", action="store_true", help="leave out the cases that lower with Deeploy")
     parser.add_argument("--smoke-cases", action="store_true", help=argparse.SUPPRESS)
@@ -779,4 +935,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -12,12 +12,11 @@ Run: python bench/level_total.py [--model DIR] [--budgets 0.6:0.9] [--time-limit
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass
 
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, budget_range, existing, model_folder, parse_args, run_bench, seconds
 
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, HOMES
 from ckpt.errors import CkptError
@@ -75,10 +74,11 @@ class Point:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--budgets", default="0.6:0.9", help="LOW:HIGH, step 0.1, as `ckpt sweep` takes them")
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = BenchParser()
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--budgets", type=budget_range, default="0.6:0.9",
+                        help="LOW:HIGH, step 0.1, as `ckpt sweep` takes them")
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--home", default=DEFAULT_SETUP.default_mem_level, choices=HOMES)
     args = parse_args(parser, SMOKE)
     options = SolveOptions(backend=BackendOptions(time_limit=args.time_limit, gap=GAP))
@@ -112,4 +112,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -19,7 +19,6 @@ Run: python bench/peer_policies.py --model DIR [--model DIR ...] -o OUT [--range
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import sys
@@ -29,13 +28,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+from common import BenchParser, budget_range, existing, removed_on_error, run_bench, seconds, split_step  # noqa: E402,I001
 from matplotlib.figure import Figure  # noqa: E402
 
 from ckpt.budgets.ranges import parse_range  # noqa: E402
 from ckpt.budgets.sweep import SweepOptions, run_sweep  # noqa: E402
 from ckpt.deeploy_bridge.setup import setup_for  # noqa: E402
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label  # noqa: E402
-from ckpt.files import write_bytes  # noqa: E402
+from ckpt.files import check_output_dir, write_bytes  # noqa: E402
 from ckpt.paths import shared_models  # noqa: E402
 from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document  # noqa: E402
 from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow, replayed_row, solved_row  # noqa: E402
@@ -180,18 +180,21 @@ def plot(points: list[Point], path: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", action="append", help="a split step's train folder (repeatable)")
+    parser = BenchParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", action="append", type=existing, help="a split step's train folder (repeatable)")
     parser.add_argument("-o", "--outdir", default="peer")
-    parser.add_argument("--range", default="0.5:0.9")
+    parser.add_argument("--range", default="0.5:0.9", type=budget_range)
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     models = [Path(m) for m in args.model] if args.model else [shared_models() / "dscnn_train"]
     if args.smoke:
         models, args.range = [shared_models() / "simplemlp_train"], "0.9:0.9"
+    for model in models:
+        split_step(model)
     out = Path(args.outdir)
+    check_output_dir(str(out))
     print(f"Deeploy {deeploy_label()}; budgets {args.range}, home {args.home}")
     print()
     print("| " + " | ".join(FIELDS) + " |")
@@ -202,19 +205,21 @@ def main() -> int:
                   + " - |" * (len(FIELDS) - 2))
         return 0
     everything = []
-    for model in models:
-        ks = (1,) if args.smoke else k_list(model)
-        points = measure(model, out, tuple(parse_range(args.range)), ks, args.home, args.time_limit)
-        for p in points:
-            record = p.record()
-            print("| " + " | ".join("-" if record[f] is None else str(record[f]) for f in FIELDS) + " |", flush=True)
-        plot(points, out / f"{model.name}.png")
-        everything += points
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=FIELDS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(p.record() for p in everything)
-    write_bytes(out / "peer.csv", text.getvalue().encode())
+    with removed_on_error(out, *(out / model.name for model in models)):
+        for model in models:
+            ks = (1,) if args.smoke else k_list(model)
+            points = measure(model, out, tuple(parse_range(args.range)), ks, args.home, args.time_limit)
+            for p in points:
+                record = p.record()
+                print("| " + " | ".join("-" if record[f] is None else str(record[f]) for f in FIELDS) + " |",
+                      flush=True)
+            plot(points, out / f"{model.name}.png")
+            everything += points
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(p.record() for p in everything)
+        write_bytes(out / "peer.csv", text.getvalue().encode())
     print()
     for line in dominated(everything):
         print(line)
@@ -222,4 +227,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -40,7 +40,7 @@ import sys
 import time
 import traceback
 
-from common import parse_args
+from common import BenchParser, names_of, parse_args, run_bench, seconds
 
 SMOKE = {"blocks": "1", "layers": "2", "time_limit": 10.0}   # the smallest graph of each kind
 QUICK_SIZES = {"cct": "1,2", "mlp": "12,24"}
@@ -286,7 +286,7 @@ def print_fits(rows: list[tuple[dict, int, dict]], target_nodes: int = 1000) -> 
 
 # --- main -------------------------------------------------------------------------------------------------
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = BenchParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", choices=("cct", "mlp"), default="cct")
     parser.add_argument("--blocks", help="CCT block counts, e.g. 1,2,4,8,13")
@@ -296,9 +296,9 @@ def main() -> int:
                         help="CCT tokenizer channels (cct2_ft2's 64 make the first Relu alone need more than the "
                              "default budget of the smallest graphs)")
     parser.add_argument("--budget", default="0.7", help="fraction of the graph-order peak, or a size (700KB)")
-    parser.add_argument("--solvers", default="highs,cbc")
-    parser.add_argument("--methods", default="milp,greedy")
-    parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve (wall clock, all of it)")
+    parser.add_argument("--solvers", type=names_of("highs", "cbc"), default="highs,cbc")
+    parser.add_argument("--methods", type=names_of("milp", "greedy"), default="milp,greedy")
+    parser.add_argument("--time-limit", type=seconds, default=600.0, help="seconds per solve (wall clock, all of it)")
     parser.add_argument("--gap", type=float, default=0.01, help="relative gap at which the solver stops")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-variables", type=int, default=2_000_000,
@@ -370,4 +370,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -10,11 +10,10 @@ Run: python bench/solvers.py [--model DIR] [--time-limit S] [--budgets 0.9,0.8,0
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, existing, fractions, model_folder, names_of, parse_args, run_bench, seconds
 
 from ckpt.errors import CkptError
 from ckpt.solver.graph.baselines import baselines
@@ -31,11 +30,11 @@ def row(fraction: float, label: str, cells: list) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--budgets", default="0.9,0.8,0.7,0.6")
-    parser.add_argument("--solvers", default="highs,cbc")
+    parser = BenchParser()
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
+    parser.add_argument("--budgets", type=fractions, default="0.9,0.8,0.7,0.6")
+    parser.add_argument("--solvers", type=names_of("highs", "cbc"), default="highs,cbc")
     args = parse_args(parser, SMOKE)
     with model_folder(args.model, args.smoke) as model:
         graph = load_graph(model)
@@ -64,4 +63,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -7,11 +7,10 @@ Run: python bench/stages.py [--model DIR] [--budgets 0.9,0.8,0.7] [--time-limit 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, existing, fractions, model_folder, parse_args, run_bench, seconds
 
 from ckpt.errors import CkptError
 from ckpt.solver import stages as st
@@ -32,10 +31,10 @@ VARIANTS = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--budgets", default="0.9,0.8,0.7")
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = BenchParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--budgets", type=fractions, default="0.9,0.8,0.7")
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     args = parse_args(parser, SMOKE)
     with model_folder(args.model, args.smoke) as model:
         graph = load_graph(model)
@@ -59,4 +58,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

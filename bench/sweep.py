@@ -17,14 +17,13 @@ tiny MLP, the baseline and one point).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from common import MODEL_HELP, model_folder, parse_args
+from common import MODEL_HELP, BenchParser, budget_range, existing, jobs, model_folder, parse_args, run_bench, seconds
 from distributed import LocalCluster
 
 from ckpt.budgets.executors import DaskExecutor, default_jobs
@@ -79,11 +78,11 @@ def _untimed(rows) -> list:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--range", default="0.6:0.9")
-    parser.add_argument("--time-limit", type=float, default=40.0)
-    parser.add_argument("--jobs", type=int, default=0)
+    parser = BenchParser()
+    parser.add_argument("--model", type=existing, default=None, help=MODEL_HELP)
+    parser.add_argument("--range", type=budget_range, default="0.6:0.9")
+    parser.add_argument("--time-limit", type=seconds, default=40.0)
+    parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None)
     parser.add_argument("--executor", choices=("local", "dask", "both"), default="local")
     parser.add_argument("--warm-cache", action="store_true",
@@ -125,4 +124,4 @@ def sweeps(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

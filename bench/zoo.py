@@ -14,16 +14,19 @@ pass their folders; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
 
-import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
+
+from common import BenchParser, budget_range, existing, jobs, removed_on_error, run_bench, seconds, split_step
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.files import check_output_dir
 from ckpt.paths import shared_models
 from ckpt.pipeline.row import BASELINE
 from ckpt.replay.run import ReplayOptions
@@ -60,18 +63,22 @@ def _line(model: Path, result) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", action="append", help="a split step's train folder (repeatable)")
-    parser.add_argument("--range", default="0.5:0.9")
+    parser = BenchParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", action="append", type=existing, help="a split step's train folder (repeatable)")
+    parser.add_argument("--range", default="0.5:0.9", type=budget_range)
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
-    parser.add_argument("--jobs", type=int, default=0)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--jobs", type=jobs, default=0, help="points at once (0: the core count)")
+    parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--outdir")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, one budget")
     args = parser.parse_args()
     models = [Path(m) for m in args.model] if args.model else [shared_models() / m for m in ZOO]
     if args.smoke:
         models, args.range = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9"
+    for model in models:
+        split_step(model)
+    if args.outdir:
+        check_output_dir(args.outdir)
     print(f"Deeploy {deeploy_label()}; budgets {args.range}, home {args.home}")
     print()
     print(HEAD)
@@ -83,14 +90,16 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="ckpt_zoo_") as scratch:
         root = Path(args.outdir) if args.outdir else Path(scratch)
-        for model in models:
-            options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
-                                   solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
-                                   replay=ReplayOptions(deeploy=setup_for("siracusa", args.home)))
-            result = run_sweep(model, root / model.name, options, progress)
-            print(_line(model, result), flush=True)
+        with removed_on_error(root, *(root / model.name for model in models)):
+            for model in models:
+                options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa",
+                                       jobs=min(args.jobs, os.cpu_count() or 1),
+                                       solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
+                                       replay=ReplayOptions(deeploy=setup_for("siracusa", args.home)))
+                result = run_sweep(model, root / model.name, options, progress)
+                print(_line(model, result), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_bench(main))

@@ -100,6 +100,10 @@ class LocalExecutor:
 
 
 def default_jobs(jobs: int) -> int:
+    """The local processes `jobs` asks for: 0 is the core count; fewer than 0 is refused (no pool of -1 workers,
+    which would wait forever)."""
+    if jobs < 0:
+        raise CkptError(f"{jobs} processes cannot run a sweep's points", "give 0 (the core count) or more")
     return jobs or os.cpu_count() or 1
 
 

@@ -8,7 +8,8 @@ DECIMALS = 4             # budgets are named (and keyed) by their fraction at th
 
 
 def parse_range(text: str, step: float | None = None, points: int | None = None) -> list[float]:
-    """Fractions from high to low (the baseline end first), rounded to DECIMALS decimals so names are stable;
+    """Fractions from high to low (the baseline end first), both ends always among them (a step that does not
+    land on LOW ends there: 0.85:0.9 is 0.9 and 0.85), rounded to DECIMALS decimals so names are stable;
     refused when two would get the same name or there are more than MAX_POINTS."""
     try:
         low, high = (float(part) for part in text.split(":"))
@@ -26,11 +27,14 @@ def parse_range(text: str, step: float | None = None, points: int | None = None)
         step = 0.1 if step is None else step
         if step <= 0:
             raise CkptError("--step must be above zero", "write e.g. --step 0.1")
-        count = int(round((high - low) / step + 1e-9)) + 1
-        if count > MAX_POINTS:
-            raise CkptError(f"--step {step:g} gives {count} budgets in {text}, more than {MAX_POINTS}",
+        count = int((high - low) / step + 1e-9) + 1
+        values = [high - i * step for i in range(min(count, MAX_POINTS + 1))]
+        if round(values[-1], DECIMALS) > round(low, DECIMALS):   # the step stops short of LOW: LOW is run too
+            values.append(low)
+        if len(values) > MAX_POINTS:
+            raise CkptError(f"--step {step:g} gives {max(count, len(values))} budgets in {text}, more than "
+                            f"{MAX_POINTS}",
                             f"use a step of at least {(high - low) / (MAX_POINTS - 1):.4g}, or --points")
-        values = [high - i * step for i in range(count)]
     if len(values) > MAX_POINTS:
         raise CkptError(f"--points {len(values)} is more than {MAX_POINTS} budgets", f"give at most {MAX_POINTS}")
     kept = [v for v in values if v >= low - 1e-9]

@@ -131,10 +131,10 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
     # absolute, so a worker started in another folder (a Dask worker) finds the same files
     sources = [str(Path(m).absolute()) for m in (models if isinstance(models, list) else [models])]
     outdir = Path(outdir).absolute()
+    executor = executor or LocalExecutor(default_jobs(options.jobs))     # a count below 0 refused before any work
     check_output_dir(outdir)
     check_sweep_folder(outdir, _names(sources) if len(sources) > 1 else [], options.overwrite)
     root = SweepStore(outdir)
-    executor = executor or LocalExecutor(default_jobs(options.jobs))
     board = SweepProgress.for_terminal(progress)
     try:
         with root.locked(), board:
@@ -209,7 +209,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
                              home=options.replay.deeploy.default_mem_level)
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
-                                     options.replay.gvsoc, options.replay.deeploy_root, board.note)
+                                     options.replay.gvsoc, options.replay.deeploy_root, board.note,
+                                     options.replay.gvsoc_timeout)
     if costs is not None:
         board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
     base = baselines(loaded.graph)

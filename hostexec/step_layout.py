@@ -6,11 +6,13 @@ Platforms/Siracusa/src/deeploytraintest.c at commit 8b2e782f) reads inputs.npz a
   whose names are not gradient-accumulation buffers (`*_grad.accumulation.buffer`);
 - those buffers start at zero;
 - the data inputs are the base arrays that have a per-mini-batch variant `mb1_<key>`; mini-batch k > 0 reads
-  `mb<k>_<key>` (the base array where that is absent), and the run cycles through `meta_data_size` of them;
+  `mb<k>_<key>` (each present for every k below `meta_data_size`, none beyond), and the run cycles through
+  `meta_data_size` of them;
 - `meta_n_batches` mini-batches run in all, `meta_n_accum` accumulated per optimizer step
   (n_steps = n_batches // n_accum); `lazy_reset_grad` (the last graph input) is 1 on a step's first mini-batch,
   so the accumulators overwrite, and 0 after, so they add;
-- outputs.npz names its arrays: `loss` (one value per mini-batch) and the weights after the last update.
+- outputs.npz names its arrays: `loss` (one value per mini-batch) and the weights after the last update
+  (`check_golden` holds it to that as strictly as a single graph's goldens are held to its outputs).
 Named inputs.npz files (every key a graph input name) are the layout of Deeploy v0.2.1 and are read as before.
 """
 from __future__ import annotations
@@ -63,8 +65,37 @@ def is_positional(keys: list[str], input_names: list[str]) -> bool:
     return set(keys) != set(input_names) and any(k.startswith("arr_") for k in keys)
 
 
-def _meta(arrays: dict[str, np.ndarray], key: str, default: int) -> int:
-    return int(np.asarray(arrays[key]).reshape(-1)[0]) if key in arrays else default
+def _meta(arrays: dict[str, np.ndarray], key: str, default: int, where: str) -> int:
+    """A count the harness reads from inputs.npz: one integer of at least 1 (ValueError otherwise)."""
+    if key not in arrays:
+        return default
+    value = np.asarray(arrays[key])
+    if value.size != 1 or value.dtype.kind not in "iu":
+        raise ValueError(f"{where}: '{key}' must be one integer, it holds {value.dtype} values of shape "
+                         f"{list(value.shape)}")
+    count = int(value.reshape(-1)[0])
+    if count < 1:
+        raise ValueError(f"{where}: '{key}' is {count}, and the harness needs at least 1")
+    return count
+
+
+def _mini_batch_keys(arrays: dict[str, np.ndarray], base_keys: list[str], size: int, where: str) -> list[str]:
+    """The data keys (base arrays that vary per mini-batch), each with its array for every mini-batch 1..size-1
+    and none beyond: a missing one would run on other data, one beyond would never run (ValueError)."""
+    data = [k for k in base_keys if f"mb1_{k}" in arrays]
+    for key in (k for k in arrays if k.startswith("mb")):
+        number, _, name = key[2:].partition("_")
+        if not number.isdigit() or name not in base_keys or not 1 <= int(number) < size:
+            raise ValueError(f"{where}: '{key}' is no mini-batch's array: mb<k>_<base array> for k from 1 to "
+                             f"{size - 1} (meta_data_size {size})")
+        if name not in data:
+            raise ValueError(f"{where}: '{key}' varies '{name}', which mini-batch 1 does not ('mb1_{name}' absent)")
+    for number in range(1, size):
+        missing = next((k for k in data if f"mb{number}_{k}" not in arrays), None)
+        if missing is not None:
+            raise ValueError(f"{where}: mini-batch {number} of the {size} meta_data_size gives has no "
+                             f"'mb{number}_{missing}'")
+    return data
 
 
 def positional_layout(graph: onnx.GraphProto, arrays: dict[str, np.ndarray], where: str) -> StepLayout:
@@ -84,16 +115,56 @@ def positional_layout(graph: onnx.GraphProto, arrays: dict[str, np.ndarray], whe
         dims = [d.dim_value for d in tensor.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else np.float32
         base[info.name] = np.zeros(dims, dtype=dtype)
-    data = [k for k in base_keys if f"mb1_{k}" in arrays]
     names = {key: info.name for info, key in zip(fed, base_keys)}
-    size = _meta(arrays, "meta_data_size", 1 + len({k.split("_")[0] for k in arrays if k.startswith("mb")}))
-    batches = tuple({names[k]: arrays.get(f"mb{b}_{k}", arrays[k]) if b else arrays[k] for k in data}
-                    for b in range(max(1, size)))
+    size = _meta(arrays, "meta_data_size", 1 + len({k.split("_")[0] for k in arrays if k.startswith("mb")}), where)
+    data = _mini_batch_keys(arrays, base_keys, size, where)
+    batches = tuple({names[k]: arrays[f"mb{b}_{k}"] if b else arrays[k] for k in data} for b in range(size))
     for number, batch in enumerate(batches):      # each mini-batch's arrays as the graph declares its inputs
         checked_against({**base, **batch}, fed, where + (f" (mini-batch {number})" if number else ""), graph)
-    total = _meta(arrays, "meta_n_batches", len(batches))
-    n_accum = max(1, _meta(arrays, "meta_n_accum", 1))
+    total = _meta(arrays, "meta_n_batches", len(batches), where)
+    n_accum = _meta(arrays, "meta_n_accum", 1, where)
+    if total < n_accum:
+        raise ValueError(f"{where}: meta_n_batches {total} is fewer than the {n_accum} mini-batches meta_n_accum "
+                         "accumulates per update: no update would run")
     reset = inputs[-1].name if inputs and inputs[-1].name not in {b.name for b in buffers} \
         and "reset" in inputs[-1].name else None
-    return StepLayout(base=base, batches=batches, n_steps=max(1, total // n_accum), n_accum=n_accum,
+    return StepLayout(base=base, batches=batches, n_steps=total // n_accum, n_accum=n_accum,
                       buffers=tuple(b.name for b in buffers), reset=reset)
+
+
+def check_golden(train: onnx.GraphProto, updated: list[str], layout: StepLayout, golden: dict[str, np.ndarray],
+                 where: str) -> None:
+    """Hold a split step's outputs.npz to what the run writes, as a single graph's goldens are held to its outputs
+    (ValueError naming the first array that does not fit): named arrays (not positional `arr_*`), at least one of
+    what the step writes (`loss`, the weights the optimizer graph updates: `updated`), `loss` with one value per
+    mini-batch, and each array that names a tensor of the train graph in that tensor's shape and element type.
+    What the step writes that outputs.npz lacks, and arrays naming no tensor of the train graph, stay out of the
+    count, named by the check that runs."""
+    if not golden:
+        raise ValueError(f"{where} holds no arrays: a split step's golden is 'loss' (one value per mini-batch) and "
+                         "the weights after the last update")
+    positional = next((k for k in golden if k.startswith("arr_")), None)
+    if positional is not None:
+        raise ValueError(f"{where}: '{positional}' is a positional array; a split step's outputs.npz names its "
+                         "arrays ('loss' and the weights after the last update)")
+    constants = {t.name for t in train.initializer}
+    written = ["loss", *(updated or [i.name for i in train.input if i.name not in constants
+                                     and i.name not in layout.batches[0] and i.name not in layout.buffers
+                                     and i.name != layout.reset])]
+    if not any(name in golden for name in written):
+        raise ValueError(f"{where} holds none of what the step writes ('loss' and the weights after the last "
+                         f"update: {', '.join(written[:4])}{', ...' if len(written) > 4 else ''})")
+    loss = train.output[0].type.tensor_type.elem_type if train.output else 0
+    declared = {t.name: (t.data_type, list(t.dims)) for t in train.initializer}
+    declared.update({i.name: (i.type.tensor_type.elem_type, [d.dim_value for d in i.type.tensor_type.shape.dim])
+                     for i in train.input})
+    declared["loss"] = (loss, [layout.n_batches])
+    for name, value in golden.items():
+        if name not in declared:
+            continue
+        elem, shape = declared[name]
+        want = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else value.dtype
+        if list(value.shape) != shape or value.dtype.newbyteorder("=") != want:
+            per = f" (one value per mini-batch: {layout.n_batches})" if name == "loss" else ""
+            raise ValueError(f"{where}: '{name}' is {value.dtype}{list(value.shape)}, the step writes "
+                             f"{want}{shape}{per}")

@@ -239,17 +239,17 @@ COSTS_CHOICES = ("auto", "estimate", "gvsoc")   # or a cost file's path
 
 
 def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
-                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None
-                  ) -> CostModel | None:
+                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                  timeout: float | None = None) -> CostModel | None:
     """The op costs `--costs` names: None for the built-in estimate, a cost file's, or the model's calibration
-    (`gvsoc`: measured now if not cached; `auto`: the calibration when gvsoc is at hand, else the estimate, said
-    through `progress`)."""
-    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress)[0]
+    (`gvsoc`: measured now if not cached, its gvsoc run held to `timeout` where given; `auto`: the calibration
+    when gvsoc is at hand, else the estimate, said through `progress`)."""
+    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress, timeout)[0]
 
 
 def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
-                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None
-                  ) -> tuple[CostModel | None, str]:
+                  deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                  timeout: float | None = None) -> tuple[CostModel | None, str]:
     """`resolve_costs`, with why the costs are ckpt's estimate where they are (what leaves a table's predicted
     cycles empty); "" where they are measured or a cost file's."""
     if costs == "estimate":
@@ -260,11 +260,11 @@ def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySet
         if target not in SIMULATED_TARGETS:
             return None, f"the op costs are ckpt's estimate: {simulation_gap(target)}"
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model(), ""
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model(), ""
         except CkptError as err:
             progress(f"op costs: the built-in estimate ({err})")
             return None, f"the op costs are ckpt's estimate: {err.problem}"
-    return calibrate(source, target, setup, gvsoc, deeploy_root, progress).cost_model(), ""
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model(), ""
 
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,

@@ -101,7 +101,32 @@ def solve_level_total(loaded: LoadedModel, total: LevelTotal, code: int, options
     except InfeasibleBudget as err:
         if err.floor is None or err.floor <= total.nbytes:
             raise
+        beyond = _beyond_the_level(loaded, total, err)
+        if beyond is not None:
+            raise beyond from None
         raise _checked(loaded, total, code, options, starts, progress, err) from None
+
+
+def level_capacity(target: str, level: str) -> int | None:
+    """The bytes `target`'s `level` gives data (what the runtime reserves left out), None for a level it lacks."""
+    spec = TARGET_TABLE.get(target)
+    return next((lv.usable for lv in (spec.levels if spec else ()) if lv.name == level), None)
+
+
+def _beyond_the_level(loaded: LoadedModel, total: LevelTotal, err: InfeasibleBudget) -> InfeasibleBudget | None:
+    """The refusal restated when the smallest total it found is more than the level has: raising the budget to
+    it cannot help (None when it is within the level)."""
+    capacity = level_capacity(loaded.target, total.level)
+    if capacity is None or err.floor is None or err.floor <= capacity:
+        return None
+    chip = TARGET_TABLE[loaded.target]
+    off = next((home for home in chip.homes if home != total.level), None)
+    way_out = (f"deploy it with its home in {off} (--home {off}, --budget-total {off}=SIZE)" if off else
+               "make the step smaller")
+    return InfeasibleBudget(f"the {total.level} total cannot fit {total.nbytes} B: the smallest total found is "
+                            f"{err.floor:,} B, more than the {capacity:,} B {chip.name}'s {total.level} gives: no "
+                            f"schedule of this step fits there", way_out, proven=err.proven, floor=err.floor,
+                            floor_exact=err.floor_exact)
 
 
 def _checked(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions, starts: list[RunSequence],

@@ -38,7 +38,7 @@ from ckpt.errors import CkptError
 from ckpt.hostexec.compare import TRAINING_HARNESS_TOLERANCE, VerifyResult, bit_identical, compare_outputs
 from ckpt.hostexec.executor import HostExecutor, OrderError, feeds_from_npz, golden_from_npz, read_npz
 from ckpt.hostexec.graph_fixes import rewire_bias_gelu_grad
-from ckpt.hostexec.step_layout import StepLayout, is_positional, positional_layout
+from ckpt.hostexec.step_layout import StepLayout, check_golden, is_positional, positional_layout
 from ckpt.hostexec.training_step import StepOutcome, run_step
 from ckpt.paths import NETWORK, OPTIMIZER, OPTIMIZER_SUFFIX, TRAIN_SUFFIX, model_files
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
@@ -47,6 +47,7 @@ from ckpt.replay.report import CheckStatus, ScheduleCheck, VerificationSection, 
 from ckpt.replay.target_hint import plan_with_hint
 from ckpt.schedule_file import Schedule, clone_of
 from ckpt.solver.graph.onnx_loader import data_inputs, model_path, optimizer_path, read_model
+from ckpt.solver.graph.step_pair import UPDATED
 from ckpt.targets import uses_deeploy
 
 
@@ -261,10 +262,16 @@ def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[st
                      optimizer: str | Path | None, io: dict[str, str]) -> StepData:
     """The branch's positional step; on a graph Deeploy lowered (`io`: original I/O name -> Deeploy's), the layout
     and the optimizer graph's inputs renamed to the lowered train graph's."""
-    layout = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz")).renamed(io)
+    plain = positional_layout(original.graph, arrays, str(model_dir / "inputs.npz"))
+    layout = plain.renamed(io)
     golden = read_npz(outputs) if outputs.is_file() else None
     path = optimizer_path(model_dir, optimizer)
     model = read_model(path) if path is not None else None
+    if golden is not None:
+        held = {t.name for t in original.graph.initializer} | {i.name for i in original.graph.input}
+        updated = [] if model is None else [w for w in (o.name.removesuffix(UPDATED) for o in model.graph.output)
+                                            if w in held]
+        check_golden(original.graph, updated, plain, golden, str(outputs))
     if model is not None and io:
         model = renamed_inputs(model, io)
     return StepData({**layout.base, **layout.feeds(0)}, golden, {v: k for k, v in io.items()}, layout, model, path)

@@ -80,8 +80,10 @@ def _shown(signature: tuple[int, tuple]) -> str:
 def pair_mismatch(train: onnx.ModelProto, optimizer: onnx.ModelProto) -> str | None:
     """The first way `optimizer` does not complete `train`'s step, in words (None: it does): a gradient buffer or
     weight it reads that the train graph does not take, a tensor both hold with another shape or element type, an
-    updated weight that is not the train graph's weight's shape and type, or no tensor shared at all. Tensors
-    the train graph does not hold and that are neither weights nor gradients are the optimizer's own state."""
+    updated weight that is not the train graph's weight's shape and type, no tensor shared at all, a trained
+    weight (one with a gradient buffer) left without its update, an update not computed from its weight, or a
+    tensor neither graph holds that it reads and never updates. Tensors the train graph does not hold that the
+    optimizer updates are its own state (Adam's moments)."""
     held = {t.name: _signature(t) for t in train.graph.initializer}
     held.update({i.name: _signature(i) for i in train.graph.input})
     own = {t.name for t in optimizer.graph.initializer}
@@ -96,12 +98,37 @@ def pair_mismatch(train: onnx.ModelProto, optimizer: onnx.ModelProto) -> str | N
             return (f"it reads '{name}' as {_shown(signature)}, the train graph holds it as {_shown(held[name])}")
     if not set(reads) & set(held):
         return "it reads none of the train graph's tensors"
+    updated = set()
     for info in optimizer.graph.output:
         weight = info.name if info.name in held else info.name.removesuffix(UPDATED)
         if weight in held:
             if _signature(info) != held[weight]:
                 return (f"it writes '{info.name}' as {_shown(_signature(info))}, the train graph's '{weight}' is "
                         f"{_shown(held[weight])}")
+            updated.add(weight)
         elif weight not in reads:
             return f"it writes '{info.name}', which updates no tensor of either graph"
+    return _update_mismatch(optimizer, held, reads, updated)
+
+
+def _update_mismatch(optimizer: onnx.ModelProto, held: dict, reads: dict, updated: set[str]) -> str | None:
+    """How the updates fail the train graph's weights (None: they do not): a weight whose gradient the train graph
+    accumulates that no output updates (its golden would never be reached), an update computed without reading
+    the weight it replaces, or a tensor neither graph holds that the optimizer reads and never updates (no state
+    of its own: a weight of another graph)."""
+    trained = [name for name in held if name + GRAD_BUFFER in held]
+    missed = [name for name in trained if name not in updated]
+    if missed:
+        return (f"it updates {len(trained) - len(missed)} of the {len(trained)} weights the train graph accumulates "
+                f"gradients for ('{missed[0]}' is never updated)")
+    writer = {out: node for node in optimizer.graph.node for out in node.output}
+    for info in optimizer.graph.output:
+        weight = info.name if info.name in held else info.name.removesuffix(UPDATED)
+        node = writer.get(info.name)
+        if weight in held and node is not None and weight not in node.input:
+            return f"it computes '{info.name}' from {', '.join(repr(i) for i in node.input if i)}, not from '{weight}'"
+    written = {o.name.removesuffix(UPDATED) for o in optimizer.graph.output}
+    foreign = [name for name in reads if name not in held and name not in written]
+    if foreign:
+        return f"it reads '{foreign[0]}', which the train graph does not take and it never updates"
     return None

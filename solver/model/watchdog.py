@@ -46,6 +46,7 @@ def in_child(work: Callable[[], T], seconds: float) -> T | None:
         finally:
             os._exit(0)
     os.close(write_end)
+    payload = None          # also when Ctrl-C or SIGTERM stops the wait: the child is then killed, not orphaned
     try:
         payload = _read_until(read_end, time.monotonic() + seconds)
     finally:
