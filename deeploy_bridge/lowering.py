@@ -15,7 +15,10 @@ from ckpt.paths import lowered_cache_dir
 from ckpt.targets import uses_deeploy
 
 from . import cache as _cache
+from . import workarounds
 from .aliases import collect_aliases
+from .branch_forms import needed as forms_needed
+from .branch_forms import to_branch_forms
 from .constants import constant_plan
 from .deeploy_run import DeployOptions, front_end, mid_end, start
 from .errors import BridgeError
@@ -25,6 +28,7 @@ from .naming import check_c_names, io_mapping, node_diff
 from .records import ConstantPlan, LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
+from .softmax_axis import along_last_axis
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
 from .versions import deeploy_fingerprint, deeploy_label
@@ -58,7 +62,8 @@ def _import_gs(model: onnx.ModelProto):
 def prepare_graph(source, relower: bool):
     """gs graph to hand to a deployer; already-lowered graphs get their '_tensor' suffixes undone, and optional
     outputs of no declared type that nothing reads (a MaxPool's indices) are dropped, as the training branch's
-    runner drops them (DeeployTest/testMVPTraining.py): Deeploy can type no such buffer."""
+    runner drops them (DeeployTest/testMVPTraining.py): Deeploy can type no such buffer. A graph to lower gets
+    ckpt's rewrites around the installed Deeploy's defects (deeploy_bridge.workarounds); a lowered one has them."""
     model = source.model if relower else strip_mangling(source.model)
     graph = _import_gs(model)
     kept = {t.name for t in graph.outputs}
@@ -66,6 +71,10 @@ def prepare_graph(source, relower: bool):
         unused = [t for t in node.outputs if t.dtype in (None, 0) and not t.outputs and t.name not in kept]
         if unused and len(unused) < len(node.outputs):
             node.outputs = [t for t in node.outputs if t not in unused]
+    if relower:
+        to_branch_forms(graph)
+        if workarounds.is_active(workarounds.Defect.SOFTMAX_GRAD_AXIS):
+            along_last_axis(graph)
     return graph
 
 
@@ -126,7 +135,9 @@ def lower(model_dir_or_onnx_path: ModelLike,
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
     opts = DeployOptions(target=target, setup=replace(DEFAULT_SETUP, n_cores=n_cores), relower=not source.looks_lowered)
     key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
-                                                   "input_types": input_types}, deeploy_fingerprint())
+                                                   "input_types": input_types, "workarounds": workarounds.key(),
+                                                   "forms": sorted(forms_needed())},
+                           deeploy_fingerprint())
     directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
     if not use_cache:
         return _record_from_model(_lowered_model(source, target, n_cores, input_types, opts), target)
