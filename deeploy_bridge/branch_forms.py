@@ -6,11 +6,11 @@ The release (0.2.1) and Deeploy's training branch write two training ops differe
   has two, as ONNX Runtime exports it (the mean loss, then the log-probabilities);
 - LayerNormalizationGrad: the release's reads (dY, X, scale, bias) and gives dX alone; the branch's reads
   (dY, X, scale, mean, inv_std_dev), the statistics its forward LayerNormalization keeps (its outputs 1 and 2),
-  and gives (dX, dscale, dbias).
+  and gives (dX, dscale, dbias); its LayerNormalization always writes those statistics.
 
 Where the installed Deeploy's parsers take only the branch's form (asked with a node of each form), a graph in the
 release's form is rewritten to it before Deeploy sees it: the loss gets its first output (which nothing reads),
-each LayerNormalization read by a LayerNormalizationGrad keeps its statistics for it, and the gradient gets the
+each LayerNormalization keeps its statistics (which its gradient then reads), and the gradient gets the
 scale and bias gradients (which nothing reads). The step computes what it computed: dX is the gradient in both
 (a graph that declares the release kernel's own dX, `form="deeploy"`, is told apart: the branch's kernel computes
 the gradient, so the rewritten node says so).
@@ -58,19 +58,24 @@ def _loss_with_two_outputs(graph: gs.Graph, node) -> bool:
     return True
 
 
+def _statistics_kept(forward) -> bool:
+    """A one-output LayerNormalization given the outputs the branch's kernel always writes (mean, inv_std_dev)."""
+    x = forward.inputs[0]
+    if len(forward.outputs) != 1 or not x.shape:
+        return False
+    stats = list(x.shape[:-1]) + [1]
+    forward.outputs = [forward.outputs[0],
+                       gs.Variable(f"{forward.name}{SUFFIX}_mean", dtype=np.float32, shape=stats),
+                       gs.Variable(f"{forward.name}{SUFFIX}_inv_std_dev", dtype=np.float32, shape=stats)]
+    return True
+
+
 def _layer_norm_with_statistics(graph: gs.Graph, grad, forward_of: dict) -> bool:
     if len(grad.inputs) != 4 or len(grad.outputs) != 1:
         return False
     dy, x, scale, _bias = grad.inputs
     forward = forward_of.get((x.name, scale.name))
-    if forward is None or x.shape is None:
-        return False
-    if len(forward.outputs) == 1:
-        stats = list(x.shape[:-1]) + [1]
-        forward.outputs = [forward.outputs[0],
-                           gs.Variable(f"{forward.name}{SUFFIX}_mean", dtype=np.float32, shape=stats),
-                           gs.Variable(f"{forward.name}{SUFFIX}_inv_std_dev", dtype=np.float32, shape=stats)]
-    if len(forward.outputs) < 3:
+    if forward is None or len(forward.outputs) < 3:
         return False
     grad.inputs = [dy, x, scale, forward.outputs[1], forward.outputs[2]]
     grad.outputs = [grad.outputs[0],
@@ -87,6 +92,8 @@ def to_branch_forms(graph: gs.Graph, ops: frozenset[str] | None = None) -> list[
     forward_of = {(n.inputs[0].name, n.inputs[1].name): n for n in graph.nodes
                   if n.op == "LayerNormalization" and len(n.inputs) >= 2}
     rewritten = []
+    if "LayerNormalizationGrad" in ops:      # the branch's LayerNormalization writes its statistics, read or not
+        rewritten += [n.name for n in forward_of.values() if _statistics_kept(n)]
     for node in graph.nodes:
         if node.op not in ops:
             continue

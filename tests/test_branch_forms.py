@@ -88,7 +88,7 @@ def test_the_releases_loss_and_layer_norm_gradient_take_the_branchs_forms_and_co
     model = _release_step()
     rewritten, names = _rewritten(model, lambda g: to_branch_forms(
         g, frozenset({"SoftmaxCrossEntropyLoss", "LayerNormalizationGrad"})))
-    assert sorted(names) == ["ln_grad", "loss"]
+    assert sorted(names) == ["ln", "ln_grad", "loss"]
     nodes = {n.name: n for n in rewritten.graph.node}
     assert len(nodes["loss"].output) == 2 and nodes["loss"].output[1] == "log_prob"
     assert len(nodes["ln"].output) == 3 and list(nodes["ln_grad"].input[3:]) == list(nodes["ln"].output[1:])

@@ -261,8 +261,9 @@ def _pool_softmax_grad(folder: Path, n: int = 16) -> Path:
     return _tiny_model(folder, graph, {"dy": dy, "y": y}, {"dx": y * (dy - (dy * y).sum(axis=1, keepdims=True)) + dy})
 
 
-def _layer_norm_step(folder: Path, rows: int = 8, features: int = 16) -> Path:
-    """A LayerNormalization and its gradient in the training branch's forms (statistics kept; dX, dscale, dbias)."""
+def _layer_norm_step(folder: Path, rows: int = 256, features: int = 64) -> Path:
+    """A LayerNormalization and its gradient in the training branch's forms (statistics kept; dX, dscale, dbias),
+    large enough that the tiler splits the gradient's rows over several tiles of L1."""
     vi, f = helper.make_tensor_value_info, TensorProto.FLOAT
     attrs = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
     nodes = [helper.make_node("LayerNormalization", ["x", "w", "b"], ["y", "mean", "isd"], name="norm", **attrs),
@@ -332,7 +333,8 @@ def test_a_softmax_grad_along_a_middle_axis_computes_its_gradient_in_the_tiled_c
 @pytest.mark.deeploy
 def test_the_layer_norm_gradients_start_from_zero_at_every_step(lowering_cache, deeploy_checkout, tmp_path: Path):
     """The branch's template zeroed dscale and dbias once per process (a C static flag): two steps in a row, the
-    second added its gradients to the first's. ckpt's template zeroes them at the first tile of every call."""
+    second added its gradients to the first's. ckpt's template zeroes them at the first tile of every call, and
+    only there (each tile adds its rows' share: the tiled code is told per tile which one is first)."""
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         pytest.skip("the release parses no LayerNormalizationGrad of the training branch's form")
     folder = _layer_norm_step(tmp_path / "norm")
@@ -341,5 +343,6 @@ def test_the_layer_norm_gradients_start_from_zero_at_every_step(lowering_cache, 
     for run in report.code_runs.values():
         assert run.golden.errors == 0 and [step.errors for step in run.steps] == [0, 0], run
     assert [w.name for w in report.model.deeploy_workarounds] == ["layernorm-grad-zeroing"]
+    assert "ckpt_first_tile_ref" in (folder.parent / "norm-on" / "replay" / "code" / "Network.c").read_text()
     off, report = _replayed_with(folder, "off", "--steps", "2")
     assert off.returncode == 1 and all(run.steps[1].errors > 0 for run in report.code_runs.values())
