@@ -124,7 +124,7 @@ def defects_found() -> tuple[Found, ...]:
     for probe in (_softmax_grad_axis, _layernorm_grad_zeroing):
         try:
             hit = probe()
-        except (ImportError, AttributeError, KeyError, TypeError):   # a Deeploy without that file or form
+        except Exception:      # a Deeploy without that file, or whose code takes no such probe: nothing to work around
             hit = None
         if hit is not None:
             found.append(hit)

@@ -7,13 +7,16 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from ckpt.deeploy_bridge.branch_forms import to_branch_forms
 from ckpt.deeploy_bridge.softmax_axis import along_last_axis
+from ckpt.deeploy_bridge.workarounds import ENV, Defect, wanted
 from ckpt.deeploy_identity import Flavour
+from ckpt.errors import CkptError
 from ckpt.examples.write import build
 from ckpt.hostexec.executor import run_graph
 
@@ -126,3 +129,14 @@ def test_an_example_made_for_the_training_branch_declares_its_exact_gelu_and_lay
         assert all(name in a for a in attrs(release, op)) and attrs(release, op)
         assert not any(name in a for a in attrs(branch, op))
     assert [n.name for n in release.graph.node] == [n.name for n in branch.graph.node]
+
+
+def test_the_workarounds_kept_are_read_from_the_environment(monkeypatch):
+    for value, kept in (("", None), ("on", None), ("off", frozenset()),
+                        ("softmax-grad-axis", frozenset({Defect.SOFTMAX_GRAD_AXIS})),
+                        (" layernorm-grad-zeroing , softmax-grad-axis", frozenset(Defect))):
+        monkeypatch.setenv(ENV, value)
+        assert wanted() == kept
+    monkeypatch.setenv(ENV, "softmax,off")
+    with pytest.raises(CkptError, match="names no workaround 'off', 'softmax'"):
+        wanted()
