@@ -1,10 +1,12 @@
 """``lower``: the graph Deeploy will actually schedule, with aliases and name maps, cached on disk."""
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import onnx
@@ -14,8 +16,8 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from ckpt.paths import lowered_cache_dir
 from ckpt.targets import uses_deeploy
 
+from . import branch_forms, softmax_axis, workarounds
 from . import cache as _cache
-from . import workarounds
 from .aliases import collect_aliases
 from .branch_forms import needed as forms_needed
 from .branch_forms import to_branch_forms
@@ -136,7 +138,8 @@ def lower(model_dir_or_onnx_path: ModelLike,
     opts = DeployOptions(target=target, setup=replace(DEFAULT_SETUP, n_cores=n_cores), relower=not source.looks_lowered)
     key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
                                                    "input_types": input_types, "workarounds": workarounds.key(),
-                                                   "forms": sorted(forms_needed())},
+                                                   "forms": sorted(forms_needed()),
+                                                   "rewrites": _rewrites_fingerprint()},
                            deeploy_fingerprint())
     directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
     if not use_cache:
@@ -154,6 +157,16 @@ def lower(model_dir_or_onnx_path: ModelLike,
     model = _lowered_model(source, target, n_cores, input_types, opts)
     path = _cache.store(directory, key, model)
     return _remember(here, _record_from_model(model, target, from_cache=False, cache_path=path))
+
+
+@lru_cache(maxsize=1)
+def _rewrites_fingerprint() -> str:
+    """sha256 of the modules that rewrite a graph before Deeploy lowers it: a lowered graph made by other rewrites
+    is not this one."""
+    digest = hashlib.sha256()
+    for module in (branch_forms, softmax_axis):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: DeployOptions) -> onnx.ModelProto:
