@@ -346,3 +346,31 @@ def test_the_layer_norm_gradients_start_from_zero_at_every_step(lowering_cache, 
     assert "ckpt_first_tile_ref" in (folder.parent / "norm-on" / "replay" / "code" / "Network.c").read_text()
     off, report = _replayed_with(folder, "off", "--steps", "2")
     assert off.returncode == 1 and all(run.steps[1].errors > 0 for run in report.code_runs.values())
+
+
+@pytest.mark.deeploy
+@pytest.mark.parametrize("kind, options", [("cct", {"blocks": 1, "embed_dim": 16, "heads": 2, "image_size": 8}),
+                                           ("mlp", {"layers": 2, "width": 16, "batch": 4})])
+def test_a_built_in_example_lowers_and_its_code_computes_its_goldens_under_either_deeploy(lowering_cache,
+                                                                                         deeploy_checkout, tmp_path,
+                                                                                         kind, options):
+    """Under the training branch the examples failed to lower ("parsing failed at op SoftmaxCrossEntropyLoss": the
+    branch's loss has two outputs, its LayerNormalizationGrad reads the forward's statistics); ckpt hands them to
+    it in its forms, and writes them in the forms its kernels compute (exact Gelu and LayerNorm gradient)."""
+    from ckpt.examples.write import write_example
+    from ckpt.pipeline.deployed_solve import solve_model
+    from ckpt.replay.run import ReplayOptions, replay_schedule
+    from ckpt.schedule_file import write_schedule
+    from ckpt.solver.budget import parse_budget
+    from ckpt.solver.records import SolveOptions
+
+    folder = tmp_path / kind
+    write_example(kind, folder, **options)
+    doc, _ = solve_model(folder, parse_budget("1.0"), "siracusa", SolveOptions())
+    write_schedule(tmp_path / "seq.json", doc)
+    replayed = replay_schedule(tmp_path / "seq.json", folder, tmp_path / "replay", ReplayOptions(target="siracusa"))
+    report = replayed.report
+    for flow in ("tiled", "non_tiled"):
+        run = report.code_runs[flow]
+        assert run.status == "ran" and run.golden.errors == 0 and run.graph_order == "bit-identical", (flow, run)
+    assert report.ok
