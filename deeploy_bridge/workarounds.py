@@ -45,10 +45,6 @@ class Found:
     line: int
     what: str
 
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
-
 
 def _source_line(obj, pattern: str) -> tuple[str, int]:
     """The installed file of `obj` (relative to the folder holding the Deeploy package) and the first line in it
