@@ -317,6 +317,9 @@ def test_a_softmax_grad_along_a_middle_axis_computes_its_gradient_in_the_tiled_c
     """Deeploy's tile constraint told the kernel a softmax length of 1 ([1, 16, 1] along axis 1: the tile's last
     dimension): the tiled code dropped the cross terms (15 Errors of 16). ckpt hands it the [1, 16] view, says so
     in the report with Deeploy's file and line, and $CKPT_DEEPLOY_WORKAROUNDS=off shows Deeploy's own result."""
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("the release has the same defect, but its tiled code of the reshaped form faults: ckpt works "
+                    "around it on the training branch only")
     folder = _pool_softmax_grad(tmp_path / "pool")
     replayed, report = _replayed_with(folder, "on")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
