@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 import onnx_graphsurgeon as gs
+from Deeploy.Targets.Generic import Parsers
 
 SUFFIX = "_ckpt_branch"
 
@@ -38,8 +39,6 @@ def _accepts(parser_cls, inputs: int, outputs: int) -> bool:
 @lru_cache(maxsize=1)
 def needed() -> frozenset[str]:
     """The ops whose release form the installed Deeploy cannot parse while it parses the branch's."""
-    from Deeploy.Targets.Generic import Parsers
-
     ops = set()
     sce = getattr(Parsers, "SoftmaxCrossEntropyLossParser", None)
     if sce is not None and not _accepts(sce, 2, 1) and _accepts(sce, 2, 2):

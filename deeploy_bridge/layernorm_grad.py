@@ -16,7 +16,7 @@ from Deeploy.CommonExtensions.DataTypes import uint8_t
 from Deeploy.DeeployTypes import NodeMapper, NodeTemplate
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
-from .workarounds import layernorm_grad_binding
+from .defect_probes import layernorm_grad_binding
 
 FLAG = "ckpt_first_tile"
 
