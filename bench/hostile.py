@@ -137,7 +137,7 @@ def make_fixtures(root: Path, deeploy: bool) -> Fixtures:
         big = root / "big"           # constants alone beyond Siracusa's L2
         write_example("mlp", big, layers=2, width=768, in_dim=768, batch=1)
         fx.paths["big"] = str(big)
-        lowered = _ckpt("inspect", str(mlp), "--target", "siracusa")   # the training branch lowers no MLP example
+        lowered = _ckpt("inspect", str(mlp), "--target", "siracusa")   # a Deeploy that lowers no MLP example
         if lowered.returncode != 0:
             fx.missing["big"] = fx.missing["mlp_lowered"] = lowered.stderr.strip().splitlines()[-1]
     return fx

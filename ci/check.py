@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ckpt.ci.figures import CiFigures, Comparison, compare
 from ckpt.coderun.sources import checkout_name
+from ckpt.deeploy_identity import Flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_output_file
 from ckpt.paths import NETWORK, shared_models
@@ -92,6 +93,12 @@ def check(case: CiCase = CiCase(), models: Path | None = None, outdir: Path | No
     if not (model_dir / NETWORK).is_file():
         return CheckResult(case, model_dir, "skipped", f"no shared models at {model_dir}")
     baseline = read_baseline(case)
+    measured_with = baseline_deeploy(case)
+    if measured_with != deeploy_label():
+        raise CkptError(f"the CI baseline {case.baseline} holds the figures of Deeploy {measured_with}, and Deeploy "
+                        f"{deeploy_label()} is installed, whose code and figures differ",
+                        f"run `ckpt ci check` with Deeploy {measured_with} installed (a venv of its own), or measure "
+                        "the installed one's baseline with `ckpt ci update-baseline`")
     try:
         figures = _measure_in(case, model_dir, outdir, progress)
     except CkptError as err:
@@ -122,7 +129,7 @@ def update_baseline(case: CiCase = CiCase(), models: Path | None = None, outdir:
     graph = read_schedule(case.schedule).graph
     doc = {"model": case.model, "target": case.target, "schedule": case.schedule.name,
            "solved_on": None if graph is None else asdict(graph), "figures": figures.as_dict(),
-           "written_by": "ckpt ci update-baseline"}
+           "written_by": "ckpt ci update-baseline", "deeploy": deeploy_label()}
     atomic_write(case.baseline, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return figures
 
@@ -134,6 +141,17 @@ def read_baseline(case: CiCase) -> CiFigures:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CkptError(f"cannot read the CI baseline {case.baseline} ({type(exc).__name__}: {exc})",
                         "write it with `ckpt ci update-baseline`") from None
+
+
+RELEASE_BASELINE = f"0.2.1 ({Flavour.RELEASE.value})"   # a baseline that names no Deeploy was the release's
+
+
+def baseline_deeploy(case: CiCase) -> str:
+    """The Deeploy the baseline's figures were measured with, as deeploy_label() names it."""
+    try:
+        return str(json.loads(case.baseline.read_text()).get("deeploy", RELEASE_BASELINE))
+    except (OSError, ValueError, AttributeError):
+        return RELEASE_BASELINE
 
 
 def _measure_in(case: CiCase, model_dir: Path, outdir: Path | None, progress) -> CiFigures:

@@ -1,10 +1,12 @@
 """``lower``: the graph Deeploy will actually schedule, with aliases and name maps, cached on disk."""
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import onnx
@@ -14,8 +16,11 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from ckpt.paths import lowered_cache_dir
 from ckpt.targets import uses_deeploy
 
+from . import branch_forms, softmax_axis, workarounds
 from . import cache as _cache
 from .aliases import collect_aliases
+from .branch_forms import needed as forms_needed
+from .branch_forms import to_branch_forms
 from .constants import constant_plan
 from .deeploy_run import DeployOptions, front_end, mid_end, start
 from .errors import BridgeError
@@ -25,6 +30,7 @@ from .naming import check_c_names, io_mapping, node_diff
 from .records import ConstantPlan, LoweredGraph, StageTimings
 from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
+from .softmax_axis import along_last_axis
 from .sources import LOWERED_META_KEY, ModelLike, load_source
 from .transients import collect_transients, constant_bytes
 from .versions import deeploy_fingerprint, deeploy_label
@@ -58,7 +64,8 @@ def _import_gs(model: onnx.ModelProto):
 def prepare_graph(source, relower: bool):
     """gs graph to hand to a deployer; already-lowered graphs get their '_tensor' suffixes undone, and optional
     outputs of no declared type that nothing reads (a MaxPool's indices) are dropped, as the training branch's
-    runner drops them (DeeployTest/testMVPTraining.py): Deeploy can type no such buffer."""
+    runner drops them (DeeployTest/testMVPTraining.py): Deeploy can type no such buffer. A graph to lower gets
+    ckpt's rewrites around the installed Deeploy's defects (deeploy_bridge.workarounds); a lowered one has them."""
     model = source.model if relower else strip_mangling(source.model)
     graph = _import_gs(model)
     kept = {t.name for t in graph.outputs}
@@ -66,6 +73,10 @@ def prepare_graph(source, relower: bool):
         unused = [t for t in node.outputs if t.dtype in (None, 0) and not t.outputs and t.name not in kept]
         if unused and len(unused) < len(node.outputs):
             node.outputs = [t for t in node.outputs if t not in unused]
+    if relower:
+        to_branch_forms(graph)
+        if workarounds.is_active(workarounds.Defect.SOFTMAX_GRAD_AXIS):
+            along_last_axis(graph)
     return graph
 
 
@@ -126,7 +137,10 @@ def lower(model_dir_or_onnx_path: ModelLike,
     input_types = infer_input_types(source.model.graph, source.inputs, (prior or {}).get("input_types"))
     opts = DeployOptions(target=target, setup=replace(DEFAULT_SETUP, n_cores=n_cores), relower=not source.looks_lowered)
     key = _cache.cache_key(source.sha256, target, {"n_cores": n_cores, "relower": opts.relower,
-                                                   "input_types": input_types}, deeploy_fingerprint())
+                                                   "input_types": input_types, "workarounds": workarounds.key(),
+                                                   "forms": sorted(forms_needed()),
+                                                   "rewrites": _rewrites_fingerprint()},
+                           deeploy_fingerprint())
     directory = Path(cache_dir) if cache_dir is not None else lowered_cache_dir()
     if not use_cache:
         return _record_from_model(_lowered_model(source, target, n_cores, input_types, opts), target)
@@ -143,6 +157,16 @@ def lower(model_dir_or_onnx_path: ModelLike,
     model = _lowered_model(source, target, n_cores, input_types, opts)
     path = _cache.store(directory, key, model)
     return _remember(here, _record_from_model(model, target, from_cache=False, cache_path=path))
+
+
+@lru_cache(maxsize=1)
+def _rewrites_fingerprint() -> str:
+    """sha256 of the modules that rewrite a graph before Deeploy lowers it: a lowered graph made by other rewrites
+    is not this one."""
+    digest = hashlib.sha256()
+    for module in (branch_forms, softmax_axis):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: DeployOptions) -> onnx.ModelProto:

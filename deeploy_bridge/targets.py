@@ -20,8 +20,10 @@ from Deeploy.Targets.PULPOpen.Platform import (
     PULPPlatform,
 )
 
+from . import workarounds
 from .errors import BridgeError
 from .in_place import InPlaceAllocation, InPlacePULPDeployer
+from .layernorm_grad import restarting_layer
 from .lent_kernels import Lent, lend
 from .setup import DEEPLOY_TARGETS, TARGET_TABLE
 from .versions import deeploy_label, has_target_package
@@ -43,7 +45,10 @@ def _fresh_optimizer(shared) -> TopologyOptimizer:
 
 
 def _siracusa(n_cores: int) -> TargetParts:
-    engine = PULPClusterEngine("PULPCluster", Mapping=dict(PULPMapping), n_cores=n_cores)
+    mapping = dict(PULPMapping)
+    if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
+        restarting_layer(mapping)
+    engine = PULPClusterEngine("PULPCluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(PULPPlatform(engines=[engine]), InPlacePULPDeployer, _fresh_optimizer(PULPOptimizer),
                        PULPClusterEngine, f"Deeploy {deeploy_label()}'s PULPOpen platform (Siracusa)")
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label, deeploy_version
 
+from . import workarounds
+
 __all__ = ["Flavour", "deeploy_flavour", "deeploy_label", "deeploy_version", "deeploy_fingerprint",
            "has_target_package", "bridge_fingerprint"]
 
@@ -34,11 +36,17 @@ def has_target_package(name: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def bridge_fingerprint() -> str:
-    """sha256 over this package's files: the code ckpt assembles around Deeploy's (in place, write back, a
-    re-runnable step) comes from them, so a cached result of generated code is keyed by them too."""
+def _bridge_files() -> str:
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(here.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def bridge_fingerprint() -> str:
+    """sha256 over this package's files and the workarounds in force: the code ckpt assembles around Deeploy's (in
+    place, write back, a re-runnable step, its own templates) comes from them, so a cached result of generated
+    code is keyed by them too."""
+    active = ",".join(workarounds.key())
+    return f"{_bridge_files()}+{active}" if active else _bridge_files()

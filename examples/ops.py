@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 
 from .builder import MS_DOMAIN, GraphBuilder, Tensor
 
@@ -155,3 +156,24 @@ def sgd_updates(gb: GraphBuilder, pairs: list[tuple[Tensor, Tensor]], lr: float)
         gb.output(upd)
         outs.append(upd)
     return outs
+
+
+#: The training branch of Deeploy (deeploy_identity.Flavour.TRAINING_BRANCH) computes Gelu exactly (erf) both ways
+#: and LayerNormalizationGrad as the gradient (its TargetLibraries' GELU.c, GELU_fp32.c and Layernorm.c): an
+#: example made for it declares no approximation on those nodes (and ckpt's bridge hands its release-form
+#: LayerNormalizationGrad and loss to that Deeploy in the branch's forms, deeploy_bridge.branch_forms).
+EXACT_ON_THE_BRANCH = {"Gelu": "approximate", "GeluGrad": "approximate", "LayerNormalizationGrad": "form"}
+
+
+def for_training_branch(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with the forms Deeploy's training branch computes: the attributes that name the release's kernels'
+    approximations removed (EXACT_ON_THE_BRANCH)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for node in out.graph.node:
+        drop = EXACT_ON_THE_BRANCH.get(node.op_type)
+        kept = [a for a in node.attribute if a.name != drop]
+        if len(kept) != len(node.attribute):
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return out

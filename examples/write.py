@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ckpt.deeploy_identity import Flavour, deeploy_flavour
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write, check_output_dir
 from ckpt.hostexec.executor import run_graph
@@ -23,6 +24,7 @@ from ckpt.paths import INPUTS, NETWORK, OUTPUTS
 
 from .cct import cct
 from .mlp import mlp
+from .ops import for_training_branch
 from .resnet import resnet
 
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -42,15 +44,18 @@ class WrittenExample:
     outputs: Path | None
 
 
-def build(kind: str, **opts: object) -> onnx.ModelProto:
-    """The model of generator ``kind`` (``mlp``, ``cct``, ``resnet``) with its keyword options; options a
-    generator refuses become a one-line CkptError."""
+def build(kind: str, flavour: Flavour | None = None, **opts: object) -> onnx.ModelProto:
+    """The model of generator ``kind`` (``mlp``, ``cct``, ``resnet``) with its keyword options, in the forms the
+    kernels of `flavour` compute (default: the installed Deeploy's); options a generator refuses become a one-line
+    CkptError."""
     if kind not in GENERATORS:
         raise CkptError(f"unknown example kind {kind!r}", f"choose one of {', '.join(KINDS)}")
     try:
-        return GENERATORS[kind](**opts)
+        model = GENERATORS[kind](**opts)
     except (ValueError, TypeError) as exc:
         raise CkptError(f"{kind} example options rejected ({exc})", "see `ckpt example --help`") from None
+    branch = (flavour or deeploy_flavour()) is Flavour.TRAINING_BRANCH
+    return for_training_branch(model) if branch else model
 
 
 def example_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
@@ -100,11 +105,11 @@ def golden_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> d
 
 
 def write_example(kind: str, out_dir: str | Path, *, golden: bool = True, overwrite: bool = False,
-                  **opts: object) -> WrittenExample:
+                  flavour: Flavour | None = None, **opts: object) -> WrittenExample:
     """Generates example ``kind`` and writes network.onnx, inputs.npz and outputs.npz to out_dir. A file of
     those names already there with other bytes (another model's) is refused unless `overwrite`; the same
     bytes (the same command run again) are fine."""
-    model = build(kind, **opts)
+    model = build(kind, flavour, **opts)
     out = Path(out_dir)
     check_output_dir(out)
     feeds = example_inputs(model, int(opts.get("seed", 0)))  # type: ignore[arg-type]

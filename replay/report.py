@@ -41,6 +41,22 @@ class ScheduleSection:
 
 
 @dataclass(frozen=True)
+class WorkaroundRecord:
+    """A defect of the installed Deeploy that ckpt worked around in this replay (deeploy_bridge.workarounds)."""
+
+    name: str
+    deeploy_file: str
+    deeploy_line: int
+    what: str
+    nodes: list[str]
+
+    @property
+    def line(self) -> str:
+        return (f"worked around Deeploy's {self.name} ({self.deeploy_file}:{self.deeploy_line}) at "
+                f"{len(self.nodes)} node(s): {self.what} (CKPT_DEEPLOY_WORKAROUNDS=off turns it off)")
+
+
+@dataclass(frozen=True)
 class ModelSection:
     path: str
     sha256: str
@@ -48,6 +64,7 @@ class ModelSection:
     same_as_solved: bool | None
     deeploy_version: str | None
     nodes: int
+    deeploy_workarounds: list[WorkaroundRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from ckpt import deeploy_bridge
 from ckpt.coderun.run import CodeRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources
+from ckpt.deeploy_bridge import workarounds
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError
@@ -77,6 +78,7 @@ from ckpt.replay.report import (
     ReplaySection,
     ScheduleSection,
     SimStatus,
+    WorkaroundRecord,
 )
 from ckpt.replay.scheduler import ReplayScheduler
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
@@ -380,7 +382,8 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
                                                    plan.fingerprint.status), solved_on),
         model=ModelSection(str(model), model_sha, target,
                            (solved_on.get("model_sha256") == model_sha) if solved_on else None,
-                           lowered.deeploy_version if lowered else None, len(view.live)),
+                           lowered.deeploy_version if lowered else None, len(view.live),
+                           _workarounds(lowered) if flows else []),
         replay=ReplaySection(**plan.counts(), clones=[e.name for e in plan.executions if e.clone],
                              pruned=[e.name for e in plan.pruned], unscheduled=list(plan.unscheduled),
                              stale=list(plan.stale)),
@@ -392,6 +395,14 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
                "code_non_tiled": CODE_DIRS["non_tiled"] if non_tiled else None,
                **{f"gvsoc_{flow}": run.log for flow, run in gvsoc.items() if run.log}},
         code_runs=code_runs, budget=budget)
+
+
+def _workarounds(lowered: LoweredGraph | None) -> list[WorkaroundRecord]:
+    """The installed Deeploy's defects ckpt worked around in the code this replay generated."""
+    if lowered is None:
+        return []
+    return [WorkaroundRecord(found.defect.value, found.file, found.line, found.what, nodes)
+            for found, nodes in workarounds.applied(lowered.model)]
 
 
 def _budget(doc: Schedule, memory: MemorySection) -> BudgetRecord | None:

@@ -21,6 +21,7 @@ def summary_lines(result: ReplayResult) -> list[str]:
              + (f" | Deeploy non-tiled counter {_b(mem.deeploy_non_tiled)}" if mem.deeploy_non_tiled else ""),
              f"persistent: predicted {_b(mem.persistent_predicted)} | replayed {_b(mem.persistent_replayed)}"
              + (f" | Deeploy static {_b(mem.deeploy_non_tiled_static)}" if mem.deeploy_non_tiled_static else "")]
+    lines.extend(w.line for w in r.model.deeploy_workarounds)
     if mem.arena is not None:
         lines.append(_arena_line(mem, bool(r.deeploy)))
     if mem.levels and r.deeploy:

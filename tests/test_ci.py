@@ -6,14 +6,16 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
 from conftest import SHARED_MODELS
 from replay_support import needs_models
 
-from ckpt.ci.check import CiCase, check, read_baseline
+from ckpt.ci.check import CiCase, baseline_deeploy, check, read_baseline
 from ckpt.ci.figures import CiFigures, compare
+from ckpt.errors import CkptError
 from ckpt.replay.report import LevelMemory
 from ckpt.schedule_file import read_schedule, write_schedule
 
@@ -96,3 +98,22 @@ def test_a_schedule_naming_other_nodes_fails_as_name_drift(lowering_cache, tmp_p
     assert result.status == "fail" and not result.ok and result.rows is None
     matched = re.match(r"name drift or replay failure: schedule matches only ([0-9.]+)% of", result.reason)
     assert matched and 75 < float(matched.group(1)) < 90 and "needs 90%" in result.reason
+
+
+@needs_models
+def test_a_baseline_of_another_deeploy_is_refused_before_any_replay(tmp_path):
+    """The committed figures are one Deeploy's: under another (the training branch installed in place of the
+    release) every figure differs and the check failed after minutes with no way out; it is one line, at once."""
+    shutil.copytree(CiCase().schedule.parent, tmp_path / "cct2_ft2")
+    case = CiCase(root=tmp_path)
+    doc = json.loads(case.baseline.read_text())
+    case.baseline.write_text(json.dumps({**doc, "deeploy": "0.0.1 (a fork)"}))
+    start = time.perf_counter()
+    with pytest.raises(CkptError) as refused:
+        check(case, SHARED_MODELS)
+    assert time.perf_counter() - start < 5 and "holds the figures of Deeploy 0.0.1 (a fork)" in refused.value.problem
+    assert "ckpt ci update-baseline" in refused.value.way_out and "\n" not in str(refused.value)
+
+
+def test_the_committed_baseline_is_the_releases():
+    assert baseline_deeploy(CiCase()) == "0.2.1 (release)"
