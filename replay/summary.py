@@ -33,7 +33,9 @@ def summary_lines(result: ReplayResult) -> list[str]:
         for level, fig in sorted(mem.levels.items()):
             extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
             if fig.home_arena is not None:
-                extra = f"; its whole-network blocks {_b(fig.home_arena)}{extra}, the layers' tiles above them"
+                tiles = (fig.arena or 0) - fig.home_arena
+                extra = f"; its whole-network blocks {_b(fig.home_arena)}{extra}" + \
+                    (f", the layers' tiles above them {_b(tiles)}" if tiles > 0 else "")
             lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
                          f"blocks {_b(fig.live_max)}{extra}")
         grown = [g for figures in (r.deeploy, r.deeploy_optimizer or {}) if "tiled" in figures

@@ -146,3 +146,26 @@ def test_each_level_of_a_split_placement_stays_within_its_capacity(graph, weight
     over = over_capacity(held, capacity)
     assert set(over) == {level for level in held if held[level] > capacity[level]}
     assert all(held[level] <= capacity[level] for level in held if level not in over)
+
+
+@pytest.mark.deeploy
+def test_a_replay_with_recomputes_reserves_on_chip_the_activation_arena_ckpt_predicted(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    from cli_support import ckpt_here
+
+    from ckpt.replay.report import ReplayReport
+
+    model, schedule, out = shared_models / "dscnn_train", tmp_path / "seq.json", tmp_path / "replay"
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "0.7", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = ReplayReport.read(out / "report.json")
+    assert report.replay.clones_kept > 0
+    on_chip, off_chip = report.memory.levels["L2"], report.memory.levels["L3"]
+    assert on_chip.home_arena == on_chip.predicted_arena and off_chip.home_arena == off_chip.predicted_arena
+    assert on_chip.arena > on_chip.home_arena                 # the layers' tiles of what L3 keeps, above it
+    for flow, code in report.code_runs.items():
+        assert code.harness.errors == 0 and code.golden.errors == 0 and code.graph_order == "bit-identical", flow
