@@ -181,17 +181,18 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         raise CkptError(f"--budget-total holds the tiled flow's {total.level} total (constants + arena); --flow "
                         "non-tiled deploys one L2 arena and no tiled flow",
                         "drop --flow non-tiled, or give --budget for the non-tiled flow")
-    if total is not None and total.level != home:
-        homes = TARGET_TABLE[target].homes
-        raise CkptError(f"--budget-total {total.level}=... holds the tiled flow's home level, which is {home}",
-                        f"give --budget-total {home}=SIZE" + (f", or add --home {total.level}" if total.level in homes
-                                                              else f" (a home is one of {', '.join(homes)})"))
+    level = TARGET_TABLE[target].home_levels(home).default if target in DEEPLOY_TARGETS else home
+    if total is not None and total.level != level:
+        homes = TARGET_TABLE[target].level_homes
+        raise CkptError(f"--budget-total {total.level}=... holds the tiled flow's home level, which is {level}",
+                        f"give --budget-total {level}=SIZE" + (f", or add --home {total.level}" if total.level in homes
+                                                               else f" (a home is one of {', '.join(homes)})"))
     capacity = level_capacity(target, total.level) if total is not None else None
     if capacity is not None and total.nbytes > capacity:
         raise CkptError(f"--budget-total {budget_total} is more than the {capacity:,} B {target}'s {total.level} "
                         "gives data", f"give at most {total.level}={capacity}")
-    if total is not None and TARGET_TABLE[target].is_on_chip(home):
-        check_code_measurable(target, home)
+    if total is not None and TARGET_TABLE[target].is_on_chip(level):
+        check_code_measurable(target, level)
     if cost_file == "gvsoc" and target not in SIMULATED_TARGETS:
         raise CkptError(f"--costs gvsoc measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not "
                         f"{target}", "solve with --costs estimate or a cost file, or with --target siracusa")
@@ -203,7 +204,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
                             optimizer_graph(source, optimizer))
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
-    on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(home) \
+    on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(level) \
         and (flow or "tiled") == "tiled"
     if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
         refuse_floor_before_code(source, target, home, weights, optimizer)
@@ -212,7 +213,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
                            views=views,
                            backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
     code = 0
-    if total is not None and total.level == home and TARGET_TABLE[target].is_on_chip(home):   # the program too
+    if total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level):   # the program too
         code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
                                progress=progress)
     on_chip_code = measured_code_bytes(source, target, setup_for(target, home, weights=weights), progress) \
@@ -223,8 +224,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
-    held = (doc.predicted.levels or {}).get(home) if on_chip and on_chip_code is None else None
-    for note in solve_notes(result, doc) + ([unmeasured_note(home, setup_for(target, home).size(home),
+    held = (doc.predicted.levels or {}).get(level) if on_chip and on_chip_code is None else None
+    for note in solve_notes(result, doc) + ([unmeasured_note(level, setup_for(target, home).size(level),
                                                              held["total"])] if held else []):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")

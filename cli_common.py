@@ -193,7 +193,9 @@ deeploy_root_option = click.option(
 def home_option(default: str | None = DEFAULT_SETUP.default_mem_level, more: str = ""):
     return click.option("--home", type=click.Choice(HOMES), default=default, show_default=default is not None,
                         help="Where the tiled flow keeps its constants and arena (Deeploy's default memory level): "
-                             "L3, off-chip RAM, or L2, on chip (the tiler then gets the chip's L2)" + (more or "."))
+                             "L3, off-chip RAM, or L2, on chip (the tiler then gets the chip's L2), or split: what "
+                             "persists (constants, a split step's weights and accumulators) in L3, activations and "
+                             "transients in L2" + (more or "."))
 
 
 gvsoc_timeout_option = click.option(

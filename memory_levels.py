@@ -19,6 +19,8 @@ class LevelMemory:
     static: int | None = None               # constants placed at the level, outside the arena (kept once)
     activations_at_peak: int | None = None  # of the arena's peak, activations (the rest, graph I/O, stays)
     code: int = 0                           # the step's own code and data there (on chip), where counted
+    home_arena: int | None = None           # split home: of the code's arena, the whole network's blocks (from
+                                            # address 0; the layers' tiles lie above): what ckpt predicts there
 
     @property
     def total(self) -> int | None:

@@ -64,15 +64,46 @@ class Target:
         """Whether a tiled deployment's home `level` is where the chip keeps the step's code (then counted there)."""
         return level is not None and level == self.on_chip
 
+    @property
+    def level_homes(self) -> tuple[str, ...]:
+        """The homes that are one level for every tensor (what a level's total can hold)."""
+        return tuple(home for home in self.homes if home in self.level_names)
+
+    def home_levels(self, home: str) -> HomeLevels:
+        """Where a tiled deployment with home `home` keeps its tensors: one level for all, or, for the split home,
+        what persists off chip and the rest on chip."""
+        if home == SPLIT_HOME:
+            if self.on_chip is None or self.off_chip is None:
+                raise KeyError(f"{self.name} has no on-chip and off-chip level to split a home between")
+            return HomeLevels(self.on_chip, self.off_chip)
+        return HomeLevels(home, home)
+
+
+SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
+
+
+@dataclass(frozen=True)
+class HomeLevels:
+    """A tiled deployment's home levels: Deeploy's default memory level (activations, transients, the harness's
+    per-mini-batch I/O) and the level of what persists across steps (constants, a split step's weights and
+    gradient accumulators, the optimizer network's I/O)."""
+
+    default: str
+    persistent: str
+
+    @property
+    def split(self) -> bool:
+        return self.default != self.persistent
+
 
 TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("none"),
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
-           homes=("L3", "L2"), simulated=True, on_chip="L2"),
+           homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2"),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
-           homes=("L3", "L2"), on_chip="L2", unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
+           homes=("L3", "L2", SPLIT_HOME), on_chip="L2", unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)

@@ -33,6 +33,7 @@ from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
 from ckpt.pipeline.calibrate import costs_and_why
 from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor
 from ckpt.pipeline.point import (
     PointRecord,
     PointSpec,
@@ -205,8 +206,10 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
 def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
     started = time.perf_counter()
     board.note(f"lowering {source} for target {options.target} once for the whole sweep")
-    loaded = load_for_target(source, options.target, weights=_weights(options),
-                             home=options.replay.deeploy.default_mem_level)
+    loaded = load_for_target(source, options.target, weights=_weights(options), home=options.replay.deeploy.home)
+    chip = on_chip_home(loaded, None) if loaded.split_home else None
+    if chip is not None:          # no budget brings the activations on chip: refused before any calibration
+        refuse_beyond_floor(loaded, chip)
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
                                      options.replay.gvsoc, options.replay.deeploy_root, board.note,
@@ -269,7 +272,7 @@ def _off_chip_reference(model: _Model, options: SweepOptions, board: SweepProgre
         return None
     levels = tuple((name, BRANCH_TRAINING_L2 if name == target.on_chip and model.loaded.optimizer is not None
                     else size) for name, size in setup_for(options.target, target.off_chip).levels)
-    reference = replace(setup, default_mem_level=target.off_chip, levels=levels)
+    reference = replace(setup, default_mem_level=target.off_chip, levels=levels, persistent_mem_level=None)
     board.note(f"{model.name}: the graph order with its home in {target.off_chip}, for reference")
     try:
         found = replay_schedule(baseline, model.source, model.store.root / "reference",
@@ -335,7 +338,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "flow": options.flow.value if options.flow and spec.fraction is not None else None,
                                "weights": _weights(options).value,
                                "costs": model.costs.source if model.costs else "estimate",
-                               "home": options.replay.deeploy.default_mem_level,
+                               "home": options.replay.deeploy.home,
                                **_non_tiled(options, spec)})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
@@ -346,7 +349,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
-                                           _weights(options), model.costs, options.replay.deeploy.default_mem_level,
+                                           _weights(options), model.costs, options.replay.deeploy.home,
                                            options.replay.deeploy.allocator)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)

@@ -52,6 +52,7 @@ class LayoutLog:
     layouts: dict[str, Layout] | None = None
     blocks: dict[str, list[Block]] | None = None     # level -> the blocks behind its recorded layout
     grown: list[GrownBlock] = field(default_factory=list)   # every block laid out larger than the tiler counted
+    home: dict[str, int] = field(default_factory=dict)      # split home: level -> its whole-network blocks' arena
 
     def record(self, level: str, layout: Layout, blocks: list[Block]) -> None:
         self.calls += 1
@@ -126,11 +127,12 @@ def growth(grown: list[GrownBlock]) -> int:
 
 def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None,
                  outside: frozenset[str] = frozenset(), moved: Mapping[str, int] | None = None,
-                 layer: str | None = None) -> Layout:
+                 layer: str | None = None, base: int = 0) -> Layout:
     """Give every block of one of Deeploy's block lists its address range (`_addrSpace`), a view its root's;
     refuse a layout that does not fit `capacity`. `outside`: buffers whose bytes another network holds (a split
     step's optimizer reads and writes the train network's): no room here, their pointers are set at Init.
-    `moved`: bytes the code of `layer` (whose list this is) moves into a block; a block gets at least that."""
+    `moved`: bytes the code of `layer` (whose list this is) moves into a block; a block gets at least that.
+    `base`: where in the level's arena the layout starts (a split home's tiles lie above its home blocks)."""
     for block in memory_map:
         if block.name in outside:
             block._addrSpace = (0, 0)
@@ -146,7 +148,7 @@ def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, 
     sizes = {b.name: aligned(b.size, ALIGNMENT) for b in sized.blocks}
     by_name = {block.name: block for block in sized.kept}
     for name, offset in layout.offsets.items():
-        by_name[name]._addrSpace = (offset, offset + sizes[name])
+        by_name[name]._addrSpace = (base + offset, base + offset + sizes[name])
     for view, root in sized.roots.items():
         by_name[view]._addrSpace = by_name[root]._addrSpace if root is not None else (0, 0)
     if log is not None:

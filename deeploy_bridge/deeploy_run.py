@@ -36,6 +36,7 @@ from . import (
     template_cache,  # noqa: F401 - applied on import: each template text compiled once
 )
 from .errors import BridgeError
+from .home_split import persistent_pass
 from .input_types import pointer_types
 from .records import StageTimings
 from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
@@ -154,11 +155,13 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
     hierarchy.setDefaultMemoryLevel(setup.default_mem_level)
     innermost = hierarchy.memoryLevels[setup.innermost]
     deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, innermost)
+    split = [persistent_pass(setup.persistent_level, opts.role)] if setup.persistent_mem_level else []
     deployer = MemoryDeployerWrapper(deployer, [
         AnnotateIOMemoryLevel(setup.default_mem_level),
+        *split,
         AnnotateDefaultMemoryLevel(hierarchy),
     ])
-    tiler = tiler_class(setup.allocator, persistent_inputs=opts.role is not None)
+    tiler = tiler_class(setup.allocator, persistent_inputs=opts.role is not None, split=bool(split))
     deployer = TilerDeployerWrapper(deployer, tiler, testName="ckpt", workDir=workdir)
     deployer.tiler.memoryAllocStrategy = setup.allocator.deeploy_strategy
     deployer.tiler.searchStrategy = opts.search_strategy

@@ -40,6 +40,7 @@ from ckpt.targets import uses_deeploy
 from .buffers import buffer_bytes
 from .deeploy_run import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .errors import BridgeError
+from .home_split import buffer_levels
 from .in_place import apply_in_place, refresh_code
 from .input_types import infer_input_types
 from .lowering import prepare_graph
@@ -222,7 +223,7 @@ def deploy(model: ModelLike,
         front_end(run)
         write_back = None
         if isinstance(role, OptimizerRole):
-            share_buffers(run.deployer, role, setup.default_mem_level)   # it updates the train network's weights
+            share_buffers(run.deployer, role, setup.persistent_level)   # it updates the train network's weights
         elif tiled and setup.weights is WeightUpdate.IN_PLACE:
             apply_in_place(run.deployer, setup.outermost)
         elif code_dir is not None:
@@ -275,7 +276,9 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
                          arena=dict(worst) if tiled else {NON_TILED_LEVEL: arena.layout.size} if arena else {},
                          static=_static_bytes(run, worst.keys() if tiled else ()),
                          home_live=home, live_max=live, allocator_calls=calls, grown=grown, placed_by=placed_by,
-                         laid_out=laid_out, setup=setup, timings=run.timings)
+                         laid_out=laid_out, setup=setup, timings=run.timings,
+                         buffer_levels=buffer_levels(d.ctxt) if tiled else {},
+                         home_arena=dict(log.home) if log is not None else {})
 
 
 def deeploy_memory(model_dir_or_path: ModelLike, order_or_scheduler: Order = None, target: str = "siracusa",

@@ -174,6 +174,8 @@ class MemoryFigures(FlowFigures):
     order: list[str] = field(default_factory=list)  # node names in the order Deeploy executed them
     placed_by: dict[str, str] = field(default_factory=dict)  # ckpt's layout: level -> what placed its largest list
     laid_out: dict[str, tuple[Block, ...]] = field(default_factory=dict)  # ckpt's layout: level -> those blocks
+    buffer_levels: dict[str, str] = field(default_factory=dict)  # tiled: each buffer's home level in Deeploy's context
+    home_arena: dict[str, int] = field(default_factory=dict)   # split home: level -> the whole network's blocks' part
     timings: StageTimings = field(default_factory=StageTimings)
     code_dir: Path | None = None  # where Network.c / Network.h were written, if asked
 

@@ -14,14 +14,15 @@ from ckpt.targets import (
     HOMES,
     PLATFORM_NAMES,
     SIMULATED_TARGETS,
+    SPLIT_HOME,
     TARGET_TABLE,
     TARGETS,
     Level,
     WeightUpdate,
 )
 
-__all__ = ["DEEPLOY_TARGETS", "HOMES", "PLATFORM_NAMES", "SIMULATED_TARGETS", "TARGETS", "DeeploySetup", "Flow",
-           "Allocator", "WeightUpdate", "DEFAULT_SETUP", "deployed_weights", "setup_for"]
+__all__ = ["DEEPLOY_TARGETS", "HOMES", "SPLIT_HOME", "PLATFORM_NAMES", "SIMULATED_TARGETS", "TARGETS", "DeeploySetup",
+           "Flow", "Allocator", "WeightUpdate", "DEFAULT_SETUP", "deployed_weights", "setup_for"]
 
 
 class Flow(StrEnum):
@@ -73,6 +74,17 @@ class DeeploySetup:
     n_cores: int = 8
     allocator: Allocator = Allocator.CKPT
     weights: WeightUpdate = WeightUpdate.IN_PLACE
+    persistent_mem_level: str | None = None   # where what persists lives, when not the default level (split home)
+
+    @property
+    def persistent_level(self) -> str:
+        """The level of what persists across steps: constants, a split step's weights and accumulators."""
+        return self.persistent_mem_level or self.default_mem_level
+
+    @property
+    def home(self) -> str:
+        """The home as `--home` names it: a level, or the split home."""
+        return SPLIT_HOME if self.persistent_level != self.default_mem_level else self.default_mem_level
 
     def size(self, level: str) -> int:
         """The bytes the tiler may use at `level`."""
@@ -99,7 +111,8 @@ class DeeploySetup:
         """The form cache keys and calibrations keep: one key per level, its name lower-cased, innermost first."""
         return {**{name.lower(): size for name, size in reversed(self.levels)},
                 "default_mem_level": self.default_mem_level, "n_cores": self.n_cores,
-                "allocator": self.allocator.value, "weights": self.weights.value}
+                "allocator": self.allocator.value, "weights": self.weights.value,
+                **({"persistent_mem_level": self.persistent_mem_level} if self.persistent_mem_level else {})}
 
 
 DEFAULT_SETUP = DeeploySetup()
@@ -109,9 +122,14 @@ def setup_for(target: str, home: str = DEFAULT_SETUP.default_mem_level, **change
     """The Deeploy setup of a tiled deployment for `target` whose tensors live in `home`: the target's levels,
     each with Deeploy's CI size where CI sizes it, but never more than the chip gives data there (its size less
     what the runtime reserves) on chip (GAP9's L1 is smaller than CI's); the home, when not Deeploy's default,
-    and a level CI does not know get what the chip gives."""
-    setup = replace(DEFAULT_SETUP, default_mem_level=home, **changes)
+    and a level CI does not know get what the chip gives. The split home keeps what persists in the level
+    behind the chip and the rest on chip (targets.HomeLevels)."""
     spec = TARGET_TABLE.get(target)
+    if home == SPLIT_HOME and spec is not None and spec.levels:
+        split = spec.home_levels(home)
+        home = split.default
+        changes = {"persistent_mem_level": split.persistent, **changes}
+    setup = replace(DEFAULT_SETUP, default_mem_level=home, **changes)
     if spec is None or not spec.levels:
         return setup
     ci = dict(setup.levels)

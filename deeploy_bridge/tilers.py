@@ -108,11 +108,13 @@ class CkptLayoutTiler(SingleBufferTiler):
         home = self.memoryHierarchy._defaultMemoryLevel.name
         found = {}
         for level in self.innerMemoryScheduler.memoryMap:
-            if level == home:
+            reserved = self._reserved(ctxt, level)
+            if level == home and not reserved:
                 continue
-            lists = [*self.innerMemoryScheduler.memoryMap[level], *self.outerMemoryScheduler.memoryMap.get(level, [])]
+            lists = [*self.innerMemoryScheduler.memoryMap[level],
+                     *(self.outerMemoryScheduler.memoryMap.get(level, []) if level != home else [])]
             free = self.memoryHierarchy.memoryLevels[level].size - \
-                self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level)
+                self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level) - reserved
             for pattern, blocks in enumerate(lists):
                 if not blocks or pattern >= len(solution):
                     continue
@@ -124,13 +126,19 @@ class CkptLayoutTiler(SingleBufferTiler):
                     found[pattern, level] = (growth(sized.grown), size - free)
         return found
 
-    def _leave_free(self, ctxt, pattern: int, level: str, margin: int) -> None:
+    def _reserved(self, ctxt, level: str) -> int:
+        """Bytes of `level` its whole-network blocks hold below every layer's tiles (none: only a split home has
+        both at one level)."""
+        return 0
+
+    def _leave_free(self, ctxt, pattern: int, level: str, margin: int, tiles_only: bool = False) -> None:
         """Constrain the tiles of `pattern` at `level` to leave `margin` bytes of it free: the sum Deeploy's tiler
-        bounds (each tile's elements x width x buffers, plus the level's constants), plus `margin`, fits."""
+        bounds (each tile's elements x width x buffers, plus the level's constants), plus `margin`, fits.
+        `tiles_only`: count only the sizes the tiler chooses (a tensor whose home is `level` is in `margin`)."""
         counted = 0
         for tensor in self.symbolicMemoryConstraints[pattern].nodeConstraints[0].tensorMemoryConstraints.values():
             memory = tensor.memoryConstraints.get(level)
-            if memory is None:
+            if memory is None or (tiles_only and isinstance(memory.size, int)):
                 continue
             buffer = ctxt.lookup(tensor.tensorName)
             width = 1 if isinstance(buffer, TransientBuffer) else buffer._type.referencedType.typeWidth // 8
@@ -139,6 +147,65 @@ class CkptLayoutTiler(SingleBufferTiler):
             return          # nothing the tiler chooses: a smaller tiling cannot help
         offset = self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level)
         self.tilerModel.addConstraint(counted + offset + margin, memoryLevel=self.memoryHierarchy.memoryLevels[level])
+
+
+class SplitHomeTiler(CkptLayoutTiler):
+    """CkptLayoutTiler for a split home (deeploy_bridge.home_split): Deeploy's default level (on chip) holds both the
+    whole network's blocks of the tensors homed there and, per layer, the tiles of the tensors homed off chip that
+    the layer moves through it. Deeploy's MiniMalloc path lays out only the first at its default level; here each
+    level is laid out as its home blocks from address 0, then each layer's tiles above them, and the tiler keeps
+    each layer's tiles within what the home blocks leave free."""
+
+    def setupModel(self, ctxt, schedule, layerBinding, targetMemoryLevelMapping):
+        ctxt = super().setupModel(ctxt, schedule, layerBinding, targetMemoryLevelMapping)
+        home = self.memoryHierarchy._defaultMemoryLevel.name
+        reserved = self._reserved(ctxt, home)
+        if reserved:
+            for pattern in range(len(self.symbolicMemoryConstraints)):
+                self._leave_free(ctxt, pattern, home, reserved, tiles_only=True)
+        return ctxt
+
+    def _home_blocks(self, level: str) -> list:
+        lists = self.outerMemoryScheduler.memoryMap.get(level, [])
+        return lists[-1] if lists else []
+
+    def _reserved(self, ctxt, level: str) -> int:
+        blocks = self._home_blocks(level)
+        if not blocks:
+            return 0
+        sized = size_blocks(blocks, ctxt, None, level, self.outside.get(level, frozenset()))
+        return lay_out(sized.blocks, ALIGNMENT).size
+
+    def assertUniformMemoryLevelAllocation(self, ctxt, defaultMemoryLevel: str) -> bool:
+        """Every local in the default level, but a view of a buffer homed elsewhere, which lives with its bytes."""
+        return all(buffer._memoryLevel == defaultMemoryLevel or ctxt.is_global(ctxt.dealiasBuffer(name))
+                   for name, buffer in ctxt.localObjects.items())
+
+    def computeMemoryMap(self, ctxt, tilingSolution):
+        memoryMap = {}
+        for level, inner in self.innerMemoryScheduler.memoryMap.items():
+            outer = self.outerMemoryScheduler.memoryMap.get(level, [])
+            free = self.memoryHierarchy.memoryLevels[level].size - \
+                self.outerMemoryScheduler.getConstantTensorOffset(ctxt, level)
+            outside = self.outside.get(level, frozenset())
+            reserved = 0
+            for blocks in outer:
+                if blocks:
+                    reserved = place_blocks(blocks, ctxt, None, free, level, self.layout_log, outside).size
+                    self.layout_log.home[level] = reserved
+            for pattern, blocks in enumerate(inner):
+                if blocks:
+                    constraint = tilingSolution[pattern].nodeConstraints[0]
+                    place_blocks(blocks, ctxt, constraint, free - reserved, level, self.layout_log, outside,
+                                 self._moved_into(ctxt, pattern, constraint, level), self._layers[pattern], reserved)
+            memoryMap[level] = [*inner, *outer]
+        return memoryMap
+
+
+class PersistentInputsSplitHomeTiler(SplitHomeTiler):
+    """SplitHomeTiler whose graph inputs live to the end of the step (split_step)."""
+
+    memorySchedulerClass = PersistentInputs
 
 
 class PersistentInputsTiler(SingleBufferTiler):
@@ -153,8 +220,14 @@ class PersistentInputsLayoutTiler(CkptLayoutTiler):
     memorySchedulerClass = PersistentInputs
 
 
-def tiler_class(allocator: Allocator, persistent_inputs: bool = False) -> type[Tiler]:
-    """The tiler for `allocator`; `persistent_inputs`: the step's graph inputs outlive it (a training harness)."""
+def tiler_class(allocator: Allocator, persistent_inputs: bool = False, split: bool = False) -> type[Tiler]:
+    """The tiler for `allocator`; `persistent_inputs`: the step's graph inputs outlive it (a training harness);
+    `split`: a split home (deeploy_bridge.home_split), which only ckpt's layout lays out."""
+    if split:
+        if allocator.tiled_layout is not Allocator.CKPT:
+            raise BridgeError(f"the split home is laid out by ckpt's allocator, not {allocator.value}: drop "
+                              "--allocator, or use --home L2 or L3")
+        return PersistentInputsSplitHomeTiler if persistent_inputs else SplitHomeTiler
     if allocator.tiled_layout is Allocator.CKPT:
         return PersistentInputsLayoutTiler if persistent_inputs else CkptLayoutTiler
     return PersistentInputsTiler if persistent_inputs else SingleBufferTiler

@@ -109,7 +109,7 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
         refuse_beyond_floor(loaded, home)
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
     if home is not None and request.budget is not None and checked.levels:
-        refuse_over(home, checked.levels[loaded.home]["arena"], request.budget.text)
+        refuse_over(home, checked.levels[home.level]["arena"], request.budget.text)
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
 
@@ -232,7 +232,7 @@ def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSeq
                  progress: Progress) -> tuple[SolveResult, SolveOptions, Checked]:
     """The level total solved on the arena model (pipeline.level_total), checked on the predicted total."""
     answer = solve_level_total(loaded, request.total, request.code_bytes, request.options, starts, progress)
-    level, home = answer.level, loaded.home
+    level, home = answer.level, loaded.home_level
     levels = {home: replace(level, code=answer.code).document()}
     checked = Checked(f"total_{home}", answer.total, request.total.nbytes, answer.arena_budget, levels,
                       level.activations_at_peak)
@@ -258,8 +258,8 @@ def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0) -> dict
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
     if loaded.lowered is None:
         return None
-    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home)
-    return {name: replace(fig, code=code if name == loaded.home else 0).document()
+    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io)
+    return {name: replace(fig, code=code if name == loaded.home_level else 0).document()
             for name, fig in sorted(levels.items())}
 
 

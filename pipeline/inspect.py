@@ -72,7 +72,7 @@ def _lowering_lines(loaded: LoadedModel, base: Baselines, progress: Progress) ->
     for label, order in (("graph order", [op.name for op in loaded.graph.ops]),
                          ("min-memory order", list(base.min_memory_order))):
         for level, fig in predicted_levels(lowered, [(name, 0) for name in order], loaded.weights,
-                                           loaded.home).items():
+                                           loaded.home, loaded.persistent_io).items():
             yield f"  {label:<17} {level}: {fig.static} + {fig.arena} = {fig.total} B (live maximum {fig.live_max} B)"
     progress(Step("laying out Deeploy's non-tiled code for the graph order"))
     figures = deeploy_bridge.deeploy_memory(lowered.model, None, loaded.target, tiled=False, already_lowered=True)

@@ -82,14 +82,14 @@ def level_model(loaded: LoadedModel, level: str, code: int, options: SolveOption
     """The level total's model for `loaded` (refused unless `level` is the tiled flow's home level)."""
     if loaded.lowered is None:
         raise CkptError("--budget-total holds a tiled Deeploy deployment", "add --target siracusa (or gap9)")
-    if level != loaded.home:
-        homes = TARGET_TABLE[loaded.target].homes
-        raise CkptError(f"ckpt predicts the tiled flow's home level ({loaded.home}), not {level}",
-                        f"give --budget-total {loaded.home}=SIZE" + (f", or --home {level}" if level in homes else
-                                                                    f" ({' or '.join(homes)} with --home)"))
-    resident = arena_resident(loaded.graph, *io_names(loaded.lowered.model.graph), deeploy_bridge.ALIGNMENT)
+    if level != loaded.home_level:
+        homes = TARGET_TABLE[loaded.target].level_homes
+        raise CkptError(f"ckpt predicts the tiled flow's home level ({loaded.home_level}), not {level}",
+                        f"give --budget-total {loaded.home_level}=SIZE" + (f", or --home {level}" if level in homes
+                                                                          else f" ({' or '.join(homes)} with --home)"))
+    resident = arena_resident(loaded.graph, *loaded.arena_io(), deeploy_bridge.ALIGNMENT)
     order = resident_order(stage_order(loaded.graph, options))
-    return LevelModel(level, loaded.lowered.static_bytes(loaded.weights), code, resident, tuple(order))
+    return LevelModel(level, loaded.home_constants(), code, resident, tuple(order))
 
 
 def solve_level_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
@@ -155,7 +155,8 @@ def _checked(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOp
 def _graph_order_total(loaded: LoadedModel, code: int) -> int:
     """The home level's total of the graph order without recompute."""
     plain = [(op.name, 0) for op in loaded.graph.ops]
-    return predicted_levels(loaded.lowered, plain, loaded.weights, loaded.home)[loaded.home].total + code
+    return predicted_levels(loaded.lowered, plain, loaded.weights, loaded.home,
+                            loaded.persistent_io)[loaded.home_level].total + code
 
 
 def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, checked: bool) -> InfeasibleBudget:
@@ -188,7 +189,8 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
     result, arena = proof, budget
     for _ in range(MAX_TIGHTENINGS):
         real = result_on(loaded.graph, result, real_sequence(result.seq))
-        level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home)[loaded.home]
+        level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home,
+                                 loaded.persistent_io)[loaded.home_level]
         proven = replace(real, seconds=time.perf_counter() - began)
         answer = LevelAnswer(proven if result is proof else _bounded_by(proven, proof, options), arena, level, code)
         if answer.total <= total.nbytes:

@@ -9,9 +9,16 @@ from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.graph import TrainGraph
-from ckpt.solver.graph.onnx_loader import check_training_graph, load_graph, open_model, optimizer_path
+from ckpt.solver.graph.onnx_loader import (
+    check_training_graph,
+    io_names,
+    load_graph,
+    open_model,
+    optimizer_path,
+    read_model,
+)
 from ckpt.solver.graph.step_pair import OptimizerFigures, optimizer_figures
-from ckpt.targets import uses_deeploy
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE, uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,29 @@ class LoadedModel:
     home: str = DEFAULT_SETUP.default_mem_level   # the tiled deployment's home level (where its tensors live)
     optimizer: OptimizerFigures | None = None          # a split step's optimizer graph: what it adds
     optimizer_path: Path | None = None
+    persistent_io: frozenset[str] = frozenset()   # a split step's graph I/O that persists (what its optimizer reads)
+
+    @property
+    def split_home(self) -> bool:
+        """Whether the home is split: what persists off chip, the rest on chip (solver.placement)."""
+        return self.home == SPLIT_HOME
+
+    @property
+    def home_level(self) -> str:
+        """The level the home's arena of activations is held in (the split home's: its on-chip level)."""
+        spec = TARGET_TABLE.get(self.target)
+        return spec.home_levels(self.home).default if spec is not None and spec.levels else self.home
+
+    def home_constants(self) -> int:
+        """The constants the home level holds (the split home keeps them off chip)."""
+        return 0 if self.split_home or self.lowered is None else self.lowered.static_bytes(self.weights)
+
+    def arena_io(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The graph inputs and outputs the home level's arena holds (the split home: the per-mini-batch ones)."""
+        inputs, outputs = io_names(self.lowered.model.graph)
+        if not self.split_home:
+            return inputs, outputs
+        return inputs - self.persistent_io, outputs - self.persistent_io
 
 
 def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None,
@@ -45,7 +75,16 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model,
                                         scratch=lowered.transients), weights)
     return LoadedModel(graph, target, sha, lowered, weights, cost_model, home,
-                       optimizer=_figures(load_graph(source), found), optimizer_path=found)
+                       optimizer=_figures(load_graph(source), found), optimizer_path=found,
+                       persistent_io=persistent_io(lowered, found))
+
+
+def persistent_io(lowered: LoweredGraph, optimizer: Path | None) -> frozenset[str]:
+    """A split step's train-graph I/O that persists across mini-batches (lowered names): the weights and gradient
+    accumulators its optimizer graph reads (the rest is the harness's per-mini-batch data, flag and loss)."""
+    if optimizer is None or not lowered.persistent_inputs:
+        return frozenset()
+    return frozenset(lowered.io_names[i.name] for i in read_model(optimizer).graph.input if i.name in lowered.io_names)
 
 
 def _figures(train: TrainGraph, path: Path | None) -> OptimizerFigures | None:

@@ -20,6 +20,7 @@ from ckpt.solver.graph.baselines import single_op_lower_bound
 from ckpt.solver.graph.onnx_loader import io_names
 from ckpt.solver.memory.resident import arena_resident
 from ckpt.targets import TARGET_TABLE
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,13 @@ class OnChipHome:
     capacity: int                      # the bytes the level gives data (what the tiler is given there)
     constants: int
     code: int | None                   # the step's own code and data (None: not measured here)
+    home: str = ""                     # the home as --home names it (the level, or the split home)
 
     def parts(self, arena: int, arena_says: str) -> str:
         code = "" if self.code is None else f" + its code and data ({self.code:,} B)"
         total = self.constants + arena + (self.code or 0)
-        return (f"its constants ({self.constants:,} B) + {arena_says} ({arena:,} B){code} = {total:,} B, "
+        constants = "" if self.home == SPLIT_HOME else f"its constants ({self.constants:,} B) + "
+        return (f"{constants}{arena_says} ({arena:,} B){code} = {total:,} B, "
                 f"{total - self.capacity:,} B more than the {self.capacity:,} B {self.level} gives")
 
     def over(self, arena: int) -> bool:
@@ -43,20 +46,21 @@ class OnChipHome:
 
 def on_chip_home(loaded: LoadedModel, code: int | None) -> OnChipHome | None:
     """The on-chip home of `loaded`'s tiled deployment (None: its home is off chip, or no Deeploy target)."""
-    if loaded.lowered is None or not TARGET_TABLE[loaded.target].is_on_chip(loaded.home):
+    if loaded.lowered is None or not TARGET_TABLE[loaded.target].is_on_chip(loaded.home_level):
         return None
-    capacity = setup_for(loaded.target, loaded.home).size(loaded.home)
-    return OnChipHome(loaded.home, capacity, loaded.lowered.static_bytes(loaded.weights), code)
+    capacity = setup_for(loaded.target, loaded.home).size(loaded.home_level)
+    return OnChipHome(loaded.home_level, capacity, loaded.home_constants(), code, loaded.home)
 
 
 def refuse_beyond_floor(loaded: LoadedModel, home: OnChipHome) -> None:
     """Refuse (exit 2), before any solve, a home on chip that no schedule's arena fits beside the constants."""
-    resident = arena_resident(loaded.graph, *io_names(loaded.lowered.model.graph), deeploy_bridge.ALIGNMENT)
+    resident = arena_resident(loaded.graph, *loaded.arena_io(), deeploy_bridge.ALIGNMENT)
     floor, _ = single_op_lower_bound(resident)
     if home.over(floor):
-        raise InfeasibleBudget(f"the step cannot run with its tensors in {home.level}: "
+        what = "its activations" if home.home == SPLIT_HOME else "its tensors"
+        raise InfeasibleBudget(f"the step cannot run with {what} in {home.level} at any budget: "
                                + home.parts(floor, "the smallest arena any schedule needs"),
-                               f"keep them off chip (drop --home {home.level})", proven=True)
+                               f"keep them off chip (--home {TARGET_TABLE[loaded.target].off_chip})", proven=True)
 
 
 def refuse_floor_before_code(source: str | Path, target: str, home: str, weights: WeightUpdate,

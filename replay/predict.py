@@ -21,6 +21,8 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.onnx_loader import io_names, load_graph
 from ckpt.solver.graph.simulate import RunSequence
 from ckpt.solver.memory.layout import Block, Layout, peak_step
+from ckpt.solver.placement import SplitHome, split_levels
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,57 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
-                     home: str = DEFAULT_SETUP.default_mem_level) -> dict[str, LevelMemory]:
+                     home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset()
+                     ) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
-    `weights` says."""
+    `weights` says; for the split home, both its levels (`predicted_split_levels`)."""
+    if home == SPLIT_HOME:
+        return predicted_split_levels(lowered, seq, weights, persistent_io)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
     activations = sum(b.size for b in predicted.blocks if b.first <= step <= b.last and b.name not in predicted.io)
     return {home: LevelMemory(arena=layout.size, live_max=layout.live_max, static=lowered.static_bytes(weights),
                               activations_at_peak=activations)}
+
+
+def split_home_of(lowered: LoweredGraph) -> SplitHome:
+    """The two levels of the split home on the lowered graph's target."""
+    found = TARGET_TABLE[lowered.target].home_levels(SPLIT_HOME)
+    return SplitHome(found.default, found.persistent)
+
+
+def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
+                           persistent_io: frozenset[str]) -> dict[str, LevelMemory]:
+    """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
+    level solver.placement gives its tensor. On chip this is the activations' arena, which the code reserves from
+    address 0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off
+    chip it holds the constants and the persistent graph I/O."""
+    home = split_home_of(lowered)
+    view = view_of_model(lowered.model)
+    plan = plan_replay(view, list(seq))
+    found = rewired(lowered, view, plan, weights)
+    inputs, outputs = io_names(found.model.graph)
+    blocks = home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs)
+    where = {deeploy_bridge.deeploy_tensor_name(t): level
+             for t, level in split_levels(found.graph, inputs, home, persistent_io).items()}
+    io = frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs)
+    levels = {}
+    for level, static in ((home.default, 0), (home.persistent, lowered.static_bytes(weights))):
+        mine = [b for b in blocks if where.get(b.name, home.default) == level]
+        layout = deeploy_bridge.lay_out_home(mine)
+        step, _ = peak_step(mine) if mine else (0, 0)
+        activations = sum(b.size for b in mine if b.first <= step <= b.last and b.name not in io)
+        levels[level] = LevelMemory(arena=layout.size, live_max=layout.live_max, static=static,
+                                    activations_at_peak=activations)
+    return levels
+
+
+def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),
+                            weights: WeightUpdate = DEFAULT_SETUP.weights) -> dict[str, str]:
+    """Each buffer of the lowered graph (Deeploy's name) -> the level the split home keeps it in
+    (solver.placement)."""
+    graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases), weights)
+    inputs, _ = io_names(lowered.model.graph)
+    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io)
+    return {deeploy_bridge.deeploy_tensor_name(t): level for t, level in levels.items()}

@@ -63,7 +63,7 @@ from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan
-from ckpt.replay.predict import home_layout, rewired
+from ckpt.replay.predict import home_layout, predicted_split_levels, rewired
 from ckpt.replay.report import (
     BudgetRecord,
     CheckStatus,
@@ -92,6 +92,7 @@ from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
 from ckpt.solver.memory.static_arena import arena_layout
 from ckpt.targets import simulation_gap, uses_deeploy
+from ckpt.targets import SPLIT_HOME, uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class _Rewired:
     heap: int
     home: Layout | None               # the tiled flow's home arena ckpt predicts (Deeploy targets)
     arena: Layout                     # the non-tiled flow's arena ckpt predicts
+    homes: dict[str, LevelMemory] | None = None   # the split home: both its levels as ckpt predicts them
 
 
 def schedule_target(doc: Schedule, asked: str | None) -> str:
@@ -182,6 +184,9 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress,
                           timeout)
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
+        if lowered is not None and options.deeploy.home == SPLIT_HOME:
+            rewired = replace(rewired, homes=predicted_split_levels(
+                lowered, list(doc.seq), options.deeploy.weights, split.persistent_io if split else frozenset()))
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
         report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
@@ -425,9 +430,11 @@ def _levels(rewired: _Rewired, tiled: MemoryFigures) -> dict[str, LevelMemory]:
     """Per memory level of the tiled flow: the emitted arena, ckpt's predicted one (home level), the live
     maximum of the blocks Deeploy laid out, and the static constants."""
     home = tiled.setup.default_mem_level
-    predicted = rewired.home.size if rewired.home is not None else None
+    predicted = {home: rewired.home.size} if rewired.home is not None else {}
+    if rewired.homes is not None:     # the split home: each level's whole-network blocks, as the tiler laid them out
+        predicted = {level: fig.arena for level, fig in rewired.homes.items()}
     levels = sorted(set(tiled.arena) | set(tiled.static))
     return {level: LevelMemory(arena=tiled.arena.get(level), live_max=tiled.live_max.get(level),
-                               predicted_arena=predicted if level == home else None,
-                               static=tiled.static.get(level))
+                               predicted_arena=predicted.get(level), static=tiled.static.get(level),
+                               home_arena=tiled.home_arena.get(level))
             for level in levels}

@@ -68,6 +68,11 @@ class SplitStep:
     elements: dict[str, int]            # each train-network input's elements (a bias Deeploy repeats: more)
 
     @property
+    def persistent_io(self) -> frozenset[str]:
+        """The train network's I/O that persists across mini-batches: what the optimizer graph reads."""
+        return frozenset(self.io[i.name] for i in self.optimizer.graph.input if i.name in self.io)
+
+    @property
     def weights(self) -> list[str]:
         """The train network's weight inputs, in order."""
         return [f"input_{i}" for i in range(self.run.n_data, self.run.grad_start)]

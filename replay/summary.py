@@ -27,11 +27,16 @@ def summary_lines(result: ReplayResult) -> list[str]:
     if mem.levels and r.deeploy:
         setup = r.deeploy["tiled"].setup
         sizes = ", ".join(f"{name} {size}" for name, size in reversed(setup.levels[1:]))   # the chip's levels
-        lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home "
-                     f"{setup.default_mem_level}), per level "
+        home = setup.default_mem_level if setup.home == setup.default_mem_level else \
+            f"{setup.home}: {setup.persistent_level} for what persists, {setup.default_mem_level} for the rest"
+        lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home {home}), per level "
                      "static + arena = total:")
         for level, fig in sorted(mem.levels.items()):
             extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
+            if fig.home_arena is not None:
+                tiles = (fig.arena or 0) - fig.home_arena
+                extra = f"; its whole-network blocks {_b(fig.home_arena)}{extra}" + \
+                    (f", the layers' tiles above them {_b(tiles)}" if tiles > 0 else "")
             lines.append(f"  {level}: {_b(fig.static)} + {_b(fig.arena)} = {_b(fig.total)}; live max of its "
                          f"blocks {_b(fig.live_max)}{extra}")
         grown = [g for figures in (r.deeploy, r.deeploy_optimizer or {}) if "tiled" in figures

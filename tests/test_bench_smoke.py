@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.deeploy_identity import Flavour, deeploy_flavour
 from ckpt.examples import write_example
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.paths import REPO_ROOT, shared_models
@@ -108,9 +109,27 @@ def test_gvsoc_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path, lowering_
     check(smoke, tmp_path)
 
 
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+@pytest.mark.slow
+def test_the_on_chip_bench_runs_each_deployment_of_simplemlp_or_says_what_it_needs(tmp_path, lowering_cache):
+    """Under the training branch (with gvsoc) SimpleMLP's four deployments at the graph order, else one row saying
+    what it needs."""
+    branch = deeploy_flavour() is Flavour.TRAINING_BRANCH
+    if branch and isinstance(kit := find_kit(), NoKit):
+        pytest.skip(kit.reason)
+    check(Smoke("on_chip", ("-o", "oc"), rows=4 if branch else 1,
+                shows=("| simplemlp_train | all-L3 |", "| simplemlp_train | split | graph order (fits) |",
+                       "| simplemlp_train | all-L2 |") if branch else ("needs Deeploy's training branch",)), tmp_path)
+    if branch:
+        assert (tmp_path / "oc" / "on_chip.csv").read_text().startswith(
+            "model,deployment,budget,l2_total,l3_total,train_cycles,optimizer_cycles,errors,host_errors\n")
+        assert (tmp_path / "oc" / "on_chip.png").stat().st_size > 0
+
+
 def test_every_bench_has_a_smoke_run():
     scripts = {path.stem for path in BENCH.glob("*.py") if 'if __name__ == "__main__"' in path.read_text()}
-    assert scripts == {smoke.script for smoke in FAST + DEEPLOY + GVSOC} | {"hostile"}   # hostile: its own test
+    assert scripts == {smoke.script for smoke in FAST + DEEPLOY + GVSOC} | {"hostile", "on_chip"}   # their own tests
     for script in scripts:
         assert "--smoke" in (BENCH / f"{script}.py").read_text().split('"""')[1], f"{script}: --smoke undocumented"
 

@@ -1,0 +1,194 @@
+"""Which deployment of a training step trains fastest, and what each keeps on chip: one row per deployment.
+
+For each model (a split step of Deeploy's training branch: `<name>_train` beside `<name>_optimizer`), on gvsoc's
+Siracusa with the branch's harness (deeploytraintest.c), each deployment's step built and run, on this host and on
+gvsoc:
+- `all-L3`: the branch's deployment, every buffer in L3, at the graph order (the off-chip reference of a sweep:
+  the tiler's L2 at the branch's own setting);
+- `split`: ckpt's per-tensor home (`--home split`: what persists in L3, activations and transients in L2) at the
+  graph order (where it does not fit L2, its row says so, with the bytes), and at the largest budget of the range
+  whose whole step fits L2 (the graph order itself where it fits);
+- `all-L2`: every buffer in L2 (`--home L2`), at the graph order, where it fits.
+`split+` (persistent tensors brought on chip where L2 has room) is not built: no row.
+Columns: l2_total, what the step needs of L2 (its code and data and what it allocates there, both networks);
+l3_total, what both networks keep in L3 (constants and arenas); train_cycles per mini-batch and optimizer_cycles per
+update (gvsoc); errors, the harness's `Errors` on gvsoc; host_errors, ckpt's host executor against the goldens.
+Writes OUT/on_chip.csv and OUT/on_chip.png (train cycles against L2 bytes, one marker per deployment) and prints
+the table, with the gvsoc seconds of each model's sweeps. Needs the training branch (pip install
+../shared/deeploy-train) and gvsoc.
+
+Run: python bench/on_chip.py --model DIR [--model DIR ...] -o OUT [--range 0.5:0.9] [--smoke]
+(--smoke: SimpleMLP, the graph order only.)
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckpt.budgets.ranges import parse_range
+from ckpt.budgets.sweep import SweepOptions, run_sweep
+from ckpt.deeploy_bridge.setup import SPLIT_HOME, setup_for
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.errors import CkptError
+from ckpt.files import atomic_write
+from ckpt.paths import shared_models
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow
+from ckpt.replay.run import ReplayOptions
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
+
+COLUMNS = ("model", "deployment", "budget", "l2_total", "l3_total", "train_cycles", "optimizer_cycles", "errors",
+           "host_errors")
+TARGET = "siracusa"
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    deployment: str
+    budget: str
+    l2_total: int | None
+    l3_total: int | None
+    train_cycles: int | None
+    optimizer_cycles: int | None
+    errors: str
+    host_errors: str
+
+    def cells(self) -> list[str]:
+        return ["" if v is None else str(v) for v in (getattr(self, c) for c in COLUMNS)]
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _l3(row: PointRow) -> int | None:
+    level = row.levels.get("L3")
+    return level.total if level is not None else None
+
+
+def _l2(row: PointRow) -> int | None:
+    """What the step needs of L2: `on_chip` counts, for a home off chip, its L3 level as if brought on chip."""
+    if row.on_chip is None:
+        return None
+    return row.on_chip - (_l3(row) or 0) if row.home == "L3" else row.on_chip
+
+
+def _row(model: str, deployment: str, budget: str, found: PointRow) -> Row:
+    errors = found.errors
+    if found.fits_on_chip is False:
+        errors = f"does not fit L2: {_l2(found):,} B of {found.on_chip_capacity:,} B ({errors})"
+    return Row(model, deployment, budget, _l2(found), _l3(found), found.cycles, found.optimizer_cycles, errors,
+               found.host_errors)
+
+
+def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float):
+    options = SweepOptions(fractions=fractions, target=TARGET, jobs=1,
+                           solve=SolveOptions(backend=BackendOptions(time_limit=time_limit)),
+                           replay=ReplayOptions(deeploy=setup_for(TARGET, home)))
+    return run_sweep(model, out, options, progress)
+
+
+def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: float) -> tuple[list[Row], float]:
+    """The model's rows and the gvsoc seconds its sweeps spent."""
+    name, rows, seconds = model.name, [], 0.0
+    try:
+        split = _sweep(model, out / "split", SPLIT_HOME, (), time_limit)
+    except CkptError as err:                       # refused: no budget brings its activations on chip
+        return [Row(name, "split", "-", None, None, None, None, f"refused: {err.problem}", "-")], seconds
+    seconds += split.stage_seconds.get("gvsoc", 0.0)
+    base = next(r for r in split.rows if r.status == BASELINE)
+    reference = next((r for r in split.rows if r.status == "reference"), None)
+    if reference is not None:
+        rows.append(_row(name, "all-L3", REFERENCE, reference))
+    rows.append(_row(name, "split", "graph order", base))
+    fitting = base if base.fits_on_chip and base.verified else None
+    if fitting is None and fractions:
+        swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
+        seconds += swept.stage_seconds.get("gvsoc", 0.0)
+        points = [r for r in swept.rows if r.fraction is not None and r.fits_on_chip and r.verified]
+        fitting = max(points, key=lambda r: r.fraction, default=None)
+    if fitting is not None:
+        label = "graph order (fits)" if fitting is base else fitting.label
+        rows.append(_row(name, "split", label, fitting))
+    else:
+        rows.append(Row(name, "split", "none fits", None, None, None, None, "no budget of the range fits L2", "-"))
+    try:
+        on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit)
+        seconds += on_chip.stage_seconds.get("gvsoc", 0.0)
+        rows.append(_row(name, "all-L2", "graph order", next(r for r in on_chip.rows if r.status == BASELINE)))
+    except CkptError as err:
+        rows.append(Row(name, "all-L2", "graph order", None, None, None, None, f"does not fit: {err.problem}", "-"))
+    return rows, seconds
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    markers = {"all-L3": "s", "split": "o", "all-L2": "^"}
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for model in dict.fromkeys(r.model for r in rows):
+        for r in rows:
+            if r.model == model and r.l2_total is not None and r.train_cycles is not None:
+                ax.scatter(r.l2_total, r.train_cycles, marker=markers.get(r.deployment, "x"),
+                           label=f"{model} {r.deployment} {r.budget}")
+    ax.set_xlabel("L2 the step needs (B)")
+    ax.set_ylabel("train cycles per mini-batch (gvsoc)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=6)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
+    plt.close(fig)
+    atomic_write(path, buffer.getvalue())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", action="append", help="a split step's train folder (repeatable)")
+    parser.add_argument("-o", "--output", required=True, help="folder for on_chip.csv, on_chip.png and the sweeps")
+    parser.add_argument("--range", default="0.5:0.9", help="budgets tried where the graph order does not fit L2")
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--smoke", action="store_true", help="SimpleMLP, the graph order only")
+    args = parser.parse_args()
+    models = [Path(m) for m in args.model] if args.model else [shared_models() / "simplemlp_train"]
+    fractions = tuple(parse_range(args.range))
+    if args.smoke:
+        models, fractions = models[:1], ()
+    out = Path(args.output)
+    print(f"Deeploy {deeploy_label()}; target {TARGET}; budgets tried where the graph order does not fit: "
+          f"{args.range if fractions else 'none'}")
+    print()
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        for model in models:
+            print(f"| {model.name} | - | needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
+                  + " - |" * (len(COLUMNS) - 3))
+        return 0
+    rows, seconds = [], {}
+    for model in models:
+        found, seconds[model.name] = measure(model, out / model.name, fractions, args.time_limit)
+        for row in found:
+            print("| " + " | ".join(row.cells()) + " |", flush=True)
+        rows.extend(found)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(row.cells() for row in rows)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "on_chip.csv", text.getvalue().encode())
+    plot(rows, out / "on_chip.png")
+    print()
+    print("gvsoc seconds per model (its sweeps): " + ", ".join(f"{m} {s:.0f}" for m, s in seconds.items()))
+    print(f"wrote {out / 'on_chip.csv'} and {out / 'on_chip.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

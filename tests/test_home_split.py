@@ -1,0 +1,171 @@
+"""The split home (`--home split`): what persists off chip, activations and transients on chip.
+
+ckpt decides each tensor's level from the graph (solver.placement); Deeploy's tiled flow is given the decision as
+an annotation pass (deeploy_bridge.home_split) and generates the code. The levels checked here are read back from
+Deeploy's own context after it generated the code, not from ckpt's record.
+"""
+from pathlib import Path
+
+import pytest
+from graphs import random_graphs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.solver.graph.graph import Op, TrainGraph
+from ckpt.solver.memory.layout import Block, aligned, lay_out
+from ckpt.solver.placement import SplitHome, over_capacity, split_levels
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE
+
+HOME = SplitHome("L2", "L3")
+
+
+def _graph() -> TrainGraph:
+    ops = (Op("fwd", "Gemm", ("x", "w", "b"), ("h",)), Op("view", "Reshape", ("w",), ("w_view",)),
+           Op("bwd", "Gemm", ("h", "w_view"), ("g",)), Op("acc", "InPlaceAccumulatorV2", ("acc_in", "g"), ("acc",)))
+    sizes = {"x": 64, "w": 256, "b": 16, "h": 64, "w_view": 256, "g": 256, "acc_in": 256, "acc": 256}
+    return TrainGraph(ops=ops, tensor_bytes=sizes, persistent=frozenset({"w", "b"}), aliases={"w_view": "w"},
+                      op_cost={op.name: 1.0 for op in ops})
+
+
+def test_what_persists_goes_off_chip_activations_and_per_batch_io_stay_on_chip():
+    levels = split_levels(_graph(), {"x", "w", "acc_in"}, HOME, persistent_io={"w", "acc_in"})
+    assert {t for t, level in levels.items() if level == "L3"} == {"w", "b", "w_view", "acc_in"}
+    assert {t for t, level in levels.items() if level == "L2"} == {"x", "h", "g", "acc"}
+
+
+def test_a_one_graph_step_keeps_only_its_constants_off_chip():
+    levels = split_levels(_graph(), {"x", "w", "acc_in"}, HOME)
+    assert {t for t, level in levels.items() if level == "L3"} == {"b"}
+
+
+def test_the_split_home_is_a_home_of_the_targets_that_have_a_chip_and_a_ram_behind_it():
+    chip = TARGET_TABLE["siracusa"]
+    assert SPLIT_HOME in chip.homes and chip.home_levels(SPLIT_HOME) == type(chip.home_levels("L2"))("L2", "L3")
+    setup = setup_for("siracusa", SPLIT_HOME)
+    assert (setup.default_mem_level, setup.persistent_level, setup.home) == ("L2", "L3", SPLIT_HOME)
+    assert setup.size("L2") == chip.level("L2").usable
+    assert "persistent_mem_level" not in setup_for("siracusa", "L2").as_dict()   # the other homes' keys unchanged
+
+
+# --------------------------------------------------------------------------- with the training branch installed
+
+
+@pytest.fixture(scope="module")
+def branch():
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
+                    "(pip install ../shared/deeploy-train)")
+
+
+@pytest.mark.deeploy
+@pytest.mark.parametrize("model", ["simplemlp_train", "dscnn_train"])
+def test_the_generated_code_keeps_each_buffer_where_ckpt_decided(branch, shared_models, lowering_cache, tmp_path,
+                                                                  model):
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.replay.predict import predicted_buffer_levels, predicted_split_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / model
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    train, optimizer = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True,
+                                    setup_for("siracusa", SPLIT_HOME), Path(tmp_path) / "code")
+    decided = predicted_buffer_levels(lowered, step.persistent_io)
+    generated = train.buffer_levels
+    compared = sorted(set(decided) & set(generated))
+    assert len(compared) >= 0.9 * len(decided)        # Deeploy keeps nearly every tensor of the lowered graph
+    assert {name: generated[name] for name in compared} == {name: decided[name] for name in compared}
+    assert {generated[name] for name in step.on_chip} == {"L2"}
+    assert {level for name, level in generated.items() if name.startswith("input_") and name not in step.on_chip} \
+        == {"L3"}
+    shared = {name for name, _ in optimizer_shared(step)}
+    assert shared and {optimizer.buffer_levels[name] for name in shared} == {"L3"}   # the train network's bytes
+    assert train.arena.get("L2", 0) > 0 and train.arena.get("L3", 0) > 0
+    predicted = predicted_split_levels(lowered, [(n, 0) for n in lowered.node_order], DEFAULT_SETUP.weights,
+                                       step.persistent_io)
+    assert train.home_arena["L2"] == predicted["L2"].arena > 0       # the activations' arena the code reserves
+    assert train.arena["L2"] >= train.home_arena["L2"]               # the layers' tiles above it
+
+
+def optimizer_shared(step):
+    from ckpt.deeploy_bridge.split_step import optimizer_role
+    return optimizer_role(step.io, step.optimizer, step.elements).shared
+
+
+@pytest.mark.deeploy
+def test_a_step_whose_activations_fit_l2_at_no_budget_is_refused_with_the_bytes_before_any_long_work(
+        lowering_cache, tmp_path):
+    from cli_support import ckpt_here
+
+    if deeploy_flavour() is Flavour.TRAINING_BRANCH:
+        pytest.skip("the training branch maps no SoftmaxCrossEntropyLoss, which ckpt's generated CCT ends in")
+    model = tmp_path / "big"       # its tokenizer's convolution alone writes 4 MiB of activations
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
+                     "--conv-channels", "160", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--home", SPLIT_HOME, "--budget", "0.9",
+                       "-o", str(tmp_path / "seq.json"))
+    assert solved.returncode == 2 and "cannot run with its activations in L2 at any budget" in solved.stderr
+    assert "5,242,880 B" in solved.stderr and "2,031,616 B L2 gives" in solved.stderr
+    assert not (tmp_path / "seq.json").exists()
+    swept = ckpt_here("sweep", "--model", str(model), "--target", "siracusa", "--home", SPLIT_HOME,
+                      "-o", str(tmp_path / "sweep"), "--costs", "estimate")
+    assert swept.returncode == 2 and "at any budget" in swept.stderr, swept.stderr
+    assert not (tmp_path / "sweep" / "points").exists()          # nothing solved, nothing replayed
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_graphs(), st.booleans(), st.integers(0, 200), st.integers(0, 200))
+def test_each_level_of_a_split_placement_stays_within_its_capacity(graph, weight_persists, chip, ram):
+    from ckpt.deeploy_bridge.arena import home_blocks
+
+    inputs, outputs = frozenset({"x", "w"}), frozenset({"w_new"})
+    persistent_io = {"w", "w_new"} if weight_persists else set()
+    where = split_levels(graph, inputs, HOME, persistent_io)
+    order = [(op.name, op.inputs, op.outputs) for op in graph.ops]
+    blocks = [Block(b.name.removesuffix("_tensor"), b.first, b.last, b.size)
+              for b in home_blocks(order, graph, inputs, outputs)]
+    capacity = {"L2": chip, "L3": ram}
+    held = {}
+    for level in ("L2", "L3"):
+        mine = [b for b in blocks if where[b.name] == level]
+        layout = lay_out(mine, 4)
+        held[level] = layout.size
+        for a in mine:
+            start = layout.offsets[a.name]
+            assert 0 <= start and start + aligned(a.size, 4) <= layout.size      # inside the level's arena
+            for b in mine:
+                if a.name < b.name and a.first <= b.last and b.first <= a.last:    # alive at once: never overlap
+                    other = layout.offsets[b.name]
+                    assert start + aligned(a.size, 4) <= other or other + aligned(b.size, 4) <= start
+    assert all(where[t] == "L3" for t in graph.tensor_bytes if graph.root(t) in persistent_io)
+    over = over_capacity(held, capacity)
+    assert set(over) == {level for level in held if held[level] > capacity[level]}
+    assert all(held[level] <= capacity[level] for level in held if level not in over)
+
+
+@pytest.mark.deeploy
+def test_a_replay_with_recomputes_reserves_on_chip_the_activation_arena_ckpt_predicted(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    from cli_support import ckpt_here
+
+    from ckpt.replay.report import ReplayReport
+
+    model, schedule, out = shared_models / "dscnn_train", tmp_path / "seq.json", tmp_path / "replay"
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "0.7", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = ReplayReport.read(out / "report.json")
+    assert report.replay.clones_kept > 0
+    on_chip, off_chip = report.memory.levels["L2"], report.memory.levels["L3"]
+    assert on_chip.home_arena == on_chip.predicted_arena and off_chip.home_arena == off_chip.predicted_arena
+    assert on_chip.arena > on_chip.home_arena                 # the layers' tiles of what L3 keeps, above it
+    for flow, code in report.code_runs.items():
+        assert code.harness.errors == 0 and code.golden.errors == 0 and code.graph_order == "bit-identical", flow
