@@ -30,7 +30,6 @@ from ckpt.pipeline.load import LoadedModel
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.budget import LevelTotal
 from ckpt.solver.graph.graph import TrainGraph
-from ckpt.solver.graph.onnx_loader import io_names
 from ckpt.solver.graph.simulate import RunSequence, memory_trace
 from ckpt.solver.memory.heap import GRANULE
 from ckpt.solver.memory.resident import arena_resident, real_sequence, resident_order, resident_sequence

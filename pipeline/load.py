@@ -36,7 +36,7 @@ class LoadedModel:
 
     @property
     def split_home(self) -> bool:
-        """Whether the home is split: what persists off chip, the rest on chip (solver.placement)."""
+        """Whether the home is split: what persists off chip, the rest on chip (solver.memory.placement)."""
         return self.home == SPLIT_HOME
 
     @property

@@ -17,9 +17,7 @@ from ckpt.deeploy_bridge.setup import WeightUpdate, setup_for
 from ckpt.errors import InfeasibleBudget
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.solver.graph.baselines import single_op_lower_bound
-from ckpt.solver.graph.onnx_loader import io_names
 from ckpt.solver.memory.resident import arena_resident
-from ckpt.targets import TARGET_TABLE
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 

@@ -21,7 +21,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.onnx_loader import io_names, load_graph
 from ckpt.solver.graph.simulate import RunSequence
 from ckpt.solver.memory.layout import Block, Layout, peak_step
-from ckpt.solver.placement import SplitHome, split_levels
+from ckpt.solver.memory.placement import SplitHome, split_levels
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 
@@ -98,7 +98,7 @@ def split_home_of(lowered: LoweredGraph) -> SplitHome:
 def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
                            persistent_io: frozenset[str]) -> dict[str, LevelMemory]:
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
-    level solver.placement gives its tensor. On chip this is the activations' arena, which the code reserves from
+    level solver.memory.placement gives its tensor. On chip this is the activations' arena, which the code reserves from
     address 0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off
     chip it holds the constants and the persistent graph I/O."""
     home = split_home_of(lowered)
@@ -124,7 +124,7 @@ def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: Wei
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),
                             weights: WeightUpdate = DEFAULT_SETUP.weights) -> dict[str, str]:
     """Each buffer of the lowered graph (Deeploy's name) -> the level the split home keeps it in
-    (solver.placement)."""
+    (solver.memory.placement)."""
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases), weights)
     inputs, _ = io_names(lowered.model.graph)
     levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io)

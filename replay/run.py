@@ -91,8 +91,7 @@ from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace
 from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
 from ckpt.solver.memory.static_arena import arena_layout
-from ckpt.targets import simulation_gap, uses_deeploy
-from ckpt.targets import SPLIT_HOME, uses_deeploy
+from ckpt.targets import SPLIT_HOME, simulation_gap, uses_deeploy
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The split home (`--home split`): what persists off chip, activations and transients on chip.
 
-ckpt decides each tensor's level from the graph (solver.placement); Deeploy's tiled flow is given the decision as
+ckpt decides each tensor's level from the graph (solver.memory.placement); Deeploy's tiled flow is given the decision as
 an annotation pass (deeploy_bridge.home_split) and generates the code. The levels checked here are read back from
 Deeploy's own context after it generated the code, not from ckpt's record.
 """
@@ -15,7 +15,7 @@ from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.memory.layout import Block, aligned, lay_out
-from ckpt.solver.placement import SplitHome, over_capacity, split_levels
+from ckpt.solver.memory.placement import SplitHome, over_capacity, split_levels
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 HOME = SplitHome("L2", "L3")
