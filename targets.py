@@ -103,7 +103,8 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
            homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2"),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
-           homes=("L3", "L2", SPLIT_HOME), on_chip="L2", unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
+           homes=("L3", "L2", SPLIT_HOME), on_chip="L2",
+           unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)
