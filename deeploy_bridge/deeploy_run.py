@@ -34,6 +34,7 @@ from ckpt.errors import CkptError
 from . import (
     deterministic,  # noqa: F401 - applied on import: the same graph gives the same code
     template_cache,  # noqa: F401 - applied on import: each template text compiled once
+    tiler_setup,  # noqa: F401 - applied on import: the tiler's setup linear in the network's size
 )
 from .errors import BridgeError
 from .input_types import pointer_types
