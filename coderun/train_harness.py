@@ -17,7 +17,7 @@ harness's data takes no L2 from the step.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +57,11 @@ class TrainingRun:
     def n_network_runs(self) -> int:
         """Runs of either network: what a whole run's time scales with."""
         return self.n_batches + self.n_steps
+
+    def first_update(self) -> TrainingRun:
+        """The run cut to its first mini-batch and one update: what the device runs, whose figures (the train
+        network's cycles per mini-batch, the optimizer's per update) are per run of each network anyway."""
+        return replace(self, n_steps=1, n_accum=1, batches=self.batches[:1], losses=self.losses[:1])
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from ckpt.errors import CkptError
 
 from . import (
+    codegen_speed,  # noqa: F401 - applied on import: code generation linear in the network's size
     deterministic,  # noqa: F401 - applied on import: the same graph gives the same code
     template_cache,  # noqa: F401 - applied on import: each template text compiled once
+    tiler_setup,  # noqa: F401 - applied on import: the tiler's setup linear in the network's size
 )
 from .errors import BridgeError
 from .home_split import persistent_pass

@@ -3,6 +3,11 @@ Siracusa harness (deeploytest.c and CycleCounter.c of the checkout), its kernels
 
 The step is linked twice: once to learn which kernel objects it uses, then with those first, so the kernels sit
 at the same addresses whatever the generated code's size (a recompute adds code; the kernels then do not move).
+The generated code itself goes after the runtime's code and data (`linker_script`): pulp-sdk's runtime jumps with
+a `jal`, whose offset reaches 1 MiB, from the fabric controller's vector table to the interrupt handlers at the end
+of .text (pulpos writes those jumps at run time: irq.c, pos_irq_set_handler) and from its start-up code there to
+the cluster's entry in .l2_data, so a MiB of generated code in .text (MobileNetV1's) made the first interrupt jump
+2 MiB back, below L2. A link whose runtime still spans more than a jal reaches is refused.
 The harness is compiled as it is, with one header forced in (device/ckpt_harness_hooks.h) that prints the probes
 once the harness has stopped its timer, and with its own NOFLASH switch when the step loads no file (there is
 then no readfs image to mount).
@@ -27,6 +32,11 @@ HARNESS_DIR = "DeeployTest/Platforms/Siracusa"
 HARNESS_FILES = ("src/deeploytest.c", "src/CycleCounter.c")
 LINKER_SCRIPT = "chips/siracusa/link.ld"
 L2_BASE = 0x1C000000
+JAL_REACH = 1 << 20             # a jal's offset: 21 bits, signed
+GENERATED_TEXT = ".ckpt_generated_text"     # the output section of the generated code, after .l2_data
+_TEXT = re.compile(r"\.text\s*:\s*\{[^}]*\}")
+_TEXT_INPUTS = re.compile(r"\*\((\.text|\.text\.\*)\)")
+_L2_DATA = re.compile(r"\.l2_data\b[^{]*\{[^}]*\}\s*>\s*L2\n")
 
 
 class StepBuildError(Exception):
@@ -93,7 +103,7 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
-    return _compile_and_link(units, flags, probed.layers, kit, sdk, kernels, out, pad)
+    return _compile_and_link(units, flags, probed.layers, kit, sdk, kernels, out, pad, [out / "Network.c"])
 
 
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
@@ -124,11 +134,30 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    return _compile_and_link(units, flags, tuple(layers), kit, sdk, kernels, out, 0)
+    return _compile_and_link(units, flags, tuple(layers), kit, sdk, kernels, out, 0, probed_files)
+
+
+def linker_script(sdk: SdkLibrary, generated: list[str]) -> str:
+    """pulp-sdk's Siracusa linker script with the code of the objects named `generated` (file names) taken out of
+    .text and put in an output section of its own after .l2_data (see the module doc); StepBuildError where the
+    script is not laid out so."""
+    script = (sdk.link_dir / LINKER_SCRIPT).read_text()
+    text, l2_data = _TEXT.search(script), _L2_DATA.search(script)
+    if not generated:
+        return script
+    if text is None or l2_data is None or len(_TEXT_INPUTS.findall(text.group(0))) != 2:
+        raise StepBuildError(f"pulp-sdk's {LINKER_SCRIPT} has no .text with *(.text) and *(.text.*) followed by "
+                             ".l2_data: ckpt cannot keep the runtime's jumps in reach of their targets")
+    files = " ".join(f"*/{name}" for name in generated)
+    body = _TEXT_INPUTS.sub(lambda m: f"*(EXCLUDE_FILE({files}) {m.group(1)})", text.group(0))
+    own = (f"\n  {GENERATED_TEXT} :\n  {{\n    . = ALIGN(4);\n"
+           + "".join(f"    */{name}(.text .text.*)\n" for name in generated) + "    . = ALIGN(4);\n  } > L2\n")
+    return (script[:text.start()] + body + script[text.end():l2_data.end()] + own + script[l2_data.end():])
 
 
 def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], layers: tuple[str, ...], kit: GvsocKit,
-                      sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int) -> DeviceStep:
+                      sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int, generated: list[Path]
+                      ) -> DeviceStep:
     cc = str(kit.compiler.cc)
     if pad:
         nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
@@ -141,8 +170,10 @@ def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], lay
         objects.append(str(obj))
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
+    script = out / "link.ld"
+    script.write_text(linker_script(sdk, [f"{source.stem}.o" for source in generated]))
     link = [cc, *sdk.compile_flags(kit), "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", f"-L{sdk.link_dir}",
-            f"-T{LINKER_SCRIPT}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
+            f"-T{script}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
     sdk_archive = ["-Wl,--whole-archive", str(sdk.archive), "-Wl,--no-whole-archive"]
     elf, probe_map = out / "step.elf", out / "first-link.map"
     archive = out / "kernels.a"
@@ -155,7 +186,18 @@ def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], lay
          "the step does not link")
     archive.unlink()
     probe_map.unlink()
-    return DeviceStep(elf, layers, _symbol(kit, elf, "__l2_shared_end"))
+    symbols = _symbols(kit, elf)
+    check_runtime_reach(symbols)
+    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"))
+
+
+def check_runtime_reach(symbols: dict[str, int]) -> None:
+    """StepBuildError where the runtime's code, from the vector table to the cluster's entry code, spans more than a
+    jal reaches (see the module doc)."""
+    start, end = _symbol(symbols, "__irq_vector_base"), _symbol(symbols, "__cluster_text_end")
+    if end - start >= JAL_REACH:
+        raise StepBuildError(f"the runtime's code spans {end - start:,} B from the vector table to the cluster's "
+                             f"entry, beyond the {JAL_REACH:,} B its jumps reach")
 
 
 def _members(link_map: str, archive: str) -> set[str]:
@@ -163,11 +205,15 @@ def _members(link_map: str, archive: str) -> set[str]:
     return set(re.findall(rf"^\S*{re.escape(archive)}\(([^)]+)\)", link_map, re.MULTILINE))
 
 
-def _symbol(kit: GvsocKit, elf: Path, name: str) -> int:
+def _symbols(kit: GvsocKit, elf: Path) -> dict[str, int]:
+    """Each symbol of the ELF with its address."""
     nm = kit.compiler.cc.with_name(kit.compiler.cc.name.replace("gcc", "nm"))
     done = _run([str(nm), str(elf)], "nm failed")
-    for line in done.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return int(parts[0], 16)
-    raise StepBuildError(f"the step has no symbol {name} (not pulp-sdk's Siracusa linker script?)")
+    return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in done.stdout.splitlines())
+            if len(parts) == 3}
+
+
+def _symbol(symbols: dict[str, int], name: str) -> int:
+    if name not in symbols:
+        raise StepBuildError(f"the step has no symbol {name} (not pulp-sdk's Siracusa linker script?)")
+    return symbols[name]

@@ -189,7 +189,7 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
             raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         progress("calibrating: running them on gvsoc (once per model; cached)")
-        estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.n_network_runs
+        estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.first_update().n_network_runs
         run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
                              timeout or simulation_timeout(estimate))
     if run.status is not SimStatus.MEASURED:

@@ -178,7 +178,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         code_runs = _run_code(base, lowered, plan, outdir, flows, verification, sources, options, split, progress) \
             if isinstance(verification, VerifyReport) and lowered else {}
         seconds["code"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"]
-        runs = split.run.n_network_runs if split is not None else 1     # a split step runs its networks again and again
+        runs = split.run.first_update().n_network_runs if split is not None else 1   # the device runs both networks
         timeout = options.gvsoc_timeout or simulation_timeout(runs * predicted_cycles(doc, rewired.graph))
         gvsoc = _simulate(lowered, plan, outdir, flows, verification, code_runs, sources, options, split, progress,
                           timeout)

@@ -257,9 +257,10 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
         why = code_run.reason if code_run is not None else "no generated code"
         return not_simulated(flow, f"the code did not run on this host ({why})")
     progress(f"gvsoc: building the {flow.replace('_', '-')} networks with the training harness for Siracusa and "
-             "running them on the model")
+             "running its first mini-batch and one update on the model")
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
-    found = simulate_training(code_dir, step.run, step.data.feeds, sources, kit, heap, timeout=timeout)
+    run = step.run.first_update()             # the host ran every mini-batch; the device's figures are per run
+    found = simulate_training(code_dir, run, step.data.feeds, sources, kit, heap, timeout=timeout)
     if found.log:
         log.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(log, found.log)             # kept beside the report, a failed run's above all
@@ -267,10 +268,10 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
         status = SimStatus.FAILED if found.failed else SimStatus.NOT_SIMULATED
         return GvsocRecord(flow, status, found.reason, on_chip=found.on_chip, log=log.name if found.log else None)
     return GvsocRecord(flow, SimStatus.MEASURED, None, found.errors, found.total, found.train_per_batch,
-                       _per_run(found.layers or {}, nodes, step.run), HARNESS_RULE, found.on_chip, log.name,
+                       _per_run(found.layers or {}, nodes, run), HARNESS_RULE, found.on_chip, log.name,
                        {k: round(v, 3) for k, v in found.seconds.items()} if record_time else None,
-                       optimizer_cycles=found.optimizer_per_update, batches=step.run.n_batches,
-                       updates=step.run.n_steps, state=dict(found.state))
+                       optimizer_cycles=found.optimizer_per_update, batches=run.n_batches,
+                       updates=run.n_steps, state=dict(found.state))
 
 
 def _per_run(layers: dict[str, int], nodes: list[str], run: TrainingRun) -> dict[str, int]:

@@ -19,7 +19,8 @@ from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kit import NoKit, find_compiler, find_kit
 from ckpt.gvsoc.probes import c_name, instrument, layer_cycles
 from ckpt.gvsoc.run import OnChipNeed
-from ckpt.gvsoc.sdk import read_cmake_lists, restore_links
+from ckpt.gvsoc.sdk import SdkLibrary, read_cmake_lists, restore_links
+from ckpt.gvsoc.step import StepBuildError, check_runtime_reach, linker_script
 from ckpt.replay.gvsoc import node_cycles, simulate_flow
 from ckpt.replay.report import GvsocRecord, ReplayReport, SimStatus, record_from_json
 
@@ -201,3 +202,40 @@ def test_the_device_files_ckpt_ships_are_installed_with_it():
     from ckpt.gvsoc.kernels import DEVICE
     assert {p.name for p in Path(DEVICE).iterdir()} >= {"ckpt_probes.h", "ckpt_probes.c", "ckpt_harness_hooks.h",
                                                        "pulp_nn_kernels.h"}
+
+
+def _sdk_script_library(tmp_path: Path, monkeypatch):
+    """pulp-sdk's sources beside the shared gvsoc as an SdkLibrary (its linker script), or a skip saying why not."""
+    monkeypatch.delenv("GVSOC_INSTALL", raising=False)
+    kit = find_kit()
+    if isinstance(kit, NoKit):
+        pytest.skip(kit.reason)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "pulp-sdk").symlink_to(kit.sdk)
+    return SdkLibrary(tmp_path / "lib")
+
+
+def test_the_generated_code_is_linked_after_the_runtimes_code_and_data(tmp_path, monkeypatch):
+    sdk = _sdk_script_library(tmp_path, monkeypatch)
+    original = (sdk.link_dir / "chips/siracusa/link.ld").read_text()
+    assert linker_script(sdk, []) == original
+    script = linker_script(sdk, ["TrainingNetwork.o", "OptimizerNetwork.o"])
+    text = script[script.index(".text :"):script.index("_etext")]
+    assert "*(EXCLUDE_FILE(*/TrainingNetwork.o */OptimizerNetwork.o) .text.*)" in text
+    own = script.index(".ckpt_generated_text :")
+    assert script.index("__cluster_text_end") < own < script.index("_l1_preload_start_inL2")
+    assert "*/TrainingNetwork.o(.text .text.*)" in script[own:script.index("_l1_preload_start_inL2")]
+
+
+def test_a_linker_script_laid_out_otherwise_is_refused(tmp_path):
+    (tmp_path / "lib" / "pulp-sdk" / "rtos/pulpos/pulp/kernel/chips/siracusa").mkdir(parents=True)
+    (tmp_path / "lib" / "pulp-sdk" / "rtos/pulpos/pulp/kernel/chips/siracusa/link.ld").write_text(
+        "SECTIONS { .text : { *(.text*) } > L2 }\n")
+    with pytest.raises(StepBuildError, match="cannot keep the runtime's jumps in reach"):
+        linker_script(SdkLibrary(tmp_path / "lib"), ["Network.o"])
+
+
+def test_a_runtime_beyond_a_jumps_reach_is_refused():
+    check_runtime_reach({"__irq_vector_base": 0x1C008000, "__cluster_text_end": 0x1C008000 + (1 << 20) - 4})
+    with pytest.raises(StepBuildError, match="beyond the 1,048,576 B its jumps reach"):
+        check_runtime_reach({"__irq_vector_base": 0x1C008000, "__cluster_text_end": 0x1C11E700})

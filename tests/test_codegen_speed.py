@@ -1,0 +1,64 @@
+"""Deeploy's code generation as ckpt patches it (deeploy_bridge.codegen_speed) gives what Deeploy's own code gives:
+the same order of a layer's buffer names, the same error for a name the context lacks, the same global text."""
+from types import SimpleNamespace
+
+import pytest
+from Deeploy.CommonExtensions.CodeTransformationPasses.IntrospectiveCodeTransformation import (
+    IntrospectiveCodeTransformationMixIn,
+)
+from Deeploy.DeeployTypes import (
+    ConstantBuffer,
+    NetworkContainer,
+    NetworkContext,
+    StructBuffer,
+    TransientBuffer,
+    VariableBuffer,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ckpt.deeploy_bridge import codegen_speed
+
+NAMES = [f"b{i}" for i in range(10)]
+
+
+def _context(global_names: list[str], local_names: list[str]) -> NetworkContext:
+    ctxt = NetworkContext(variableBuffer=VariableBuffer, constantBuffer=ConstantBuffer, structBuffer=StructBuffer,
+                          transientBuffer=TransientBuffer)
+    for name in global_names:
+        ctxt.globalObjects[name] = VariableBuffer(name, [1])
+    for name in local_names:
+        ctxt.localObjects[name] = VariableBuffer(name, [1])
+    return ctxt
+
+
+def test_the_patch_is_applied():
+    assert IntrospectiveCodeTransformationMixIn._fixCtxtOrdering is codegen_speed._fix_ctxt_ordering
+    assert NetworkContainer.generateGlobalDefinitionCode is codegen_speed._generate_global_definition_code
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations(NAMES), st.integers(0, 10), st.lists(st.sampled_from(NAMES), max_size=12),
+       st.lists(st.sampled_from(NAMES), max_size=3))
+def test_buffer_names_are_ordered_as_deeploy_orders_them(order, split, wanted, twice):
+    ctxt = _context(order[:split], order[split:] + twice)       # a name in both: its first place counts
+    assert codegen_speed._fix_ctxt_ordering(ctxt, wanted) == codegen_speed._original["_fixCtxtOrdering"](ctxt, wanted)
+
+
+def test_a_name_the_context_lacks_is_the_same_error():
+    ctxt = _context(["a"], ["b"])
+    for fix in (codegen_speed._fix_ctxt_ordering, codegen_speed._original["_fixCtxtOrdering"]):
+        with pytest.raises(ValueError):
+            fix(ctxt, ["b", "missing"])
+
+
+def test_the_global_definitions_are_the_same_text():
+    ctxt = _context(["x"], [])
+    for i in range(5):
+        ctxt.hoistGlobalDefinition(f"g{i}", f"int g{i} = {i};\n")
+    container = SimpleNamespace(parsed=True, bound=True, ctxt=ctxt)
+    text = codegen_speed._generate_global_definition_code(container)
+    assert text == codegen_speed._original["generateGlobalDefinitionCode"](container)
+    assert text.startswith("int g0 = 0;\nint g1 = 1;\n")
+    with pytest.raises(RuntimeError, match="parse and bind"):
+        codegen_speed._generate_global_definition_code(SimpleNamespace(parsed=False, bound=True, ctxt=ctxt))
