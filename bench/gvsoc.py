@@ -202,7 +202,7 @@ def _cct_train(args, kit) -> int:
                                    replay=ReplayOptions(target="siracusa"))
             progress(f"{name}: sweeping {', '.join(map(str, fractions))} on gvsoc")
             results[name] = run_sweep(str(model), root / name, options, progress)
-            failed |= results[name].failed
+            failed = failed or bool(results[name].failed)
         print(f"CCT_Train models on gvsoc's Siracusa model ({kit.compiler.version}), home L3, tiled, weights in "
               "place\n")
         cct_train_table(results)
