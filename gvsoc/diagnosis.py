@@ -76,8 +76,8 @@ def name_address(address: int, layout: list[RamBuffer], ram_size: int = RAM_SIZE
             what = (f"the L3 arena ({buf.name})" if buf.name.startswith(ARENA_PREFIX) else buf.name)
             return f"{what} at offset {offset:,} of its {buf.size:,} B"
     if address >= ram_size:
-        return (f"beyond the {ram_size // 1024:,} KiB RAM; the step's L3 buffers lie at {low:#x}-{ram_size:#x}, so "
-                "the address is not one of them plus an offset inside it")
+        return (f"beyond the {ram_size // 1024:,} KiB RAM, in none of the step's L3 buffers (they lie at "
+                f"{low:#x}-{ram_size:#x})")
     return f"in none of the step's L3 buffers (they lie at {low:#x}-{ram_size:#x})"
 
 
