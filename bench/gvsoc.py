@@ -8,6 +8,10 @@ code moves the cycles: the graph order's step built N more times with its code a
 bytes (gvsoc.step's pad), the spread of the step's cycles and the largest change of one layer's.
 Run: python bench/gvsoc.py [--model DIR] [--range 0.7:0.9] [--noise 2] [--jobs N] [--outdir DIR] [--smoke]
 (--smoke: a small CCT example, the baseline and one point, no noise runs). Skips, saying why, without gvsoc.
+With --cct-train, every CCT of Deeploy's CCT_Train tests in the shared models instead (CCT2_LP, FT1, FT2, LoRA1,
+LoRA2), each swept over --range (default there 0.7:0.7): one table, a line per model, with the graph order's step
+and each point's on gvsoc (recomputes, cycles, their overhead, Errors, whether the code computed the graph
+order's code's outputs bit for bit, or why a point has no schedule).
 The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
 calibrated ones, the change of every other probed layer and the change outside the probes.
 """
@@ -40,6 +44,7 @@ from ckpt.targets import TARGET_TABLE
 
 SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
 SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}
+CCT_TRAIN = ("cct2_lp", "cct2_ft1", "cct2_lora1", "cct2_ft2", "cct2_lora2")   # Deeploy's CCT_Train tests
 PADS = (68, 260, 1028, 4100)       # bytes of code and of data put before the step's own (not multiples of 64)
 
 
@@ -96,6 +101,30 @@ def gap_table(result) -> None:
               f"{outside} | {worst} ({share}) | {name[:60]} |")
 
 
+def cct_train_table(results: dict[str, object]) -> None:
+    """One line per CCT_Train model: its graph order's step on gvsoc and each budget's."""
+    labels = sorted({row.label for result in results.values() for row in result.rows} - {"baseline"}, reverse=True)
+    head = ["model", "graph order cycles", "graph order Errors"]
+    for label in labels:
+        head += [f"{label} recomputes", f"{label} cycles", f"{label} +%", f"{label} Errors",
+                 f"{label} vs graph order's code"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for model, result in results.items():
+        rows = {row.label: row for row in result.rows}
+        base = rows.get("baseline")
+        cells = [model, str(base.cycles or "-") if base else "-", base.errors if base else "-"]
+        for label in labels:
+            row = rows.get(label)
+            if row is None or row.recomputes is None:
+                why = (row.reason or row.status) if row is not None else "not run"
+                cells += ["-", "-", "-", "-", why[:90]]
+                continue
+            cells += [str(row.recomputes), str(row.cycles or "-"), _pct(row.overhead_pct), row.errors,
+                      row.code_check]
+        print("| " + " | ".join(cells) + " |")
+
+
 def noise_table(model: str, target: str, count: int, kit, sources) -> None:
     """The graph order's step with its layout moved: the spread of its cycles and of its layers'."""
     lowered = deeploy_bridge.lower(model, target)
@@ -127,19 +156,25 @@ def main() -> int:
     parser = BenchParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", type=existing, default=None,
                         help=MODEL_HELP.replace("a tiny MLP", "a small CCT example"))
-    parser.add_argument("--range", type=budget_range, default="0.7:0.9", help="budget fractions LOW:HIGH, step 0.1")
+    parser.add_argument("--range", type=budget_range, default=None,
+                        help="budget fractions LOW:HIGH, step 0.1 (default 0.7:0.9; with --cct-train 0.7:0.7)")
     parser.add_argument("--noise", type=int, default=2, help=f"layout-moved builds of the graph order (<= {len(PADS)})")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
+    parser.add_argument("--cct-train", action="store_true",
+                        help="every CCT_Train model of the shared models, one table (--range default 0.7:0.7)")
     args = parse_args(parser, SMOKE)
     kit, sources = find_kit(), find_sources()
     if isinstance(kit, NoKit) or isinstance(sources, NoSources):
         print(f"skipped: {(kit if isinstance(kit, NoKit) else sources).reason}")
         return 0
+    if args.cct_train:
+        return _cct_train(args, kit)
     with tempfile.TemporaryDirectory(prefix="ckpt-bench-gvsoc-") as tmp:
         model = args.model or (str(_small(Path(tmp) / "small")) if args.smoke else str(shared_models() / "cct2_ft2"))
-        options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa", jobs=args.jobs,
+        fractions = tuple(parse_range(args.range or "0.7:0.9"))
+        options = SweepOptions(fractions=fractions, target="siracusa", jobs=args.jobs,
                                costs="gvsoc", solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
                                replay=ReplayOptions(target="siracusa"))
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
@@ -149,6 +184,29 @@ def main() -> int:
         if args.noise:
             noise_table(model, "siracusa", args.noise, kit, sources)
     return 1 if result.failed else 0
+
+
+def _cct_train(args, kit) -> int:
+    """--cct-train: each CCT_Train model swept over the range (0.7 unless given), one table."""
+    fractions = tuple(parse_range(args.range or "0.7:0.7"))
+    results, failed = {}, False
+    with tempfile.TemporaryDirectory(prefix="ckpt-bench-gvsoc-") as tmp:
+        root = Path(args.outdir) if args.outdir else Path(tmp)
+        for name in CCT_TRAIN[:1] if args.smoke else CCT_TRAIN:
+            model = shared_models() / name
+            if not model.is_dir():
+                print(f"{name}: skipped, {model} is not there")
+                continue
+            options = SweepOptions(fractions=fractions, target="siracusa", jobs=args.jobs, costs="gvsoc",
+                                   solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
+                                   replay=ReplayOptions(target="siracusa"))
+            progress(f"{name}: sweeping {', '.join(map(str, fractions))} on gvsoc")
+            results[name] = run_sweep(str(model), root / name, options, progress)
+            failed = failed or bool(results[name].failed)
+        print(f"CCT_Train models on gvsoc's Siracusa model ({kit.compiler.version}), home L3, tiled, weights in "
+              "place\n")
+        cct_train_table(results)
+    return 1 if failed else 0
 
 
 def _small(folder: Path) -> Path:

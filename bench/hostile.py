@@ -555,7 +555,7 @@ def cases() -> list[Case]:
     add("calibrate --gvsoc-timeout -1", "gvsoc", ["calibrate", "{mlp}", "--gvsoc-timeout", "-1"])
     add("a gvsoc that hangs", "gvsoc", ["replay", "{cct_seq}", "--model", "{cct}", "-o", "{dir}/r", "--gvsoc",
                                         "{dir}/gv", "--gvsoc-timeout", "3"], (1,), setup=gvsoc_install(True),
-        deeploy=True, says="did not finish in 3 s (it last printed: the fake gvsoc starts)", keeps=True)
+        deeploy=True, says="printed nothing for 3 s after its last line: the fake gvsoc starts", keeps=True)
     add("a gvsoc that fails", "gvsoc", ["replay", "{cct_seq}", "--model", "{cct}", "-o", "{dir}/r", "--gvsoc",
                                         "{dir}/gv"], (1,),
         setup=gvsoc_install(True, "#!/bin/sh\necho 'Platform returned an error (exitcode: 1)'\nexit 1\n"),

@@ -11,6 +11,11 @@ $CKPT_CACHE_DIR/gvsoc/runs, keyed by the step's files, its data, the kit and ckp
 there when asked again (a sweep's baseline is the calibration's run); an entry that does not check out (its key or
 content hash, ckpt.cached) runs again.
 
+A run that fails says why in one line (gvsoc.diagnosis): the first error gvsoc or the harness printed, and, for an
+L3 address, which of the step's buffers holds it. gvsoc's output is read as it comes (its launcher's output is
+line-buffered, so what it printed is there even when it is stopped), and a run that prints nothing for longer than
+its timeout is taken as hung: stopped, its report saying how long it was silent and what it printed last.
+
 Before anything runs, the step's L2 is counted: what the ELF places in L2 (code, data, the harness's expected
 outputs), what the code allocates there at run time (its peak as the same code measured on the host), and the
 largest buffer the harness allocates to read an output back. A step that cannot fit is not run, and says by how
@@ -22,6 +27,8 @@ import hashlib
 import json
 import os
 import re
+import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +43,7 @@ import numpy as np
 from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
+from ckpt.gvsoc.diagnosis import diagnosis
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
@@ -156,16 +164,15 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         except OSError as exc:
             return NotSimulated(f"gvsoc could not start ({command[0]}: {exc.strerror or exc})", failed=True,
                                 on_chip=need)
-        if not finished:
-            return NotSimulated(f"gvsoc did not finish in {timeout:.0f} s (it last printed: {_last_line(log)}); "
-                                "give it more time with --gvsoc-timeout", failed=True, on_chip=need, log=log)
-        ran = time.perf_counter()
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
+        if not finished:
+            return NotSimulated(hung_reason(timeout, log), failed=True, on_chip=need, log=log)
+        ran = time.perf_counter()
     errors, runtime = _ERRORS.findall(log), _RUNTIME.findall(log)
     if not errors or not runtime:
-        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {_last_line(log)}",
-                            failed=True, on_chip=need, log=log)
+        return NotSimulated(failed_reason(returncode, log, [code_dir / "Network.c"]), failed=True, on_chip=need,
+                            log=log)
     run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
                    log, {"build": built - start, "simulate": ran - built})
     _store_run(key, run)
@@ -173,27 +180,59 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
 
 
 def _simulate(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, bool]:
-    """(exit code, what it printed, whether it finished) of one gvsoc run. gvsoc's launcher starts the simulator
-    as a child of its own: the run gets a process group, which is killed whole when it overruns or is
-    interrupted, so no simulator is left running."""
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, errors="replace", start_new_session=True)
+    """(exit code, what it printed, whether it finished) of one gvsoc run, stopped once it has printed nothing for
+    `timeout` seconds. gvsoc's launcher starts the simulator as a child of its own: the run gets a process group,
+    which is killed whole when it stops printing or is interrupted, so no simulator is left running. Its output is
+    line-buffered (coreutils' stdbuf, where there is one), so a run that is stopped has printed what it printed."""
+    env = {**env, "PYTHONUNBUFFERED": "1"}
+    stdbuf = shutil.which("stdbuf")
+    process = subprocess.Popen([stdbuf, "-oL", "-eL", *command] if stdbuf else command, cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    chunks: list[bytes] = []
     try:
-        out, _ = process.communicate(timeout=timeout)
-        return process.returncode, out, True
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        out, _ = process.communicate()
-        return process.returncode, out, False
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while True:
+                if not selector.select(timeout):
+                    _kill_group(process)
+                    process.wait()
+                    return process.returncode, _text(chunks), False
+                chunk = os.read(process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        process.wait()
+        return process.returncode, _text(chunks), True
     except BaseException:
         _kill_group(process)
         raise
+    finally:
+        process.stdout.close()
+
+
+def _text(chunks: list[bytes]) -> str:
+    return b"".join(chunks).decode(errors="replace")
 
 
 def _last_line(log: str) -> str:
-    """The last line gvsoc printed that says something (its error is there)."""
+    """The last line gvsoc printed that says something."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     return lines[-1][:200] if lines else "nothing"
+
+
+def hung_reason(timeout: float, log: str) -> str:
+    """Why a run that printed nothing for `timeout` seconds was stopped, in one line."""
+    said = f"after its last line: {_last_line(log)}" if log.strip() else "and nothing before"
+    return (f"gvsoc printed nothing for {timeout:.0f} s {said}; stopped as hung (give it more time with "
+            "--gvsoc-timeout)")
+
+
+def failed_reason(returncode: int, log: str, sources: list[Path]) -> str:
+    """Why a run that ended without the harness's verdict failed, in one line: the first error it printed (with the
+    L3 buffer its address falls in, read from the generated `sources`), else its last line."""
+    code = "\n".join(p.read_text(errors="replace") for p in sources if p.is_file()) or None
+    said = diagnosis(log, code) or _last_line(log)
+    return f"the step did not finish on gvsoc (exit code {returncode}): {said}"
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -11,6 +11,15 @@ the cluster's entry in .l2_data, so a MiB of generated code in .text (MobileNetV
 The harness is compiled as it is, with one header forced in (device/ckpt_harness_hooks.h) that prints the probes
 once the harness has stopped its timer, and with its own NOFLASH switch when the step loads no file (there is
 then no readfs image to mount).
+
+The header also gives the cluster's master core the stack the step needs. Deeploy's harness gives it a fixed
+MAINSTACKSIZE (8000 B, deeploytest.c and deeploytraintest.c), whatever the network; but the generated network's
+own functions keep a frame that grows with the graph (every layer adds locals that stay live, and two
+address-taken tile counters, Deeploy's TilingHoistingMixIn._hoistTileNumAndIdxPtr), and the kernels run below
+that frame. A network whose frame takes most of those 8000 B overflows the stack into the cluster's L1 data
+below it (the tiling tables), and the step then reads RAM at addresses no buffer has, or never ends. The network
+code is compiled first with -fstack-usage; its largest frame is added to the harness's master stack
+(CKPT_NETWORK_FRAME), so what the harness left for the kernels and the runtime stays theirs.
 """
 from __future__ import annotations
 
@@ -59,6 +68,7 @@ class DeviceStep:
     elf: Path
     layers: tuple[str, ...]           # the probed layers, in run order
     l2_static_end: int                # the first L2 address after everything the ELF places in L2 (code, data)
+    network_frame: int = 0            # the largest stack frame of the generated network's functions (bytes)
 
     @property
     def l2_static_bytes(self) -> int:
@@ -98,12 +108,12 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={manifest.cores}",
              f"-DCKPT_PROBE_COUNT={len(probed.layers)}",
              *include_flags(sources, data.folder, Path(code_dir), harness / "inc", kernels.folder)]
-    units = [(out / "Network.c", ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]),
-             (harness / HARNESS_FILES[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
+    networks = [(out / "Network.c", ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")])]
+    units = [(harness / HARNESS_FILES[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
-    return _compile_and_link(units, flags, probed.layers, kit, sdk, kernels, out, pad, [out / "Network.c"])
+    return _compile_and_link(networks, units, flags, probed.layers, kit, sdk, kernels, out, pad)
 
 
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
@@ -128,13 +138,14 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
     harness = sources.root / TRAIN_HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", f"-DCKPT_PROBE_COUNT={len(layers)}",
              "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
-    units = [(f, ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]) for f in probed_files]
-    units += [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
+    networks = [(f, ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")])
+                for f in probed_files]
+    units = [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
                                             f"-DCKPT_STATE_AFTER={timer_stops}", *([] if flash else ["-DNOFLASH"])]),
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    return _compile_and_link(units, flags, tuple(layers), kit, sdk, kernels, out, 0, probed_files)
+    return _compile_and_link(networks, units, flags, tuple(layers), kit, sdk, kernels, out, 0)
 
 
 def linker_script(sdk: SdkLibrary, generated: list[str]) -> str:
@@ -155,19 +166,26 @@ def linker_script(sdk: SdkLibrary, generated: list[str]) -> str:
     return (script[:text.start()] + body + script[text.end():l2_data.end()] + own + script[l2_data.end():])
 
 
-def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], layers: tuple[str, ...], kit: GvsocKit,
-                      sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int, generated: list[Path]
-                      ) -> DeviceStep:
+Unit = tuple[Path, list[str]]          # a C file and the flags it alone is compiled with
+
+
+def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str], layers: tuple[str, ...],
+                      kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int) -> DeviceStep:
+    """Compile the generated `networks` (their frames measured), then the other `units` told the largest frame
+    (see the module doc), and link them with the kernels, the networks' code after the runtime's."""
+    generated = [source for source, _ in networks]
     cc = str(kit.compiler.cc)
-    if pad:
+    if pad:                    # first in the link: it comes before the step's own code and data
         nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
         (out / "ckpt_pad.c").write_text(f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
-        units.insert(0, (out / "ckpt_pad.c", []))
+        networks = [(out / "ckpt_pad.c", []), *networks]
     objects = []
+    for source, extra in networks:
+        objects.append(_compile(cc, [*flags, *extra, "-fstack-usage"], source, out))
+    frame = max((size for obj in objects for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()),
+                default=0)
     for source, extra in units:
-        obj = out / f"{source.stem}.o"
-        _run([cc, *flags, *extra, "-c", str(source), "-o", str(obj)], f"{source.name} does not compile")
-        objects.append(str(obj))
+        objects.append(_compile(cc, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source, out))
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
@@ -188,7 +206,7 @@ def _compile_and_link(units: list[tuple[Path, list[str]]], flags: list[str], lay
     probe_map.unlink()
     symbols = _symbols(kit, elf)
     check_runtime_reach(symbols)
-    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"))
+    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame)
 
 
 def check_runtime_reach(symbols: dict[str, int]) -> None:
@@ -198,6 +216,28 @@ def check_runtime_reach(symbols: dict[str, int]) -> None:
     if end - start >= JAL_REACH:
         raise StepBuildError(f"the runtime's code spans {end - start:,} B from the vector table to the cluster's "
                              f"entry, beyond the {JAL_REACH:,} B its jumps reach")
+
+
+_STACK_USAGE = re.compile(r"^.*:([A-Za-z_][\w.]*)\t(\d+)\t([\w,]+)$", re.MULTILINE)
+
+
+def stack_frames(stack_usage: str) -> dict[str, int]:
+    """Each function's frame in bytes, from what gcc -fstack-usage wrote (`file:line:col:function<TAB>bytes<TAB>
+    static|dynamic[,bounded]`). A frame that grows at run time (dynamic, unbounded) has no size to plan for: the
+    step is not built (StepBuildError, naming the function)."""
+    frames = {}
+    for name, size, kind in _STACK_USAGE.findall(stack_usage):
+        if kind == "dynamic":
+            raise StepBuildError(f"the generated {name} keeps a stack frame whose size is only known at run time: "
+                                 "its stack cannot be planned")
+        frames[name] = max(frames.get(name, 0), int(size))
+    return frames
+
+
+def _compile(cc: str, flags: list[str], source: Path, out: Path) -> str:
+    obj = out / f"{source.stem}.o"
+    _run([cc, *flags, "-c", str(source), "-o", str(obj)], f"{source.name} does not compile")
+    return str(obj)
 
 
 def _members(link_map: str, archive: str) -> set[str]:

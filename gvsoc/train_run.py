@@ -43,10 +43,12 @@ from ckpt.gvsoc.run import (
     _environment,
     _runs,
     _simulate,
+    failed_reason,
     gvsoc_command,
+    hung_reason,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
-from ckpt.gvsoc.step import L2Overflow, StepBuildError, build_training_step
+from ckpt.gvsoc.step import NETWORKS, L2Overflow, StepBuildError, build_training_step
 
 RUN_FORMAT = 2          # 2: the state hashes
 DEVICE_SECTION = ".weightmem_sram"       # the weight memory of pulp-sdk's Siracusa linker script
@@ -121,20 +123,16 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",
                    "run"]
         returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
-        if not finished:
-            last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
-            return NotSimulated(f"gvsoc did not finish in {timeout:.0f} s (it last printed: {last[0].strip()}); "
-                                "give it more time with --gvsoc-timeout",
-                                failed=True, on_chip=need, log=log)
-        ran = time.perf_counter()
         if keep is not None:
             (work / "gvsoc.log").write_text(log)
+        if not finished:
+            return NotSimulated(hung_reason(timeout, log), failed=True, on_chip=need, log=log)
+        ran = time.perf_counter()
     errors = _ERRORS.findall(log)
     train = [int(c) for _, c in _TRAIN.findall(log)]
     if not errors or len(train) != run.n_batches:
-        tail = [line for line in log.splitlines() if line.strip()][-1:] or ["(no output)"]
-        return NotSimulated(f"the step did not finish on gvsoc (exit code {returncode}): {tail[0].strip()}",
-                            failed=True, on_chip=need, log=log)
+        sources = [code_dir / f"{stem}.c" for stem, _ in NETWORKS]      # their L3 buffers, in the order made
+        return NotSimulated(failed_reason(returncode, log, sources), failed=True, on_chip=need, log=log)
     state = {f"input_{i}": f"{size}:{digest}" for i, size, digest in _STATE.findall(log)}
     found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
                           layer_cycles(log, step.layers), need, state, log,

@@ -1,0 +1,86 @@
+"""A failed gvsoc run said in one line (gvsoc.diagnosis, gvsoc.run): the first error, the L3 buffer its address is
+in, a run stopped once it prints nothing, and the network's stack frames the harness is told (fast: no gvsoc)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ckpt.gvsoc.diagnosis import diagnosis, first_error, name_address, ram_layout
+from ckpt.gvsoc.run import _simulate, failed_reason, hung_reason
+from ckpt.gvsoc.step import StepBuildError, stack_frames
+
+# gvsoc's output as it was when CCT2_LoRA2's step overflowed the master core's stack (colours and all)
+LOG = ("HELLO WORLD:\nIntializing\nInitialized\nInput copied\n"
+       "1463354585948: 0: [\x1b[31m/ram/trace                                           \x1b[0m] "
+       "Received out-of-bound request (addr: 0x{addr:x}, ram_size: 0x800000)\n"
+       "Input error: Platform returned an error (exitcode: 1)\n")
+
+NETWORK_C = """
+void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t numThreads) {
+DeeployNetwork_MEMORYARENA_L2 = (int8_t*) pi_l2_malloc(sizeof(int8_t) * 128000);
+DeeployNetwork_MEMORYARENA_L3 = (int8_t*) cl_ram_malloc(sizeof(int8_t) * 524292);
+DeeployNetwork_conv_weight_tensor = cl_ram_malloc(6912);
+load_file_to_ram(DeeployNetwork_conv_weight_tensor, "2.hex");
+DeeployNetwork_fc_bias_tensor = cl_ram_malloc(10);
+}
+"""
+
+
+def test_the_first_error_is_the_simulators_not_its_last_line():
+    line = first_error(LOG.format(addr=0x4F29FAB))
+    assert line == "/ram/trace Received out-of-bound request (addr: 0x4f29fab, ram_size: 0x800000)"
+    assert first_error("HELLO\nErrors: 0 out of 12\n") is None          # the harness's verdict is no error
+    assert first_error("ERROR: Cannot open file 3.hex! Exiting...") == "ERROR: Cannot open file 3.hex! Exiting..."
+
+
+def test_l3_buffers_lie_from_the_end_of_the_ram_down_in_allocation_order():
+    layout = ram_layout(NETWORK_C)
+    assert [b.name for b in layout] == ["DeeployNetwork_MEMORYARENA_L3", "DeeployNetwork_conv_weight_tensor",
+                                        "DeeployNetwork_fc_bias_tensor"]
+    arena, conv, bias = layout
+    assert arena.start == 0x800000 - 524296 and conv.start == arena.start - 6912 and bias.start == conv.start - 16
+    assert name_address(conv.start + 100, layout) == "DeeployNetwork_conv_weight_tensor at offset 100 of its 6,912 B"
+    assert name_address(arena.start + 8, layout).startswith("the L3 arena (DeeployNetwork_MEMORYARENA_L3) at offset 8")
+    assert "none of the step's L3 buffers" in name_address(8, layout)
+
+
+def test_an_address_is_named_with_its_buffer_and_one_beyond_the_ram_as_none():
+    conv = ram_layout(NETWORK_C)[1]
+    said = diagnosis(LOG.format(addr=conv.start + 4), NETWORK_C)
+    assert said.startswith("/ram/trace Received out-of-bound request") and \
+        said.endswith("DeeployNetwork_conv_weight_tensor at offset 4 of its 6,912 B")
+    beyond = diagnosis(LOG.format(addr=0x4F29FAB), NETWORK_C)
+    assert "beyond the 8,192 KiB RAM" in beyond and "\n" not in beyond
+
+
+def test_the_failed_runs_reason_is_one_line_naming_the_error(tmp_path):
+    (tmp_path / "Network.c").write_text(NETWORK_C)
+    reason = failed_reason(1, LOG.format(addr=0x4F29FAB), [tmp_path / "Network.c"])
+    assert reason.startswith("the step did not finish on gvsoc (exit code 1): /ram/trace Received out-of-bound")
+    assert "\n" not in reason
+    assert failed_reason(1, "booting\nit stopped\n", []) == "the step did not finish on gvsoc (exit code 1): it stopped"
+
+
+def test_a_run_that_prints_nothing_for_its_timeout_is_stopped_and_keeps_what_it_printed(tmp_path):
+    start = time.perf_counter()
+    code, log, finished = _simulate(["sh", "-c", "echo Input copied; sleep 60"], tmp_path, {"PATH": "/usr/bin:/bin"},
+                                    1.0)
+    assert not finished and log.strip() == "Input copied" and time.perf_counter() - start < 30
+    assert hung_reason(1.0, log) == ("gvsoc printed nothing for 1 s after its last line: Input copied; stopped as "
+                                     "hung (give it more time with --gvsoc-timeout)")
+
+
+def test_a_run_that_keeps_printing_runs_past_its_timeout(tmp_path):
+    script = "for i in 1 2 3 4 5 6; do echo $i; sleep 0.4; done"
+    code, log, finished = _simulate(["sh", "-c", script], tmp_path, {"PATH": "/usr/bin:/bin"}, 1.5)
+    assert finished and code == 0 and log.split() == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_stack_frames_are_read_from_gcc_stack_usage():
+    usage = ("/x/Network.c:56711:6:RunNetwork\t8736\tstatic\n/x/Network.c:62150:6:InitNetwork\t80\tstatic\n"
+             "/x/Network.c:19822:13:_node_228_closure_L3\t576\tstatic\n/x/Network.c:3:1:helper\t64\tdynamic,bounded\n")
+    assert stack_frames(usage) == {"RunNetwork": 8736, "InitNetwork": 80, "_node_228_closure_L3": 576, "helper": 64}
+    with pytest.raises(StepBuildError, match="only known at run time"):
+        stack_frames("/x/Network.c:1:1:RunNetwork\t16\tdynamic\n")
+
