@@ -192,6 +192,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
                             optimizer_graph(source, optimizer))
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    say_missing_optimizer(source, optimizer, "the schedule file's predicted figures (no predicted.optimizer) are "
+                          "of")
     on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(home) \
         and (flow or "tiled") == "tiled"
     if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
@@ -273,8 +275,20 @@ def inspect_command(model, target, top, weights, home, optimizer):
     check_home(home, target)
     source = model_or_default(model)
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    say_missing_optimizer(source, optimizer, "the figures below are of")
     for line in inspect_lines(source, target, top, progress, chosen, optimizer, home):
         click.echo(line)
+
+
+def say_missing_optimizer(source: str, optimizer: str | None, what: str) -> None:
+    """A split step whose optimizer graph is not found: said on stderr (solve and inspect need the train graph
+    alone, so it is no refusal)."""
+    from ckpt.files import printable
+    from ckpt.replay.verification import missing_optimizer_note
+
+    note = missing_optimizer_note(source, optimizer, what)
+    if note:
+        click.echo(printable(note), err=True)
 
 
 @cli.command("example")
@@ -330,6 +344,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                    deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.files import refuse_input_folder
     from ckpt.gvsoc.kit import find_kit
     from ckpt.paths import model_files
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
@@ -341,6 +356,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
 
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
+    if model:
+        refuse_input_folder(folder, model, optimizer)     # even with --overwrite
     check_replay_folder(folder, overwrite)
     refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
                                    *([Path(optimizer)] if optimizer else [])])
@@ -372,7 +389,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
-        check_split_step(model, optimizer)
+        check_split_step(model, optimizer, schedule_target(solved, target))
     if not no_verify:
         check_complete_step(model, optimizer, ", or replay with --no-verify")
     result = replay_schedule(schedule, model, folder, options, progress)
@@ -521,7 +538,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     for source in sources:
         optimizer_path(source)          # a sibling optimizer graph that is not this step's, before any work
         if uses_deeploy(target):
-            check_split_step(source, None)  # the branch's step: its Deeploy, its optimizer graph, its harness's order
+            check_split_step(source, None, target)  # the branch's step: its Deeploy, optimizer graph, harness order
         elif not no_verify:
             check_complete_step(source, None, ", or sweep with --no-verify", option=False)
     for source in sources if costs not in COSTS_CHOICES else ():

@@ -27,7 +27,7 @@ from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, Flow, WeightUpdate, deployed_weights, setup_for
 from ckpt.errors import CkptError, ExitCode
-from ckpt.files import check_output_dir
+from ckpt.files import check_output_dir, refuse_input_folder
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
@@ -132,6 +132,8 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
     sources = [str(Path(m).absolute()) for m in (models if isinstance(models, list) else [models])]
     outdir = Path(outdir).absolute()
     check_output_dir(outdir)
+    for source, name in zip(sources, _names(sources)):      # even with --overwrite: never among the user's inputs
+        refuse_input_folder(outdir / name if len(sources) > 1 else outdir, source)
     check_sweep_folder(outdir, _names(sources) if len(sources) > 1 else [], options.overwrite)
     root = SweepStore(outdir)
     executor = executor or LocalExecutor(default_jobs(options.jobs))
