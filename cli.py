@@ -142,14 +142,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     from ckpt.solver.records import SolveOptions
 
     check_output_file(output)
-    if (policy == "top-k") != (k is not None):
-        raise CkptError("--k is how many nodes --policy top-k recomputes, and only that",
-                        "give both --policy top-k and --k K, or neither")
-    if policy == "top-k" and (budget is not None or budget_total is not None):
-        raise CkptError("--policy top-k answers to no budget", "drop --budget, or use --policy branch-rule")
-    if policy != "solve" and (objective == "peak" or budget_total is not None):
-        raise CkptError(f"--policy {policy} orders a recompute set chosen for --budget",
-                        "drop --objective peak and --budget-total")
+    check_policy(policy, k, budget, budget_total, objective)
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
     check_allocator(allocator, target)
@@ -172,7 +165,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
          "drop --threads, or use --method milp"))
     total = parse_total(budget_total) if budget_total else None
     if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
-        raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
+        named = f"--budget-total {budget_total}" if total is not None else "--flow tiled"   # only what was given
+        raise CkptError(f"{named} holds a tiled Deeploy deployment; --target {target} has none",
                         "add --target siracusa (or gap9)")
     if total is not None and total.level != home:
         homes = TARGET_TABLE[target].homes
@@ -278,6 +272,27 @@ def inspect_command(model, target, top, weights, home, optimizer):
     say_missing_optimizer(source, optimizer, "the figures below are of")
     for line in inspect_lines(source, target, top, progress, chosen, optimizer, home):
         click.echo(line)
+
+
+def check_policy(policy: str, k: int | None, budget: str | None, budget_total: str | None, objective: str) -> None:
+    """A baseline policy with options it cannot honour: one line naming only the options the user gave."""
+    if policy == "top-k" and k is None:
+        raise CkptError("--policy top-k needs --k: how many forward nodes it recomputes", "add --k K")
+    if policy != "top-k" and k is not None:
+        raise CkptError(f"--k {k} does nothing without --policy top-k (it is how many nodes top-k recomputes)",
+                        "add --policy top-k, or drop --k")
+    if policy == "solve":
+        return
+    given_options = [o for o, on in ((f"--budget {budget}", policy == "top-k" and budget is not None),
+                                     (f"--budget-total {budget_total}", budget_total is not None),
+                                     ("--objective peak", objective == "peak")) if on]
+    if given_options:
+        why = "answers to no budget or objective" if policy == "top-k" else \
+            "orders the recompute set ckpt chooses for --budget"
+        raise CkptError(f"--policy {policy} {why}: {' and '.join(given_options)} would be ignored",
+                        "drop " + " and ".join(o if o.endswith(" peak") else o.split()[0] for o in given_options)
+                        + (", or use --policy branch-rule with --budget" if policy == "top-k" and budget is not None
+                           and budget_total is None and objective != "peak" else ""))
 
 
 def say_missing_optimizer(source: str, optimizer: str | None, what: str) -> None:

@@ -144,12 +144,15 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
             return _sweep(sources, root, options, executor, board)
     except KeyboardInterrupt:
         executor.stop()
-        root.clean_partial()
+        root.clean_partial(replays=isinstance(executor, LocalExecutor))   # its workers are gone: nothing half-made
         deeploy_bridge.remove_stale_scratch()
         if is_ckpt_sweep(outdir):            # else it stopped before its first task: nothing of it is left
             root.log("interrupted: finished points are kept")
-        raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
-                               "rerun the same command to resume") from None
+            raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
+                                   "rerun the same command to resume") from None
+        gone = "its folder is removed" if not outdir.exists() else f"nothing of it is left in {outdir}"
+        raise SweepInterrupted(f"interrupted before its first point: {gone}",
+                               "rerun the same command to start it again") from None
     except LostCluster as err:
         root.clean_partial()
         if is_ckpt_sweep(outdir):
@@ -179,7 +182,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
     for name, source in zip(_names(sources), sources):
         store = SweepStore(root.root / name) if several else root
         models.append(_load(name, source, store, options, board))
-    for path in root.clean_partial() + deeploy_bridge.remove_stale_scratch():
+    for path in root.clean_partial(replays=isinstance(executor, LocalExecutor)) \
+            + deeploy_bridge.remove_stale_scratch():
         board.note(f"removed {path} left by an interrupted run")
     for model in models if several else ():
         model.store.claim()

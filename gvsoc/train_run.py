@@ -31,6 +31,7 @@ from ckpt.coderun.build import training_harness_missing
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
+from ckpt.files import atomic_write
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
@@ -44,6 +45,7 @@ from ckpt.gvsoc.run import (
     _runs,
     _simulate,
     gvsoc_command,
+    seconds_text,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
 from ckpt.gvsoc.step import L2Overflow, StepBuildError, build_training_step
@@ -123,12 +125,13 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
         if not finished:
             last = [line for line in log.splitlines() if line.strip()][-1:] or ["(nothing)"]
-            return NotSimulated(f"gvsoc did not finish in {timeout:.0f} s (it last printed: {last[0].strip()}); "
+            return NotSimulated(f"gvsoc did not finish in {seconds_text(timeout)} "
+                                f"(it last printed: {last[0].strip()}); "
                                 "give it more time with --gvsoc-timeout",
                                 failed=True, on_chip=need, log=log)
         ran = time.perf_counter()
         if keep is not None:
-            (work / "gvsoc.log").write_text(log)
+            atomic_write(work / "gvsoc.log", log)
     errors = _ERRORS.findall(log)
     train = [int(c) for _, c in _TRAIN.findall(log)]
     if not errors or len(train) != run.n_batches:

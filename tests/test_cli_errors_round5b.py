@@ -120,3 +120,166 @@ def test_a_split_step_for_a_target_no_deeploy_runs_it_on_is_refused_as_such(spli
     line = one_line(err)
     assert code == 1 and "not gap9" in line and "--target siracusa" in line and "install" not in line
     assert not (tmp_path / "r").exists() and not (tmp_path / "sw").exists()
+
+
+# --------------------------------------------------------------------------- 17, 25: interrupted sweeps
+
+
+def test_a_stopped_workers_half_made_replay_is_removed_and_a_finished_one_kept(tmp_path):
+    from ckpt.budgets.store import SweepStore
+
+    store = SweepStore(tmp_path)
+    half, whole = tmp_path / "points" / "baseline" / "replay", tmp_path / "points" / "0.9" / "replay"
+    for folder, names in ((half, ("Network.c", "Network.h", "io.json")), (whole, ("report.json", "order.json"))):
+        folder.mkdir(parents=True)
+        for name in names:
+            (folder / name).write_text("x")
+    assert store.clean_partial() == [] and half.is_dir()          # workers that may still write: left alone
+    assert store.clean_partial(replays=True) == [half]
+    assert not half.exists() and (whole / "report.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_sweep_interrupted_again_removes_a_half_made_replay_left_by_a_killed_one(tmp_path):
+    import sys
+
+    from cli_support import interrupted_at
+
+    from ckpt.cli_common import INTERRUPT_HOOK
+
+    mlp, outdir = tmp_path / "mlp", tmp_path / "sw"
+    write_example("mlp", mlp, layers=2, width=8)
+    args = [sys.executable, "-m", "ckpt", "sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "-o",
+            str(outdir), "--jobs", "1"]
+    assert run(*args[3:])[0] == 0
+    replay = outdir / "points" / "baseline" / "replay"
+    (replay / "report.json").unlink()                    # as a worker killed mid-replay leaves it
+    (outdir / "points" / "baseline" / "point.json").unlink()
+    (replay / "Network.c").write_text("half")
+    done = interrupted_at(args, INTERRUPT_HOOK, "running tasks")
+    assert done.returncode == 130 and "finished points are kept" in done.stderr.splitlines()[-1], done.stderr
+    assert not replay.exists()
+
+
+def test_a_sweep_interrupted_before_its_first_point_says_nothing_is_kept(tmp_path):
+    import sys
+
+    from cli_support import interrupted_at
+
+    from ckpt.cli_common import INTERRUPT_HOOK
+
+    mlp, outdir = tmp_path / "mlp", tmp_path / "sw"
+    write_example("mlp", mlp, layers=2, width=8)
+    done = interrupted_at([sys.executable, "-m", "ckpt", "sweep", "0.9:0.9", "--model", str(mlp), "--target", "none",
+                           "-o", str(outdir)], INTERRUPT_HOOK, "lowering")
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 130 and not outdir.exists(), done.stderr
+    assert "before its first point" in last and "its folder is removed" in last and "are kept" not in last
+
+
+# --------------------------------------------------------------------------- 19: an Inf in the inputs
+
+
+def test_an_inf_in_the_inputs_is_said_as_a_nan_is_and_no_numpy_warning_leaks(tmp_path):
+    import numpy as np
+
+    mlp = tmp_path / "mlp"
+    write_example("mlp", mlp, layers=2, width=8)
+    with np.load(mlp / "inputs.npz") as stored:
+        arrays = {k: stored[k].copy() for k in stored.files}
+    first = next(iter(arrays))
+    arrays[first].flat[0] = np.inf
+    np.savez(mlp / "inputs.npz", **arrays)
+    code, out, err = run("verify", str(mlp))
+    assert code == 1 and f"Inf in inputs: {first}" in out
+    assert "RuntimeWarning" not in err and "Warning" not in out + err
+
+
+# --------------------------------------------------------------------------- 22: conflicts name what was given
+
+
+@pytest.mark.parametrize("args, says, unsaid", [
+    (["--target", "none", "--flow", "tiled"], "--flow tiled holds a tiled Deeploy deployment", "--budget-total"),
+    (["--target", "none", "--budget-total", "L3=1MB"], "--budget-total L3=1MB holds", "--flow"),
+    (["--policy", "branch-rule", "--objective", "peak"], "--objective peak would be ignored", "--budget-total"),
+    (["--target", "siracusa", "--policy", "branch-rule", "--budget-total", "L3=1MB"], "drop --budget-total",
+     "--objective"),
+    (["--policy", "top-k", "--objective", "peak"], "--policy top-k needs --k", "--k is"),
+    (["--policy", "top-k", "--k", "2", "--objective", "peak"], "drop --objective peak", "--budget"),
+    (["--k", "3"], "--k 3 does nothing without --policy top-k", "--budget"),
+])
+def test_a_conflict_names_only_the_options_given(tmp_path, args, says, unsaid):
+    mlp = tmp_path / "mlp"
+    write_example("mlp", mlp, layers=2, width=8)
+    code, _, err = run("solve", str(mlp), *args, "-o", str(tmp_path / "s.json"))
+    line = one_line(err)
+    assert code == 1 and says in line and unsaid not in line, line
+    assert not (tmp_path / "s.json").exists()
+
+
+# --------------------------------------------------------------------------- 24: a refused write names its file
+
+
+def test_no_module_writes_a_file_but_through_the_one_writer_that_names_it():
+    """A full disk during a replay said "cannot write 'a file'": a file written with Path.write_text (or numpy's
+    tofile) fails without its name. Every write goes through files.atomic_write, which names it."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    folders = [d for d in root.iterdir() if d.is_dir() and d.name not in ("tests", "bench")
+               and not d.name.startswith(".")]
+    modules = [*root.glob("*.py"), *(p for d in folders for p in d.rglob("*.py"))]
+    found = [f"{p.relative_to(root)}:{n}" for p in modules
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"\.(write_text|write_bytes|tofile)\(", line)]
+    assert found == []
+
+
+def test_a_full_disk_names_the_file_it_refused(tmp_path, monkeypatch):
+    import errno
+
+    from ckpt.errors import CkptError
+    from ckpt.files import atomic_write
+
+    class Full:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def write(self, _):
+            raise OSError(errno.ENOSPC, "No space left on device")      # no filename, as a handle's write
+
+    monkeypatch.setattr("ckpt.files.os.fdopen", Full)
+    with pytest.raises(CkptError, match=r"cannot write '.*Network\.c': No space left"):
+        atomic_write(tmp_path / "Network.c", "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- 26: gvsoc's timeout as given
+
+
+def test_a_timeout_below_a_second_is_said_as_given():
+    from ckpt.gvsoc.run import seconds_text
+
+    assert [seconds_text(s) for s in (0.01, 0.05, 0.3, 3, 120)] == ["0.01 s", "0.05 s", "0.3 s", "3 s", "120 s"]
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_a_gvsoc_that_prints_nothing_and_hangs_keeps_its_empty_log(tmp_path):
+    cct, seq = tmp_path / "cct", tmp_path / "seq.json"
+    write_example("cct", cct, blocks=1, image_size=8, embed_dim=16, heads=2)
+    assert run("solve", str(cct), "--target", "siracusa", "--budget", "1.0", "-o", str(seq))[0] == 0
+    launcher = tmp_path / "gv" / "bin" / "gvsoc"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/bin/sh\nsleep 600\n")
+    launcher.chmod(0o755)
+    code, out, err = run("replay", str(seq), "--model", str(cct), "-o", str(tmp_path / "r"), "--gvsoc",
+                         str(tmp_path / "gv"), "--gvsoc-timeout", "0.3")
+    assert code == 1 and "did not finish in 0.3 s" in out + err and "in 0 s" not in out + err
+    assert (tmp_path / "r" / "gvsoc-tiled.log").is_file()
