@@ -283,3 +283,50 @@ def test_a_gvsoc_that_prints_nothing_and_hangs_keeps_its_empty_log(tmp_path):
                          str(tmp_path / "gv"), "--gvsoc-timeout", "0.3")
     assert code == 1 and "did not finish in 0.3 s" in out + err and "in 0 s" not in out + err
     assert (tmp_path / "r" / "gvsoc-tiled.log").is_file()
+
+
+# --------------------------------------------------------------------------- 20: top-k does what K says
+
+
+def test_top_k_beyond_the_graphs_candidates_is_refused_not_the_k1_schedule(split, tmp_path):
+    out = tmp_path / "s.json"
+    code, _, err = run("solve", str(split), "--target", "none", "--policy", "top-k", "--k", "2", "-o", str(out))
+    line = one_line(err)
+    assert code == 1 and "--k 2: 1 forward node(s) of this graph free bytes" in line and "give --k 1" in line
+    assert not out.exists()
+    assert run("solve", str(split), "--target", "none", "--policy", "top-k", "--k", "1", "-o", str(out))[0] == 0
+
+
+def test_top_k_says_when_the_rule_recomputes_fewer_than_k(shared_models, tmp_path):
+    import json
+
+    ds = shared_models / "dscnn_train"
+    if not ds.is_dir():
+        pytest.skip("dscnn_train is not among the shared models")
+    out = tmp_path / "s.json"
+    assert run("solve", str(ds), "--target", "none", "--policy", "top-k", "--k", "27", "-o", str(out))[0] == 0
+    doc = json.loads(out.read_text())
+    recomputed = sum(flag for _, flag in doc["seq"])
+    assert f"; {recomputed} of them recomputed" in doc["solver"]["space"]
+
+
+def test_peer_policies_calls_a_tie_a_tie():
+    import importlib.util
+    import sys
+    from dataclasses import replace
+
+    from ckpt.pipeline.row import empty_row
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("peer_policies", bench / "peer_policies.py")
+        peer = importlib.util.module_from_spec(spec)
+        sys.modules["peer_policies"] = peer
+        spec.loader.exec_module(peer)
+    finally:
+        sys.path.remove(str(bench))
+        sys.modules.pop("peer_policies", None)
+    row = replace(empty_row("x", None, None, "heuristic", ""), cycles=100, on_chip=1000)
+    points = [peer.Point("m", "ckpt", "0.8", row), peer.Point("m", "top-k", "2", row)]
+    assert peer.dominated(points) == ["m top-k 2: ties with ckpt 0.8 (1,000 B, 100 cycles)"]
