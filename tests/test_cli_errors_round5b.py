@@ -330,3 +330,25 @@ def test_peer_policies_calls_a_tie_a_tie():
     row = replace(empty_row("x", None, None, "heuristic", ""), cycles=100, on_chip=1000)
     points = [peer.Point("m", "ckpt", "0.8", row), peer.Point("m", "top-k", "2", row)]
     assert peer.dominated(points) == ["m top-k 2: ties with ckpt 0.8 (1,000 B, 100 cycles)"]
+
+
+# ------------------------------------------------------------------------- 28: an update reading its inputs swapped
+
+
+@pytest.mark.parametrize("command", [["inspect", "{model}", "--target", "none"],
+                                     ["solve", "{model}", "--target", "none", "--budget", "1.0", "-o", "{tmp}/s.json"],
+                                     ["verify", "{model}"]])
+def test_an_optimizer_graph_whose_update_reads_its_inputs_swapped_is_refused(split, tmp_path, command):
+    import onnx
+
+    path = split.parent / "simplemlp_optimizer" / "network.onnx"
+    model = onnx.load(path)
+    node = model.graph.node[0]
+    first, second = node.input[0], node.input[1]
+    node.input[0], node.input[1] = second, first
+    onnx.save(model, path)
+    before = snapshot(split.parent)
+    code, _, err = run(*[a.format(model=split, tmp=tmp_path) for a in command])
+    line = one_line(err)
+    assert code == 1 and f"the update of '{first}' reads ({first}, {second}), in that order" in line
+    assert snapshot(split.parent) == before and not (tmp_path / "s.json").exists()
