@@ -653,6 +653,11 @@ def _lone_copy(name: str) -> Setup:
     return lambda folder, fx: shutil.copytree(fx["train"], folder / name)
 
 
+def _swap_sgd_inputs(model: onnx.ModelProto) -> None:
+    node = model.graph.node[0]
+    node.input[0], node.input[1] = node.input[1], node.input[0]
+
+
 def round_five_cases() -> list[Case]:
     """Issue 54's defects 16 to 33 and more of their classes: no user file touched (an output folder that is an
     input's), nothing half-made left, the exit code a failure deserves, and messages that name what was given."""
@@ -783,6 +788,16 @@ def round_five_cases() -> list[Case]:
         ["sweep", "0.9:0.9", "--model", "{cct}", "-o", "{dir}/sw", "--gvsoc", "{dir}/gv", "--costs", "estimate",
          "--gvsoc-timeout", "0.05"], (1,), setup=gvsoc_install(True), deeploy=True, keeps=True,
         says="did not finish in 0.05 s")
+    # 28: an update that reads its weight and gradient swapped
+    for command in (["inspect", "{dir}/pair/simplemlp_train", "--target", "none"],
+                    ["solve", "{dir}/pair/simplemlp_train", "--target", "none", "--budget", "1.0", *out],
+                    ["verify", "{dir}/pair/simplemlp_train"],
+                    ["replay", "{split_seq}", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+                     "{dir}/r"],
+                    ["sweep", "0.9:0.9", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+                     "{dir}/sw"]):
+        add(f"{command[0]}: an SGD update reading its inputs swapped", said, command,
+            setup=split_pair(_swap_sgd_inputs), reads=("train", "optimizer"), says="in that order")
     # the new table
     add("sweep table: ten columns and Errors host, gvsoc", ends,
         ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "--no-verify", "-o", "{dir}/sw"], (0,),

@@ -77,3 +77,12 @@ def test_the_plot_labels_carry_their_bytes(tmp_path):
     for label in ("baseline: 2,400 B", "budget 0.9: 2,080 B", "budget 0.8: 2,080 B", "lower bound (1,000 B)"):
         assert label in svg
     assert " KiB" not in re.sub(r"\(KiB\)", "", svg)           # the axes' unit, no rounded label
+
+
+def test_a_failed_gvsoc_run_is_the_rows_errors_not_the_hosts():
+    from ckpt.pipeline.row import _gvsoc
+    from ckpt.replay.report import GvsocRecord, SimStatus
+
+    failed = GvsocRecord("tiled", SimStatus.FAILED, "the step did not finish on gvsoc (exit code 139)")
+    cycles, errors, reason = _gvsoc(failed, True)
+    assert cycles is None and errors == "failed" and "exit code 139" in reason
