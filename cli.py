@@ -568,6 +568,10 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         for source, part in zip(sources, result.models.values() if result.models else [result]):
             written = emit_ci_configs(part, source, target, Path(emit_ci), ci_test_name if len(sources) == 1 else None)
             click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
+    if result.failed:                       # as a replay that fails its check: one line, exit 1
+        labels = ", ".join(r.label for r in result.failed)
+        click.echo(f"error: {len(result.failed)} point(s) failed their check ({labels}): each point's line above "
+                   f"and {result.outdir}/sweep.md say why", err=True)
     sys.exit(1 if result.failed else 0)
 
 

@@ -352,3 +352,23 @@ def test_an_optimizer_graph_whose_update_reads_its_inputs_swapped_is_refused(spl
     line = one_line(err)
     assert code == 1 and f"the update of '{first}' reads ({first}, {second}), in that order" in line
     assert snapshot(split.parent) == before and not (tmp_path / "s.json").exists()
+
+
+# --------------------------------------------------------------------------- 18: a gvsoc that fails every point
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_a_sweep_whose_gvsoc_crashes_at_every_point_fails_in_one_line(tmp_path):
+    cct = tmp_path / "cct"
+    write_example("cct", cct, blocks=1, image_size=8, embed_dim=16, heads=2)
+    launcher = tmp_path / "gv" / "bin" / "gvsoc"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/bin/sh\necho 'Segmentation fault'\nexit 139\n")
+    launcher.chmod(0o755)
+    code, out, err = run("sweep", "0.9:0.9", "--model", str(cct), "-o", str(tmp_path / "sw"), "--gvsoc",
+                         str(tmp_path / "gv"), "--costs", "estimate")
+    line = one_line(err)
+    assert code == 1 and "point(s) failed their check (baseline" in line, err
+    assert "FAILED (gvsoc failed)" in out and ", failed" in out          # gvsoc's verdict, not the host's 0/N
+    assert "FAILED (gvsoc failed)" in (tmp_path / "sw" / "sweep.md").read_text()
