@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -857,7 +858,9 @@ def run_case(case: Case, index: int, work: Path, fx: Fixtures) -> Outcome:
     start = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=env,
-                              cwd=folder, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+                              cwd=folder, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as typed,
+                              # even when the bench runs in the background (which starts it with SIGINT ignored)
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as hung:
         code, out, err = None, str(hung.stdout or ""), f"hung: no answer in {TIMEOUT} s"
