@@ -143,14 +143,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     from ckpt.solver.model.records import SolveOptions
 
     check_output_file(output)
-    if (policy == "top-k") != (k is not None):
-        raise CkptError("--k is how many nodes --policy top-k recomputes, and only that",
-                        "give both --policy top-k and --k K, or neither")
-    if policy == "top-k" and (budget is not None or budget_total is not None):
-        raise CkptError("--policy top-k answers to no budget", "drop --budget, or use --policy branch-rule")
-    if policy != "solve" and (objective == "peak" or budget_total is not None):
-        raise CkptError(f"--policy {policy} orders a recompute set chosen for --budget",
-                        "drop --objective peak and --budget-total")
+    check_policy(policy, k, budget, budget_total, objective)
     refuse_ignored(*_policy_ignores(policy, warm_start=warm_start, method=method, solver=solver,
                                     time_limit=time_limit, gap=gap, threads=threads, order=order, views=views))
     weights = tiled_weights(weights, target, flow)
@@ -175,7 +168,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
          "drop --threads, or use --method milp"))
     total = parse_total(budget_total) if budget_total else None
     if (total is not None or flow == Flow.TILED.value) and target not in DEEPLOY_TARGETS:
-        raise CkptError("--budget-total and --flow tiled hold a tiled Deeploy deployment",
+        named = f"--budget-total {budget_total}" if total is not None else "--flow tiled"   # only what was given
+        raise CkptError(f"{named} holds a tiled Deeploy deployment; --target {target} has none",
                         "add --target siracusa (or gap9)")
     if total is not None and flow == Flow.NON_TILED.value:
         raise CkptError(f"--budget-total holds the tiled flow's {total.level} total (constants + arena); --flow "
@@ -204,6 +198,8 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     refuse_inputs_as_output(output, source, None if cost_file in COSTS_CHOICES else cost_file, *warm_start,
                             optimizer_graph(source, optimizer))
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    say_missing_optimizer(source, optimizer, "the schedule file's predicted figures (no predicted.optimizer) are "
+                          "of")
     on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(level) \
         and (flow or "tiled") == "tiled"
     if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
@@ -294,8 +290,41 @@ def inspect_command(model, target, top, weights, home, optimizer):
     check_home(home, target)
     source = model_or_default(model)
     optimizer_path(source, optimizer)                # a graph that is not this step's optimizer, before any work
+    say_missing_optimizer(source, optimizer, "the figures below are of")
     for line in inspect_lines(source, target, top, progress, chosen, optimizer, home):
         click.echo(line)
+
+
+def check_policy(policy: str, k: int | None, budget: str | None, budget_total: str | None, objective: str) -> None:
+    """A baseline policy with options it cannot honour: one line naming only the options the user gave."""
+    if policy == "top-k" and k is None:
+        raise CkptError("--policy top-k needs --k: how many forward nodes it recomputes", "add --k K")
+    if policy != "top-k" and k is not None:
+        raise CkptError(f"--k {k} does nothing without --policy top-k (it is how many nodes top-k recomputes)",
+                        "add --policy top-k, or drop --k")
+    if policy == "solve":
+        return
+    given_options = [o for o, on in ((f"--budget {budget}", policy == "top-k" and budget is not None),
+                                     (f"--budget-total {budget_total}", budget_total is not None),
+                                     ("--objective peak", objective == "peak")) if on]
+    if given_options:
+        why = "answers to no budget or objective" if policy == "top-k" else \
+            "orders the recompute set ckpt chooses for --budget"
+        raise CkptError(f"--policy {policy} {why}: {' and '.join(given_options)} would be ignored",
+                        "drop " + " and ".join(o if o.endswith(" peak") else o.split()[0] for o in given_options)
+                        + (", or use --policy branch-rule with --budget" if policy == "top-k" and budget is not None
+                           and budget_total is None and objective != "peak" else ""))
+
+
+def say_missing_optimizer(source: str, optimizer: str | None, what: str) -> None:
+    """A split step whose optimizer graph is not found: said on stderr (solve and inspect need the train graph
+    alone, so it is no refusal)."""
+    from ckpt.files import printable
+    from ckpt.replay.verification import missing_optimizer_note
+
+    note = missing_optimizer_note(source, optimizer, what)
+    if note:
+        click.echo(printable(note), err=True)
 
 
 @cli.command("example")
@@ -351,6 +380,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                    deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.files import refuse_input_folder
     from ckpt.gvsoc.kit import find_kit
     from ckpt.paths import model_files
     from ckpt.replay.folder import check_replay_folder, default_outdir, refuse_inputs_written
@@ -362,6 +392,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
 
     solved = read_schedule(schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
+    if model:
+        refuse_input_folder(folder, model, optimizer)     # even with --overwrite
     check_replay_folder(folder, overwrite)
     refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
                                    *([Path(optimizer)] if optimizer else [])])
@@ -393,7 +425,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
-        split = check_split_step(model, optimizer)
+        split = check_split_step(model, optimizer, schedule_target(solved, target))
         refuse_ignored((split is not None and steps > 1, f"--steps {steps}", "a split step runs the mini-batches "
                         "and updates its inputs.npz sets (meta_n_batches, meta_n_accum), not one step N times",
                         "drop --steps (set meta_n_batches in inputs.npz for a longer run)"))
@@ -545,7 +577,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     for source in sources:
         optimizer_path(source)          # a sibling optimizer graph that is not this step's, before any work
         if uses_deeploy(target):
-            check_split_step(source, None)  # the branch's step: its Deeploy, its optimizer graph, its harness's order
+            check_split_step(source, None, target)  # the branch's step: its Deeploy, optimizer graph, harness order
         elif not no_verify:
             check_complete_step(source, None, ", or sweep with --no-verify", option=False)
     for source in sources if costs not in COSTS_CHOICES else ():
@@ -560,6 +592,10 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         for source, part in zip(sources, result.models.values() if result.models else [result]):
             written = emit_ci_configs(part, source, target, Path(emit_ci), ci_test_name if len(sources) == 1 else None)
             click.echo(f"wrote {emit_ci}/: " + ", ".join(str(p.relative_to(emit_ci)) for p in written))
+    if result.failed:                       # as a replay that fails its check: one line, exit 1
+        labels = ", ".join(r.label for r in result.failed)
+        click.echo(f"error: {len(result.failed)} point(s) failed their check ({labels}): each point's line above "
+                   f"and {result.outdir}/sweep.md say why", err=True)
     sys.exit(1 if result.failed else 0)
 
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ckpt.errors import DISK_FULL, CkptError, unwritable
-from ckpt.paths import cache_root
+from ckpt.paths import cache_root, model_files, optimizer_graph
 
 STDOUT = "-"
 REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.ENOENT})   # a folder that takes no new file (/sys, /proc)
@@ -141,10 +141,13 @@ def check_output_file(path: str, allow_stdout: bool = True, example: str = "seq.
 
 
 def check_input_file(path: str | Path, what: str) -> None:
-    """Refuse, before reading it, an input that exists but is no regular file: a pipe would block the read, a
-    device never end it."""
+    """Refuse, before reading it, an input that is not there (named as missing, not as a file of the wrong kind),
+    or that exists but is no regular file: a pipe would block the read, a device never end it."""
     found = Path(path)
-    if found.exists() and not found.is_file():
+    if not found.exists():
+        dangling = " (a symlink to nothing)" if found.is_symlink() else ""
+        raise CkptError(f"no {what} at '{path}'{dangling}", "check the path: there is no such file")
+    if not found.is_file():
         raise CkptError(f"{what} '{path}' is not a regular file (a folder, device, pipe or socket)",
                         "name the file itself")
 
@@ -236,3 +239,16 @@ def staged_dir(final: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+
+
+def refuse_input_folder(outdir: str | Path, model: str | Path, optimizer: str | Path | None = None) -> None:
+    """Refuse, before any work and whatever --overwrite says, an output folder that is the folder of an input:
+    the model's (directly or through a symlink) or its optimizer graph's; its files would land among the user's."""
+    folder = Path(outdir)
+    if not folder.is_dir():
+        return
+    found = optimizer_graph(model, optimizer)
+    for what, path in (("the model", model_files(model)[0]), ("its optimizer graph", found)):
+        if path is not None and path.is_file() and os.path.samefile(path.parent, folder):
+            raise CkptError(f"output folder '{outdir}' is the folder of {what} ({path.parent}), an input of this "
+                            "command", "write into a folder of its own, e.g. -o out")

@@ -31,7 +31,7 @@ def optimizer_graph(model: str | Path, given: str | Path | None = None) -> Path 
     given is returned as it is: solver.graph.onnx_loader.optimizer_path checks it is there)."""
     if given is not None:
         return model_files(given)[0]
-    folder = model_files(model)[0].parent
+    folder = Path(os.path.abspath(model_files(model)[0].parent))    # `.` or `..` have a name only so
     own = folder / OPTIMIZER
     if own.is_file():
         return own

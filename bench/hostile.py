@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -781,6 +782,184 @@ def round_five_silent_acceptance() -> list[Case]:
     return found
 
 
+# ------------------------------------------------------------------ round five: user files, messages, exit codes
+
+
+def _linked(name: str, to: str) -> Setup:
+    """A symlink `name` in the case's folder to `to` (a path in it)."""
+    return lambda folder, fx: (folder / name).symlink_to(folder / to)
+
+
+def _subfolder(model: str, name: str = "sub") -> Setup:
+    """An empty folder inside the case's copy of a model: reached as MODEL/sub/.., a folder named '..'."""
+    return lambda folder, fx: (folder / model / name).mkdir()
+
+
+def _split_copy(name: str = "pair") -> Setup:
+    """The split step copied as <dir>/<name>/simplemlp_{train,optimizer}."""
+    def write(folder: Path, fx: Fixtures) -> None:
+        shutil.copytree(fx["train"], folder / name / "simplemlp_train")
+        shutil.copytree(fx["optimizer"], folder / name / "simplemlp_optimizer")
+    return write
+
+
+def _lone_copy(name: str) -> Setup:
+    """The split step's train folder alone, under a name not ending in _train (its optimizer graph not found)."""
+    return lambda folder, fx: shutil.copytree(fx["train"], folder / name)
+
+
+def _swap_sgd_inputs(model: onnx.ModelProto) -> None:
+    node = model.graph.node[0]
+    node.input[0], node.input[1] = node.input[1], node.input[0]
+
+
+def round_five_cases() -> list[Case]:
+    """Issue 54's defects 16 to 33 and more of their classes: no user file touched (an output folder that is an
+    input's), nothing half-made left, the exit code a failure deserves, and messages that name what was given."""
+    found: list[Case] = []
+
+    def add(name, kind, args, codes=(1,), **more):
+        found.append(Case(name, kind, tuple(args), tuple(codes), **more))
+
+    out = ["-o", "{dir}/s.json"]
+    files, said, ends = "r5 user files", "r5 messages", "r5 exit codes"
+    # 16: an output folder that is an input's folder, with or without --overwrite
+    for over in ([], ["--overwrite"]):
+        flag = " --overwrite" if over else ""
+        add(f"replay -o the model's folder{flag}", files,
+            ["replay", "{mlp_seq}", "--model", "{dir}/model", "-o", "{dir}/model", *over], setup=model_copy("mlp"),
+            says="is the folder of the model")
+        add(f"replay -o a symlink to the model's folder{flag}", files,
+            ["replay", "{mlp_seq}", "--model", "{dir}/model", "-o", "{dir}/link", *over],
+            setup=both(model_copy("mlp"), _linked("link", "model")), says="is the folder of the model")
+        add(f"replay --model network.onnx -o its folder{flag}", files,
+            ["replay", "{mlp_seq}", "--model", "{dir}/model/network.onnx", "-o", "{dir}/model", *over],
+            setup=model_copy("mlp"), says="is the folder of the model")
+        add(f"replay -o the split step's train folder{flag}", files,
+            ["replay", "{split_seq}", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+             "{dir}/pair/simplemlp_train", *over], setup=_split_copy(), reads=("train", "optimizer"),
+            says="is the folder of the model")
+        add(f"replay -o the split step's optimizer folder{flag}", files,
+            ["replay", "{split_seq}", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+             "{dir}/pair/simplemlp_optimizer", *over], setup=_split_copy(), reads=("train", "optimizer"),
+            says="is the folder of its optimizer graph")
+        add(f"replay --optimizer -o that optimizer's folder{flag}", files,
+            ["replay", "{split_seq}", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "--optimizer",
+             "{dir}/pair/simplemlp_optimizer", "-o", "{dir}/pair/simplemlp_optimizer", *over],
+            setup=_split_copy(), reads=("train", "optimizer"), says="is the folder of its optimizer graph")
+        add(f"sweep -o the model's folder{flag}", files,
+            ["sweep", "0.9:0.9", "--model", "{dir}/model", "--target", "none", "-o", "{dir}/model", *over],
+            setup=model_copy("mlp"), says="is the folder of the model")
+        add(f"sweep -o a symlink to the model's folder{flag}", files,
+            ["sweep", "0.9:0.9", "--model", "{dir}/model", "--target", "none", "-o", "{dir}/link", *over],
+            setup=both(model_copy("mlp"), _linked("link", "model")), says="is the folder of the model")
+        add(f"sweep -o the split step's optimizer folder{flag}", files,
+            ["sweep", "0.9:0.9", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+             "{dir}/pair/simplemlp_optimizer", *over], setup=_split_copy(), reads=("train", "optimizer"),
+            says="is the folder of its optimizer graph")
+    add("sweep of two models -o the folder holding one, --overwrite", files,
+        ["sweep", "0.9:0.9", "--model", "{dir}/model", "--model", "{dir}/other", "--target", "none", "-o", "{dir}",
+         "--overwrite"], setup=both(model_copy("mlp"), model_copy("mlp", "other")),
+        says="is the folder of the model")
+    add("sweep --model network.onnx -o its folder", files,
+        ["sweep", "0.9:0.9", "--model", "{dir}/model/network.onnx", "--target", "none", "-o", "{dir}/model"],
+        setup=model_copy("mlp"), says="is the folder of the model")
+    # 31: a missing input is said missing (not "is not a schedule file (FileNotFoundError ...)")
+    for name, args in (("replay of a missing schedule", ["replay", "{dir}/nope.json", "--model", "{mlp}"]),
+                       ("verify --schedule missing", ["verify", "{mlp}", "--schedule", "{dir}/nope.json"]),
+                       ("solve --warm-start missing", ["solve", "{mlp}", "--warm-start", "{dir}/nope.json", *out]),
+                       ("sweep --costs missing", ["sweep", "--model", "{mlp}", "--costs", "{dir}/nope.json", "-o",
+                                                  "{dir}/sw"]),
+                       ("calibrate-free solve --costs missing", ["solve", "{mlp}", "--costs", "{dir}/nope.json",
+                                                                 *out])):
+        add(name, said, args, says="there is no such file")
+    add("replay of a schedule symlinked to nothing", said, ["replay", "{dir}/link.json", "--model", "{mlp}"],
+        setup=lambda d, fx: (d / "link.json").symlink_to(d / "gone.json"), says="a symlink to nothing")
+    add("minimalloc --input missing", said, ["--capacity", "9", "--input", "{dir}/nope.csv", "--output",
+                                             "{dir}/out.csv"], program="minimalloc", says="no --input at")
+    # 30: an example option that does not apply lists only options that exist
+    for kind, option, listed in (("mlp", "--blocks", "mlp takes: --layers, --width, --batch, --seed"),
+                                 ("cct", "--layers", "cct takes: --blocks, --embed-dim"),
+                                 ("resnet", "--width", "resnet takes: --blocks, --channels, --image-size"),
+                                 ("mlp", "--heads", "mlp takes: --layers, --width, --batch, --seed"),
+                                 ("resnet", "--train", "resnet takes: --blocks")):
+        add(f"example {kind} {option}", said, ["example", kind, "-o", "{dir}/ex", option, "2"], says=listed)
+    # 22: a conflict names only the options given
+    for args, says in ((["--target", "none", "--flow", "tiled"], "--flow tiled holds a tiled Deeploy deployment"),
+                       (["--target", "none", "--budget-total", "L3=1MB"], "--budget-total L3=1MB holds"),
+                       (["--policy", "branch-rule", "--objective", "peak"], "--objective peak would be ignored"),
+                       (["--policy", "top-k", "--objective", "peak"], "--policy top-k needs --k"),
+                       (["--policy", "top-k", "--k", "1", "--objective", "peak"], "drop --objective peak"),
+                       (["--policy", "top-k", "--k", "1", "--budget", "0.5"], "--budget 0.5 would be ignored"),
+                       (["--k", "3"], "--k 3 does nothing without --policy top-k"),
+                       (["--k", "3", "--budget", "0.5"], "add --policy top-k, or drop --k")):
+        add("solve " + " ".join(args), said, ["solve", "{mlp}", *args, *out], says=says)
+    add("solve --target siracusa --policy branch-rule --budget-total", said,
+        ["solve", "{cct}", "--target", "siracusa", "--policy", "branch-rule", "--budget-total", "L3=1MB", *out],
+        deeploy=True, says="drop --budget-total")
+    # 20: top-k does what K says, or says why not
+    add("top-k --k 2 on a graph with one candidate", said, ["solve", "{train}", "--target", "none", "--policy",
+                                                            "top-k", "--k", "2", *out], says="give --k 1")
+    add("top-k --k 1000", said, ["solve", "{mlp}", "--policy", "top-k", "--k", "1000", *out],
+        says="forward node(s) of this graph free bytes when recomputed")
+    add("top-k --k 1 fits", said, ["solve", "{mlp}", "--policy", "top-k", "--k", "1", *out], (0,))
+    # 29: '.' and '..' are folders with a name; a split step whose optimizer is not found is said
+    add("verify MODEL/sub/.. finds the sibling optimizer", said, ["verify", "pair/simplemlp_train/sub/.."], (0,),
+        setup=both(_split_copy(), _subfolder("pair/simplemlp_train")), reads=("train", "optimizer"),
+        says="Errors: 0 out of")
+    add("solve MODEL/sub/.. keeps the optimizer", said, ["solve", "pair/simplemlp_train/sub/..", "--target", "none",
+                                                        "--budget", "1.0", *out], (0,),
+        setup=both(_split_copy(), _subfolder("pair/simplemlp_train")), reads=("train", "optimizer"),
+        says="the optimizer graph (2 nodes) runs after this one")
+    add("solve a split step not named *_train", said, ["solve", "{dir}/mlpstep", "--target", "none", "--budget",
+                                                      "1.0", *out], (0,), setup=_lone_copy("mlpstep"),
+        reads=("train",), says="is a split step whose optimizer graph is absent")
+    add("inspect a split step not named *_train", said, ["inspect", "{dir}/mlpstep", "--target", "none"], (0,),
+        setup=_lone_copy("mlpstep"), reads=("train",), says="is a split step whose optimizer graph is absent")
+    add("verify a split step not named *_train", said, ["verify", "{dir}/mlpstep"], setup=_lone_copy("mlpstep"),
+        reads=("train",), says="optimizer.onnx")
+    # 33: a split step on a target the branch does not run it on
+    add("replay a split step --target gap9", said, ["replay", "{split_seq}", "--model", "{train}", "--target",
+                                                     "gap9", "-o", "{dir}/r"], says="--target siracusa")
+    add("sweep a split step --target gap9", said, ["sweep", "--model", "{train}", "--target", "gap9", "-o",
+                                                   "{dir}/sw"], says="not gap9")
+    # 25, 17, 18, 26: interrupts, half-made points, gvsoc failures and their exit codes
+    add("sweep interrupted before its first point", ends,
+        ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "-o", "{dir}/sw"], (130,),
+        env={"CKPT_TEST_INTERRUPT_AT": "lowering"}, says="before its first point: its folder is removed")
+    add("sweep into a folder of its own interrupted before its first point", ends,
+        ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "-o", "{dir}/sw", "--overwrite"], (130,),
+        env={"CKPT_TEST_INTERRUPT_AT": "lowering"}, setup=folder_with("notes.txt", under="sw"),
+        says="before its first point: nothing of it is left")
+    add("a gvsoc that prints nothing and hangs, --gvsoc-timeout 0.3", ends,
+        ["replay", "{cct_seq}", "--model", "{cct}", "-o", "{dir}/r", "--gvsoc", "{dir}/gv", "--gvsoc-timeout",
+         "0.3"], (1,), setup=gvsoc_install(True, "#!/bin/sh\nsleep 600\n"), deeploy=True, keeps=True,
+        says="did not finish in 0.3 s")
+    add("a gvsoc that crashes (139) in a sweep", ends,
+        ["sweep", "0.9:0.9", "--model", "{cct}", "-o", "{dir}/sw", "--gvsoc", "{dir}/gv", "--costs", "estimate"],
+        (1,), setup=gvsoc_install(True, "#!/bin/sh\necho 'Segmentation fault'\nexit 139\n"), deeploy=True,
+        keeps=True, says="FAILED (gvsoc failed)")
+    add("a gvsoc that hangs in a sweep, --gvsoc-timeout 0.05", ends,
+        ["sweep", "0.9:0.9", "--model", "{cct}", "-o", "{dir}/sw", "--gvsoc", "{dir}/gv", "--costs", "estimate",
+         "--gvsoc-timeout", "0.05"], (1,), setup=gvsoc_install(True), deeploy=True, keeps=True,
+        says="did not finish in 0.05 s")
+    # 28: an update that reads its weight and gradient swapped
+    for command in (["inspect", "{dir}/pair/simplemlp_train", "--target", "none"],
+                    ["solve", "{dir}/pair/simplemlp_train", "--target", "none", "--budget", "1.0", *out],
+                    ["verify", "{dir}/pair/simplemlp_train"],
+                    ["replay", "{split_seq}", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+                     "{dir}/r"],
+                    ["sweep", "0.9:0.9", "--model", "{dir}/pair/simplemlp_train", "--target", "none", "-o",
+                     "{dir}/sw"]):
+        add(f"{command[0]}: an SGD update reading its inputs swapped", said, command,
+            setup=split_pair(_swap_sgd_inputs), reads=("train", "optimizer"), says="in that order")
+    # the new table
+    add("sweep table: ten columns and Errors host, gvsoc", ends,
+        ["sweep", "0.9:0.9", "--model", "{mlp}", "--target", "none", "--no-verify", "-o", "{dir}/sw"], (0,),
+        says="Errors host, gvsoc")
+    return found
+
+
 # --------------------------------------------------------------------------- running and judging
 
 
@@ -835,7 +1014,9 @@ def run_case(case: Case, index: int, work: Path, fx: Fixtures) -> Outcome:
     start = time.perf_counter()
     try:
         done = subprocess.run([*command, *argv], capture_output=True, text=True, env=env,
-                              cwd=folder, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+                              cwd=folder, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as typed,
+                              # even when the bench runs in the background (which starts it with SIGINT ignored)
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as hung:
         code, out, err = None, str(hung.stdout or ""), f"hung: no answer in {TIMEOUT} s"
@@ -905,7 +1086,7 @@ def main() -> int:
     parser.add_argument("--no-deeploy", action="store_true", help="leave out the cases that lower with Deeploy")
     parser.add_argument("--smoke-cases", action="store_true", help=argparse.SUPPRESS)
     args = parse_args(parser, SMOKE)
-    chosen = [c for c in cases() if (not args.only or args.only in c.name or args.only in c.kind)
+    chosen = [c for c in cases() + round_five_cases() if (not args.only or args.only in c.name or args.only in c.kind)
               and not (args.no_deeploy and c.deeploy) and (c.smoke or not args.smoke_cases)]
     with tempfile.TemporaryDirectory(prefix="ckpt-hostile-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)

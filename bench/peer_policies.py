@@ -36,9 +36,10 @@ from ckpt.budgets.sweep import SweepOptions, run_sweep  # noqa: E402
 from ckpt.deeploy_bridge.setup import setup_for  # noqa: E402
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label  # noqa: E402
 from ckpt.files import check_output_dir, write_bytes  # noqa: E402
+from ckpt.errors import CkptError  # noqa: E402
 from ckpt.paths import shared_models  # noqa: E402
 from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document  # noqa: E402
-from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow, replayed_row, solved_row  # noqa: E402
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow, empty_row, replayed_row, solved_row  # noqa: E402
 from ckpt.replay.run import ReplayOptions, replay_schedule  # noqa: E402
 from ckpt.schedule_file import write_schedule  # noqa: E402
 from ckpt.solver.budget import parse_budget  # noqa: E402
@@ -109,8 +110,11 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], ks: tuple[int,
         points.append(Point(name, "branch-rule", row.label, found))
     for k in ks:
         progress(f"{name}: top-k, K = {k}")
-        points.append(Point(name, "top-k", str(k),
-                            _baseline(model, out / name / f"top-k-{k}", Policy.TOP_K, None, k, home, time_limit)))
+        try:
+            found = _baseline(model, out / name / f"top-k-{k}", Policy.TOP_K, None, k, home, time_limit)
+        except CkptError as err:                  # a K the graph has no nodes for: a row saying so, not the K=1 one
+            found = empty_row(f"k={k}", None, None, "refused", str(err))
+        points.append(Point(name, "top-k", str(k), found))
     for p in [p for p in points if p.policy not in ("ckpt", "reference") and not _dominators(p, points)]:
         if p.row.predicted_peak is None:
             continue
@@ -142,10 +146,14 @@ def dominated(points: list[Point]) -> list[str]:
             lines.append(f"{p.model} {p.policy} {p.k_or_budget}: not measured ({p.row.reason or 'no gvsoc run'})")
             continue
         best = _dominators(p, points)
-        if best:
-            q = min(best, key=lambda q: (q.row.cycles, q.row.on_chip))
+        strictly = [q for q in best if (q.row.on_chip, q.row.cycles) != (need, cycles)]
+        if strictly:
+            q = min(strictly, key=lambda q: (q.row.cycles, q.row.on_chip))
             lines.append(f"{p.model} {p.policy} {p.k_or_budget}: dominated by ckpt {q.k_or_budget} "
                          f"({q.row.on_chip:,} B <= {need:,} B, {q.row.cycles:,} <= {cycles:,} cycles)")
+        elif best:                                 # the same bytes and cycles: a tie, not a domination
+            lines.append(f"{p.model} {p.policy} {p.k_or_budget}: ties with ckpt {best[0].k_or_budget} "
+                         f"({need:,} B, {cycles:,} cycles)")
         else:
             near = min(ours, key=lambda q: (abs(q.row.on_chip - need), q.row.cycles), default=None)
             why = (f"the ckpt point nearest in L2 ({near.k_or_budget}: {near.row.on_chip:,} B, {near.row.cycles:,} "

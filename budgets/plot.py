@@ -25,15 +25,17 @@ from ckpt.pipeline.row import BASELINE, PointRow
 KIB = 1024
 
 
-def time_axis(rows: list[PointRow]) -> tuple[str, str]:
-    """(row field, axis label) of the time axis: measured cycles when every placed point has them, else the
-    predicted ones, else ckpt's estimate."""
+def time_axis(rows: list[PointRow]) -> tuple[str, str, str]:
+    """(row field, axis label, what the title calls it) of the time axis: measured cycles when every placed point
+    has them, else the predicted ones, else ckpt's estimate."""
     placed = [r for r in rows if r.replayed_peak is not None]
     if placed and all(r.overhead_pct is not None for r in placed):
-        return "overhead_pct", "step cycles over the baseline, measured on gvsoc (%)"
+        return "overhead_pct", "step cycles over the baseline, measured on gvsoc (%)", "measured step cycles"
     if placed and all(r.overhead_pct_predicted is not None for r in placed):
-        return "overhead_pct_predicted", "step cycles over the baseline, predicted from measured op costs (%)"
-    return "cost_increase_pct", "recompute cost (% cycles over the baseline step, ckpt's estimate)"
+        return ("overhead_pct_predicted", "step cycles over the baseline, predicted from measured op costs (%)",
+                "predicted step cycles")
+    return ("cost_increase_pct", "recompute cost (% cycles over the baseline step, ckpt's estimate)",
+            "estimated recompute cost")
 
 
 def _x(row: PointRow, key: str) -> float:
@@ -58,7 +60,7 @@ def pareto_plot(rows: list[PointRow], lower_bound: int, stem: Path, title: str =
     with matplotlib.rc_context({"svg.hashsalt": "ckpt"}):   # stable ids: same sweep, same SVG
         fig = Figure(figsize=(13, 5.2), dpi=120)
         live, deployed = fig.subplots(1, 2)
-        key, label = time_axis(rows)
+        key, label, _ = time_axis(rows)
         _live_panel(live, rows, lower_bound, key, label)
         _deployed_panel(deployed, rows, key, label)
         fig.suptitle(title or "Memory / compute operating points", fontsize=11)
@@ -91,13 +93,13 @@ def _live_panel(ax: Axes, rows: list[PointRow], lower_bound: int, key: str, xlab
         ax.plot([_x(r, key)], [r.replayed_peak / KIB], "s", color="black", markersize=8,
                 label="baseline (no recompute)")
     for r in placed:
-        text = ("baseline" if r.status == BASELINE else f"budget {r.label}") + f": {r.replayed_peak / KIB:.0f} KiB"
+        text = ("baseline" if r.status == BASELINE else f"budget {r.label}") + f": {r.replayed_peak:,} B"
         if not r.verified:
             text += " (unverified)"
         ax.annotate(text, (_x(r, key), r.replayed_peak / KIB), textcoords="offset points",
                     xytext=(7, 5), fontsize=8)
     ax.axhline(lower_bound / KIB, color="tab:red", linestyle="--", linewidth=1.2,
-               label=f"single-op lower bound ({lower_bound / KIB:.0f} KiB)")
+               label=f"single-op lower bound ({lower_bound:,} B)")
     missing = [f"{r.label}: {r.status}" for r in rows if r not in placed]
     if missing:
         ax.text(0.99, 0.02, "no schedule: " + ", ".join(missing), transform=ax.transAxes, ha="right",
@@ -123,15 +125,16 @@ def _deployed_panel(ax: Axes, rows: list[PointRow], key: str, xlabel: str) -> No
               (lambda r: r.home_figures and r.home_figures.total, f"{home} in all (constants + arena), tiled code",
                "tab:red", "s")]
     values = []
-    for figure, label, color, marker in series:
-        points = sorted((_x(r, key), figure(r) / KIB, r.label) for r in placed if figure(r) is not None)
+    for at, (figure, label, color, marker) in enumerate(series):
+        points = sorted((_x(r, key), figure(r), r.label) for r in placed if figure(r) is not None)
         if not points:
             continue
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker=marker, color=color, linestyle=":",
+        ax.plot([p[0] for p in points], [p[1] / KIB for p in points], marker=marker, color=color, linestyle=":",
                 markersize=6, label=label)
-        for cost, kib, name in points:
-            ax.annotate(name, (cost, kib), textcoords="offset points", xytext=(6, 4), fontsize=7, color=color)
-        values += [p[1] for p in points]
+        for i, (cost, nbytes, name) in enumerate(points):     # each series and neighbour its own offset: no overprint
+            ax.annotate(f"{name}: {nbytes:,} B", (cost, nbytes / KIB), textcoords="offset points",
+                        xytext=(6, 4 - 11 * at + (6 if i % 2 else 0)), fontsize=7, color=color)
+        values += [p[1] / KIB for p in points]
     _limits(ax, [_x(r, key) for r in placed], values or [0.0])
     ax.set_xlabel(xlabel)
     ax.set_ylabel("reserved by the deployment (KiB)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckpt.budgets.plot import pareto_plot
+from ckpt.budgets.plot import pareto_plot, time_axis
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.deeploy_identity import deeploy_label
 from ckpt.files import atomic_write, printable
@@ -25,8 +25,8 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
     facts = (f"Baseline peak {baseline_peak} B (graph order, no recompute); single-op lower bound {lower_bound} B. "
              f"{made}Seconds are wall time and differ run to run.\n\n" + "".join(f"{note}\n\n" for note in said))
     written = write_tables(outdir, rows, header, f"{Path(model).name} (target {target})", facts)
-    title = printable(f"{Path(model).name} ({target}): replayed peak against recompute cost")
     plotted = [r for r in rows if r.label != REFERENCE]         # the off-chip reference is another deployment
+    title = printable(f"{Path(model).name} ({target}): replayed peak against {time_axis(plotted)[2]}")
     return written + pareto_plot(plotted, lower_bound, outdir / "pareto", title)
 
 
@@ -34,7 +34,7 @@ def write_tables(outdir: Path, rows: list[PointRow], header: dict, what: str = "
     title = f"# ckpt sweep: {what or ', '.join(header.get('models', []))}\n\n"
     written = []
     table = markdown_table(rows, header.get("target"))
-    for name, text in (("sweep.md", title + facts + table), ("sweep.csv", csv_text(rows)),
+    for name, text in (("sweep.md", title + facts + table), ("sweep.csv", csv_text(rows, header.get("target"))),
                        ("sweep.json", json_text(rows, header))):
         atomic_write(outdir / name, text)
         written.append(outdir / name)

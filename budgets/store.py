@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ckpt.errors import CkptError, unwritable
 from ckpt.files import atomic_write, make_dirs
-from ckpt.pipeline.point import PointFolder
+from ckpt.pipeline.point import REPLAY, PointFolder
+from ckpt.replay.folder import REPORT
 
 LOG = "sweep.log"
 LOCK = "sweep.lock"
@@ -104,11 +105,17 @@ class SweepStore:
         with open(self.root / LOG, "a", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(f"{stamp} {line}\n")
 
-    def clean_partial(self) -> list[Path]:
-        """Remove temp files and staged folders an interrupted write left behind (dot-named, never final)."""
+    def clean_partial(self, replays: bool = False) -> list[Path]:
+        """Remove temp files and staged folders an interrupted write left behind (dot-named, never final); with
+        `replays` (the workers are stopped: nothing writes there any more), also a point's replay folder a stopped
+        worker left half-made (no report.json, which a replay writes last)."""
         removed = []
         if not self.points.is_dir():
             return removed
+        for replay in sorted(self.points.glob(f"*/{REPLAY}")) if replays else ():
+            if replay.is_dir() and not (replay / REPORT).is_file():
+                shutil.rmtree(replay, ignore_errors=True)
+                removed.append(replay)
         for path in sorted(self.points.rglob(".*")):
             if path.name.endswith(".tmp") and path.is_file():
                 path.unlink(missing_ok=True)

@@ -27,7 +27,7 @@ from ckpt.budgets.tasks import run_tasks
 from ckpt.coderun.sources import NoSources
 from ckpt.deeploy_bridge.setup import Flow, WeightUpdate, deployed_weights, setup_for
 from ckpt.errors import CkptError, ExitCode
-from ckpt.files import check_output_dir
+from ckpt.files import check_output_dir, refuse_input_folder
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
@@ -134,6 +134,8 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
     outdir = Path(outdir).absolute()
     executor = executor or LocalExecutor(default_jobs(options.jobs))     # a count below 0 refused before any work
     check_output_dir(outdir)
+    for source, name in zip(sources, _names(sources)):      # even with --overwrite: never among the user's inputs
+        refuse_input_folder(outdir / name if len(sources) > 1 else outdir, source)
     check_sweep_folder(outdir, _names(sources) if len(sources) > 1 else [], options.overwrite)
     root = SweepStore(outdir)
     board = SweepProgress.for_terminal(progress)
@@ -143,12 +145,15 @@ def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptio
             return _sweep(sources, root, options, executor, board)
     except KeyboardInterrupt:
         executor.stop()
-        root.clean_partial()
+        root.clean_partial(replays=isinstance(executor, LocalExecutor))   # its workers are gone: nothing half-made
         deeploy_bridge.remove_stale_scratch()
         if is_ckpt_sweep(outdir):            # else it stopped before its first task: nothing of it is left
             root.log("interrupted: finished points are kept")
-        raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
-                               "rerun the same command to resume") from None
+            raise SweepInterrupted(f"interrupted: finished points are kept in {outdir}",
+                                   "rerun the same command to resume") from None
+        gone = "its folder is removed" if not outdir.exists() else f"nothing of it is left in {outdir}"
+        raise SweepInterrupted(f"interrupted before its first point: {gone}",
+                               "rerun the same command to start it again") from None
     except LostCluster as err:
         root.clean_partial()
         if is_ckpt_sweep(outdir):
@@ -178,7 +183,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
     for name, source in zip(_names(sources), sources):
         store = SweepStore(root.root / name) if several else root
         models.append(_load(name, source, store, options, board))
-    for path in root.clean_partial() + deeploy_bridge.remove_stale_scratch():
+    for path in root.clean_partial(replays=isinstance(executor, LocalExecutor)) \
+            + deeploy_bridge.remove_stale_scratch():
         board.note(f"removed {path} left by an interrupted run")
     for model in models if several else ():
         model.store.claim()

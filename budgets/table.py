@@ -4,24 +4,82 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass
 
 from ckpt.deeploy_identity import deeploy_label
-from ckpt.pipeline.row import REFERENCE, PointRow
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
-HEAD = [("point", "label"), ("budget", "budget_fraction"), ("budget B", "budget_bytes"),
-        ("predicted", "predicted_peak"), ("replayed", "replayed_peak"), ("heap", "heap"),
-        ("non-tiled arena", "non_tiled_arena"), ("arena pred", "arena_predicted")]
-TAIL = [("on chip B", "on_chip"), ("fits {on_chip}", "fits_on_chip"), ("persistent", "persistent_bytes"),
-        ("recomp", "recomputes"), ("clones", "clones_kept"),
-        ("cost", "recompute_cost"), ("cost +%", "cost_increase_pct"), ("cycles pred", "cycles_predicted"),
-        ("cycles", "cycles"), ("+% pred", "overhead_pct_predicted"), ("+%", "overhead_pct"), ("Errors", "errors"),
-        ("host Errors", "host_errors"), ("code = graph order", "code_check"), ("replay check", "check"),
-        ("status", "status"), ("gap", "gap"), ("s", "seconds")]
-OPTIMIZER = [("opt cycles pred", "optimizer_cycles_predicted"), ("opt cycles", "optimizer_cycles")]
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the table: its title, the CSV fields it shows (in that order) and what it means."""
+
+    title: str
+    keys: tuple[str, ...]
+    legend: str
+
+
+MAIN = [Column("point", ("label",), "the budget as given (a fraction of the baseline peak), or baseline: the graph "
+                                    "order with no recompute"),
+        Column("budget B", ("budget_bytes",), "the budget in bytes (live activations)"),
+        Column("peak B", ("peak",), "the live activation peak of the replayed schedule (else the predicted one)"),
+        Column("on chip B", ("on_chip",), "what the whole step needs in {on_chip} to run on chip: its code and data, "
+                                          "what it allocates there, and, home off chip, its constants "
+                                          "and arena brought in (the parts: on_chip_parts in sweep.json)"),
+        Column("fits {on_chip}", ("fits_on_chip",), "whether that fits the chip's {on_chip} (no: by how many bytes "
+                                                   "it misses)"),
+        Column("train cycles", ("cycles",), "the deployed (tiled) step's cycles on gvsoc, measured (a split step: "
+                                            "its train network per mini-batch)"),
+        Column("+% (pred)", ("overhead_pct", "overhead_pct_predicted"),
+               "train cycles over the baseline's, measured on gvsoc, and in brackets as predicted from the "
+               "calibrated op costs (%)"),
+        Column("Errors host, gvsoc", ("code_errors", "gvsoc_errors"),
+               "Errors N/M by the rule of Deeploy's harness: of the generated code run on this host (target none: "
+               "ckpt's host executor), and of the step on gvsoc (- not simulated)"),
+        Column("recomp", ("recomputes",), "recomputed executions in the schedule"),
+        Column("status", ("status",), "the solver's status (optimal, feasible, heuristic, baseline) or why the "
+                                      "point has no schedule (infeasible, timeout, error)")]
+DETAIL = [Column("budget", ("budget_fraction",), "the budget as a fraction of the baseline peak"),
+          Column("predicted", ("predicted_peak",), "the live peak ckpt predicts for the schedule"),
+          Column("replayed", ("replayed_peak",), "the live peak of the rewired graph the replay deploys"),
+          Column("heap", ("heap",), "the first-fit L2 heap Deeploy's own non-tiled code would need"),
+          Column("non-tiled arena", ("non_tiled_arena",), "what the generated non-tiled code allocates for its "
+                                                          "buffers (else ckpt's layout of them)"),
+          Column("Deeploy non-tiled", ("deeploy_nontiled",), "Deeploy's own non-tiled memory counter"),
+          Column("arena pred", ("arena_predicted",), "ckpt's predicted arena of the home level"),
+          Column("home", ("home",), "the tiled flow's home level (--home), where its constants and arena live")]
 LEVEL_PARTS = (("const", "static"), ("arena", "arena"), ("total", "total"))
+LEVEL_LEGEND = {"static": "the constants the generated tiled code keeps in {level}",
+                "arena": "the arena the generated tiled code reserves in {level}",
+                "total": "{level} in all: constants + arena, as the generated tiled code reserves them "
+                         "(not the code itself: see on chip B)"}
+DETAIL_TAIL = [
+    Column("capacity B", ("on_chip_capacity",), "the bytes the chip's {on_chip} gives the step"),
+    Column("persistent", ("persistent_bytes",), "bytes live through the whole step (weights' gradients, state)"),
+    Column("clones", ("clones_kept",), "recompute clones the replayed graph keeps"),
+    Column("cost", ("recompute_cost",), "the recomputes' cycles by ckpt's cost model"),
+    Column("cost +%", ("cost_increase_pct",), "that cost over the baseline step (%), ckpt's cost model"),
+    Column("cycles pred", ("cycles_predicted",), "the step's cycles predicted: the calibrated graph-order step + "
+                                                 "the recomputes' measured costs"),
+    Column("opt cycles pred", ("optimizer_cycles_predicted",), "a split step: its optimizer network's cycles as "
+                                                               "the calibration measured them"),
+    Column("opt cycles", ("optimizer_cycles",), "a split step: its optimizer network's cycles on gvsoc"),
+    Column("Errors", ("errors",), "the verdict: gvsoc's Errors when simulated, else the generated code's on this "
+                                  "host; failed / not run: see the point's line"),
+    Column("host Errors", ("host_errors",), "ckpt's numpy host executor against the goldens, same rule"),
+    Column("code = graph order", ("code_check",), "whether the generated code's outputs equal the graph order's "
+                                                  "code's, bit for bit"),
+    Column("gvsoc = graph order", ("device_check",), "a split step on gvsoc: its weights at the end against the "
+                                                     "baseline's"),
+    Column("replay check", ("check",), "whether the replayed order computes what the graph order computes on "
+                                       "the host, bit for bit"),
+    Column("gap", ("gap",), "the solver's optimality gap"),
+    Column("s", ("seconds",), "solver wall time (differs run to run)"),
+    Column("schedule", ("schedule",), "the point's seq.json in the sweep folder"),
+    Column("reason", ("reason",), "why the point has no verified schedule, or what its Errors mean")]
 PERCENT = {"cost_increase_pct", "overhead_pct", "overhead_pct_predicted"}
+NOISE_PCT = 1.0          # below this, a change of cycles with no recompute is the code's layout, not work
 
 
 def on_chip_name(target: str | None) -> str:
@@ -35,22 +93,36 @@ def level_names(rows: list[PointRow]) -> list[str]:
     return sorted({name for r in rows for name in r.levels}, reverse=True)
 
 
-def columns(rows: list[PointRow], target: str | None = None) -> list[tuple[str, str]]:
-    """(title, key) per column; a level's key is `<level>.<part>` (its static, arena or total). `target`: the
-    rows' target, whose on-chip level names the column saying whether the step fits there."""
+def _level_columns(rows: list[PointRow]) -> list[Column]:
+    """The home level's constants, arena and total, then every other level's total."""
     levels = level_names(rows)
     homes = [r.home for r in rows if r.home in levels]
     home = homes[:1] or levels[:1]               # the tiled flow's home level (--home): its parts, the others' totals
-    per_level = [(f"{name} {title}", f"{name}.{part}") for name in home for title, part in LEVEL_PARTS]
-    per_level += [(f"{name} total", f"{name}.total") for name in levels if name not in home]
-    tail = [(title.format(on_chip=on_chip_name(target)), key) for title, key in TAIL]
-    if any(r.optimizer_cycles is not None or r.optimizer_cycles_predicted is not None for r in rows):
-        at = next(i for i, (_, key) in enumerate(tail) if key == "cycles") + 1   # a split step: its second network
-        tail[at:at] = OPTIMIZER
-    if any(r.device_check != "-" for r in rows):
-        at = next(i for i, (_, key) in enumerate(tail) if key == "code_check") + 1
-        tail[at:at] = [("gvsoc = graph order", "device_check")]
-    return HEAD + per_level + tail
+    found = [Column(f"{name} {title}", (f"{name}.{part}",), LEVEL_LEGEND[part].format(level=name))
+             for name in home for title, part in LEVEL_PARTS]
+    return found + [Column(f"{name} total", (f"{name}.total",), LEVEL_LEGEND["total"].format(level=name))
+                    for name in levels if name not in home]
+
+
+def _named(found: list[Column], target: str | None) -> list[Column]:
+    chip = on_chip_name(target)
+    return [Column(c.title.format(on_chip=chip), c.keys, c.legend.format(on_chip=chip)) for c in found]
+
+
+def main_columns(target: str | None = None) -> list[Column]:
+    """The ten columns the terminal and the top of sweep.md show."""
+    return _named(MAIN, target)
+
+
+def detail_columns(rows: list[PointRow], target: str | None = None) -> list[Column]:
+    """Everything else, in the CSV's order: the second section of sweep.md."""
+    return _named(DETAIL + _level_columns(rows) + DETAIL_TAIL, target)
+
+
+def columns(rows: list[PointRow], target: str | None = None) -> list[tuple[str, str]]:
+    """(title, key) per CSV field, main columns first, then the details, in the CSV's order; a level's key is
+    `<level>.<part>` (its static, arena or total)."""
+    return [(c.title, key) for c in main_columns(target) + detail_columns(rows, target) for key in c.keys]
 
 
 def value(row: PointRow, key: str):
@@ -61,7 +133,7 @@ def value(row: PointRow, key: str):
     return getattr(row, key)
 
 
-def _cell(row: PointRow, key: str) -> str:
+def _field(row: PointRow, key: str) -> str:
     found = value(row, key)
     if found is None:
         return "-"
@@ -74,10 +146,19 @@ def _cell(row: PointRow, key: str) -> str:
     if key == "budget_fraction":
         return f"{found:g}"
     if key == "fits_on_chip":
-        return "yes" if found else f"no (+{row.on_chip - row.on_chip_capacity})"
+        return "yes" if found else f"no (+{row.on_chip - row.on_chip_capacity:,})"
     if key == "status" and order_relative(row):
         return f"{found} {ORDER_MARK}"
+    if isinstance(found, int) and not isinstance(found, bool) and key not in ("label",):
+        return f"{found:,}"
     return str(found)
+
+
+def _cell(row: PointRow, column: Column) -> str:
+    cells = [_field(row, key) for key in column.keys]
+    if column.keys == ("overhead_pct", "overhead_pct_predicted"):
+        return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]})"
+    return ", ".join(cells)
 
 
 ORDER_MARK = "(order)"
@@ -88,12 +169,45 @@ def order_relative(row: PointRow) -> bool:
     return row.status == "optimal" and bool(row.recompute_cost)
 
 
+def point_lines(rows: list[PointRow]) -> list[str]:
+    """One line per point that needs a word: a failed check, a point without a verified schedule (its reason), a
+    peak below the baseline's with no recompute (reordering alone), cycles that moved with no recompute (the code's
+    layout, not work)."""
+    base = next((r for r in rows if r.status == BASELINE), None)
+    found = []
+    for r in rows:
+        words = []
+        failed = [f"replay check {r.check}"] if PointCheck(r.check).failed else []
+        if r.code_failed:
+            failed.append("gvsoc failed" if r.gvsoc_errors == "failed" else f"generated code {r.code_check}, "
+                          f"Errors {r.errors}")
+        if failed:
+            words.append("FAILED (" + ", ".join(failed) + ")")
+        if r.reason:
+            words.append(r.reason)
+        if r.recomputes == 0 and r.status != BASELINE and r.label != REFERENCE and base is not None:
+            if r.peak is not None and base.peak and r.peak < base.peak:
+                words.append(f"no recompute: its peak is {base.peak - r.peak:,} B "
+                             f"({100 * (base.peak - r.peak) / base.peak:.1f}%) below the baseline's from reordering "
+                             "alone")
+            if r.overhead_pct and abs(r.overhead_pct) < NOISE_PCT:
+                words.append(f"its {r.overhead_pct:+.2f}% cycles are code layout (the same ops in another order and "
+                             "place), not recompute")
+        if words:
+            found.append(f"{r.label}: " + "; ".join(words))
+    return found
+
+
 def notes(rows: list[PointRow], target: str | None = None) -> list[str]:
-    """One line per point with a reason: what the table's '-' cells mean; what an order-relative optimum is; then
-    whether the step fits on chip, and which Deeploy lowered the graph and generated the code."""
+    """The points' lines (point_lines), then the table's notes (table_notes)."""
+    return point_lines(rows) + table_notes(rows, target)
+
+
+def table_notes(rows: list[PointRow], target: str | None = None) -> list[str]:
+    """What an order-relative optimum is; whether the step fits on chip; which Deeploy lowered the graph and
+    generated the code."""
     made = [f"Deeploy {deeploy_label()} lowered the graph and generated the code"] if uses_deeploy(target) else []
-    return [f"{r.label}: {r.reason}" for r in rows if r.reason] + order_notes(rows) + on_chip_notes(rows, target) \
-        + made
+    return order_notes(rows) + on_chip_notes(rows, target) + made
 
 
 def order_notes(rows: list[PointRow]) -> list[str]:
@@ -134,47 +248,68 @@ def column_notes(rows: list[PointRow], estimated: str, unsimulated: str) -> list
     if rows and all(r.cycles_predicted is None for r in rows):
         found.append(f"cycles pred: - for every point: {estimated or 'the op costs were not measured on gvsoc'}")
     if rows and all(r.cycles is None for r in rows):
-        found.append("cycles: - for every point: " + (f"not simulated ({unsimulated})" if unsimulated else
-                                                        "no step ran on gvsoc (each point's reason says why)"))
+        found.append("train cycles: - for every point: " + (
+            f"not simulated ({unsimulated})" if unsimulated else "no step ran on gvsoc (each point's reason says why)"))
     return found
 
 
+def _grid(titles: list[str], cells: list[list[str]]) -> list[str]:
+    widths = [max(len(line[i]) for line in [titles] + cells) for i in range(len(titles))]
+    return ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [titles] + cells]
+
+
+def _markdown(titles: list[str], cells: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)] + \
+        ["| " + " | ".join(c.replace("|", "/") for c in line) + " |" for line in cells]
+
+
 def terminal_table(rows: list[PointRow], target: str | None = None, said: list[str] = ()) -> str:
-    cols = columns(rows, target)
-    cells = [[title for title, _ in cols]] + [[_cell(r, key) for _, key in cols] for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells]
-    return "\n".join(lines + list(said) + notes(rows, target))
+    """The ten main columns, a line per point that needs a word, then the notes."""
+    cols = main_columns(target)
+    lines = _grid([c.title for c in cols], [[_cell(r, c) for c in cols] for r in rows])
+    return "\n".join(lines + point_lines(rows) + list(said) + table_notes(rows, target))
+
+
+def _shown_details(rows: list[PointRow], target: str | None) -> list[Column]:
+    """The detail columns sweep.md shows: a split step's and gvsoc's comparison only where a row has them."""
+    optional = {"optimizer_cycles", "optimizer_cycles_predicted", "device_check"}
+    return [c for c in detail_columns(rows, target)
+            if not set(c.keys) & optional or any(_cell(r, c) != "-" for r in rows)]
 
 
 def markdown_table(rows: list[PointRow], target: str | None = None) -> str:
-    cols = columns(rows, target)
-    titles = [title for title, _ in cols] + ["reason"]
-    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
-    lines += ["| " + " | ".join([_cell(r, key) for _, key in cols] + [r.reason.replace("|", "/")]) + " |"
-              for r in rows]
-    notes = order_notes(rows)
-    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    """The main table and the points' lines and notes; then every other figure (in the CSV's order) and a legend."""
+    cols = main_columns(target)
+    lines = _markdown([c.title for c in cols], [[_cell(r, c) for c in cols] for r in rows])
+    said = point_lines(rows) + order_notes(rows) + on_chip_notes(rows, target)
+    lines += [""] + [f"- {line}" for line in said] if said else []
+    details = _shown_details(rows, target)
+    lines += ["", "## Every figure", ""] + _markdown(["point"] + [c.title for c in details],
+                                                     [[r.label] + [_cell(r, c) for c in details] for r in rows])
+    lines += ["", "## Legend", "", "Columns in the order of sweep.csv (its field names in brackets); bytes unless "
+              "named otherwise; - where a figure was not measured (the point's line or reason says why).", ""]
+    lines += [f"- **{c.title}** (`{'`, `'.join(_csv_names(c.keys))}`): {c.legend}"
+              for c in main_columns(target) + detail_columns(rows, target)]
+    return "\n".join(lines) + "\n"
 
 
-def flat(row: PointRow, levels: list[str]) -> dict:
-    """The row as one flat record (CSV): each level's figures as `<part>_<level>` fields."""
-    doc = {k: v for k, v in asdict(row).items() if k not in ("levels", "device_state", "on_chip_parts")}
-    for name in levels:
-        for _, part in LEVEL_PARTS:
-            doc[f"{part}_{name}"] = value(row, f"{name}.{part}")
-    return doc
+def _csv_name(key: str) -> str:
+    level, _, part = key.partition(".")
+    return f"{part}_{level}" if part else key
 
 
-def csv_text(rows: list[PointRow]) -> str:
-    levels = level_names(rows)
-    names = [f.name for f in fields(PointRow) if f.name != "levels"]
-    names += [f"{part}_{name}" for name in levels for _, part in LEVEL_PARTS]
+def _csv_names(keys) -> list[str]:
+    return [_csv_name(key) for key in keys]
+
+
+def csv_text(rows: list[PointRow], target: str | None = None) -> str:
+    """Every figure, one field each, in the order of the tables (main columns first)."""
+    keys = [key for _, key in columns(rows, target)]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(_csv_names(keys))
     for row in rows:
-        writer.writerow(flat(row, levels))
+        writer.writerow(["" if value(row, key) is None else value(row, key) for key in keys])
     return out.getvalue()
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckpt.files import atomic_write
 from ckpt.live import SweepProgress
 
 KILL_HOOK = "CKPT_TEST_KILL_WORKER_AT"   # tests: "<phase>:<label>" kills the worker running it, once (marker file)
@@ -20,7 +21,7 @@ def run_task(fn: Callable, phase: str, task):
         marker = Path(task.folder) / f".killed-{phase}"
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(os.getpid()))
+            atomic_write(marker, str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
     return fn(task)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
 from ckpt.paths import cache_root
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
@@ -150,13 +151,13 @@ def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
         try:
             skipped, prototypes = _build_library(sources, toolchain, config, staging)
-            (staging / "kernel_prototypes.h").write_text(
-                "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
-                + "\n".join(prototypes) + "\n")
-            (staging / "prelude.h").write_text(
-                '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
-            (staging / "library.json").write_text(json.dumps({"skipped": skipped, "cc": toolchain.version},
-                                                             indent=1))
+            atomic_write(staging / "kernel_prototypes.h",
+                         "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
+                         + "\n".join(prototypes) + "\n")
+            atomic_write(staging / "prelude.h",
+                         '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
+            atomic_write(staging / "library.json", json.dumps({"skipped": skipped, "cc": toolchain.version},
+                                                              indent=1))
             seal_folder(staging, key)
             try:
                 os.replace(staging, folder)

@@ -24,6 +24,7 @@ from ckpt.coderun.build import BuildConfig, BuildError, Sanitizer, build_step, f
 from ckpt.coderun.dma import oversized_reason
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources, NoSources
+from ckpt.files import atomic_write
 
 FAULT_PREFIX = "ckpt-host: fault: "
 SANITIZER_OPTIONS = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
@@ -125,11 +126,11 @@ def _write_inputs(manifest: CodeManifest, feeds: Mapping[str, np.ndarray], work:
         data = np.ascontiguousarray(np.asarray(feeds[port.name]).astype(port.dtype)).reshape(-1)
         if data.size != port.elements:
             raise ValueError(f"input {port.name} has {data.size} elements; the code's has {port.elements}")
-        (work / f"input_{index}.bin").write_bytes(data.tobytes())
+        atomic_write(work / f"input_{index}.bin", data.tobytes())
         if port.file:
             if (work / port.file).exists():
                 raise ValueError(f"input {port.name} is loaded from {port.file}, which a constant's file also is")
-            (work / port.file).write_bytes(data.tobytes())
+            atomic_write(work / port.file, data.tobytes())
 
 
 def _read_outputs(manifest: CodeManifest, stats: dict, raw: bytes, steps: int) -> list[dict[str, np.ndarray]]:

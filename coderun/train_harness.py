@@ -24,6 +24,7 @@ import numpy as np
 
 from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.errors import CkptError
+from ckpt.files import atomic_write
 
 HEADERS = ("testinputs.h", "testoutputs.h")
 
@@ -108,7 +109,7 @@ def write_training_data(manifest: CodeManifest, run: TrainingRun, start: Mapping
 
     def blob(symbol: str, data: bytes) -> str:
         path = out / f"{symbol}.bin"
-        path.write_bytes(data)
+        atomic_write(path, data)
         blobs.append(path)
         return _incbin(symbol, path, section)
 
@@ -127,9 +128,9 @@ def write_training_data(manifest: CodeManifest, run: TrainingRun, start: Mapping
         weights.append(f"ckpt_weight{w}")
     lines.append(f"void *testInitWeights[{max(1, len(weights))}] = "
                  f"{{{', '.join(f'(void *){w}' for w in weights) or '0'}}};")
-    (out / HEADERS[0]).write_text("\n".join(lines) + "\n")
+    atomic_write(out / HEADERS[0], "\n".join(lines) + "\n")
     refs = ", ".join(f"{v:.10g}f" for v in run.losses) or "0"
-    (out / HEADERS[1]).write_text("\n".join([
+    atomic_write(out / HEADERS[1], "\n".join([
         "/* written by ckpt: the losses deeploytraintest.c holds the run to */", "#include <stdint.h>",
         f"#define TRAINING_TOLERANCE_ABS {run.tolerance:.10g}f", f"#define N_LOSS_REFS {len(run.losses)}",
         f"float testLossRef[{max(1, len(run.losses))}] = {{{refs}}};", ""]))
@@ -137,7 +138,7 @@ def write_training_data(manifest: CodeManifest, run: TrainingRun, start: Mapping
     for port in inputs:
         if port.file:
             path = out / port.file
-            path.write_bytes(_bytes(start[port.name], port, f"the value input {port.name} starts from"))
+            atomic_write(path, _bytes(start[port.name], port, f"the value input {port.name} starts from"))
             flash.append(path)
     names = [p.name for p in flash]
     if len(set(names)) != len(names):

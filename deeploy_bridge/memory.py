@@ -35,6 +35,7 @@ import numpy as np
 from Deeploy.DeeployTypes import ConstantBuffer, StructBuffer, VariableBuffer, _NoVerbosity
 
 from ckpt.coderun.manifest import CodeManifest, Port
+from ckpt.files import atomic_write
 from ckpt.targets import uses_deeploy
 
 from .buffers import buffer_bytes
@@ -150,7 +151,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None, ar
     ])
     files = {f"{net.stem}.h": header, f"{net.stem}.c": source}
     for name, text in files.items():
-        (out_dir / name).write_text(text)
+        atomic_write(out_dir / name, text)
     written = list(files)
     manifest = _manifest(run)
     manifest.write(out_dir)
@@ -164,7 +165,7 @@ def _write_code(run: DeeployRun, out_dir: Path, write_back: WriteBack | None, ar
             dtype = np.float32 if ref.typeName.startswith("float") else np.dtype(
                 f"{'i' if ref.typeMin < 0 else 'u'}{max(1, ref.typeWidth // 8)}")
             pad = (-values.size) % max(1, 32 // ref.typeWidth)
-            np.pad(values, (0, pad)).astype(dtype).tofile(hex_dir / f"{buf.extName}.hex")
+            atomic_write(hex_dir / f"{buf.extName}.hex", np.pad(values, (0, pad)).astype(dtype).tobytes())
             written.append(f"hex/{buf.extName}.hex")
     return written
 

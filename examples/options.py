@@ -8,13 +8,16 @@ from ckpt.examples.write import GENERATORS
 
 
 def example_options(kind: str, given: dict) -> dict:
+    """`given`: every option the command line offers (None where not given): the way out names only those of
+    them the generator takes, never a parameter the command line has no option for."""
     accepted = inspect.signature(GENERATORS[kind]).parameters
     chosen = {k: v for k, v in given.items() if v is not None}
     wrong = sorted(k for k in chosen if k not in accepted)
     if wrong:
         flag = "--" + wrong[0].replace("_", "-")
+        offered = [f"--{k.replace('_', '-')}" for k in accepted if k in given]
         raise CkptError(f"option {flag} does not apply to a {kind} example",
-                        f"{kind} takes: {', '.join(k.replace('_', '-') for k in accepted)}")
+                        f"{kind} takes: {', '.join(offered)}")
     if isinstance(chosen.get("train"), str) and ("," in chosen["train"] or chosen["train"].strip().isdigit()):
         chosen["train"] = [int(p) if p.strip().isdigit() else p.strip() for p in chosen["train"].split(",")]
     values = _sized(kind, {**{k: p.default for k, p in accepted.items()}, **chosen})

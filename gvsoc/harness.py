@@ -18,6 +18,7 @@ import numpy as np
 
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.errors import CkptError
+from ckpt.files import atomic_write
 
 FLOAT_TYPES = ("float32_t",)
 
@@ -57,10 +58,10 @@ def write_harness_data(manifest: CodeManifest, code_dir: Path, feeds: Mapping[st
         if data.size != port.elements:
             raise ValueError(f"input {port.name} has {data.size} elements; the code's has {port.elements}")
         path = out / f"input_{index}.bin"
-        path.write_bytes(data.tobytes())
+        atomic_write(path, data.tobytes())
         inputs.append(path)
         if port.file:
-            (out / port.file).write_bytes(data.tobytes())
+            atomic_write(out / port.file, data.tobytes())
             flash.append(out / port.file)
     outputs = []
     for index, port in enumerate(manifest.outputs):
@@ -68,15 +69,15 @@ def write_harness_data(manifest: CodeManifest, code_dir: Path, feeds: Mapping[st
         if data.size != port.elements:
             raise ValueError(f"expected {port.name} has {data.size} elements; the code's has {port.elements}")
         path = out / f"expected_{index}.bin"
-        path.write_bytes(data.tobytes())
+        atomic_write(path, data.tobytes())
         outputs.append(path)
     ins = [f"ckpt_input_{i}" for i in range(len(inputs))]
     outs = [f"ckpt_expected_{o}" for o in range(len(outputs))]
-    (out / "testinputs.h").write_text(
+    atomic_write((out / "testinputs.h"),
         "/* written by ckpt: the step's inputs, for deeploytest.c */\n#include <stdint.h>\n"
         + "".join(_incbin(s, p) for s, p in zip(ins, inputs)) + _vector("testInputVector", ins))
     ctype = types.pop()
-    (out / "testoutputs.h").write_text(
+    atomic_write((out / "testoutputs.h"),
         "/* written by ckpt: the expected outputs, for deeploytest.c */\n#include <stdint.h>\n"
         f"#define OUTPUTTYPE {ctype}\n#define ISOUTPUTFLOAT {1 if ctype in FLOAT_TYPES else 0}\n"
         + "".join(_incbin(s, p) for s, p in zip(outs, outputs)) + _vector("testOutputVector", outs))

@@ -22,6 +22,7 @@ from pathlib import Path
 from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.build import defined_prototypes
 from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.sdk import SdkLibrary
 from ckpt.paths import cache_root
@@ -112,8 +113,9 @@ def _build(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores: int, o
         prototypes.extend(p for p in defined_prototypes(obj.with_suffix(".aux"), source) if p not in prototypes)
     for aux in out.glob("*.aux"):
         aux.unlink()
-    (out / "kernel_prototypes.h").write_text(
-        "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
-        + "\n".join(prototypes) + "\n")
-    (out / "prelude.h").write_text('#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
-    (out / "kernels.json").write_text(json.dumps({"objects": objects, "skipped": skipped}, indent=1))
+    atomic_write(out / "kernel_prototypes.h",
+                 "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
+                 + "\n".join(prototypes) + "\n")
+    atomic_write(out / "prelude.h",
+                 '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
+    atomic_write(out / "kernels.json", json.dumps({"objects": objects, "skipped": skipped}, indent=1))

@@ -43,6 +43,7 @@ import numpy as np
 from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
 from ckpt.gvsoc.diagnosis import diagnosis
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
@@ -103,11 +104,17 @@ class NotSimulated:
     reason: str
     failed: bool = False        # True: the step itself failed (did not build, did not fit, crashed, hung)
     on_chip: OnChipNeed | None = None
-    log: str = ""               # what gvsoc printed, when it ran and failed (kept beside the report)
+    log: str | None = None      # what gvsoc printed ("" when nothing), when it ran and failed (kept beside the
+                                # report, empty too); None: it did not run
 
 
 TIMEOUT_FLOOR = 120.0           # seconds any run may take: gvsoc's start, the harness's copies and checks
 SLOWEST_RATE = 300_000          # simulated cycles per second below which a run is taken as hung
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds as a person gave them: 0.3 s stays 0.3 s (never "0 s"), 120 s stays 120 s."""
+    return f"{seconds:.3g} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
 def simulation_timeout(predicted_cycles: int | None) -> float:
@@ -165,7 +172,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
             return NotSimulated(f"gvsoc could not start ({command[0]}: {exc.strerror or exc})", failed=True,
                                 on_chip=need)
         if keep is not None:
-            (work / "gvsoc.log").write_text(log)
+            atomic_write(work / "gvsoc.log", log)
         if not finished:
             return NotSimulated(hung_reason(timeout, log), failed=True, on_chip=need, log=log)
         ran = time.perf_counter()
@@ -223,7 +230,7 @@ def _last_line(log: str) -> str:
 def hung_reason(timeout: float, log: str) -> str:
     """Why a run that printed nothing for `timeout` seconds was stopped, in one line."""
     said = f"after its last line: {_last_line(log)}" if log.strip() else "and nothing before"
-    return (f"gvsoc printed nothing for {timeout:.0f} s {said}; stopped as hung (give it more time with "
+    return (f"gvsoc printed nothing for {seconds_text(timeout)} {said}; stopped as hung (give it more time with "
             "--gvsoc-timeout)")
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ckpt.cached import discard, folder_checks_out, seal_folder
 from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import ARCH_FLAGS, GvsocKit
 from ckpt.paths import cache_root
 
@@ -176,7 +177,7 @@ def _build(kit: GvsocKit, lists: CmakeLists, out: Path) -> None:
     shutil.copy(kit.port / BUILTINS_SHIM, out / BUILTINS_SHIM)
     flags = [f.replace("${PULP_SDK_HOME}", f"{HERE}/pulp-sdk") for f in lists.flags]
     flags += [f"-I{HERE}/pulp-sdk/{inc}" for inc in lists.includes]
-    (out / "sdk.json").write_text(json.dumps({"interface": [*PORT_DEFINES, *flags]}, indent=1))
+    atomic_write(out / "sdk.json", json.dumps({"interface": [*PORT_DEFINES, *flags]}, indent=1))
     common = [*SDK_FLAGS, *SdkLibrary(out).compile_flags(kit)]
     objects = out / "obj"
     objects.mkdir()

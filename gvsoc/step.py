@@ -31,6 +31,7 @@ from pathlib import Path
 from ckpt.coderun.build import TRAIN_HARNESS, TRAIN_HARNESS_DIR
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
+from ckpt.files import atomic_write
 from ckpt.gvsoc.harness import HarnessData
 from ckpt.gvsoc.kernels import DEVICE, OPTIMISE, DeviceKernels, include_flags
 from ckpt.gvsoc.kit import GvsocKit
@@ -103,7 +104,7 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
     bytes of code and of data put before the step's own (0: none), to measure how much its layout moves its
     cycles (bench/gvsoc.py)."""
     probed = instrument((Path(code_dir) / "Network.c").read_text())
-    (out / "Network.c").write_text(probed.source)
+    atomic_write(out / "Network.c", probed.source)
     harness = sources.root / HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={manifest.cores}",
              f"-DCKPT_PROBE_COUNT={len(probed.layers)}",
@@ -132,7 +133,7 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
         source = Path(code_dir) / f"{stem}.c"
         if source.is_file():
             probed = instrument(source.read_text(), run, len(layers))
-            (out / source.name).write_text(probed.source)
+            atomic_write(out / source.name, probed.source)
             probed_files.append(out / source.name)
             layers += probed.layers
     harness = sources.root / TRAIN_HARNESS_DIR
@@ -177,7 +178,7 @@ def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str],
     cc = str(kit.compiler.cc)
     if pad:                    # first in the link: it comes before the step's own code and data
         nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
-        (out / "ckpt_pad.c").write_text(f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
+        atomic_write(out / "ckpt_pad.c", f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
         networks = [(out / "ckpt_pad.c", []), *networks]
     objects = []
     for source, extra in networks:

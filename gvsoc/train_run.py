@@ -31,6 +31,7 @@ from ckpt.coderun.build import training_harness_missing
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
+from ckpt.files import atomic_write
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
@@ -124,7 +125,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
                    "run"]
         returncode, log, finished = _simulate(command, work, _environment(kit), timeout)
         if keep is not None:
-            (work / "gvsoc.log").write_text(log)
+            atomic_write(work / "gvsoc.log", log)
         if not finished:
             return NotSimulated(hung_reason(timeout, log), failed=True, on_chip=need, log=log)
         ran = time.perf_counter()

@@ -46,6 +46,7 @@ class VerifyResult:
     errors_by_tensor: dict[str, int] = field(default_factory=dict)   # tensors with errors only
     max_abs_diff: dict[str, float] = field(default_factory=dict)
     nan_inputs: list[str] = field(default_factory=list)
+    inf_inputs: list[str] = field(default_factory=list)       # inputs holding an infinity (as meaningless)
     tolerance: float = HARNESS_TOLERANCE      # the largest |diff| that is not an error
 
     @property
@@ -70,19 +71,23 @@ class VerifyResult:
             lines.append("Failed: " + ", ".join(self.failed))
         if self.nan_inputs:
             lines.append("NaN in inputs: " + ", ".join(self.nan_inputs))
+        if self.inf_inputs:
+            lines.append("Inf in inputs: " + ", ".join(self.inf_inputs))
         return "\n".join(lines)
 
 
-def nan_tensors(arrays: Mapping[str, np.ndarray]) -> list[str]:
-    """Names of float arrays holding a NaN (inputs that make every Errors line meaningless)."""
+def nan_tensors(arrays: Mapping[str, np.ndarray], test=np.isnan) -> list[str]:
+    """Names of float arrays holding a NaN (or, test=np.isinf, an infinity): inputs that make every Errors line
+    meaningless."""
     return [name for name, a in arrays.items()
-            if np.issubdtype(np.asarray(a).dtype, np.floating) and np.isnan(np.asarray(a)).any()]
+            if np.issubdtype(np.asarray(a).dtype, np.floating) and test(np.asarray(a)).any()]
 
 
 def _element_errors(act: np.ndarray, exp: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
     """(error mask, |diff| with NaN as inf) by the harness rule for this dtype."""
     if np.issubdtype(exp.dtype, np.floating):
-        diff = exp.astype(np.float32) - act.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):      # inf - inf is NaN: an error by the rule, no warning
+            diff = exp.astype(np.float32) - act.astype(np.float32)
         nan = np.isnan(diff)
         magnitude = np.where(nan, np.inf, np.abs(diff.astype(np.float64)))
         return nan | (magnitude > tolerance), magnitude
@@ -95,6 +100,7 @@ def compare_outputs(actual: Mapping[str, np.ndarray], golden: Mapping[str, np.nd
                     tolerance: float = HARNESS_TOLERANCE) -> VerifyResult:
     """Check every golden tensor against `actual` element by element; extra tensors in `actual` are ignored."""
     result = VerifyResult(errors=0, compared=0, tensors=len(golden), nan_inputs=nan_tensors(feeds or {}),
+                          inf_inputs=nan_tensors(feeds or {}, np.isinf),
                           tolerance=tolerance)
     worst_key = -1.0
     for name, exp in golden.items():

@@ -121,7 +121,13 @@ def _policy_schedule(loaded: LoadedModel, request: SolveRequest, starts: list[Ru
     budget that chose the set is in its `space`), and a replay holds it to none."""
     graph = loaded.graph
     if request.policy is Policy.TOP_K:
-        chosen = top_k(graph, request.k or 0)
+        candidates = top_k(graph)
+        if not candidates or (request.k or 0) > len(candidates):
+            raise CkptError(f"--k {request.k}: {len(candidates)} forward node(s) of this graph free bytes when "
+                            "recomputed (a backward node reads their outputs)",
+                            (f"give --k 1 to {len(candidates)}" if len(candidates) > 1 else "give --k 1") if candidates
+                            else "solve with --budget instead")
+        chosen = candidates[:request.k]
         space = (f"the {len(chosen)} forward nodes whose recomputation frees the most bytes per cycle (the branch's "
                  "own choice of K nodes is not public), ordered by the branch's rule (gcpScheduler.py)")
     else:
@@ -129,7 +135,13 @@ def _policy_schedule(loaded: LoadedModel, request: SolveRequest, starts: list[Ru
         chosen = sorted({name for name, flag in solved.seq if flag})
         space = (f"ckpt's recompute set at budget {request.budget.text if request.budget else '-'} "
                  f"({len(chosen)} nodes), ordered by the branch's rule (gcpScheduler.py)")
-    result = policy_result(graph, branch_order(graph, chosen), space)
+    seq = branch_order(graph, chosen)
+    recomputed = len({name for name, flag in seq if flag and name in set(chosen)})
+    if recomputed < len(chosen):       # said in the file, never a silent K: the rule places no recompute of the rest
+        space += (f"; {recomputed} of them recomputed: the rule places no recompute of the other "
+                  f"{len(chosen) - recomputed} (no backward node reads it before it runs again, or its first run "
+                  "is then read by nothing and is dropped)")
+    result = policy_result(graph, seq, space)
     checked = Checked("peak_bytes", result.peak_bytes, None, None, _levels_doc(loaded, result, request.code_bytes))
     doc = schedule_of(loaded, None, result, request.options, request.record_time, checked, None)
     return replace(doc, solver=replace(doc.solver, method=request.policy.value)), result

@@ -94,6 +94,14 @@ class PointRow:
     device_check: str = "-"          # ... against the baseline's (graph order) on gvsoc: bit-identical, differs, -
     non_tiled_arena: int | None = None   # the non-tiled flow's arena: what its generated code allocates where it
                                          # ran, else ckpt's layout (None: the code mallocs on the heap)
+    code_errors: str = "-"           # the generated (tiled) code run on this host, "N/M" (target none: the host
+                                     # executor's); "not run", "failed", "-"
+    gvsoc_errors: str = "-"          # the deployed step on gvsoc, "N/M"; "failed" (reason); "-": not simulated
+
+    @property
+    def peak(self) -> int | None:
+        """The live peak the table shows: the replayed one, else the predicted one."""
+        return self.replayed_peak if self.replayed_peak is not None else self.predicted_peak
 
     @property
     def verified(self) -> bool:
@@ -101,7 +109,8 @@ class PointRow:
         computed the goldens (no error) and the graph order's code's outputs bit for bit."""
         compared = self.code_check in ("bit-identical", "not compared")   # not compared: no graph-order code here
         code_ok = self.code_check == "not run" or (compared and _no_errors(self.errors))
-        return self.check == PointCheck.BIT_IDENTICAL and self.replayed_peak is not None and code_ok
+        return self.check == PointCheck.BIT_IDENTICAL and self.replayed_peak is not None and code_ok \
+            and self.gvsoc_errors != "failed"
 
 
     @property
@@ -119,7 +128,8 @@ class PointRow:
     def code_failed(self) -> bool:
         """Its generated code failed, erred, or computed other numbers than the graph order's code."""
         ran = self.code_check in ("bit-identical", "differs")
-        return self.code_check in ("failed", "differs") or (ran and not _no_errors(self.errors))
+        return self.code_check in ("failed", "differs") or (ran and not _no_errors(self.errors)) \
+            or self.gvsoc_errors == "failed" or (self.gvsoc_errors != "-" and not _no_errors(self.gvsoc_errors))
 
 
 def _no_errors(errors: str) -> bool:
@@ -180,6 +190,7 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    persistent_bytes=memory.persistent_replayed,
                    clones_kept=report.replay.clones_kept,
                    cycles=cycles, errors=gvsoc_errors or code_errors, host_errors=host_errors, code_check=code_check,
+                   code_errors=code_errors, gvsoc_errors=gvsoc_errors or "-",
                    check=check, reason="; ".join(r for r in (row.reason, reason, code_reason, gvsoc_reason) if r))
 
 
@@ -284,8 +295,8 @@ def _gvsoc(gvsoc: GvsocRecord | None, asked: bool) -> tuple[int | None, str | No
         return None, None, ""
     if gvsoc.status is SimStatus.MEASURED:
         return gvsoc.cycles, f"{gvsoc.errors}/{gvsoc.total}", ""
-    if gvsoc.status is SimStatus.FAILED:
-        return None, None, f"gvsoc failed: {gvsoc.reason}"
+    if gvsoc.status is SimStatus.FAILED:     # the deployed step failed: its verdict, not the host's
+        return None, "failed", f"gvsoc failed: {gvsoc.reason}"
     return None, None, f"not simulated: {gvsoc.reason}" if asked or gvsoc.on_chip is not None else ""
 
 

@@ -61,10 +61,11 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
     outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak, timeout=timeout)
     if isinstance(outcome, NotSimulated):
         status = SimStatus.FAILED if outcome.failed else SimStatus.NOT_SIMULATED
-        if outcome.log:
+        ran = outcome.log is not None                # gvsoc ran: its output is kept, even when it printed nothing
+        if ran:
             atomic_write(log, outcome.log)
-        return GvsocRecord(flow, status, outcome.reason + (f"; gvsoc's output is in {log.name}" if outcome.log else ""),
-                           on_chip=outcome.on_chip, log=log.name if outcome.log else None)
+        return GvsocRecord(flow, status, outcome.reason + (f"; gvsoc's output is in {log.name}" if ran else ""),
+                           on_chip=outcome.on_chip, log=log.name if ran else None)
     return _measured(flow, outcome, against, nodes, log, record_time)
 
 

@@ -261,12 +261,13 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
     run = step.run.first_update()             # the host ran every mini-batch; the device's figures are per run
     found = simulate_training(code_dir, run, step.data.feeds, sources, kit, heap, timeout=timeout)
-    if found.log:
+    if found.log is not None:                    # gvsoc ran: its output is kept, even when it printed nothing
         log.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(log, found.log)             # kept beside the report, a failed run's above all
     if isinstance(found, NotSimulated):
         status = SimStatus.FAILED if found.failed else SimStatus.NOT_SIMULATED
-        return GvsocRecord(flow, status, found.reason, on_chip=found.on_chip, log=log.name if found.log else None)
+        return GvsocRecord(flow, status, found.reason, on_chip=found.on_chip,
+                           log=log.name if found.log is not None else None)
     return GvsocRecord(flow, SimStatus.MEASURED, None, found.errors, found.total, found.train_per_batch,
                        _per_run(found.layers or {}, nodes, run), HARNESS_RULE, found.on_chip, log.name,
                        {k: round(v, 3) for k, v in found.seconds.items()} if record_time else None,

@@ -173,10 +173,15 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     return StepData(feeds, golden, {v: k for k, v in io.items()})
 
 
-def check_split_step(model: str | Path, optimizer: str | Path | None) -> StepData | None:
-    """Before any work, for a Deeploy target: a step in the training branch's positional layout needs that branch's
-    Deeploy (its harness runs it), its optimizer graph, and its inputs in the order the harness reads them (see
-    replay.split_run); refused in one line otherwise. Returns the step's data (None when it is not positional)."""
+SPLIT_STEP_TARGETS = ("siracusa",)   # the branch's training harness (deeploytraintest.c) and its
+                                      # InPlaceAccumulatorV2 mapping are Siracusa's (PULPOpen) only
+
+
+def check_split_step(model: str | Path, optimizer: str | Path | None, target: str = "siracusa") -> StepData | None:
+    """Before any work, for a Deeploy target: a step in the training branch's positional layout needs a target
+    that branch runs such a step on, that branch's Deeploy (its harness runs it), its optimizer graph, and its
+    inputs in the order the harness reads them (see replay.split_run); refused in one line otherwise. Returns the
+    step's data (None when it is not positional)."""
     folder = model_path(model).parent
     if not model_files(folder)[1].is_file():
         return None
@@ -184,6 +189,11 @@ def check_split_step(model: str | Path, optimizer: str | Path | None) -> StepDat
     names = [i.name for i in data_inputs(original.graph)]
     if not is_positional(list(read_npz(model_files(folder)[1])), names):
         return None
+    if target not in SPLIT_STEP_TARGETS:
+        raise CkptError(f"the step data is positional (a split step, as Deeploy's training branch exports it), "
+                        f"which runs on {', '.join(SPLIT_STEP_TARGETS)} only, not {target}: the branch's training "
+                        "harness and its InPlaceAccumulatorV2 mapping are Siracusa's",
+                        f"use --target {SPLIT_STEP_TARGETS[0]}, or check the step with --target none")
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         raise CkptError(f"the step data is positional (Deeploy's training branch), and the installed Deeploy is "
                         f"{deeploy_label()}: its code needs the branch's mappings and harness",
@@ -245,17 +255,31 @@ def check_complete_step(model: str | Path, optimizer: str | Path | None, also: s
     """Refuse, before any work, a host check of a split step (positional step data with goldens) whose optimizer
     graph is absent: its goldens are the updated weights, which the train graph alone never computes, so a
     comparison would count weights that were never updated (and pass where the update is small)."""
+    if lacks_optimizer(model, optimizer):
+        raise CkptError(f"'{model_path(model).parent}' {NO_OPTIMIZER}", no_optimizer_way_out(model, also, option))
+
+
+def lacks_optimizer(model: str | Path, optimizer: str | Path | None) -> bool:
+    """Whether `model` is a split step (positional step data with goldens) whose optimizer graph is not found."""
     folder = model_path(model).parent
     _, inputs, outputs = model_files(folder)
     if not inputs.is_file() or not outputs.is_file() or optimizer_path(folder, optimizer) is not None:
-        return
+        return False
     names = [i.name for i in data_inputs(read_model(model).graph)]
     try:
         keys = list(read_npz(inputs))
     except ValueError:
-        return                      # step data that is no npz is refused where it is read (step_data)
-    if is_positional(keys, names):
-        raise CkptError(f"'{folder}' {NO_OPTIMIZER}", no_optimizer_way_out(model, also, option))
+        return False                # step data that is no npz is refused where it is read (step_data)
+    return is_positional(keys, names)
+
+
+def missing_optimizer_note(model: str | Path, optimizer: str | Path | None, what: str) -> str | None:
+    """For solve and inspect, which need the train graph alone: a split step whose optimizer graph is not found
+    is said (what it leaves out and where to put the graph), never passed over in silence."""
+    if not lacks_optimizer(model, optimizer):
+        return None
+    return (f"note: '{model_path(model).parent}' {NO_OPTIMIZER}: {what} the train graph alone; "
+            f"{no_optimizer_way_out(model)}")
 
 
 def _positional_data(model_dir: Path, original: onnx.ModelProto, arrays: dict[str, np.ndarray], outputs: Path,

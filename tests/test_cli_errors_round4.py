@@ -356,9 +356,9 @@ def test_a_table_whose_cycle_columns_are_empty_says_why():
     rows = [empty_row("0.9", 0.9, 100, "optimal", "")]
     said = column_notes(rows, "the op costs are ckpt's estimate (--costs estimate)", "--no-simulate")
     assert said == ["cycles pred: - for every point: the op costs are ckpt's estimate (--costs estimate)",
-                    "cycles: - for every point: not simulated (--no-simulate)"]
-    assert column_notes(rows, "", "")[1] == "cycles: - for every point: no step ran on gvsoc (each point's reason " \
-                                            "says why)"
+                    "train cycles: - for every point: not simulated (--no-simulate)"]
+    assert column_notes(rows, "", "")[1] == "train cycles: - for every point: no step ran on gvsoc (each point's " \
+                                            "reason says why)"
 
 
 @pytest.mark.deeploy

@@ -60,9 +60,10 @@ def test_the_branch_rule_runs_every_first_run_in_graph_order_and_is_runnable(gra
 def test_policy_options_that_do_not_go_together_are_refused_in_one_line(tmp_path):
     from cli_support import ckpt_here
     out = str(tmp_path / "seq.json")
-    for args, says in ((("--policy", "top-k"), "--k is how many"), (("--k", "3"), "--k is how many"),
+    for args, says in ((("--policy", "top-k"), "--policy top-k needs --k"),
+                       (("--k", "3"), "--k 3 does nothing without --policy top-k"),
                        (("--policy", "top-k", "--k", "3", "--budget", "0.7"), "answers to no budget"),
-                       (("--policy", "branch-rule", "--objective", "peak"), "orders a recompute set")):
+                       (("--policy", "branch-rule", "--objective", "peak"), "orders the recompute set")):
         run = ckpt_here("solve", str(tmp_path / "model"), "-o", out, *args)
         lines = run.stderr.strip().splitlines()
         assert run.returncode == 1 and len(lines) == 1 and says in lines[0], (args, run.stderr)

@@ -98,6 +98,14 @@ def pair_mismatch(train: onnx.ModelProto, optimizer: onnx.ModelProto) -> str | N
             return (f"it reads '{name}' as {_shown(signature)}, the train graph holds it as {_shown(held[name])}")
     if not set(reads) & set(held):
         return "it reads none of the train graph's tensors"
+    for node in optimizer.graph.node:              # SGD(weight, gradient) -> <weight>_updated, as the branch writes
+        if node.op_type != "SGD" or len(node.input) < 2 or not node.output:
+            continue
+        weight = node.output[0].removesuffix(UPDATED)
+        if weight in held and (node.input[0] != weight or not node.input[1].startswith(weight + GRAD_BUFFER)):
+            return (f"its SGD node '{node.name or node.output[0]}' writes '{node.output[0]}' from "
+                    f"({', '.join(node.input[:2])}); the update of '{weight}' reads ({weight}, "
+                    f"{weight}{GRAD_BUFFER}), in that order")
     updated = set()
     for info in optimizer.graph.output:
         weight = info.name if info.name in held else info.name.removesuffix(UPDATED)

@@ -47,8 +47,9 @@ def branch_order(graph: TrainGraph, recompute: Iterable[str]) -> RunSequence:
     return seq
 
 
-def top_k(graph: TrainGraph, k: int) -> list[str]:
-    """The K recomputable forward ops whose recomputation frees the most bytes per cycle (ties: graph order)."""
+def top_k(graph: TrainGraph, k: int | None = None) -> list[str]:
+    """The K recomputable forward ops whose recomputation frees the most bytes per cycle (ties: graph order);
+    without K, every candidate, so ranked."""
     staged = collapsed(graph).without_views
     scored = []
     for i, op in enumerate(staged.ops):
@@ -58,7 +59,7 @@ def top_k(graph: TrainGraph, k: int) -> list[str]:
                     if any(is_backward(staged.ops[j]) for j in staged.readers.get(t, ())))
         if freed:
             scored.append((-freed / max(1, staged.op_cost[op.name]), i, op.name))
-    return [name for _, _, name in sorted(scored)[:k]]
+    return [name for _, _, name in sorted(scored)[:k]] if k is not None else [name for _, _, name in sorted(scored)]
 
 
 def policy_result(graph: TrainGraph, seq: RunSequence, space: str) -> SolveResult:

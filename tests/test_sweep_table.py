@@ -1,0 +1,88 @@
+"""The sweep's table as a person reads it: ten main columns, a line per point that needs a word, every other
+figure in a second section and the CSV in the same order, with a legend; the plot's labels carry their bytes."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import replace
+
+from ckpt.budgets.plot import pareto_plot
+from ckpt.budgets.table import csv_text, main_columns, markdown_table, terminal_table
+from ckpt.memory_levels import LevelMemory
+from ckpt.pipeline.row import empty_row
+
+MAIN_TITLES = ["point", "budget B", "peak B", "on chip B", "fits L2", "train cycles", "+% (pred)",
+               "Errors host, gvsoc", "recomp", "status"]
+
+
+def _rows() -> list:
+    levels = {"L3": LevelMemory(arena=4096, static=1000), "L2": LevelMemory(arena=512, static=0)}
+    base = replace(empty_row("baseline", None, None, "baseline", ""), predicted_peak=2400, replayed_peak=2400,
+                   recomputes=0, levels=levels, home="L3", on_chip=96358, on_chip_capacity=2031616, cycles=100000,
+                   cycles_predicted=99000, overhead_pct=0.0, overhead_pct_predicted=0.0, code_errors="0/596",
+                   gvsoc_errors="0/596", errors="0/596", host_errors="0/596", code_check="bit-identical",
+                   check="bit-identical")
+    reordered = replace(base, label="0.9", budget_fraction=0.9, budget_bytes=2160, status="optimal",
+                        predicted_peak=2080, replayed_peak=2080, overhead_pct=0.34, overhead_pct_predicted=0.0)
+    failed = replace(base, label="0.7", budget_fraction=0.7, budget_bytes=1680, status="optimal", predicted_peak=1600,
+                     replayed_peak=1600, recomputes=3, recompute_cost=120, overhead_pct=4.1,
+                     overhead_pct_predicted=3.9, gvsoc_errors="failed", errors="failed",
+                     reason="gvsoc failed: exit 139")
+    return [base, reordered, failed]
+
+
+def test_the_terminal_shows_ten_columns_and_a_line_per_point_that_needs_a_word():
+    text = terminal_table(_rows(), "siracusa")
+    head = text.splitlines()[0]
+    assert re.split(r"\s{2,}", head.strip()) == MAIN_TITLES
+    assert "0.34 (0.00)" in text and "0/596, failed" in text and "0/596, 0/596" in text
+    assert "0.9: no recompute: its peak is 320 B (13.3%) below the baseline's from reordering alone" in text
+    assert "its +0.34% cycles are code layout" in text
+    assert "0.7: FAILED (gvsoc failed)" in text
+    assert "baseline:" not in text                          # nothing to say of the baseline
+
+
+def test_sweep_md_has_the_main_table_then_every_figure_then_a_legend_in_the_csv_order():
+    rows = _rows()
+    text = markdown_table(rows, "siracusa")
+    assert text.splitlines()[0] == "| " + " | ".join(MAIN_TITLES) + " |"
+    assert "- on chip: the whole step fits the 2,031,616 B of L2 at point baseline" in text     # as the terminal
+    main, _, rest = text.partition("## Every figure")
+    details, _, legend = rest.partition("## Legend")
+    assert "L3 const" not in main and "| L3 const | L3 arena | L3 total | L2 total |" in details
+    names = next(csv.reader(io.StringIO(csv_text(rows, "siracusa"))))
+    said = re.findall(r"^- \*\*.+?\*\* \((.+?)\): ", legend, re.M)
+    assert [n.strip("`") for entry in said for n in entry.split(", ")] == names      # one legend line per column
+    assert names[:11] == ["label", "budget_bytes", "peak", "on_chip", "fits_on_chip", "cycles", "overhead_pct",
+                          "overhead_pct_predicted", "code_errors", "gvsoc_errors", "recomputes"]
+    assert "not the code itself: see on chip B" in legend       # what L2 total is beside on chip B
+
+
+def test_the_main_columns_name_the_targets_on_chip_level():
+    assert [c.title for c in main_columns("siracusa")] == MAIN_TITLES
+    assert "fits on-chip memory" in [c.title for c in main_columns(None)]
+
+
+def test_a_gvsoc_failure_is_the_points_verdict_and_fails_it():
+    """gvsoc exiting 139: the row's Errors are not the host's, and the point failed (the sweep exits 1)."""
+    failed = _rows()[2]
+    assert failed.code_failed and not failed.verified and failed.errors == "failed"
+
+
+def test_the_plot_labels_carry_their_bytes(tmp_path):
+    rows = [replace(r, gvsoc_errors=r.code_errors, errors=r.code_errors, reason="") for r in _rows()]
+    rows[2] = replace(rows[2], replayed_peak=2080, label="0.8")
+    svg = pareto_plot(rows, 1000, tmp_path / "pareto", "t")[1].read_text()
+    for label in ("baseline: 2,400 B", "budget 0.9: 2,080 B", "budget 0.8: 2,080 B", "lower bound (1,000 B)"):
+        assert label in svg
+    assert " KiB" not in re.sub(r"\(KiB\)", "", svg)           # the axes' unit, no rounded label
+
+
+def test_a_failed_gvsoc_run_is_the_rows_errors_not_the_hosts():
+    from ckpt.pipeline.row import _gvsoc
+    from ckpt.replay.report import GvsocRecord, SimStatus
+
+    failed = GvsocRecord("tiled", SimStatus.FAILED, "the step did not finish on gvsoc (exit code 139)")
+    cycles, errors, reason = _gvsoc(failed, True)
+    assert cycles is None and errors == "failed" and "exit code 139" in reason
