@@ -190,7 +190,7 @@ def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str],
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
-    script.write_text(linker_script(sdk, [f"{source.stem}.o" for source in generated]))
+    atomic_write(script, linker_script(sdk, [f"{source.stem}.o" for source in generated]))
     link = [cc, *sdk.compile_flags(kit), "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", f"-L{sdk.link_dir}",
             f"-T{script}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
     sdk_archive = ["-Wl,--whole-archive", str(sdk.archive), "-Wl,--no-whole-archive"]
