@@ -283,10 +283,10 @@ def test_a_sweep_without_verification_or_without_inputs_runs_every_point(copy, t
     for folder, extra in ((copy("a"), ["--no-verify"]), (copy("b"), [])):
         if not extra:
             (folder / "inputs.npz").unlink()
-        done = ckpt("sweep", "0.8:0.9", "--model", str(folder), "--target", "none", "-o", str(tmp_path / folder.name),
-                    *extra)
+        out = tmp_path / f"out-{folder.name}"          # a folder of its own: never the model's (round five)
+        done = ckpt("sweep", "0.8:0.9", "--model", str(folder), "--target", "none", "-o", str(out), *extra)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-        rows = json.loads((tmp_path / folder.name / "sweep.json").read_text())["points"]
+        rows = json.loads((out / "sweep.json").read_text())["points"]
         assert [r["label"] for r in rows] == ["baseline", "0.9", "0.8"]
         assert all(r["replayed_peak"] is not None and r["check"] == "not verified" for r in rows)
 

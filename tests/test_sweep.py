@@ -61,7 +61,7 @@ def test_sweep_writes_every_output_with_the_baseline_first(swept, mlp):
     assert point["recomputes"] > 0 and point["replayed_peak"] == point["predicted_peak"] <= point["budget_bytes"]
     assert point["check"] == "bit-identical" and point["cost_increase_pct"] > 0 and point["cycles"] is None
     table = run.stdout.splitlines()
-    assert table[0].split()[:3] == ["point", "budget", "budget"] and table[1].lstrip().startswith("baseline")
+    assert table[0].split()[:3] == ["point", "budget", "B"] and table[1].lstrip().startswith("baseline")
     assert "[ckpt] [0.9] solve" in run.stderr and "point 0.9 finished" in run.stderr
     assert not list(outdir.rglob("*.tmp"))
 
