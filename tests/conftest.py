@@ -1,5 +1,6 @@
 """Shared pytest setup: solver test graphs importable as `graphs`, shared models found next to the repo."""
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,6 +48,16 @@ def shared_models() -> Path:
     if not (SHARED_MODELS / "cct2_ft2" / "network.onnx").is_file():
         pytest.skip(f"shared models not found at {SHARED_MODELS} (set CKPT_SHARED_MODELS)")
     return SHARED_MODELS
+
+
+@pytest.fixture
+def split(shared_models: Path, tmp_path) -> Path:
+    """Deeploy's training branch's SimpleMLP step, copied: <tmp>/simplemlp_train with its sibling optimizer."""
+    for name in ("simplemlp_train", "simplemlp_optimizer"):
+        if not (shared_models / name).is_dir():
+            pytest.skip(f"{name} is not among the shared models")
+        shutil.copytree(shared_models / name, tmp_path / name)
+    return tmp_path / "simplemlp_train"
 
 
 @pytest.fixture(scope="session")

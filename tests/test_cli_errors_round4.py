@@ -39,16 +39,6 @@ def schedule(mlp, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def split(shared_models: Path, tmp_path) -> Path:
-    """Deeploy's training branch's SimpleMLP step, copied: <tmp>/simplemlp_train with its sibling optimizer."""
-    for name in ("simplemlp_train", "simplemlp_optimizer"):
-        if not (shared_models / name).is_dir():
-            pytest.skip(f"{name} is not among the shared models")
-        shutil.copytree(shared_models / name, tmp_path / name)
-    return tmp_path / "simplemlp_train"
-
-
 # --------------------------------------------------------------------------- a check that says it passed has checked
 
 

@@ -6,7 +6,6 @@ as the CLI does. Every refusal is one line with its documented exit code and tou
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,16 +30,6 @@ def mlp(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("mlp")
     write_example("mlp", folder, batch=8, layers=3, width=32)
     return folder
-
-
-@pytest.fixture
-def split(shared_models: Path, tmp_path) -> Path:
-    """Deeploy's training branch's SimpleMLP step, copied: <tmp>/simplemlp_train with its sibling optimizer."""
-    for name in ("simplemlp_train", "simplemlp_optimizer"):
-        if not (shared_models / name).is_dir():
-            pytest.skip(f"{name} is not among the shared models")
-        shutil.copytree(shared_models / name, tmp_path / name)
-    return tmp_path / "simplemlp_train"
 
 
 # --------------------------------------------------------------------------- 1: a folder that takes no new file

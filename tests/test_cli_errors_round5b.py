@@ -12,16 +12,6 @@ from ckpt.examples import write_example
 
 
 @pytest.fixture
-def split(shared_models: Path, tmp_path) -> Path:
-    """Deeploy's training branch's SimpleMLP step, copied: <tmp>/simplemlp_train with its sibling optimizer."""
-    for name in ("simplemlp_train", "simplemlp_optimizer"):
-        if not (shared_models / name).is_dir():
-            pytest.skip(f"{name} is not among the shared models")
-        shutil.copytree(shared_models / name, tmp_path / name)
-    return tmp_path / "simplemlp_train"
-
-
-@pytest.fixture
 def seq(split, tmp_path) -> Path:
     path = tmp_path / "seq.json"
     assert run("solve", str(split), "--target", "none", "--budget", "1.0", "-o", str(path))[0] == 0
