@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from bench_support import bench_module
 from test_cli_errors import one_line, run, snapshot
 
 from ckpt.budgets.ranges import parse_range
@@ -172,26 +173,9 @@ def _spoil_optimizer(split: Path, change) -> None:
     onnx.save(model, path)
 
 
-def _update_only_the_first(model: onnx.ModelProto) -> None:
-    dropped = model.graph.node[1]
-    del model.graph.node[1]
-    for field in (model.graph.input, model.graph.output):
-        kept = [v for v in field if v.name not in (*dropped.input, *dropped.output)]
-        del field[:]
-        field.extend(kept)
-
-
-def _read_another_weight(model: onnx.ModelProto) -> None:
-    for info in model.graph.input:
-        if info.name == "fc1_weight":
-            info.name = "fc9_weight"
-    for node in model.graph.node:
-        node.input[:] = ["fc9_weight" if name == "fc1_weight" else name for name in node.input]
-
-
-def _read_a_stranger(model: onnx.ModelProto) -> None:
-    model.graph.input.append(onnx.helper.make_tensor_value_info("stranger", onnx.TensorProto.FLOAT, [8, 64]))
-    model.graph.node.append(onnx.helper.make_node("Identity", ["stranger"], ["stranger_copy"], name="copy"))
+HOSTILE = bench_module("hostile")        # the bench's spoilt optimizer graphs, one definition for both
+_update_only_the_first, _read_another_weight, _read_a_stranger = (
+    HOSTILE._update_only_the_first, HOSTILE._read_another_weight, HOSTILE._read_a_stranger)
 
 
 @pytest.mark.parametrize("change, says", [(_update_only_the_first, "'fc2_weight' is never updated"),

@@ -3,12 +3,15 @@ the exit code a failure deserves, and messages that name what the user gave and 
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from bench_support import bench_module
 from test_cli_errors import one_line, run, snapshot
 
 from ckpt.examples import write_example
+from ckpt.pipeline.row import empty_row
 
 
 @pytest.fixture
@@ -301,22 +304,7 @@ def test_top_k_says_when_the_rule_recomputes_fewer_than_k(shared_models, tmp_pat
 
 
 def test_peer_policies_calls_a_tie_a_tie():
-    import importlib.util
-    import sys
-    from dataclasses import replace
-
-    from ckpt.pipeline.row import empty_row
-
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    sys.path.insert(0, str(bench))
-    try:
-        spec = importlib.util.spec_from_file_location("peer_policies", bench / "peer_policies.py")
-        peer = importlib.util.module_from_spec(spec)
-        sys.modules["peer_policies"] = peer
-        spec.loader.exec_module(peer)
-    finally:
-        sys.path.remove(str(bench))
-        sys.modules.pop("peer_policies", None)
+    peer = bench_module("peer_policies")
     row = replace(empty_row("x", None, None, "heuristic", ""), cycles=100, on_chip=1000)
     points = [peer.Point("m", "ckpt", "0.8", row), peer.Point("m", "top-k", "2", row)]
     assert peer.dominated(points) == ["m top-k 2: ties with ckpt 0.8 (1,000 B, 100 cycles)"]

@@ -2,9 +2,10 @@
 against it: a decided cell now open, a larger gap, a schedule no longer found, or a decision that flipped."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
+
+from bench_support import bench_module
 
 from ckpt.paths import REPO_ROOT
 
@@ -19,14 +20,7 @@ STORED = """### target none: status and seconds per budget (limit 20 s, one thre
 
 
 def decisive():
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("decisive_bench", BENCH / "decisive.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return bench_module("decisive")
 
 
 def cell(graph, fraction, status, gap=None, cost=None):
