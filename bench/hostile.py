@@ -934,7 +934,7 @@ def round_five_cases() -> list[Case]:
     add("a gvsoc that prints nothing and hangs, --gvsoc-timeout 0.3", ends,
         ["replay", "{cct_seq}", "--model", "{cct}", "-o", "{dir}/r", "--gvsoc", "{dir}/gv", "--gvsoc-timeout",
          "0.3"], (1,), setup=gvsoc_install(True, "#!/bin/sh\nsleep 600\n"), deeploy=True, keeps=True,
-        says="did not finish in 0.3 s")
+        says="printed nothing for 0.3 s")
     add("a gvsoc that crashes (139) in a sweep", ends,
         ["sweep", "0.9:0.9", "--model", "{cct}", "-o", "{dir}/sw", "--gvsoc", "{dir}/gv", "--costs", "estimate"],
         (1,), setup=gvsoc_install(True, "#!/bin/sh\necho 'Segmentation fault'\nexit 139\n"), deeploy=True,
@@ -942,7 +942,7 @@ def round_five_cases() -> list[Case]:
     add("a gvsoc that hangs in a sweep, --gvsoc-timeout 0.05", ends,
         ["sweep", "0.9:0.9", "--model", "{cct}", "-o", "{dir}/sw", "--gvsoc", "{dir}/gv", "--costs", "estimate",
          "--gvsoc-timeout", "0.05"], (1,), setup=gvsoc_install(True), deeploy=True, keeps=True,
-        says="did not finish in 0.05 s")
+        says="printed nothing for 0.05 s")
     # 28: an update that reads its weight and gradient swapped
     for command in (["inspect", "{dir}/pair/simplemlp_train", "--target", "none"],
                     ["solve", "{dir}/pair/simplemlp_train", "--target", "none", "--budget", "1.0", *out],
