@@ -10,15 +10,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from gvsoc_support import gvsoc_example
 
 from ckpt import deeploy_bridge
-from ckpt.coderun.sources import NoSources, find_sources
-from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.replay.verification import step_data
 from ckpt.solver.graph.onnx_loader import read_model
@@ -32,28 +28,13 @@ SMALL = ["--blocks", "2", "--embed-dim", "32", "--heads", "2", "--image-size", "
 FRAME_FLOATS = 2500          # 10,000 B more in RunNetwork's frame: more than the harness's whole 8000 B stack
 
 
-def _ckpt(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
-
-
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory, lowering_cache):
     """The step at the graph order (calibrated on gvsoc) and solved at 0.8 and replayed (its step on gvsoc)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("GVSOC_INSTALL", raising=False)
-        kit, sources = find_kit(), find_sources()
-        if isinstance(kit, NoKit) or isinstance(sources, NoSources):
-            pytest.skip((kit if isinstance(kit, NoKit) else sources).reason)
-        work = tmp_path_factory.mktemp("frozen")
-        assert _ckpt("example", "cct", *SMALL, "-o", "model", cwd=work).returncode == 0
-        calibrated = _ckpt("calibrate", "model", "-o", "costs.json", cwd=work)
-        assert calibrated.returncode == 0, calibrated.stderr
-        solved = _ckpt("solve", "model", "--target", "siracusa", "--budget", "0.8", "-o", "seq.json",
-                       "--time-limit", "60", cwd=work)
-        assert solved.returncode == 0, solved.stderr
-        replayed = _ckpt("replay", "seq.json", "--model", "model", "-o", "replay", cwd=work)
-        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        yield work, kit, sources
+        done = gvsoc_example(tmp_path_factory.mktemp("frozen"), SMALL)
+        yield done.work, done.kit, done.sources
 
 
 def test_the_step_has_frozen_weights_read_twice_and_weights_updated_in_place(frozen):

@@ -3,22 +3,14 @@ and run (both flows), through the console script. Skipped, with the reason, with
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-from ckpt.coderun.sources import NoSources, find_sources
-from ckpt.gvsoc.kit import NoKit, find_kit
+from cli_support import ckpt
+from gvsoc_support import gvsoc_example
 
 pytestmark = [pytest.mark.deeploy, pytest.mark.gvsoc, pytest.mark.slow]
 
 SMALL = ["--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "16", "--conv-channels", "8"]
-
-
-def _ckpt(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckpt", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +18,10 @@ def small(tmp_path_factory, lowering_cache):
     """The small example, calibrated and solved at 0.8 with its measured costs, and its replay."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("GVSOC_INSTALL", raising=False)
-        kit, sources = find_kit(), find_sources()
-        if isinstance(kit, NoKit) or isinstance(sources, NoSources):
-            pytest.skip((kit if isinstance(kit, NoKit) else sources).reason)
-        work = tmp_path_factory.mktemp("gvsoc")
-        assert _ckpt("example", "cct", *SMALL, "-o", "model", cwd=work).returncode == 0
-        calibrated = _ckpt("calibrate", "model", "-o", "costs.json", cwd=work)
-        assert calibrated.returncode == 0, calibrated.stderr
-        solved = _ckpt("solve", "model", "--target", "siracusa", "--budget", "0.8", "--costs", "gvsoc",
-                       "-o", "seq.json", "--time-limit", "60", cwd=work)
-        assert solved.returncode == 0, solved.stderr
-        replayed = _ckpt("replay", "seq.json", "--model", "model", "-o", "replay", "--simulate-non-tiled", cwd=work)
-        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        again = _ckpt("replay", "seq.json", "--model", "model", "-o", "again", "--simulate-non-tiled", cwd=work)
-        yield work, calibrated, replayed, again
+        done = gvsoc_example(tmp_path_factory.mktemp("gvsoc"), SMALL, solve=["--costs", "gvsoc"],
+                             replay=["--simulate-non-tiled"])
+        again = ckpt("replay", "seq.json", "--model", "model", "-o", "again", "--simulate-non-tiled", cwd=done.work)
+        yield done.work, done.calibrated, done.replayed, again
 
 
 def test_calibration_measures_each_layer_of_the_graph_order(small):
