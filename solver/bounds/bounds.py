@@ -121,7 +121,6 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
                                         or found.meets(problem, best.cost)):
                 return found.with_bound(problem, best)
     strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    found.floors = {t: cost for cost, t in singles}
     return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
 
 
@@ -155,7 +154,6 @@ class _Found:
     progress: Progress = ignore
     any_schedule: bool = False      # any schedule that fits ends the search, not only one that meets the bound
     repaired: set[Decisions] = field(default_factory=set)   # sketches the greedy heuristic already repaired
-    floors: dict[int, float] = field(default_factory=dict)   # point -> the bound proven over it alone
 
     def add(self, problem: Problem, schedule: Decisions | None, how: str) -> None:
         """Keep a schedule that fits (None: nothing found), and say so."""
@@ -221,8 +219,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     growing = _growing_deadline(deadline, enough, walking, small)
     newest: _Answer | None = None
     while chosen and _left(growing) > 0 and best.cost < enough and not found.meets(problem, best.cost):
-        relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads,
-                                floors=found.floors)
+        relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
                       tuple(chosen))
@@ -301,7 +298,7 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
         found.add(problem, placed, "the relaxation's answer, placed exactly")
     if placed is None and small and checked:
         placed = _alternative_placed(problem, budget, chosen, chained, answer, found.sketch.cost(problem.graph),
-                                     growing, found.floors)
+                                     growing)
         found.add(problem, placed, "another answer of the relaxation's, placed exactly")
     return placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost)
 
@@ -325,8 +322,7 @@ def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: 
 
 
 def _alternative_placed(problem: Problem, budget: int, points: list[int], chained: frozenset[int],
-                        answer: list[Span], cost: int, deadline: _Deadline,
-                        floors: dict[int, float] | None = None) -> Decisions | None:
+                        answer: list[Span], cost: int, deadline: _Deadline) -> Decisions | None:
     """Another answer of the round, as cheap as `answer` (of `cost`) where one is, placed exactly. An answer
     often has equal-cost alternatives, and the one HiGHS gives first may be the one no placement realises
     (a residual CNN at 0.42). Each try cuts off the answers before it, so it proves nothing."""
@@ -335,7 +331,7 @@ def _alternative_placed(problem: Problem, budget: int, points: list[int], chaine
         if _left(deadline) <= 0:
             return None
         model = Relaxation(problem, budget, points, chained=chained, threads=deadline.threads,
-                           excluded=tuple(excluded), floors=dict(floors or {}))
+                           excluded=tuple(excluded))
         model.solve(_limit(deadline), target=cost + 1)
         if not model.answered:
             return None
@@ -376,8 +372,7 @@ def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _
     and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
     graphs, so it only gets the time the rounds leave."""
     if not found.meets(problem, best.cost) and _left(deadline) > 0 and best.cost < enough:
-        strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads,
-                                floors=found.floors)
+        strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
         if strongest.cost > best.cost:
             best = strongest
             found.raised(best)
@@ -404,10 +399,10 @@ def _limit(deadline: _Deadline) -> float | None:
 
 
 def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None,
-                chains: bool = False, threads: int | None = 1, floors: dict[int, float] | None = None) -> Bound:
+                chains: bool = False, threads: int | None = 1) -> Bound:
     """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
     which is valid whether or not the relaxation was solved to the end. `chains`: also check memory while
-    the recomputes of each segment run. `floors`: bounds proven over single points (they tighten its LP)."""
+    the recomputes of each segment run."""
     points = sorted(set(points))
     return Bound(Relaxation(problem, budget, points, chained=frozenset(points if chains else ()),
-                            threads=threads, floors=dict(floors or {})).solve(seconds), tuple(points))
+                            threads=threads).solve(seconds), tuple(points))

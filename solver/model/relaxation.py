@@ -38,7 +38,6 @@ class Relaxation:
     kept: frozenset[Span] = frozenset()     # with `free`: what the other segments recompute, as an answer had it
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
     excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
-    floors: dict[int, float] = field(default_factory=dict)   # point -> a bound proven over it alone
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
@@ -89,8 +88,6 @@ class Relaxation:
         for s in range(len(self.points) - 1):
             stop_if_past(self.deadline)
             self._once_after(s)
-        for s in range(len(self.points)):
-            self._floor(s)
         if self.free is not None:
             self._kept_outside_free()
         for n, answer in enumerate(self.excluded):
@@ -193,23 +190,7 @@ class Relaxation:
         p, t = self.problem, self.points[s]
         size = p.graph.tensor_bytes
         present = pulp.lpSum(size[x] * v for x, v in self.at[s].items())
-        room = self.budget - self.headroom.get(t, 0) - p.alloc[t]
-        self.lp += present <= room, f"fits_{s}"
-        self._fits_by_count(s, room)
-
-    def _fits_by_count(self, s: int, room: int) -> None:
-        """Point s's knapsack divided by each size d of a buffer there and rounded down (Chvatal-Gomory):
-        sum floor(size/d) * K <= floor(room/d); for d the largest size, at most that many of the largest buffers
-        fit. Every integer answer meets them (K is 0 or 1). The LP keeps a fraction of one buffer more than fits
-        (a point of equal buffers holds 4.88 of them where 4 fit), so each point's own knapsack is weak in the
-        LP, and the recompute that the fraction saves is paid in part only."""
-        size = self.problem.graph.tensor_bytes
-        present = {x: v for x, v in self.at[s].items() if size[x] > 0}
-        for n, d in enumerate(sorted({size[x] for x in present}, reverse=True)):
-            terms = [(size[x] // d, v) for x, v in present.items() if size[x] >= d]
-            if room < 0 or sum(c for c, _ in terms) <= room // d:
-                continue                       # all of them fit (or the point cannot: fits_ says so)
-            self.lp += at_most(terms, room // d, f"fits_count_{s}_{n}")
+        self.lp += present + p.alloc[t] <= self.budget - self.headroom.get(t, 0), f"fits_{s}"
 
     def _fits_while_recomputing(self, s: int) -> None:
         """While a recompute in segment s runs, what is kept through the segment, its inputs and its own
@@ -322,19 +303,6 @@ class Relaxation:
             once = self.U.get((s, p.producer(x)))
             if once is not None and any(j > t for j in g.readers.get(x, ())):
                 self.lp += present + once >= 1, f"once_need_{s}_{p.tensor_id[x]}"
-
-    def _floor(self, s: int) -> None:
-        """What runs again after point s costs at least what the relaxation over s alone proved (`floors`): U[s]
-        (D in the last segment) with point s's presence is an answer of that relaxation, and every integer
-        answer of this one has such a U (1 where the op runs again after s). So the integer optimum stays, and
-        the LP, which spreads a recompute over segments and pays each point's knapsack only in part (far
-        below the bound at any one point), pays at least each point's own."""
-        floor = self.floors.get(self.points[s], 0.0)
-        if not 0 < floor < math.inf:
-            return
-        cost, ops, last = self.problem.graph.op_cost, self.problem.graph.ops, s == len(self.points) - 1
-        runs = [(i, v) for (q, i), v in (self.D if last else self.U).items() if q == s]
-        self.lp += at_least([(cost[ops[i].name], v) for i, v in runs], floor, f"floor_{s}")
 
     def _kept_outside_free(self) -> None:
         """Segments outside `free` recompute what `kept` says, no more, no less: a local repair of that answer."""
