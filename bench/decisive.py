@@ -15,6 +15,8 @@ names its output).
 its status and seconds; `--graphs zoo` names the training zoo: the five shared models of Deeploy's training branch
 and, from the branch's own tests (`--zoo-dir`, default the shared zoo-a0e1e531), MobileNetV1 and CCT. A graph a
 target cannot lower (the release Deeploy maps no gradient op) says so in its row.
+Each grid row is followed by each cell's CPU seconds (children included) and the load average after it, and --json
+holds them: on a loaded machine those say what the wall-clock seconds cannot.
 --store PATH writes the grid's tables there (markdown, as printed; via a temp file and rename): the last grid is kept
 as bench/decisive_grid.md. --compare PATH (a --store table or a --json output) prints every cell whose status or gap
 got worse against it (decided -> a gap -> no schedule; a larger gap), and, for a --json output, every answer that
@@ -82,15 +84,27 @@ def graph_of(name: str, scratch: Path, zoo_dir: Path | None = None):
     return load_for_target(folder, target or "none").graph
 
 
-def cell(graph, budget: int, limit: float, order: str = "minmem") -> tuple[str, int | None, float | None, float]:
-    """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds."""
-    start = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the solver's watched HiGHS runs fork): on a
+    loaded machine the wall clock says more about the load than about the solve."""
+    used = os.times()
+    return used.user + used.system + used.children_user + used.children_system
+
+
+def cell(graph, budget: int, limit: float, order: str = "minmem", cpu: list[float] | None = None
+         ) -> tuple[str, int | None, float | None, float]:
+    """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds; the CPU seconds
+    are appended to `cpu` if given."""
+    start, used = time.perf_counter(), cpu_seconds()
     try:
         result = solve(graph, SolveOptions(budget=budget, order=order, backend=BackendOptions(time_limit=limit)))
+        status, cost, gap = ("optimal" if result.status is Status.OPTIMAL else "other"), result.recompute_cost, \
+            result.gap
     except InfeasibleBudget as err:
-        return ("infeasible" if err.proven else "other"), None, None, time.perf_counter() - start
-    status = "optimal" if result.status is Status.OPTIMAL else "other"
-    return status, result.recompute_cost, result.gap, time.perf_counter() - start
+        status, cost, gap = ("infeasible" if err.proven else "other"), None, None
+    if cpu is not None:
+        cpu.append(cpu_seconds() - used)
+    return status, cost, gap, time.perf_counter() - start
 
 
 def gap_text(gap: float | None) -> str:
@@ -128,11 +142,15 @@ def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
                 continue
             peak, row = baselines(graph).graph_order_peak, []
             for fraction in fractions:
-                status, cost, gap, seconds = cell(graph, int(fraction * peak), args.time_limit, args.order)
+                cpu: list[float] = []
+                status, cost, gap, seconds = cell(graph, int(fraction * peak), args.time_limit, args.order, cpu)
                 row.append({"graph": name, "target": target, "fraction": fraction, "status": status, "cost": cost,
-                            "gap": gap, "seconds": round(seconds, 2)})
+                            "gap": gap, "seconds": round(seconds, 2), "cpu": round(cpu[0], 2),
+                            "load": round(os.getloadavg()[0], 1)})
             cells += row
             say(f"| {name} | {len(graph.ops)} | " + " | ".join(cell_text(c) for c in row) + " |")
+            cpus, loads = ", ".join(f"{c['cpu']:.1f}" for c in row), ", ".join(f"{c['load']:g}" for c in row)
+            print(f"  CPU s: {cpus}; load: {loads}", flush=True)
     return cells, lines
 
 
@@ -245,7 +263,8 @@ def main() -> int:
           f"{counts['other']} other ({len(others)} with a schedule, largest gap {gap_text(worst)}); "
           f"slowest {slowest['graph']} at {slowest['fraction']:.2f}: "
           f"{slowest['seconds']:.1f} s ({late} decided past the limit); wall {time.perf_counter() - started:.0f} s "
-          f"with {args.load} other cop(ies)")
+          f"with {args.load} other cop(ies)" + (f"; CPU {sum(c['cpu'] for c in cells):.0f} s in all, load average "
+                                                 f"{os.getloadavg()[0]:.1f}" if args.grid else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(cells, indent=1) + "\n")
     if args.store and lines:

@@ -59,3 +59,24 @@ def test_a_grid_stored_and_compared_with_itself_is_no_worse(tmp_path):
                            timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"cells worse than in {grid}: 0" in again.stdout, again.stdout
+
+
+def test_a_cell_counts_the_cpu_seconds_of_the_solver_runs_it_forks():
+    """On a loaded machine a cell's wall clock says more about the load than about the solve: a cell adds its
+    CPU seconds, those of the watched HiGHS runs the solver forks included (here a child that only spins)."""
+    bench = decisive()
+    cpu: list[float] = []
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+
+    def solve_in_a_child(*args, **kwargs):
+        subprocess.run([sys.executable, "-c", spin], check=True)
+        raise bench.InfeasibleBudget("none fits", "raise it")
+
+    original = bench.solve
+    bench.solve = solve_in_a_child
+    try:
+        status, cost, gap, seconds = bench.cell(None, 1, 1.0, cpu=cpu)
+    finally:
+        bench.solve = original
+    assert status == "infeasible" and cost is None and len(cpu) == 1
+    assert cpu[0] >= 0.25, cpu
