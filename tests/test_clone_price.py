@@ -61,3 +61,12 @@ def test_the_clone_price_never_lowers_a_price_and_adds_only_to_ops_that_make_a_c
             assert measured_price(priced, name) == measured_price(bare, name) == 1
         else:
             assert measured_price(priced, name) == max(1, cycles[name] + per_clone)
+
+
+def test_the_gvsoc_bench_holds_a_prediction_to_max_of_ten_percent_and_a_tenth_of_a_point():
+    from bench_support import bench_module
+    within = bench_module("gvsoc").within
+    assert within(1.77, 1.99) == "no" and within(3.57, 4.11) == "no"     # DS-CNN's misses before the clone price
+    assert within(1.92, 1.99) == "yes" and within(3.86, 4.11) == "yes"
+    assert within(0.08, 0.0) == "yes" and within(0.0, 0.91) == "no"      # a tenth of a point at least
+    assert within(12.0, 13.3) == "yes" and within(None, 1.0) == "-"
