@@ -12,6 +12,9 @@ With --cct-train, every CCT of Deeploy's CCT_Train tests in the shared models in
 LoRA2), each swept over --range (default there 0.7:0.7): one table, a line per model, with the graph order's step
 and each point's on gvsoc (recomputes, cycles, their overhead, Errors, whether the code computed the graph
 order's code's outputs bit for bit, or why a point has no schedule).
+`--home L3|L2|split` deploys each point with that home (a split step of the training branch with `split`, run with
+the branch installed); the calibration and every point then use it.
+Each point's predicted overhead is held to max(10% of the measured one, 0.1 points) (column "within").
 The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
 calibrated ones, the change of every other probed layer and the change outside the probes.
 """
@@ -56,10 +59,22 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+TOLERANCE_RELATIVE, TOLERANCE_POINTS = 0.10, 0.1     # a prediction holds within max(10% of the measured, 0.1 pt)
+
+
+def within(predicted_pct: float | None, measured_pct: float | None) -> str:
+    """"yes" where the predicted overhead is within max(10% of the measured one, 0.1 points) of it, else "no", "-"
+    where either is unknown."""
+    if predicted_pct is None or measured_pct is None:
+        return "-"
+    allowed = max(TOLERANCE_RELATIVE * abs(measured_pct), TOLERANCE_POINTS)
+    return "yes" if abs(predicted_pct - measured_pct) <= allowed + 1e-9 else "no"
+
+
 def points_table(result) -> None:
     print("| point | recomputes | cycles predicted | cycles measured | +% predicted | +% measured | diff (pp) | "
-          "predicted / measured | gvsoc Errors | gvsoc s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "within | predicted / measured | gvsoc Errors | gvsoc s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in result.rows:
         if row.recomputes is None:
             continue
@@ -68,7 +83,8 @@ def points_table(result) -> None:
         ratio = "-" if not row.cycles or not row.cycles_predicted else f"{row.cycles_predicted / row.cycles:.4f}"
         seconds = result.point_seconds.get(row.label, {}).get("gvsoc")
         print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {row.cycles or '-'} | "
-              f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | {ratio} | "
+              f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | "
+              f"{within(row.overhead_pct_predicted, row.overhead_pct)} | {ratio} | "
               f"{row.errors} | {'-' if seconds is None else f'{seconds:.1f}'} |")
 
 
@@ -162,6 +178,8 @@ def main() -> int:
     parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
+    parser.add_argument("--home", choices=("L3", "L2", "split"), default="L3",
+                        help="the tiled deployment's home (split: a split step, with the training branch installed)")
     parser.add_argument("--cct-train", action="store_true",
                         help="every CCT_Train model of the shared models, one table (--range default 0.7:0.7)")
     args = parse_args(parser, SMOKE)
@@ -176,9 +194,10 @@ def main() -> int:
         fractions = tuple(parse_range(args.range or "0.7:0.9"))
         options = SweepOptions(fractions=fractions, target="siracusa", jobs=args.jobs,
                                costs="gvsoc", solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
-                               replay=ReplayOptions(target="siracusa"))
+                               replay=ReplayOptions(target="siracusa", deeploy=setup_for("siracusa", args.home)))
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
-        print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}); {result.seconds:.0f} s in all\n")
+        print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}), home {args.home}; "
+              f"{result.seconds:.0f} s in all\n")
         points_table(result)
         gap_table(result)
         if args.noise:

@@ -63,7 +63,9 @@ class Calibration:
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
                          measured_optimizer=self.optimizer_cycles or None,
-                         source=f"gvsoc calibration {self.key[:12]}")
+                         per_clone=TARGET_TABLE[self.target].clone_cycles,
+                         source=f"gvsoc calibration {self.key[:12]} + {TARGET_TABLE[self.target].clone_cycles} "
+                                "cycles per recompute")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"

@@ -6,6 +6,10 @@ ratio, and users override them from a JSON file: {"OpType": {"per_mac": x, "per_
 (pipeline.calibrate: the graph order's step run on gvsoc, each layer's cycles probed) gives every op its own
 measured cycles, which then replace the estimate: the solver minimises what the device measured. An op a
 calibration has no cycles for makes no kernel call there (a view): it costs 1, so every recompute has a price.
+On the device a recompute costs more than its op's calibrated cycles: the extra layer's call and the transfers
+of its clone's buffer to the readers that now read it. That price comes in as data (`per_clone`, cycles per
+recompute of an op that makes a kernel call, measured on the target by bench/gvsoc.py) and is added to each such
+op's measured cycles, so the solver and the predicted step both carry it.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class CostModel:
     measured: dict[str, int] | None = None      # op name -> measured cycles (a calibration), overriding the rest
     measured_step: int | None = None            # the calibration's whole graph-order step, cycles
     measured_optimizer: int | None = None       # a split step's: its optimizer network per update, cycles
+    per_clone: int = 0                          # cycles a recompute of a measured op adds beyond them (see above)
     source: str = "estimate"                    # what the costs are, as a schedule records it
 
     def coefficients(self, op_type: str) -> tuple[float, float]:
@@ -93,12 +98,19 @@ def macs(op: Op, shapes: dict[str, tuple[int, ...]]) -> int:
     return 0
 
 
+def measured_price(model: CostModel, name: str) -> int:
+    """What one recompute of op `name` costs under a calibration: its measured cycles plus the clone's price on the
+    device where the op makes a kernel call; 1 for an op without measured cycles (a view makes no call)."""
+    cycles = (model.measured or {}).get(name)
+    return 1 if cycles is None else max(1, int(cycles) + max(0, int(model.per_clone)))
+
+
 def estimate_costs(ops: list[Op], shapes: dict[str, tuple[int, ...]], model: CostModel | None = None
                    ) -> dict[str, int]:
     """Op name -> estimated cycles (at least 1, so every recompute has a price)."""
     model = model or CostModel()
     if model.measured is not None:
-        return {op.name: max(1, int(model.measured.get(op.name, 1))) for op in ops}
+        return {op.name: measured_price(model, op.name) for op in ops}
     costs = {}
     for op in ops:
         per_mac, per_elem = model.coefficients(op.op_type)
