@@ -169,3 +169,25 @@ def test_a_replay_with_recomputes_reserves_on_chip_the_activation_arena_ckpt_pre
     assert on_chip.arena > on_chip.home_arena                 # the layers' tiles of what L3 keeps, above it
     for flow, code in report.code_runs.items():
         assert code.harness.errors == 0 and code.golden.errors == 0 and code.graph_order == "bit-identical", flow
+
+
+@pytest.mark.deeploy
+def test_a_layer_with_tensors_in_both_levels_that_takes_several_tiles_is_refused_not_deployed_wrong(
+        lowering_cache, tmp_path):
+    """The tokenizer's convolutions read their weights from L3 and write their outputs to L2, in three tiles each:
+    Deeploy's code ran the on-chip loop once per off-chip tile from its start (the release's faulted on a DMA of size
+    0; the training branch's wrote every tile onto the first, so CCT's loss was off by up to 0.76)."""
+    from cli_support import ckpt_here
+
+    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "the split home cannot deploy tokenizer_conv_0_Conv, tokenizer_conv_1_Conv" in run.stderr
+    assert "use --home L3 or --home L2" in run.stderr and "Traceback" not in run.stderr
+    assert not (out / "code" / "Network.c").exists()           # no wrong code written
