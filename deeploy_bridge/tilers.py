@@ -172,9 +172,10 @@ class SplitHomeTiler(CkptLayoutTiler):
         mixed = self._mixed_tiled_layers(ctxt, solution)
         if mixed:
             named = ", ".join(mixed[:3]) + (f" and {len(mixed) - 3} more" if len(mixed) > 3 else "")
-            raise BridgeError(f"the split home cannot deploy {named}: each reads or writes tensors homed in both levels "
-                              "and takes more than one tile, and Deeploy's tiling code then runs the layer's on-chip "
-                              "loop once per tile of the off-chip one from its start (its results would be wrong): "
+            raise BridgeError(f"the split home cannot deploy {named}: each reads or writes tensors homed in both "
+                              "levels and takes more than one tile, and Deeploy's tiling code then runs the layer's "
+                              "on-chip loop once per tile of the off-chip one from its start (its results would be "
+                              "wrong): "
                               "use --home L3 or --home L2")
         return solution
 

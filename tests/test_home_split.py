@@ -191,3 +191,24 @@ def test_a_layer_with_tensors_in_both_levels_that_takes_several_tiles_is_refused
     assert "the split home cannot deploy tokenizer_conv_0_Conv, tokenizer_conv_1_Conv" in run.stderr
     assert "use --home L3 or --home L2" in run.stderr and "Traceback" not in run.stderr
     assert not (out / "code" / "Network.c").exists()           # no wrong code written
+
+
+@pytest.mark.deeploy
+def test_a_split_replay_whose_activations_alone_overflow_l2_is_refused_with_the_bytes_before_deeploy_runs(
+        lowering_cache, tmp_path):
+    from cli_support import ckpt_here
+
+    model, schedule, out = tmp_path / "big", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
+                     "--conv-channels", "160", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))          # solved for home L3: nothing held on L2
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 2, run.stdout + run.stderr
+    line = run.stderr.strip().splitlines()[-1]
+    assert "activations alone need 5,242,884 B of L2" in line and "2,031,616 B L2 gives" in line
+    assert "--home L3" in line and "Deeploy" not in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists()
