@@ -16,6 +16,7 @@ import math
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.TilerExtension import Tiler
 
+from ckpt.deeploy_identity import Flavour, deeploy_flavour
 from ckpt.solver.memory.layout import lay_out
 
 from .arena import ALIGNMENT, LayoutLog, growth, place_blocks, size_blocks
@@ -169,6 +170,8 @@ class SplitHomeTiler(CkptLayoutTiler):
 
     def computeTilingSchedule(self, ctxt):
         solution = super().computeTilingSchedule(ctxt)
+        if deeploy_flavour() is Flavour.TRAINING_BRANCH:
+            return solution        # its tiles nest one per call; split_codegen starts each call at its tile
         mixed = self._mixed_tiled_layers(ctxt, solution)
         if mixed:
             named = ", ".join(mixed[:3]) + (f" and {len(mixed) - 3} more" if len(mixed) > 3 else "")
