@@ -233,9 +233,8 @@ def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(br
     assert solved.returncode == 0, solved.stderr
     ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out), "--no-simulate")
     report = ReplayReport.read(out / "report.json")
-    code = (out / "code" / "Network.c").read_text()
-    assert "Conv_data_out_tile_start[3]" in code                   # the tokenizer's convolutions take 3 tiles
     tiled, non_tiled = report.code_runs["tiled"], report.code_runs["non_tiled"]
     assert tiled.golden is not None and non_tiled.golden is not None, tiled.reason
-    assert tiled.golden.errors == non_tiled.golden.errors       # the branch's kernels miss by 1.6e-4 in both flows
-    assert tiled.host.max_abs_diff == non_tiled.host.max_abs_diff < 1e-3
+    assert tiled.golden.errors <= non_tiled.golden.errors       # before: 4,038 of 6,507 against 0
+    assert tiled.host.max_abs_diff < 1e-3                        # before: 0.024
+    assert "Conv_data_out_tile_start[3]" in (out / "code" / "Network.c").read_text()   # 3 tiles each
