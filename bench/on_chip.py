@@ -36,7 +36,7 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.paths import shared_models
-from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
@@ -82,6 +82,8 @@ def _row(model: str, deployment: str, budget: str, found: PointRow) -> Row:
     errors = found.errors
     if found.fits_on_chip is False:
         errors = f"does not fit L2: {_l2(found):,} B of {found.on_chip_capacity:,} B ({errors})"
+    elif found.check == PointCheck.REPLAY_FAILED.value:     # e.g. its activations alone overflow L2 (the bytes)
+        errors = found.reason
     return Row(model, deployment, budget, _l2(found), _l3(found), found.cycles, found.optimizer_cycles, errors,
                found.host_errors)
 
