@@ -36,7 +36,7 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.paths import shared_models
-from ckpt.pipeline.row import BASELINE, REFERENCE, PointRow
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow
 from ckpt.replay.run import ReplayOptions
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
@@ -80,8 +80,10 @@ def _l2(row: PointRow) -> int | None:
 
 def _row(model: str, deployment: str, budget: str, found: PointRow) -> Row:
     errors = found.errors
-    if found.fits_on_chip is False:
+    if found.fits_on_chip is False and deployment != "all-L3":     # all-L3 keeps its tensors off chip by design
         errors = f"does not fit L2: {_l2(found):,} B of {found.on_chip_capacity:,} B ({errors})"
+    elif found.check == PointCheck.REPLAY_FAILED.value:     # e.g. its activations alone overflow L2 (the bytes)
+        errors = found.reason
     return Row(model, deployment, budget, _l2(found), _l3(found), found.cycles, found.optimizer_cycles, errors,
                found.host_errors)
 
@@ -110,8 +112,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     if fitting is None and fractions:
         swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
         seconds += swept.stage_seconds.get("gvsoc", 0.0)
-        points = [r for r in swept.rows if r.fraction is not None and r.fits_on_chip and r.verified]
-        fitting = max(points, key=lambda r: r.fraction, default=None)
+        points = [r for r in swept.rows if r.budget_fraction is not None and r.fits_on_chip and r.verified]
+        fitting = max(points, key=lambda r: r.budget_fraction, default=None)
     if fitting is not None:
         label = "graph order (fits)" if fitting is base else fitting.label
         rows.append(_row(name, "split", label, fitting))

@@ -42,6 +42,7 @@ from .home_split import persistent_pass
 from .input_types import pointer_types
 from .records import StageTimings
 from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
+from .split_codegen import tile_start_offsets
 from .split_step import SINGLE, Role
 from .targets import memory_platform_wrapper, target_parts
 from .tilers import tiler_class
@@ -278,7 +279,8 @@ def mid_end(run: DeeployRun) -> None:
 def back_end(run: DeeployRun) -> None:
     """Code transformations; this is where Deeploy's per-layer alloc/free accounting happens."""
     t0 = time.perf_counter()
-    with quiet_deeploy(), _one_line("generating code", run.options):
+    with quiet_deeploy(), _one_line("generating code", run.options), \
+            tile_start_offsets(bool(run.options.setup.persistent_mem_level)):
         run.deployer.backEnd(_NoVerbosity)
         run.deployer.prepared = True
     run.timings.back_end = time.perf_counter() - t0

@@ -11,9 +11,12 @@ tiling code really moves into it (deeploy_bridge.transfers).
 """
 from __future__ import annotations
 
+import math
+
 from Deeploy.DeeployTypes import TransientBuffer
 from Deeploy.TilingExtension.TilerExtension import Tiler
 
+from ckpt.deeploy_identity import Flavour, deeploy_flavour
 from ckpt.solver.memory.layout import lay_out
 
 from .arena import ALIGNMENT, LayoutLog, growth, place_blocks, size_blocks
@@ -165,6 +168,37 @@ class SplitHomeTiler(CkptLayoutTiler):
                 self._leave_free(ctxt, pattern, home, reserved, tiles_only=True)
         return ctxt
 
+    def computeTilingSchedule(self, ctxt):
+        solution = super().computeTilingSchedule(ctxt)
+        if deeploy_flavour() is Flavour.TRAINING_BRANCH:
+            return solution        # its tiles nest one per call; split_codegen starts each call at its tile
+        mixed = self._mixed_tiled_layers(ctxt, solution)
+        if mixed:
+            named = ", ".join(mixed[:3]) + (f" and {len(mixed) - 3} more" if len(mixed) > 3 else "")
+            raise BridgeError(f"the split home cannot deploy {named}: each reads or writes tensors homed in both "
+                              "levels and takes more than one tile, and Deeploy's tiling code then runs the layer's "
+                              "on-chip loop once per tile of the off-chip one from its start (its results would be "
+                              "wrong): "
+                              "use --home L3 or --home L2")
+        return solution
+
+    def _mixed_tiled_layers(self, ctxt, solution) -> list[str]:
+        """The layers Deeploy's two-level tiling code computes wrong under a split home: a layer whose (non-transient)
+        tensors live at both levels has a tiling loop from the off-chip level (a step per tile) around its on-chip
+        loop, and the on-chip loop's pointers into a tensor homed on chip restart at the tensor's start at each step
+        (the training branch), or its tile counts do not nest (the release). One tile is right in both."""
+        found = []
+        for pattern, step in enumerate(solution):
+            if not step.nodeConstraints:
+                continue
+            constraint = step.nodeConstraints[0]
+            homes = {ctxt.lookup(name)._memoryLevel for name in constraint.tensorMemoryConstraints
+                     if not isinstance(ctxt.lookup(name), TransientBuffer)}
+            if len(homes) > 1 and any(_tiles_more_than_once(ctxt.lookup(name), tensor)
+                                      for name, tensor in constraint.outputTensorMemoryConstraints.items()):
+                found.append(self._layers[pattern])
+        return found
+
     def _home_blocks(self, level: str) -> list:
         lists = self.outerMemoryScheduler.memoryMap.get(level, [])
         return lists[-1] if lists else []
@@ -200,6 +234,12 @@ class SplitHomeTiler(CkptLayoutTiler):
                                  self._moved_into(ctxt, pattern, constraint, level), self._layers[pattern], reserved)
             memoryMap[level] = [*inner, *outer]
         return memoryMap
+
+
+def _tiles_more_than_once(buffer, tensor) -> bool:
+    """Whether the tiling cuts `buffer` (an output) into more than one tile at its innermost level."""
+    inner = list(tensor.memoryConstraints.values())[-1]
+    return isinstance(inner.size, int) and inner.size < math.prod(buffer.shape)
 
 
 class PersistentInputsSplitHomeTiler(SplitHomeTiler):

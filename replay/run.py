@@ -32,7 +32,7 @@ from ckpt.coderun.sources import KernelSources, NoSources
 from ckpt.deeploy_bridge import workarounds
 from ckpt.deeploy_bridge.records import LoweredGraph, MemoryFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, TARGETS, DeeploySetup, Flow, WeightUpdate, deployed_weights
-from ckpt.errors import CkptError
+from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.files import write_bytes, write_json
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import simulation_timeout
@@ -63,7 +63,7 @@ from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, view_of_model
 from ckpt.replay.plan import ReplayPlan
-from ckpt.replay.predict import home_layout, predicted_split_levels, rewired
+from ckpt.replay.predict import home_layout, predicted_split_levels, rewired, split_home_of
 from ckpt.replay.report import (
     BudgetRecord,
     CheckStatus,
@@ -168,6 +168,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))
     split = _split_step(model, original, lowered, options)
+    if lowered is not None and options.deeploy.home == SPLIT_HOME:
+        _refuse_activations_beyond_chip(lowered, doc, options, split)
     with replay_folder(outdir):
         clock = time.perf_counter()
         flows, optimizer = _deeploy_flows(base, doc, target, outdir, options, split, progress) if lowered \
@@ -216,6 +218,21 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
 
 
 # --------------------------------------------------------------------------- the measurements
+
+
+def _refuse_activations_beyond_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions,
+                                    split: SplitStep | None) -> None:
+    """Refuse (exit 2), before Deeploy runs, a split home whose activations' arena alone overflows the chip's level:
+    Deeploy's tiler would only say that its geometrical constraints are infeasible."""
+    chip = split_home_of(lowered).default
+    levels = predicted_split_levels(lowered, list(doc.seq), options.deeploy.weights,
+                                    split.persistent_io if split else frozenset())
+    arena, capacity = levels[chip].arena, options.deeploy.size(chip)
+    if arena > capacity:
+        raise InfeasibleBudget(f"with --home split the replayed order's activations alone need {arena:,} B of {chip}, "
+                               f"{arena - capacity:,} B more than the {capacity:,} B {chip} gives",
+                               "replay a schedule solved with --home split (ckpt sweep --home split names the largest "
+                               "budget that fits), or keep everything off chip (--home L3)")
 
 
 def _split_step(model, original: onnx.ModelProto, lowered: LoweredGraph | None, options: ReplayOptions

@@ -169,3 +169,72 @@ def test_a_replay_with_recomputes_reserves_on_chip_the_activation_arena_ckpt_pre
     assert on_chip.arena > on_chip.home_arena                 # the layers' tiles of what L3 keeps, above it
     for flow, code in report.code_runs.items():
         assert code.harness.errors == 0 and code.golden.errors == 0 and code.graph_order == "bit-identical", flow
+
+
+@pytest.mark.deeploy
+def test_a_layer_with_tensors_in_both_levels_that_takes_several_tiles_is_refused_not_deployed_wrong(
+        lowering_cache, tmp_path):
+    """The tokenizer's convolutions read their weights from L3 and write their outputs to L2, in three tiles each:
+    Deeploy's code ran the on-chip loop once per off-chip tile from its start (the release's faulted on a DMA of size
+    0; the training branch's wrote every tile onto the first, so CCT's loss was off by up to 0.76)."""
+    from cli_support import ckpt_here
+
+    if deeploy_flavour() is Flavour.TRAINING_BRANCH:
+        pytest.skip("the training branch's tiles nest one per call: its code is fixed, not refused (next test)")
+    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "the split home cannot deploy tokenizer_conv_0_Conv, tokenizer_conv_1_Conv" in run.stderr
+    assert "use --home L3 or --home L2" in run.stderr and "Traceback" not in run.stderr
+    assert not (out / "code" / "Network.c").exists()           # no wrong code written
+
+
+@pytest.mark.deeploy
+def test_a_split_replay_whose_activations_alone_overflow_l2_is_refused_with_the_bytes_before_deeploy_runs(
+        lowering_cache, tmp_path):
+    from cli_support import ckpt_here
+
+    model, schedule, out = tmp_path / "big", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
+                     "--conv-channels", "160", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))          # solved for home L3: nothing held on L2
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    assert run.returncode == 2, run.stdout + run.stderr
+    line = run.stderr.strip().splitlines()[-1]
+    assert "activations alone need 5,242,884 B of L2" in line and "2,031,616 B L2 gives" in line
+    assert "--home L3" in line and "Deeploy" not in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+@pytest.mark.deeploy
+def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(branch, lowering_cache, tmp_path):
+    """The training branch calls the on-chip loop once per off-chip tile, and Deeploy pointed it at the start of
+    every tensor homed on chip at each call: the tokenizer's convolutions wrote their three tiles onto the first
+    (CCT's loss off by up to 0.76). Now the split home's tiled code computes what the non-tiled code does."""
+    from cli_support import ckpt_here
+
+    from ckpt.replay.report import ReplayReport
+
+    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out), "--no-simulate")
+    report = ReplayReport.read(out / "report.json")
+    tiled, non_tiled = report.code_runs["tiled"], report.code_runs["non_tiled"]
+    assert tiled.golden is not None and non_tiled.golden is not None, tiled.reason
+    assert tiled.golden.errors <= non_tiled.golden.errors       # before: 4,038 of 6,507 against 0
+    assert tiled.host.max_abs_diff < 1e-3                        # before: 0.024
+    assert "Conv_data_out_tile_start[3]" in (out / "code" / "Network.c").read_text()   # 3 tiles each
