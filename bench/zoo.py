@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from common import BenchParser, budget_range, existing, jobs, removed_on_error, run_bench, seconds, split_step
-from fork_figures import FORK_POINTS, ForkPoint, ckpt_figure, live_budget
+from fork_figures import FORK_POINTS, PEAK, ForkPoint, ckpt_figure, live_budget
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
@@ -184,17 +184,21 @@ def fork_lines(point: ForkPoint, basis: ForkBasis, folder: Path) -> list[str]:
     predicted = json.loads(seq.read_text())["predicted"]
     doc = json.loads(report.read_text())
     tiled = doc["gvsoc"]["tiled"]
-    reached = ckpt_figure(point, doc["memory"]["replayed_peak"], basis.persistent)
+    value = ckpt_figure(point, doc["memory"]["replayed_peak"], basis.persistent)
+    reached: int | str = value
     step = predicted.get("step_cycles")
     graph_order = step - predicted["recompute_cost"] if step else None
     measured = f"{100 * (tiled['cycles'] - graph_order) / graph_order:+.2f}" if graph_order and tiled["cycles"] \
         else "-"
-    host = doc["code_runs"].get("tiled", {}).get("errors")
-    host_text = "-" if host is None else f"{host}/{doc['code_runs']['tiled'].get('total')}"
+    golden = (doc["code_runs"].get("tiled") or {}).get("golden") or {}
+    host_text = f"{golden['errors']}/{golden['compared']}" if "compared" in golden else "-"
     gvsoc = f"{tiled['errors']}/{tiled['total']}" if tiled.get("total") is not None else tiled.get("status", "-")
     seconds_gvsoc = sum((tiled.get("seconds") or {}).values())
+    home = doc["memory"]["levels"].get(doc["deeploy"]["tiled"]["setup"]["default_mem_level"], {})
+    if point.figure == PEAK and "arena" in home:     # the home level's total as the code reserves it, beside
+        reached = f"{reached} (home {home['static'] + home['arena']})"
     return [fork, f"| {point.model} | ckpt (Siracusa) | {point.figure} B | {before} | {reached} | "
-                  f"{100 * (reached - before) / before:.1f}% | {predicted['recomputes']} | "
+                  f"{100 * (value - before) / before:.1f}% | {predicted['recomputes']} | "
                   f"{measured} ({predicted['cost_increase_pct']:+.2f}) | {host_text}, {gvsoc} | {seconds_gvsoc:.0f} |"]
 
 
