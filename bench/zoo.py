@@ -55,7 +55,7 @@ ZOO = ("simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "
 HEAD = ("| model | nodes | points run (all checks pass) | solve s | gvsoc s per point | train cycles graph order | "
         "opt cycles graph order | cheapest fitting point | its train cycles | its opt cycles |")
 POINTS_HEAD = ("| model | point | budget B | peak B | recomp | train cycles | opt cycles | overhead % (pred) | "
-               "Errors host | gvsoc | gvsoc s |")
+               "Errors host | gvsoc | gvsoc s | status |")
 FORK_HEAD = ("| model | who | figure | graph order | point | reduction | recomputes | overhead % (pred) | "
              "Errors host, gvsoc | gvsoc s |")
 
@@ -118,6 +118,12 @@ def model_line(model: Path, sweep: SweepRead) -> str:
             f"{cell(best and best.cycles)} | {cell(best and best.optimizer_cycles)} |")
 
 
+def _status(row: PointRow) -> str:
+    """The solver's status, and for a point without a replay why (its first clause)."""
+    why = row.reason.split(":")[0] if row.replayed_peak is None and row.reason else ""
+    return f"{row.status}: {why}" if why else row.status
+
+
 def point_lines(model: Path, sweep: SweepRead) -> list[str]:
     lines = []
     for r in sweep.rows:
@@ -127,7 +133,7 @@ def point_lines(model: Path, sweep: SweepRead) -> list[str]:
         gvsoc = sweep.gvsoc_seconds(r.label)
         lines.append(f"| {model.name} | {r.label} | {cell(r.budget_bytes)} | {cell(r.peak)} | {cell(r.recomputes)} | "
                      f"{cell(r.cycles)} | {cell(r.optimizer_cycles)} | {overhead} | {r.host_errors} | "
-                     f"{r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} |")
+                     f"{r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} | {_status(r)} |")
     return lines
 
 
