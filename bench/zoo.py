@@ -16,8 +16,8 @@ fork's points from a folder holding `<label>/seq.json` and `<label>/replay/repor
 `--fork` writes them). Needs the training branch installed (pip install ../shared/deeploy-train); under the
 release each model's line says so.
 
-Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--fork | --fork-dir DIR] [--range 0.5:0.9]
-     [--home L3] [--jobs N] [--outdir DIR] [--smoke]
+Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
+     [--range 0.5:0.9] [--home L3] [--jobs N] [--outdir DIR] [--smoke]
 (default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
@@ -109,7 +109,7 @@ def model_line(model: Path, sweep: SweepRead) -> str:
     fitting = [r for r in passed if r.fits_on_chip and r.cycles is not None]
     best = min(fitting, key=lambda r: (r.cycles + (r.optimizer_cycles or 0), r.label), default=None)
     solve = sum(r.seconds or 0.0 for r in sweep.rows)
-    gvsoc = [s for s in (sweep.gvsoc_seconds(r.label) for r in run) if s is not None]
+    gvsoc = [s for s in (sweep.gvsoc_seconds(r.label) for r in run) if s]    # 0: the calibration ran it
     per_point = sum(gvsoc) / len(gvsoc) if gvsoc else None
     nodes = len(deeploy_bridge.lower(model, "siracusa").model.graph.node)
     return (f"| {model.name} | {nodes} | {len(run)} ({len(passed)}) | {solve:.1f} | "
@@ -224,6 +224,8 @@ def main() -> int:
     parser.add_argument("--model", action="append", type=existing, help="a split step's train folder (repeatable)")
     parser.add_argument("--sweep", action="append", type=named_folder, default=[],
                         help="NAME=DIR: take model NAME's sweep from DIR, a finished `ckpt sweep` folder")
+    parser.add_argument("--read-only", action="store_true",
+                        help="run no sweep: a model without --sweep is listed as not swept")
     parser.add_argument("--fork", action="store_true", help="run ckpt's points at the fork's reductions (gvsoc)")
     parser.add_argument("--fork-dir", help="read ckpt's points at the fork's reductions from DIR/<label>")
     parser.add_argument("--range", default="0.5:0.9", type=budget_range)
@@ -233,6 +235,8 @@ def main() -> int:
     parser.add_argument("--outdir")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, one budget")
     args = parser.parse_args()
+    if args.fork and args.read_only:
+        parser.error("--fork runs the fork's points and --read-only runs nothing: give one")
     if args.fork and args.fork_dir:
         parser.error("--fork runs the fork's points and --fork-dir reads them: give one")
     if args.fork_dir and not Path(args.fork_dir).is_dir():
@@ -262,6 +266,9 @@ def main() -> int:
                 if model.name in given:
                     sweeps[model] = SweepRead.of(Path(given[model.name]))
                     continue
+                if args.read_only:
+                    sweeps[model] = None
+                    continue
                 options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa",
                                        jobs=min(args.jobs, os.cpu_count() or 1),
                                        solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
@@ -271,12 +278,14 @@ def main() -> int:
             print(HEAD)
             print("|" + "---|" * HEAD.count(" | ") + "---|")
             for model, sweep in sweeps.items():
-                print(model_line(model, sweep), flush=True)
+                print(model_line(model, sweep) if sweep else f"| {model.name} | - | not swept here |" + " - |" * 7,
+                      flush=True)
             print()
             print(POINTS_HEAD)
             print("|" + "---|" * POINTS_HEAD.count(" | ") + "---|")
             for model, sweep in sweeps.items():
-                print("\n".join(point_lines(model, sweep)), flush=True)
+                if sweep:
+                    print("\n".join(point_lines(model, sweep)), flush=True)
             if args.fork or args.fork_dir:
                 fork_root = Path(args.fork_dir) if args.fork_dir else root / "fork"
                 print()
