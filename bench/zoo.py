@@ -249,7 +249,8 @@ def main() -> int:
         split_step(model)
     if args.outdir:
         check_output_dir(args.outdir)
-    print(f"Deeploy {deeploy_label()}; budgets {args.range}, home {args.home}")
+    ran = "each sweep read from its folder" if args.read_only else f"budgets {args.range}, home {args.home}"
+    print(f"Deeploy {deeploy_label()}; {ran}")
     print()
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         print(HEAD)
