@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ckpt.errors import CkptError
 from ckpt.files import MAX_JSON_DEPTH, atomic_write, check_input_file, json_depth, unique_keys
-from ckpt.targets import HOMES, TARGET_TABLE, TARGETS, WeightUpdate
+from ckpt.targets import HOMES, TARGET_TABLE, TARGETS, Flow, WeightUpdate
 
 CLONE_TAG = "__ck"   # a replay runs the k-th execution of node N as the clone N__ck<k>, writing <tensor>__ck<k>
 
@@ -42,6 +42,7 @@ class GraphId:
     target: str | None = None
     weights: str | None = None             # the weight layout its order respects (in-place: readers first)
     home: str | None = None                # the tiled deployment's home level, unless Deeploy's default (L3)
+    flow: str | None = None                # the flow its figures are of, unless the target's default
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class SolverRecord:
 
 # Fields written only when set: the file has them for some schedules and not others.
 _OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer",
-             "optimizer_cycles", "arena_bytes"}
+             "optimizer_cycles", "arena_bytes", "flow"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:
@@ -162,7 +163,7 @@ class Schedule:
 
 LEVELS = tuple(dict.fromkeys(level for t in TARGET_TABLE.values() for level in t.level_names))
 CHOICES = {("graph", "target"): TARGETS, ("graph", "weights"): tuple(w.value for w in WeightUpdate),
-           ("graph", "home"): HOMES, ("budget", "level"): LEVELS,
+           ("graph", "home"): HOMES, ("graph", "flow"): tuple(f.value for f in Flow), ("budget", "level"): LEVELS,
            ("predicted", "checked"): ("peak_bytes", "heap_bytes", *(f"total_{level}" for level in LEVELS))}
 
 

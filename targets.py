@@ -142,3 +142,15 @@ class WeightUpdate(StrEnum):
 
     IN_PLACE = "in-place"          # into the weight itself, which every reader shares (one copy per constant)
     OUT_OF_PLACE = "out-of-place"  # Deeploy's own: a new buffer; every reader its own copy
+
+
+class Flow(StrEnum):
+    """Which of Deeploy's flows the schedule is deployed with: what the budget is checked on."""
+
+    TILED = "tiled"              # static arenas per memory level (what Deeploy's CI runs the CCT training with)
+    NON_TILED = "non-tiled"      # every buffer in L2: at static offsets in one arena ckpt lays out (or, with
+                                 # Allocator.HEAP, malloc'ed and freed on the L2 heap as Deeploy writes it)
+
+    @classmethod
+    def default_for(cls, target: str) -> Flow:
+        return cls.TILED if target in DEEPLOY_TARGETS else cls.NON_TILED

@@ -1,70 +1,233 @@
-"""The training zoo of Deeploy's training branch swept end to end: one line per model.
+"""The training zoo of Deeploy's training branch swept end to end, and the fork's published points beside ckpt's.
 
 For each model (a split step: `<name>_train` beside `<name>_optimizer`), `ckpt sweep` over the budgets for
 Siracusa: lowering, the calibration on gvsoc, a solve per budget, each point's two networks generated, built with
-the branch's harness and run on this host and on gvsoc. The line says: the lowered graph's nodes, the points run
-(and how many of them passed every check), the solve seconds, the gvsoc seconds per point, and the train network's
-cycles per mini-batch and the optimizer's per update at the graph order and at the cheapest point whose whole
-step fits the chip's L2 (or "none fits"). Needs the training branch installed (pip install
-../shared/deeploy-train); under the release each model's line says so.
+the branch's harness and run on this host and on gvsoc (one mini-batch and one update there). Three tables:
+- one line per model: the lowered graph's nodes, the points run (and how many passed every check), the solve
+  seconds, the gvsoc seconds per point, the train network's cycles per mini-batch and the optimizer's per update at
+  the graph order and at the cheapest point whose whole step fits the chip's L2 (or "none fits");
+- every point: its budget and live peak, recomputes, train and optimizer cycles, the measured overhead (and the
+  predicted one), Errors on the host and on gvsoc, gvsoc seconds;
+- beside the fork (bench/fork_figures.py: how each figure is counted on ckpt's graphs): the fork's row, then ckpt's
+  point at the same reduction of the same figure, run on gvsoc, with its measured overhead; where ckpt cannot
+  reach a reduction, the single-op floor says why.
+A model's sweep can be read from a finished `ckpt sweep` folder instead of being run (`--sweep NAME=DIR`), and the
+fork's points from a folder holding `<label>/seq.json` and `<label>/replay/report.json` (`--fork-dir DIR`, as
+`--fork` writes them). Needs the training branch installed (pip install ../shared/deeploy-train); under the
+release each model's line says so.
 
-Run: python bench/zoo.py [--model DIR ...] [--range 0.5:0.9] [--home L3] [--jobs N] [--outdir DIR] [--smoke]
-(default models: the five of ../shared/models; MobileNetV1 and CCT come from Deeploy's repository at a0e1e531:
-pass their folders; --smoke: SimpleMLP, one budget.)
+Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
+     [--range 0.5:0.9] [--home L3] [--jobs N] [--outdir DIR] [--smoke]
+(default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from common import BenchParser, budget_range, existing, jobs, removed_on_error, run_bench, seconds, split_step
+from fork_figures import FORK_POINTS, PEAK, ForkPoint, ckpt_figure, live_budget
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.errors import CkptError
 from ckpt.files import check_output_dir
+from ckpt.memory_levels import LevelMemory
 from ckpt.paths import shared_models
-from ckpt.pipeline.row import BASELINE
+from ckpt.pipeline.load import load_for_target
+from ckpt.pipeline.row import BASELINE, PointRow, row_from_json
 from ckpt.replay.run import ReplayOptions
+from ckpt.solver.graph.baselines import graph_order_peak, single_op_lower_bound
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
 
-ZOO = ("simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "cct_lora_train")
+ZOO = ("simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "cct_lora_train", "cct_train",
+       "mobilenetv1_train")
 HEAD = ("| model | nodes | points run (all checks pass) | solve s | gvsoc s per point | train cycles graph order | "
         "opt cycles graph order | cheapest fitting point | its train cycles | its opt cycles |")
+POINTS_HEAD = ("| model | point | budget B | peak B | recomp | train cycles | opt cycles | overhead % (pred) | "
+               "Errors host | gvsoc | gvsoc s | status |")
+FORK_HEAD = ("| model | who | figure | graph order | point | reduction | recomputes | overhead % (pred) | "
+             "Errors host, gvsoc | gvsoc s |")
 
 
 def progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def _line(model: Path, result) -> str:
-    rows = result.rows
-    base = next((r for r in rows if r.status == BASELINE), None)
-    run = [r for r in rows if r.replayed_peak is not None]
+def cell(value) -> str:
+    return "-" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class SweepRead:
+    """A finished sweep as its folder holds it: the rows, and each point's stage seconds."""
+
+    rows: list[PointRow]
+    seconds: dict[str, dict[str, float]]     # point label -> its stages (solve, replay, verify, code, gvsoc)
+
+    @classmethod
+    def of(cls, folder: Path) -> SweepRead:
+        doc = folder / "sweep.json"
+        if not doc.is_file():
+            raise CkptError(f"{folder} holds no finished sweep (no sweep.json)", "give the folder `ckpt sweep` wrote")
+        rows = [row_from_json(_stored(p)) for p in json.loads(doc.read_text())["points"]]
+        found = {}
+        for point in (folder / "points").glob("*/point.json"):
+            stored = json.loads(point.read_text())
+            found[stored["label"]] = stored.get("stage_seconds", {})
+        return cls(rows, found)
+
+    @property
+    def run(self) -> list[PointRow]:
+        return [r for r in self.rows if r.replayed_peak is not None]
+
+    def gvsoc_seconds(self, label: str) -> float | None:
+        return self.seconds.get(label, {}).get("gvsoc")
+
+
+def _stored(point: dict) -> dict:
+    """A point of sweep.json as a row is stored: its levels without the totals sweep.json adds to them."""
+    kept = {f.name for f in fields(LevelMemory)}
+    return {**point, "levels": {level: {k: v for k, v in figures.items() if k in kept}
+                                for level, figures in point.get("levels", {}).items()}}
+
+
+def model_line(model: Path, sweep: SweepRead) -> str:
+    run = sweep.run
+    base = next((r for r in sweep.rows if r.status == BASELINE), None)
     passed = [r for r in run if r.verified]
     fitting = [r for r in passed if r.fits_on_chip and r.cycles is not None]
     best = min(fitting, key=lambda r: (r.cycles + (r.optimizer_cycles or 0), r.label), default=None)
-    stages = result.stage_seconds
-    per_point = stages.get("gvsoc", 0.0) / max(1, len(run))
+    solve = sum(r.seconds or 0.0 for r in sweep.rows)
+    gvsoc = [s for s in (sweep.gvsoc_seconds(r.label) for r in run) if s]    # 0: the calibration ran it
+    per_point = sum(gvsoc) / len(gvsoc) if gvsoc else None
     nodes = len(deeploy_bridge.lower(model, "siracusa").model.graph.node)
+    return (f"| {model.name} | {nodes} | {len(run)} ({len(passed)}) | {solve:.1f} | "
+            f"{'-' if per_point is None else f'{per_point:.1f}'} | {cell(base and base.cycles)} | "
+            f"{cell(base and base.optimizer_cycles)} | {best.label if best else 'none fits'} | "
+            f"{cell(best and best.cycles)} | {cell(best and best.optimizer_cycles)} |")
 
-    def cell(value) -> str:
-        return "-" if value is None else str(value)
 
-    return (f"| {model.name} | {nodes} | {len(run)} ({len(passed)}) | {stages.get('solve', 0.0):.1f} | "
-            f"{per_point:.1f} | {cell(base and base.cycles)} | {cell(base and base.optimizer_cycles)} | "
-            f"{best.label if best else 'none fits'} | {cell(best and best.cycles)} | "
-            f"{cell(best and best.optimizer_cycles)} |")
+def _status(row: PointRow) -> str:
+    """The solver's status, and for a point without a replay why (its first clause)."""
+    why = row.reason.split(":")[0] if row.replayed_peak is None and row.reason else ""
+    return f"{row.status}: {why}" if why else row.status
+
+
+def point_lines(model: Path, sweep: SweepRead) -> list[str]:
+    lines = []
+    for r in sweep.rows:
+        overhead = "-" if r.overhead_pct is None else f"{r.overhead_pct:+.2f}"
+        if r.overhead_pct_predicted is not None:
+            overhead += f" ({r.overhead_pct_predicted:+.2f})"
+        gvsoc = sweep.gvsoc_seconds(r.label)
+        lines.append(f"| {model.name} | {r.label} | {cell(r.budget_bytes)} | {cell(r.peak)} | {cell(r.recomputes)} | "
+                     f"{cell(r.cycles)} | {cell(r.optimizer_cycles)} | {overhead} | {r.host_errors} | "
+                     f"{r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} | {_status(r)} |")
+    return lines
+
+
+# --------------------------------------------------------------------------- the fork's points
+
+
+@dataclass(frozen=True)
+class ForkBasis:
+    """What a fork point's budget is computed from on ckpt's graph: the graph order's live peak, what persists,
+    and the single-op floor."""
+
+    peak: int
+    persistent: int
+    floor: int
+    floor_op: str
+
+    @classmethod
+    def of(cls, model: Path) -> ForkBasis:
+        graph = load_for_target(model, "siracusa").graph
+        floor, op = single_op_lower_bound(graph)
+        return cls(graph_order_peak(graph), graph.persistent_bytes, floor, op)
+
+
+def run_fork_point(point: ForkPoint, model: Path, basis: ForkBasis, folder: Path, time_limit: float) -> None:
+    """Solve ckpt's point at the fork's reduction (costs measured on gvsoc, calibrated once) and replay it, as
+    `ckpt solve` and `ckpt replay` do from the command line."""
+    budget = live_budget(point, basis.peak, basis.persistent)
+    if budget < basis.floor:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    ckpt = [sys.executable, "-m", "ckpt"]
+    progress(f"{point.label}: solving at {budget} B")
+    subprocess.run([*ckpt, "solve", str(model), "--target", "siracusa", "--budget", f"{budget}B", "--costs", "gvsoc",
+                    "--time-limit", str(time_limit), "-o", str(folder / "seq.json")], check=True)
+    progress(f"{point.label}: replaying on the host and on gvsoc")
+    subprocess.run([*ckpt, "replay", str(folder / "seq.json"), "--model", str(model), "-o", str(folder / "replay"),
+                    "--record-time"], check=True)
+
+
+def fork_lines(point: ForkPoint, basis: ForkBasis, folder: Path) -> list[str]:
+    """The fork's row, and ckpt's at the same reduction of the same figure (or the floor that forbids it)."""
+    fork = (f"| {point.model} | fork (GAP9) | {point.figure} KB | {point.before_kb} | {point.after_kb} | "
+            f"-{point.reduction * 100:.1f}% | {point.recomputed} | +{point.overhead_pct} | - | - |")
+    before = ckpt_figure(point, basis.peak, basis.persistent)
+    budget = live_budget(point, basis.peak, basis.persistent)
+    if budget < basis.floor:
+        return [fork, f"| {point.model} | ckpt (Siracusa) | {point.figure} B | {before} | infeasible | "
+                      f"-{point.reduction * 100:.1f}% | the live budget {budget} B is below the single-op floor "
+                      f"{basis.floor} B ({basis.floor_op}) | - | - | - |"]
+    seq, report = folder / "seq.json", folder / "replay" / "report.json"
+    if not (seq.is_file() and report.is_file()):
+        return [fork, f"| {point.model} | ckpt (Siracusa) | {point.figure} B | {before} | not run | "
+                      f"-{point.reduction * 100:.1f}% | - | - | - | - |"]
+    predicted = json.loads(seq.read_text())["predicted"]
+    doc = json.loads(report.read_text())
+    tiled = doc["gvsoc"]["tiled"]
+    value = ckpt_figure(point, doc["memory"]["replayed_peak"], basis.persistent)
+    reached: int | str = value
+    step = predicted.get("step_cycles")
+    graph_order = step - predicted["recompute_cost"] if step else None
+    measured = f"{100 * (tiled['cycles'] - graph_order) / graph_order:+.2f}" if graph_order and tiled["cycles"] \
+        else "-"
+    golden = (doc["code_runs"].get("tiled") or {}).get("golden") or {}
+    host_text = f"{golden['errors']}/{golden['compared']}" if "compared" in golden else "-"
+    gvsoc = f"{tiled['errors']}/{tiled['total']}" if tiled.get("total") is not None else tiled.get("status", "-")
+    seconds_gvsoc = sum((tiled.get("seconds") or {}).values())
+    home = doc["memory"]["levels"].get(doc["deeploy"]["tiled"]["setup"]["default_mem_level"], {})
+    if point.figure == PEAK and "arena" in home:     # the home level's total as the code reserves it, beside
+        reached = f"{reached} (home {home['static'] + home['arena']})"
+    return [fork, f"| {point.model} | ckpt (Siracusa) | {point.figure} B | {before} | {reached} | "
+                  f"{100 * (value - before) / before:.1f}% | {predicted['recomputes']} | "
+                  f"{measured} ({predicted['cost_increase_pct']:+.2f}) | {host_text}, {gvsoc} | {seconds_gvsoc:.0f} |"]
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def named_folder(text: str) -> tuple[str, str]:
+    """NAME=DIR: a model's finished sweep folder."""
+    name, sep, folder = text.partition("=")
+    if not sep or not name or not Path(folder, "sweep.json").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DIR with a finished sweep in DIR (its sweep.json)")
+    return name, folder
 
 
 def main() -> int:
     parser = BenchParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", type=existing, help="a split step's train folder (repeatable)")
+    parser.add_argument("--sweep", action="append", type=named_folder, default=[],
+                        help="NAME=DIR: take model NAME's sweep from DIR, a finished `ckpt sweep` folder")
+    parser.add_argument("--read-only", action="store_true",
+                        help="run no sweep: a model without --sweep is listed as not swept")
+    parser.add_argument("--fork", action="store_true", help="run ckpt's points at the fork's reductions (gvsoc)")
+    parser.add_argument("--fork-dir", help="read ckpt's points at the fork's reductions from DIR/<label>")
     parser.add_argument("--range", default="0.5:0.9", type=budget_range)
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
     parser.add_argument("--jobs", type=jobs, default=0, help="points at once (0: the core count)")
@@ -72,6 +235,13 @@ def main() -> int:
     parser.add_argument("--outdir")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, one budget")
     args = parser.parse_args()
+    if args.fork and args.read_only:
+        parser.error("--fork runs the fork's points and --read-only runs nothing: give one")
+    if args.fork and args.fork_dir:
+        parser.error("--fork runs the fork's points and --fork-dir reads them: give one")
+    if args.fork_dir and not Path(args.fork_dir).is_dir():
+        parser.error(f"--fork-dir {args.fork_dir}: no such folder")
+    given = dict(args.sweep)
     models = [Path(m) for m in args.model] if args.model else [shared_models() / m for m in ZOO]
     if args.smoke:
         models, args.range = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9"
@@ -79,25 +249,55 @@ def main() -> int:
         split_step(model)
     if args.outdir:
         check_output_dir(args.outdir)
-    print(f"Deeploy {deeploy_label()}; budgets {args.range}, home {args.home}")
+    ran = "each sweep read from its folder" if args.read_only else f"budgets {args.range}, home {args.home}"
+    print(f"Deeploy {deeploy_label()}; {ran}")
     print()
-    print(HEAD)
-    print("|" + "---|" * HEAD.count(" | ") + "---|")
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        print(HEAD)
+        print("|" + "---|" * HEAD.count(" | ") + "---|")
         for model in models:
             print(f"| {model.name} | - | needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
                   + " - |" * 7)
         return 0
     with tempfile.TemporaryDirectory(prefix="ckpt_zoo_") as scratch:
         root = Path(args.outdir) if args.outdir else Path(scratch)
-        with removed_on_error(root, *(root / model.name for model in models)):
+        with removed_on_error(root, *(root / model.name for model in models), root / "fork"):
+            sweeps = {}
             for model in models:
+                if model.name in given:
+                    sweeps[model] = SweepRead.of(Path(given[model.name]))
+                    continue
+                if args.read_only:
+                    sweeps[model] = None
+                    continue
                 options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa",
                                        jobs=min(args.jobs, os.cpu_count() or 1),
                                        solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
                                        replay=ReplayOptions(deeploy=setup_for("siracusa", args.home)))
-                result = run_sweep(model, root / model.name, options, progress)
-                print(_line(model, result), flush=True)
+                run_sweep(model, root / model.name, options, progress)
+                sweeps[model] = SweepRead.of(root / model.name)
+            print(HEAD)
+            print("|" + "---|" * HEAD.count(" | ") + "---|")
+            for model, sweep in sweeps.items():
+                print(model_line(model, sweep) if sweep else f"| {model.name} | - | not swept here |" + " - |" * 7,
+                      flush=True)
+            print()
+            print(POINTS_HEAD)
+            print("|" + "---|" * POINTS_HEAD.count(" | ") + "---|")
+            for model, sweep in sweeps.items():
+                if sweep:
+                    print("\n".join(point_lines(model, sweep)), flush=True)
+            if args.fork or args.fork_dir:
+                fork_root = Path(args.fork_dir) if args.fork_dir else root / "fork"
+                print()
+                print(FORK_HEAD)
+                print("|" + "---|" * FORK_HEAD.count(" | ") + "---|")
+                for point in FORK_POINTS:
+                    model = shared_models() / point.model
+                    basis = ForkBasis.of(model)
+                    if args.fork:
+                        run_fork_point(point, model, basis, fork_root / point.label, args.time_limit)
+                    print("\n".join(fork_lines(point, basis, fork_root / point.label)), flush=True)
     return 0
 
 

@@ -212,7 +212,8 @@ def _sweep(sources: list[str], root: SweepStore, options: SweepOptions, executor
 def _load(name: str, source: str, store: SweepStore, options: SweepOptions, board: SweepProgress) -> _Model:
     started = time.perf_counter()
     board.note(f"lowering {source} for target {options.target} once for the whole sweep")
-    loaded = load_for_target(source, options.target, weights=_weights(options), home=options.replay.deeploy.home)
+    loaded = load_for_target(source, options.target, weights=_weights(options), home=options.replay.deeploy.home,
+                             flow=options.flow)
     chip = on_chip_home(loaded, None) if loaded.split_home else None
     if chip is not None:          # no budget brings the activations on chip: refused before any calibration
         refuse_beyond_floor(loaded, chip)

@@ -10,7 +10,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.in_place import with_in_place_updates
 from ckpt.solver.memory.layout import Block
 
-from .setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
+from .setup import DEFAULT_SETUP, DeeploySetup, Flow, WeightUpdate
 
 
 @dataclass
@@ -92,6 +92,12 @@ class LoweredGraph:
         if weights is WeightUpdate.IN_PLACE:
             return with_in_place_updates(graph, self.constants.shared())
         return graph
+
+    def home_scratch(self, flow: Flow) -> dict[str, int]:
+        """The per-layer scratch (`transients`) the home level holds under `flow`: the non-tiled code mallocs each
+        transient with its layer; the tiled flow's home level holds none, as Deeploy's MemoryScheduler
+        (`_calculateLifetimes`) hands TransientBuffers to the tile-level scheduler only: they live in L1 tiles."""
+        return dict(self.transients) if flow is Flow.NON_TILED else {}
 
     def static_bytes(self, weights: WeightUpdate) -> int:
         """The home level's constants as the tiled flow deploys them: Deeploy's count, less the copies that read

@@ -17,24 +17,13 @@ from ckpt.targets import (
     SPLIT_HOME,
     TARGET_TABLE,
     TARGETS,
+    Flow,
     Level,
     WeightUpdate,
 )
 
 __all__ = ["DEEPLOY_TARGETS", "HOMES", "SPLIT_HOME", "PLATFORM_NAMES", "SIMULATED_TARGETS", "TARGETS", "DeeploySetup",
            "Flow", "Allocator", "WeightUpdate", "DEFAULT_SETUP", "deployed_weights", "setup_for"]
-
-
-class Flow(StrEnum):
-    """Which of Deeploy's flows the schedule is deployed with: what the budget is checked on."""
-
-    TILED = "tiled"              # static arenas per memory level (what Deeploy's CI runs the CCT training with)
-    NON_TILED = "non-tiled"      # every buffer in L2: at static offsets in one arena ckpt lays out (or, with
-                                 # Allocator.HEAP, malloc'ed and freed on the L2 heap as Deeploy writes it)
-
-    @classmethod
-    def default_for(cls, target: str) -> Flow:
-        return cls.TILED if target in DEEPLOY_TARGETS else cls.NON_TILED
 
 
 class Allocator(StrEnum):

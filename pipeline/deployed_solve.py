@@ -98,7 +98,7 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
     progress(Step(f"loading {request.source} for target {request.target}"))
     loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights,
-                             request.optimizer, request.home)
+                             request.optimizer, request.home, request.deployed_flow)
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
@@ -329,7 +329,9 @@ def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult,
         optimizer_cycles=loaded.costs.measured_optimizer if loaded.costs and loaded.optimizer else None)
     graph = GraphId(nodes=len(loaded.graph.ops), names_sha256=loaded.graph.fingerprint(),
                     model_sha256=loaded.model_sha256, target=loaded.target, weights=loaded.weights.value,
-                    home=loaded.home if loaded.lowered and loaded.home != DEFAULT_SETUP.default_mem_level else None)
+                    home=loaded.home if loaded.lowered and loaded.home != DEFAULT_SETUP.default_mem_level else None,
+                    flow=loaded.deployed_flow.value if loaded.deployed_flow is not Flow.default_for(loaded.target)
+                    else None)
     return Schedule(tuple(result.seq), graph, spec, predicted, solver)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.onnx_loader import (
@@ -33,6 +33,11 @@ class LoadedModel:
     optimizer: OptimizerFigures | None = None          # a split step's optimizer graph: what it adds
     optimizer_path: Path | None = None
     persistent_io: frozenset[str] = frozenset()   # a split step's graph I/O that persists (what its optimizer reads)
+    flow: Flow | None = None                # the flow the graph's sizes are of (None: the target's default)
+
+    @property
+    def deployed_flow(self) -> Flow:
+        return self.flow or Flow.default_for(self.target)
 
     @property
     def split_home(self) -> bool:
@@ -59,11 +64,12 @@ class LoadedModel:
 
 def load_for_target(source: str | Path, target: str = "none", cost_model: CostModel | None = None,
                     weights: WeightUpdate = DEFAULT_SETUP.weights, optimizer: str | Path | None = None,
-                    home: str = DEFAULT_SETUP.default_mem_level) -> LoadedModel:
+                    home: str = DEFAULT_SETUP.default_mem_level, flow: Flow | None = None) -> LoadedModel:
     """Read (one-line errors for a missing or non-ONNX file before Deeploy sees it) and lower for the target;
-    with weights updated in place, the graph says so (solver.graph.in_place) and shares each constant's copies. The
-    optimizer graph of a split step (`optimizer`, else found beside the model) is read as it is, for what it
-    adds to the step's memory."""
+    with weights updated in place, the graph says so (solver.graph.in_place) and shares each constant's copies. An
+    op's scratch counts where `flow` (None: the target's default) holds it in the home level (the non-tiled flow;
+    the tiled one keeps it in L1 tiles). The optimizer graph of a split step (`optimizer`, else found beside the
+    model) is read as it is, for what it adds to the step's memory."""
     check_training_graph(source)
     sha = open_model(source).sha256
     found = optimizer_path(source, optimizer)
@@ -73,10 +79,10 @@ def load_for_target(source: str | Path, target: str = "none", cost_model: CostMo
                            optimizer_path=found)
     lowered = deeploy_bridge.lower(source, target)
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases, cost_model=cost_model,
-                                        scratch=lowered.transients), weights)
+                                        scratch=lowered.home_scratch(flow or Flow.default_for(target))), weights)
     return LoadedModel(graph, target, sha, lowered, weights, cost_model, home,
                        optimizer=_figures(load_graph(source), found), optimizer_path=found,
-                       persistent_io=persistent_io(lowered, found))
+                       persistent_io=persistent_io(lowered, found), flow=flow)
 
 
 def persistent_io(lowered: LoweredGraph, optimizer: Path | None) -> frozenset[str]:

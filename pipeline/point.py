@@ -225,7 +225,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights, home=task.home),
+        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights, home=task.home,
+                                                 flow=task.flow),
                                  task.solve), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:

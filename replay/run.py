@@ -61,7 +61,7 @@ from ckpt.replay.folder import (
 )
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
-from ckpt.replay.onnx_graph import apply_to_model, view_of_model
+from ckpt.replay.onnx_graph import apply_to_model, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.predict import home_layout, predicted_split_levels, rewired, split_home_of
 from ckpt.replay.report import (
@@ -130,7 +130,7 @@ class _Rewired:
 
     model: onnx.ModelProto
     graph: TrainGraph
-    trace: MemoryTrace
+    trace: MemoryTrace                # live bytes at the schedule's home level (its flow's scratch only)
     heap: int
     home: Layout | None               # the tiled flow's home arena ckpt predicts (Deeploy targets)
     arena: Layout                     # the non-tiled flow's arena ckpt predicts
@@ -166,7 +166,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     plan = plan_with_hint(view, list(doc.seq), doc.fingerprint, options.force, model, target)
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
-    rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights))
+    rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights),
+                      schedule_flow(doc, target))
     split = _split_step(model, original, lowered, options)
     if lowered is not None and options.deeploy.home == SPLIT_HOME:
         _refuse_activations_beyond_chip(lowered, doc, options, split)
@@ -201,8 +202,10 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
 
 
 def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None,
-            weights: WeightUpdate) -> _Rewired:
-    """The rewired graph as the tiled flow deploys it (weights written as `weights` says)."""
+            weights: WeightUpdate, flow: Flow) -> _Rewired:
+    """The rewired graph as the tiled flow deploys it (weights written as `weights` says). Its live trace counts
+    the scratch the home level of `flow` holds (none in the tiled flow's: L1 tiles); the non-tiled flow's heap
+    and arena count every op's."""
     home = None
     if lowered:
         deployed = rewired(lowered, view, plan, weights)
@@ -214,7 +217,15 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
     seq = plain_sequence(graph, plan.order)
     check_in_place(graph, seq)
     trace = memory_trace(graph, seq)
-    return _Rewired(model, graph, trace, heap_bytes(graph, seq), home, arena_layout(graph, seq, trace))
+    at_home = trace
+    if lowered is not None and lowered.home_scratch(flow) != lowered.transients:
+        at_home = memory_trace(replace(graph, scratch=rewired_scratch(plan, lowered.home_scratch(flow))), seq)
+    return _Rewired(model, graph, at_home, heap_bytes(graph, seq), home, arena_layout(graph, seq, trace))
+
+
+def schedule_flow(doc: Schedule, target: str) -> Flow:
+    """The flow a schedule's figures are of: the one it was solved for, else the target's default."""
+    return Flow(doc.graph.flow) if doc.graph and doc.graph.flow else Flow.default_for(target)
 
 
 # --------------------------------------------------------------------------- the measurements

@@ -16,7 +16,7 @@ from onnx_graphsurgeon.logger import G_LOGGER
 from replay_support import FT2, needs_models
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, Flow, WeightUpdate
 from ckpt.examples import write_example
 from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document, solve_model
 from ckpt.pipeline.load import load_for_target
@@ -116,6 +116,41 @@ def test_budget_total_is_held_on_the_generated_codes_arena(ft2, tmp_path):
     figures = _tiled(ft2.lowered.model, doc)
     assert figures.static["L3"] + figures.arena["L3"] == doc.predicted.checked_bytes
     assert doc.predicted.levels["L3"]["arena"] == figures.arena["L3"] < baseline.arena
+
+
+def test_the_tiled_home_holds_no_layer_scratch_and_the_solvers_sizes_count_none(ft2, schedules):
+    """A layer's transient buffers (CCT2_FT2's two Conv im2col buffers) go to the tile level only (Deeploy's
+    MemoryScheduler._calculateLifetimes): Deeploy's context puts them in L1 and the home level's blocks hold none.
+    So the solver's graph of the tiled flow carries no op scratch (its floor and peak are the home level's); the
+    non-tiled flow's, which mallocs each with its layer, carries every one."""
+    figures = _tiled(ft2.lowered.model, schedules[DEFAULT_SETUP.weights, "graph order"])
+    transients = {f"{node}_buffer" for node in ft2.lowered.transients}
+    assert len(transients) == 2 and {figures.buffer_levels[name] for name in transients} == {"L1"}
+    assert not transients & {b.name for b in figures.laid_out["L3"]}
+    assert ft2.graph.scratch == {}
+    non_tiled = load_for_target(FT2, "siracusa", weights=WeightUpdate.OUT_OF_PLACE, flow=Flow.NON_TILED)
+    assert non_tiled.graph.scratch == ft2.lowered.transients
+
+
+def test_a_schedule_says_its_flow_and_its_replay_counts_that_flows_scratch(ft2):
+    """The replay's live trace (what it compares with the predicted peak) counts the scratch of the flow the
+    schedule was solved for: none for the tiled flow's home level, every op's for the non-tiled flow."""
+    from ckpt.replay.onnx_graph import view_of_model
+    from ckpt.replay.plan import plan_replay
+    from ckpt.replay.run import _rewire, schedule_flow
+
+    quick = SolveOptions(method="greedy")
+    tiled, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", quick)
+    non_tiled, _ = solve_model(FT2, parse_budget("0.7"), "siracusa", quick, flow=Flow.NON_TILED,
+                               weights=WeightUpdate.OUT_OF_PLACE)
+    assert (tiled.graph.flow, non_tiled.graph.flow) == (None, "non-tiled")
+    view = view_of_model(ft2.lowered.model)
+    for doc, scratch in ((tiled, set()), (non_tiled, set(ft2.lowered.transients.values()))):
+        plan = plan_replay(view, list(doc.seq))
+        found = _rewire(ft2.lowered.model, view, plan, ft2.lowered, WeightUpdate(doc.graph.weights),
+                        schedule_flow(doc, "siracusa"))
+        assert set(found.trace.scratch) - {0} == scratch
+        assert found.trace.peak_bytes == doc.predicted.peak_bytes
 
 
 @pytest.mark.slow
