@@ -44,6 +44,7 @@ class Target:
     simulated: bool = False                   # ckpt runs its generated step on gvsoc
     on_chip: str | None = None                # the level on chip holding the step's code, data and heap
     unsimulated: str = ""                     # why ckpt runs no step of it on gvsoc, where it does not
+    gvsoc_target: str = ""                    # gvsoc's name of its board (--target of gvsoc's launcher)
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -100,11 +101,11 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("none"),
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
-           homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2"),
+           homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", gvsoc_target="siracusa"),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2", SPLIT_HOME), on_chip="L2",
-           unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
+           unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK", gvsoc_target="gap9.evk"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)
