@@ -809,6 +809,34 @@ def _lone_copy(name: str) -> Setup:
     return lambda folder, fx: shutil.copytree(fx["train"], folder / name)
 
 
+def empty_step(folder: Path) -> Path:
+    """A training step (a forward op and its gradient) whose every tensor has a dimension of 0: 0 B of activations,
+    so a baseline peak of 0."""
+    shape = [0, 8]
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)
+    g = onnx.helper.make_tensor_value_info("g", onnx.TensorProto.FLOAT, shape)
+    nodes = [onnx.helper.make_node("Relu", ["x"], ["a"], name="act"),
+             onnx.helper.make_node("ReluGrad", ["a", "x"], ["g"], name="act_grad", domain="com.microsoft")]
+    graph = onnx.helper.make_graph(nodes, "empty", [x], [g], value_info=[
+        onnx.helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, shape)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17),
+                                                         onnx.helper.make_opsetid("com.microsoft", 1)])
+    folder.mkdir(parents=True)
+    onnx.save(model, folder / "network.onnx")
+    np.savez(folder / "inputs.npz", x=np.ones(shape, np.float32))
+    np.savez(folder / "outputs.npz", g=np.ones(shape, np.float32))
+    return folder
+
+
+def shapeless_mlp(folder: Path) -> Path:
+    """The built-in MLP example with its value_info dropped: no tensor an op computes has a declared shape."""
+    write_example("mlp", folder, layers=2, width=8)
+    model = onnx.load(folder / "network.onnx")
+    del model.graph.value_info[:]
+    onnx.save(model, folder / "network.onnx")
+    return folder
+
+
 def _swap_sgd_inputs(model: onnx.ModelProto) -> None:
     node = model.graph.node[0]
     node.input[0], node.input[1] = node.input[1], node.input[0]
@@ -919,6 +947,14 @@ def round_five_cases() -> list[Case]:
         setup=_lone_copy("mlpstep"), reads=("train",), says="is a split step whose optimizer graph is absent")
     add("verify a split step not named *_train", said, ["verify", "{dir}/mlpstep"], setup=_lone_copy("mlpstep"),
         reads=("train",), says="optimizer.onnx")
+    # the leftovers of round five: a baseline peak of 0, a graph without value_info for Deeploy
+    add("solve a step whose tensors are all empty", said, ["solve", "{dir}/empty", "--target", "none", "--budget",
+                                                          "1.0", *out], (0,),
+        setup=lambda folder, fx: empty_step(folder / "empty"), says="baseline 0 B: every tensor the step computes")
+    add("solve a graph without value_info for siracusa", said, ["solve", "{dir}/bare", "--target", "siracusa",
+                                                                "--budget", "0.9", "--costs", "estimate", *out],
+        setup=lambda folder, fx: shapeless_mlp(folder / "bare"), deeploy=True,
+        says="no shape in the model's value_info")
     # 33: a split step for gap9: the training branch runs it (with the kernels ckpt's bridge lends GAP9), so the
     # release's way out is to install the branch
     add("replay a split step --target gap9", said, ["replay", "{split_seq}", "--model", "{train}", "--target",
