@@ -1050,8 +1050,8 @@ def run_case(case: Case, index: int, work: Path, fx: Fixtures) -> Outcome:
         if case.program.startswith("bench/") else [sys.executable, "-m", module]
     env = {**os.environ, "GVSOC_INSTALL": "none",
            **{k: v.format(dir=str(folder)) for k, v in case.env.items()}}
-    if case.release is not None and not BRANCH:
-        case = replace(case, codes=case.release, says=case.release_says or case.says)
+    if not BRANCH:
+        case = replace(case, codes=case.release or case.codes, says=case.release_says or case.says)
     start = time.perf_counter()
     try:
         done = subprocess.run([*command, *argv], capture_output=True, text=True, env=env,
