@@ -25,6 +25,7 @@ from ckpt.cli_common import (
     allocator_option,
     capped,
     check_allocator,
+    check_gap9_gvsoc,
     check_home,
     deeploy_root_option,
     given,
@@ -398,6 +399,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     refuse_inputs_written(folder, [Path(schedule), *(model_files(model) if model else []),
                                    *([Path(optimizer)] if optimizer else [])])
     replayed_on = schedule_target(solved, target)
+    check_gap9_gvsoc(replayed_on, gvsoc, no_simulate, no_verify)
     no_code = None if uses_deeploy(replayed_on) else f"--target {replayed_on} generates no code"
     refuse_ignored(
         (steps > 1 and (no_verify or no_code), f"--steps {steps}", "the steps run the generated code, and "
@@ -537,6 +539,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     check_allocator(allocator, target)
     check_output_dir(outdir)
     no_code = None if uses_deeploy(target) else f"--target {target} generates no code"
+    check_gap9_gvsoc(target, gvsoc, no_simulate, no_verify)
     refuse_ignored(
         (scheduler is not None and given("jobs"), f"--jobs {jobs}", "the Dask cluster's workers run the points",
          "drop --jobs (start as many workers as points should run at once)"),

@@ -22,6 +22,7 @@ from ckpt.deeploy_bridge.setup import (
 )
 from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
+from ckpt.gvsoc.gap9 import find_gap9_gvsoc
 from ckpt.paths import model_files
 from ckpt.targets import simulation_gap
 
@@ -131,6 +132,18 @@ def gvsoc_options_unused(target: str, no_simulate: bool, no_verify: bool, **opti
     names = {key: "--" + key.replace("_", "-") for key in options}
     return [(unused and value is not None and value is not False, names[key], why, f"drop {names[key]}")
             for key, value in options.items()]
+
+
+def check_gap9_gvsoc(target: str, gvsoc: str | None, no_simulate: bool, no_verify: bool) -> None:
+    """--gvsoc DIR for gap9, checked before any work: DIR must be a gvsoc with GAP9's model and GreenWaves' SDK
+    beside it (gvsoc.gap9; refused naming the piece missing). With both there, what is still missing is ckpt's
+    build of a GAP9 step with that SDK: said as such, never run on another model."""
+    if target != "gap9" or gvsoc is None or no_simulate or no_verify:
+        return
+    found = find_gap9_gvsoc(Path(gvsoc))
+    raise CkptError(f"--gvsoc '{gvsoc}' has GAP9's model and GreenWaves' SDK is at '{found.sdk}', but ckpt does "
+                    "not build a GAP9 step with that SDK yet (only the launch is written: gvsoc.gap9)",
+                    "drop --gvsoc: the step is then checked on this host")
 
 
 def check_home(home: str, target: str) -> None:

@@ -47,6 +47,7 @@ class Target:
     clone_cycles: int = 0                     # what a recompute adds on the device beyond its op's calibrated
                                               # cycles (the extra layer's call, its clone's buffer to its readers):
                                               # measured on gvsoc (bench/gvsoc.py, its "clone price" line)
+    gvsoc_target: str = ""                    # gvsoc's name of its board (--target of gvsoc's launcher)
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -105,11 +106,12 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("none"),
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
-           homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", clone_cycles=SIRACUSA_CLONE_CYCLES),
+           homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", clone_cycles=SIRACUSA_CLONE_CYCLES,
+           gvsoc_target="siracusa"),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2", SPLIT_HOME), on_chip="L2",
-           unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK"),
+           unsimulated="GAP9's gvsoc model ships only with GreenWaves' SDK", gvsoc_target="gap9.evk"),
 )}
 
 TARGETS = tuple(TARGET_TABLE)

@@ -37,6 +37,7 @@ from . import (
     template_cache,  # noqa: F401 - applied on import: each template text compiled once
     tiler_setup,  # noqa: F401 - applied on import: the tiler's setup linear in the network's size
 )
+from .declared_shapes import RefuseShapeless
 from .errors import BridgeError
 from .home_split import persistent_pass
 from .input_types import pointer_types
@@ -242,7 +243,8 @@ def start(graph, input_types: dict[str, str], scheduler: Callable, opts: DeployO
         # The graph already went through these passes once; running them again would re-insert layout
         # transposes. Preprocessing (name mangling, I/O renaming) still runs and is idempotent for us.
         deployer.loweringOptimizer.passes = []
-    deployer.loweringOptimizer.passes.append(RefuseUnmapped(parts.platform, opts.target, parts.mapping_name))
+    deployer.loweringOptimizer.passes += [RefuseUnmapped(parts.platform, opts.target, parts.mapping_name),
+                                          RefuseShapeless()]
     if opts.tiled:
         deployer = _memory_wrap(deployer, opts, workdir.name)
     return DeeployRun(deployer=deployer, options=opts, workdir=workdir)

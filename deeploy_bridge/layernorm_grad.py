@@ -91,12 +91,13 @@ def _restarting_constraint(base: type) -> type:
 
 def restarting_layer(mapping: dict) -> None:
     """Give `mapping` (a fresh copy of a platform's Mapping) ckpt's LayerNormalizationGrad layer in place of the
-    installed one: the same parser, type checker, code transformer and tile constraint, ckpt's template."""
-    binding = layernorm_grad_binding()
+    installed one: the same parser, type checker, code transformer and tile constraint as the mapping's own (for
+    GAP9, PULPOpen's binding lent with GAP9's code transformer), ckpt's template."""
     layer = mapping.get("LayerNormalizationGrad")
-    if binding is None or layer is None:
+    if layer is None or layernorm_grad_binding() is None:
         return
     mapper = layer.maps[0]
+    binding = mapper.bindings[0]
     constraint = _restarting_constraint(type(binding.template.tileConstraint))()
     fresh = type(binding)(binding.typeChecker, RestartingTemplate(), binding.codeTransformer)
     bindings = TilingReadyNodeBindings([fresh], constraint)

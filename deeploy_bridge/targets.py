@@ -77,7 +77,10 @@ def _gap9(n_cores: int, lend_kernels: bool = True) -> TargetParts:
     if lend_kernels:
         mapping = _lent()[0]
         name += " (with the PULPOpen kernels ckpt lends it)"
-    engine = engine_cls("GAP9Cluster", Mapping=dict(mapping), n_cores=n_cores)
+    mapping = dict(mapping)
+    if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
+        restarting_layer(mapping)     # the lent PULPOpen layer has the branch's defect as Siracusa's does
+    engine = engine_cls("GAP9Cluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(platform_cls(engines=[engine]), _in_place(deployer_cls), _fresh_optimizer(optimizer),
                        engine_cls, name)
 

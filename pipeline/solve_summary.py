@@ -2,6 +2,8 @@
 what was planned, and the summary line."""
 from __future__ import annotations
 
+import math
+
 from ckpt.schedule_file import Schedule
 from ckpt.solver.model.records import SolveResult
 
@@ -12,7 +14,11 @@ def not_proven_warning(result: SolveResult) -> str:
     bound = result.cost_lower_bound
     proven = "" if bound is None else f"; no schedule of the space costs less than {bound} cycles"
     text = f"warning: not proven optimal (status {result.status}, gap {gap}{proven})"
-    return text + (": the time limit ran out, a longer --time-limit may close the gap" if result.timed_out else "")
+    why = ["the time limit ran out, a longer --time-limit may close the gap"] if result.timed_out else []
+    if result.models_need is not None:
+        why.append(f"the MILP models were not run, too big for this --time-limit (they run from "
+                   f"--time-limit {math.ceil(result.models_need)})")
+    return text + (": " + "; ".join(why) if why else "")
 
 
 def moved_ops_note(result: SolveResult) -> str | None:
@@ -47,11 +53,18 @@ def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:
     predicted = schedule.predicted
     base = predicted.baseline_peak_bytes
     where = "stdout" if output == "-" else output
-    return (f"wrote {where}: peak {result.peak_bytes} B ({100 * result.peak_bytes / base:.1f}% of baseline "
-            f"{base} B), {predicted.checked} {predicted.checked_bytes} B, {_arena(predicted)}"
+    return (f"wrote {where}: peak {result.peak_bytes} B ({_of_baseline(result.peak_bytes, base)}), "
+            f"{predicted.checked} {predicted.checked_bytes} B, {_arena(predicted)}"
             f"{result.recomputes} recomputes, "
             f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}{_over_order(result)}, "
             f"{result.seconds:.1f} s")
+
+
+def _of_baseline(peak: int, base: int) -> str:
+    """The peak as a share of the graph order's; a graph whose activations all take 0 B (empty tensors) has none."""
+    if base == 0:
+        return "baseline 0 B: every tensor the step computes is empty"
+    return f"{100 * peak / base:.1f}% of baseline {base} B"
 
 
 def _arena(predicted) -> str:

@@ -173,8 +173,9 @@ def step_data(model_dir: Path, original: onnx.ModelProto, io_names: dict[str, st
     return StepData(feeds, golden, {v: k for k, v in io.items()})
 
 
-SPLIT_STEP_TARGETS = ("siracusa",)   # the branch's training harness (deeploytraintest.c) and its
-                                      # InPlaceAccumulatorV2 mapping are Siracusa's (PULPOpen) only
+SPLIT_STEP_TARGETS = ("siracusa", "gap9")   # Siracusa: the branch's own harness and mappings; GAP9: PULPOpen's
+                                             # training kernels lent by ckpt's bridge (deeploy_bridge.lent_kernels),
+                                             # the step run on this host by ckpt's runtime
 
 
 def check_split_step(model: str | Path, optimizer: str | Path | None, target: str = "siracusa") -> StepData | None:
@@ -191,8 +192,7 @@ def check_split_step(model: str | Path, optimizer: str | Path | None, target: st
         return None
     if target not in SPLIT_STEP_TARGETS:
         raise CkptError(f"the step data is positional (a split step, as Deeploy's training branch exports it), "
-                        f"which runs on {', '.join(SPLIT_STEP_TARGETS)} only, not {target}: the branch's training "
-                        "harness and its InPlaceAccumulatorV2 mapping are Siracusa's",
+                        f"which runs on {', '.join(SPLIT_STEP_TARGETS)} only, not {target}",
                         f"use --target {SPLIT_STEP_TARGETS[0]}, or check the step with --target none")
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         raise CkptError(f"the step data is positional (Deeploy's training branch), and the installed Deeploy is "

@@ -34,6 +34,7 @@ from ckpt.solver.model.time_plan import (
     GREEDY_UNTIL,
     MIN_STAGE_SECONDS,
     TimePlan,
+    limit_for_models,
     models_fit,
 )
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
@@ -219,8 +220,13 @@ def _target(attempt: Attempt, found: Found) -> float | None:
 
 
 def _without_models(attempt: Attempt, found: Found) -> Found:
+    """The answer of a solve whose models are too big for its limit (judged by size: time_plan.models_fit). The
+    limit ran out only if the bound used its share to the end; where it finished sooner, what more time would
+    bring is the models, at the limit they need."""
     attempt.progress(Step("models: too big to build and run in the time left, the bound had it"))
-    return replace(found, answer=_known_answer(attempt, found, None, timed_out=True))
+    ran_out = attempt.plan.left(BOUND_ALONE_UNTIL) == 0
+    answer = _known_answer(attempt, found, None, timed_out=ran_out)
+    return replace(found, answer=replace(answer, models_need=limit_for_models(attempt.problem)))
 
 
 def _known_answer(attempt: Attempt, found: Found, ran: ModelRun | None, timed_out: bool) -> Answer:

@@ -54,7 +54,8 @@ DEEPLOY = [
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
 ]
 GVSOC = [Smoke("gvsoc", rows=3,
-               shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |"))]
+               shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |")),
+         Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |"))]
 
 
 def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -133,3 +133,27 @@ def test_simplemlps_two_gap9_networks_train_on_the_host_by_the_harness_bit_for_b
         simulated = report.gvsoc[flow]
         assert simulated.cycles is None and simulated.reason == "GAP9's gvsoc model ships only with GreenWaves' SDK"
     assert "not simulated (GAP9's gvsoc model ships only with GreenWaves' SDK)" in printed
+
+
+def test_gap9s_lent_layernorm_grad_gets_ckpts_restarting_template_with_gap9s_transformer(gap9):
+    """The branch's LayerNormalizationGrad template zeroes its weight and bias gradients once per process
+    (workarounds.Defect.LAYERNORM_GRAD_ZEROING): GAP9 borrows PULPOpen's layer, so it gets ckpt's template as
+    Siracusa does (else cct_train's GAP9 code differed from its graph order's), with GAP9's code transformer kept."""
+    from ckpt.deeploy_bridge import workarounds
+    from ckpt.deeploy_bridge.layernorm_grad import RestartingTemplate
+    from ckpt.deeploy_bridge.targets import lent_to_gap9, target_parts
+
+    if not workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
+        pytest.skip("the installed Deeploy's LayerNormalizationGrad has no once-per-process zeroing")
+    assert dict(lent_to_gap9().ops).get("LayerNormalizationGrad")
+    from ckpt.deeploy_bridge.defect_probes import layernorm_grad_binding
+    from ckpt.deeploy_bridge.targets import _lent
+
+    def passes(binding) -> list[str]:
+        return [type(p).__name__ for p in binding.codeTransformer.passes]
+
+    [binding] = target_parts("gap9", 8).platform.engines[0].Mapping["LayerNormalizationGrad"].maps[0].bindings
+    assert isinstance(binding.template, RestartingTemplate)
+    lent = _lent()[0]["LayerNormalizationGrad"].maps[0].bindings[0]
+    assert not isinstance(lent.template, RestartingTemplate)           # the shared lent mapping stays as lent
+    assert passes(binding) == passes(lent) != passes(layernorm_grad_binding())   # GAP9's transformer kept

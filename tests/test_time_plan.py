@@ -1,4 +1,7 @@
 """How solve() shares its time limit: models that cannot be built and run in their share leave it to the bound."""
+import math
+import time
+
 import onnx
 import pytest
 from graphs import chain
@@ -10,6 +13,7 @@ from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.onnx_loader import load_graph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.graph.views import collapsed
 from ckpt.solver.model import milp, time_plan
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.problem import Problem
@@ -101,3 +105,38 @@ def test_near_misses_are_repaired_unless_the_relaxation_has_a_schedule_at_the_bo
     tried.clear()
     stages.from_relaxation(graph, Bound(float(cost), (), schedule=fitting, sketches=(sketch,)), budget, None)
     assert tried == []
+
+
+def test_models_skipped_for_their_size_are_not_a_time_limit_that_ran_out(resnet, monkeypatch):
+    """Issue 54, defect 23: a limit too short for the models (judged by their size) and a bound that finishes
+    at once without meeting the schedule: the solve ends in a fraction of its limit, so the warning says the
+    models were not run and the limit at which they would be, not that the time limit ran out."""
+    from ckpt.pipeline.solve_summary import not_proven_warning
+
+    staged = collapsed(resnet).without_views         # what solve() stages (its views re-made)
+    problem = Problem(reorder(staged, list(baselines(staged).min_memory_order)))
+    need = time_plan.limit_for_models(problem)
+    limit = 0.99 * need
+    assert not time_plan.models_fit(problem, TimePlan(0.0, limit)) and time_plan.models_fit(problem,
+                                                                                          TimePlan(0.0, need))
+    monkeypatch.setattr(stages, "lower_bound", lambda *args, **kwargs: Bound(1.0, (0,)))   # proves next to nothing
+    budget = int(0.7 * baselines(resnet).graph_order_peak)
+    result = solve(resnet, SolveOptions(budget=budget, backend=BackendOptions(time_limit=limit)))
+    assert result.status is not Status.OPTIMAL and result.seconds < 0.5 * limit
+    assert not result.timed_out and result.models_need == pytest.approx(need)
+    text = not_proven_warning(result)
+    assert "ran out" not in text and f"they run from --time-limit {math.ceil(need)}" in text
+
+
+def test_a_bound_that_used_its_share_to_the_end_ran_out_of_time(resnet, monkeypatch):
+    """The same solve whose bound ran until its deadline: that limit did run out."""
+    def slow_bound(problem, budget, seconds, *args, **kwargs):
+        time.sleep(seconds + 0.01)
+        return Bound(1.0, (0,))
+
+    problem = Problem(reorder(resnet, list(baselines(resnet).min_memory_order)))
+    limit = 0.5 * time_plan.limit_for_models(problem)
+    monkeypatch.setattr(stages, "lower_bound", slow_bound)
+    budget = int(0.7 * baselines(resnet).graph_order_peak)
+    result = solve(resnet, SolveOptions(budget=budget, backend=BackendOptions(time_limit=limit)))
+    assert result.timed_out and result.models_need is not None

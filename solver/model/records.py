@@ -71,6 +71,7 @@ class Answer:
     outcome: Outcome
     booked: int | None = None              # the peak the MILP booked for it (None when no MILP gave it)
     sizes: Sizes = Sizes()
+    models_need: float | None = None       # the MILP models were not run: the time limit (s) they need
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class SolveResult:
     variables_unpruned: int
     space: str = ""                        # the schedules a proof is relative to
     timed_out: bool = False                # a solver run ended on its time limit: another load may answer otherwise
+    models_need: float | None = None       # the MILP models were not run, too big for the time limit: the limit
+                                           # (s) at which they would be (time_plan.limit_for_models)
 
     @property
     def cost_lower_bound(self) -> int | None:

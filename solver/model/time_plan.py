@@ -54,10 +54,12 @@ def models_fit(problem: Problem, plan: TimePlan) -> bool:
     """Whether the focused and the exact model can each be built, handed to HiGHS and run for a stage's least
     time in the share of the limit the bound leaves them. Where they cannot, a model is built and then not run
     (or run for nothing): that share then goes to the bound."""
-    if plan.limit is None:
-        return True
-    share = (1 - BOUND_UNTIL) * (1 - RESERVE_SHARE) * plan.limit
-    return 2 * model_seconds(problem) <= share
+    return plan.limit is None or plan.limit >= limit_for_models(problem)
+
+
+def limit_for_models(problem: Problem) -> float:
+    """The least time limit at which the focused and the exact model get their share (models_fit)."""
+    return 2 * model_seconds(problem) / ((1 - BOUND_UNTIL) * (1 - RESERVE_SHARE))
 
 
 def model_seconds(problem: Problem) -> float:

@@ -37,7 +37,8 @@ def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePla
         recomputes=sum(flag for _, flag in seq), recompute_cost=cost, planned_cost=planned,
         base_cost=sum(staged.op_cost.values()), status=status_of(outcome, options.backend.gap), gap=outcome.gap,
         seconds=time.perf_counter() - plan.start, variables=sizes.variables, constraints=sizes.constraints,
-        variables_unpruned=sizes.unpruned, space=space_of(options), timed_out=outcome.timed_out)
+        variables_unpruned=sizes.unpruned, space=space_of(options), timed_out=outcome.timed_out,
+        models_need=answer.models_need)
 
 
 def status_of(outcome: Outcome, tolerance: float) -> Status:
