@@ -3,8 +3,8 @@
 - `IntrospectiveCodeTransformationMixIn._fixCtxtOrdering` sorts a layer's buffer names by their place in the
   context, finding each place by searching a fresh list of every name in it; it runs for every layer in several
   passes, so on a graph of a few hundred layers (MobileNetV1 of the training branch) it took minutes. Here the
-  places are indexed once per call (the first place of a name, as `list.index` finds it; a name not there is the
-  same ValueError).
+  places are indexed once (the first place of a name, as `list.index` finds it; a name not there is the same
+  ValueError), and the index is used again while the context's names are the same list.
 - `NetworkContainer.generateGlobalDefinitionCode` joins the global definitions by adding strings one to the
   next, copying the whole text each time (tens of MB there); here they are joined once.
 Importing this module applies it once.
@@ -22,10 +22,21 @@ _original = {
 }
 
 
+_last: tuple[list[str], dict[str, int]] = ([], {})     # the names last indexed, and their places
+
+
+def _places(names: list[str]) -> dict[str, int]:
+    """Each name's first place in `names` (as list.index finds it); the last call's index when `names` is equal
+    to its list (consecutive layers mostly see the same context)."""
+    global _last
+    if names != _last[0]:
+        # reversed, so that the first place of a name is the one kept; built by dict's C loop
+        _last = (names, dict(zip(reversed(names), range(len(names) - 1, -1, -1))))
+    return _last[1]
+
+
 def _fix_ctxt_ordering(ctxt, nameList: list[str]) -> list[str]:
-    place: dict[str, int] = {}
-    for at, name in enumerate([*ctxt.globalObjects.keys(), *ctxt.localObjects.keys()]):
-        place.setdefault(name, at)
+    place = _places([*ctxt.globalObjects.keys(), *ctxt.localObjects.keys()])
 
     def key(name: str) -> int:
         if name not in place:

@@ -62,3 +62,16 @@ def test_the_global_definitions_are_the_same_text():
     assert text.startswith("int g0 = 0;\nint g1 = 1;\n")
     with pytest.raises(RuntimeError, match="parse and bind"):
         codegen_speed._generate_global_definition_code(SimpleNamespace(parsed=False, bound=True, ctxt=ctxt))
+
+
+def test_the_places_are_indexed_again_when_the_context_changes():
+    ctxt = _context(["a", "b", "c"], ["d"])
+    original = codegen_speed._original["_fixCtxtOrdering"]
+    assert codegen_speed._fix_ctxt_ordering(ctxt, ["d", "c", "a"]) == original(ctxt, ["d", "c", "a"])
+    ctxt.globalObjects["a"] = ctxt.globalObjects.pop("a")           # the same names, another order
+    ctxt.localObjects["e"] = VariableBuffer("e", [1])
+    for wanted in (["d", "c", "a"], ["e", "a", "b"]):
+        assert codegen_speed._fix_ctxt_ordering(ctxt, wanted) == original(ctxt, wanted)
+    del ctxt.localObjects["e"]
+    with pytest.raises(ValueError):
+        codegen_speed._fix_ctxt_ordering(ctxt, ["e"])
