@@ -35,6 +35,7 @@ from ckpt.files import atomic_write
 from ckpt.gvsoc.harness import HarnessData
 from ckpt.gvsoc.kernels import DEVICE, OPTIMISE, DeviceKernels, include_flags
 from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.objects import keep, object_key, restore
 from ckpt.gvsoc.probes import instrument
 from ckpt.gvsoc.sdk import SdkLibrary
 
@@ -182,11 +183,12 @@ def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str],
         networks = [(out / "ckpt_pad.c", []), *networks]
     objects = []
     for source, extra in networks:
-        objects.append(_compile(cc, [*flags, *extra, "-fstack-usage"], source, out))
+        objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage"], source, out))
     frame = max((size for obj in objects for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()),
                 default=0)
     for source, extra in units:
-        objects.append(_compile(cc, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source, out))
+        objects.append(_compile(cc, kit.compiler.version, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source,
+                                out))
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
@@ -235,9 +237,16 @@ def stack_frames(stack_usage: str) -> dict[str, int]:
     return frames
 
 
-def _compile(cc: str, flags: list[str], source: Path, out: Path) -> str:
+def _compile(cc: str, version: str, flags: list[str], source: Path, out: Path) -> str:
+    """`source`'s object in `out`: the kept one where the same text was compiled the same way before
+    (gvsoc.objects), else compiled now (and kept)."""
     obj = out / f"{source.stem}.o"
+    key = object_key(cc, version, flags, source)
+    if key is not None and restore(key, obj):
+        return str(obj)
     _run([cc, *flags, "-c", str(source), "-o", str(obj)], f"{source.name} does not compile")
+    if key is not None:
+        keep(key, obj)
     return str(obj)
 
 
