@@ -10,10 +10,11 @@ one generic dispatch per attribute.
 Here those two families get a `__deepcopy__` that does what that protocol does for them, step by step: a new
 object of the same class registered in the memo first, the object's own `__getstate__`, each value deep-copied
 through the same memo (values that deepcopy returns as they are, such as strings and numbers, are taken as they
-are), then the class's `__setstate__` or, without one, the instance dict updated. A class whose copying is not
-that protocol (its own `__deepcopy__`, `__reduce_ex__`, `__reduce__`, `__getnewargs__`, a copyreg entry, a list
-or dict subclass) keeps Python's own path. Nothing else changes: the same objects, sharing what the originals
-shared. Importing this module applies it once; `restore()` undoes it (for the tests' comparison).
+are, and a set of those is rebuilt from its items in their order, as deepcopy rebuilds it), then the class's
+`__setstate__` or, without one, the instance dict updated. A class whose copying is not that protocol (its own
+`__deepcopy__`, `__reduce_ex__`, `__reduce__`, `__getnewargs__`, a copyreg entry, a list or dict subclass) keeps
+Python's own path. Nothing else changes: the same objects, sharing what the originals shared. Importing this
+module applies it once; `restore()` undoes it (for the tests' comparison).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ _ATOMIC = frozenset({type(None), int, float, bool, complex, bytes, str, types.Co
                      types.BuiltinFunctionType, types.FunctionType, type(Ellipsis), type(NotImplemented),
                      property})
 _FAMILIES = (VariableBuffer, BaseType)
+_NIL = object()
 _plain: dict[type, bool] = {}
 
 
@@ -57,7 +59,7 @@ def _deepcopy_by_state(self, memo: dict):
     if type(state) is dict:
         # the state dict is a fresh one (both families' __getstate__ build it): no other object can hold it, so
         # only its values are copied through the memo
-        state = {key: value if type(value) in _ATOMIC else copy.deepcopy(value, memo) for key, value in state.items()}
+        state = {key: _copied(value, memo) for key, value in state.items()}
     else:
         state = copy.deepcopy(state, memo)
     setstate = getattr(new, "__setstate__", None)
@@ -73,6 +75,26 @@ def _deepcopy_by_state(self, memo: dict):
         for key, value in slots.items():
             setattr(new, key, value)
     return new
+
+
+def _copied(value, memo: dict):
+    """copy.deepcopy(value, memo), without its detour for a value deepcopy returns as it is or a set of such
+    values (a buffer's aliases: deepcopy takes a set apart by its reduce protocol, recounting the set type's slots
+    each time)."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is set:
+        found = memo.get(id(value), _NIL)
+        if found is not _NIL:
+            return found
+        items = list(value)                   # the order deepcopy's rebuilt set is filled in
+        if all(type(item) in _ATOMIC for item in items):
+            new = set(items)
+            memo[id(value)] = new
+            memo.setdefault(id(memo), []).append(value)      # kept alive, as deepcopy keeps what it copied
+            return new
+    return copy.deepcopy(value, memo)
 
 
 _original = {family: family.__dict__.get("__deepcopy__") for family in _FAMILIES}

@@ -52,7 +52,7 @@ def shape_of(root) -> object:
         if isinstance(obj, (list, tuple)):
             return (type(obj).__name__, me, [walk(o) for o in obj])
         if isinstance(obj, (set, frozenset)):
-            return (type(obj).__name__, me, sorted(map(repr, obj)))
+            return (type(obj).__name__, me, [repr(o) for o in obj])         # in iteration order
         if isinstance(obj, dict):
             return (type(obj).__name__, me, [(walk(k), walk(v)) for k, v in obj.items()])
         fields = dict(getattr(obj, "__dict__", {}))
@@ -106,7 +106,7 @@ def _context(spec: list) -> NetworkContext:
         name = f"b{i}"
         shape = shared_shape if share else [2, 3]
         if kind == "variable":
-            buffer = VariableBuffer(name, shape, aliases=[f"a{i}"] if share else None)
+            buffer = VariableBuffer(name, shape, aliases=[f"alias{i}_{j}" for j in range(9)] if share else None)
         elif kind == "constant":
             buffer = ConstantBuffer(name, shape, shared_values if share else np.ones(shape, np.int8))
         elif kind == "transient":
