@@ -72,7 +72,7 @@ def _keep(folder: Path, key: str, figures: MemoryFigures, code_dir: Path) -> Non
         for name in figures.code_files:
             (staging / CODE / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(code_dir / name, staging / CODE / name)
-        (staging / FIGURES).write_bytes(pickle.dumps(replace(figures, code_dir=None, timings=StageTimings())))
+        atomic_write(staging / FIGURES, pickle.dumps(replace(figures, code_dir=None, timings=StageTimings())))
         seal_folder(staging, key)
         try:
             os.replace(staging, folder)

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from ckpt.cached import read_entry, write_entry
+from ckpt.files import atomic_write
 from ckpt.paths import cache_root
 
 OBJECTS_FORMAT = 1
@@ -63,9 +64,9 @@ def restore(key: str, obj: Path) -> bool:
         code, usage = kept["object"], kept["stack_usage"]
     except (pickle.UnpicklingError, KeyError, TypeError, EOFError):
         return False
-    obj.write_bytes(code)
+    atomic_write(obj, code)
     if usage is not None:
-        obj.with_suffix(".su").write_text(usage)
+        atomic_write(obj.with_suffix(".su"), usage)
     return True
 
 
