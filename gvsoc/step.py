@@ -45,6 +45,10 @@ LINKER_SCRIPT = "chips/siracusa/link.ld"
 L2_BASE = 0x1C000000
 JAL_REACH = 1 << 20             # a jal's offset: 21 bits, signed
 GENERATED_TEXT = ".ckpt_generated_text"     # the output section of the generated code, after .l2_data
+# the generated networks are compiled without warnings: gcc warns once per DMA call of the generated code (an L3
+# address passed as a pointer, -Wint-conversion), and printing those took most of its front end; -w changes
+# nothing gcc generates
+QUIET = ("-w",)
 _TEXT = re.compile(r"\.text\s*:\s*\{[^}]*\}")
 _TEXT_INPUTS = re.compile(r"\*\((\.text|\.text\.\*)\)")
 _L2_DATA = re.compile(r"\.l2_data\b[^{]*\{[^}]*\}\s*>\s*L2\n")
@@ -183,7 +187,7 @@ def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str],
         networks = [(out / "ckpt_pad.c", []), *networks]
     objects = []
     for source, extra in networks:
-        objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage"], source, out))
+        objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage", *QUIET], source, out))
     frame = max((size for obj in objects for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()),
                 default=0)
     for source, extra in units:
