@@ -83,3 +83,21 @@ def test_a_spoilt_entry_is_compiled_again(tmp_path, monkeypatch):
     assert not objects.restore(key, tmp_path / "other.o")
     step._compile(CC, "v", ["-O2"], source, tmp_path / "a")
     assert objects.restore(key, tmp_path / "other.o") and (tmp_path / "other.o").read_bytes() == obj.read_bytes()
+
+
+@needs_cc
+def test_the_networks_quiet_flag_silences_warnings_and_changes_no_code(tmp_path):
+    """A call that passes a pointer as an address (as the generated DMA calls do) warns; with step.QUIET it does
+    not, and the object is the same bytes."""
+    import subprocess
+
+    source = _source(tmp_path, "void load(unsigned addr);\nvoid step(float *p) { load(p); }\n" + BODY)
+    built = []
+    for extra in ([], list(step.QUIET)):
+        obj = tmp_path / f"unit{len(built)}.o"
+        done = subprocess.run([CC, "-O2", "-Wno-error", *extra, f"-I{tmp_path}", "-c", str(source), "-o", str(obj)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        built.append((obj.read_bytes(), "warning" in done.stderr))
+    assert built[0][1] and not built[1][1]
+    assert built[0][0] == built[1][0]
