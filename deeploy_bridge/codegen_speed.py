@@ -2,9 +2,9 @@
 
 - `IntrospectiveCodeTransformationMixIn._fixCtxtOrdering` sorts a layer's buffer names by their place in the
   context, finding each place by searching a fresh list of every name in it; it runs for every layer in several
-  passes, so on a graph of a few hundred layers (MobileNetV1 of the training branch) it took minutes. Here the
-  places are indexed once (the first place of a name, as `list.index` finds it; a name not there is the same
-  ValueError), and the index is used again while the context's names are the same list.
+  passes, so on a graph of a few hundred layers (MobileNetV1 of the training branch) it took minutes. Here only
+  the layer's own names are looked for, from both ends of each dict (the same places as `list.index` finds in
+  the joined list; a name not there is the same ValueError).
 - `NetworkContainer.generateGlobalDefinitionCode` joins the global definitions by adding strings one to the
   next, copying the whole text each time (tens of MB there); here they are joined once.
 Importing this module applies it once.
@@ -22,21 +22,30 @@ _original = {
 }
 
 
-_last: tuple[list[str], dict[str, int]] = ([], {})     # the names last indexed, and their places
-
-
-def _places(names: list[str]) -> dict[str, int]:
-    """Each name's first place in `names` (as list.index finds it); the last call's index when `names` is equal
-    to its list (consecutive layers mostly see the same context)."""
-    global _last
-    if names != _last[0]:
-        # reversed, so that the first place of a name is the one kept; built by dict's C loop
-        _last = (names, dict(zip(reversed(names), range(len(names) - 1, -1, -1))))
-    return _last[1]
+def _places(objects: dict, wanted: set[str], offset: int) -> dict[str, int]:
+    """The place of each name of `wanted` among the keys of `objects` (plus `offset`), walking in from both ends
+    at once and stopping when all are found: a layer's names are mostly the network's first buffers or its latest
+    ones, and a context's keys can run to tens of thousands."""
+    found: dict[str, int] = {}
+    size = len(objects)
+    forward, backward = iter(objects), reversed(objects)
+    for step in range((size + 1) // 2):
+        if len(found) == len(wanted):
+            break
+        first, last = next(forward), next(backward)
+        if first in wanted:
+            found[first] = offset + step
+        if last in wanted:
+            found[last] = offset + size - 1 - step
+    return found
 
 
 def _fix_ctxt_ordering(ctxt, nameList: list[str]) -> list[str]:
-    place = _places([*ctxt.globalObjects.keys(), *ctxt.localObjects.keys()])
+    # a name's first place in globals then locals: a global name's place among the globals, else its local one
+    # after all globals (dict keys are unique, so each dict holds a name once)
+    held, local = ctxt.globalObjects, ctxt.localObjects
+    place = _places(held, {name for name in nameList if name in held}, 0)
+    place.update(_places(local, {name for name in nameList if name not in held and name in local}, len(held)))
 
     def key(name: str) -> int:
         if name not in place:

@@ -75,3 +75,21 @@ def test_the_places_are_indexed_again_when_the_context_changes():
     del ctxt.localObjects["e"]
     with pytest.raises(ValueError):
         codegen_speed._fix_ctxt_ordering(ctxt, ["e"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 60), st.integers(0, 60), st.data())
+def test_names_anywhere_in_a_large_context_are_ordered_as_deeploy_orders_them(n_global, n_local, data):
+    names = [f"n{i}" for i in range(n_global + n_local)]
+    both = data.draw(st.lists(st.sampled_from(names[:n_global] or ["n0"]), max_size=3))
+    ctxt = _context(names[:n_global], names[n_global:] + [n for n in both if n in names[:n_global]])
+    pool = names + ["missing"] if data.draw(st.booleans()) else names
+    wanted = data.draw(st.lists(st.sampled_from(pool), max_size=8)) if pool else []
+    original = codegen_speed._original["_fixCtxtOrdering"]
+    try:
+        expected = original(ctxt, wanted)
+    except ValueError:
+        with pytest.raises(ValueError):
+            codegen_speed._fix_ctxt_ordering(ctxt, wanted)
+        return
+    assert codegen_speed._fix_ctxt_ordering(ctxt, wanted) == expected
