@@ -34,6 +34,7 @@ from ckpt.errors import CkptError
 from . import (
     codegen_speed,  # noqa: F401 - applied on import: code generation linear in the network's size
     deterministic,  # noqa: F401 - applied on import: the same graph gives the same code
+    parse_speed,  # noqa: F401 - applied on import: the parse's context copies without pickling's detour
     template_cache,  # noqa: F401 - applied on import: each template text compiled once
     tiler_setup,  # noqa: F401 - applied on import: the tiler's setup linear in the network's size
 )

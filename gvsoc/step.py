@@ -35,6 +35,7 @@ from ckpt.files import atomic_write
 from ckpt.gvsoc.harness import HarnessData
 from ckpt.gvsoc.kernels import DEVICE, OPTIMISE, DeviceKernels, include_flags
 from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.objects import keep, object_key, restore
 from ckpt.gvsoc.probes import instrument
 from ckpt.gvsoc.sdk import SdkLibrary
 
@@ -44,6 +45,10 @@ LINKER_SCRIPT = "chips/siracusa/link.ld"
 L2_BASE = 0x1C000000
 JAL_REACH = 1 << 20             # a jal's offset: 21 bits, signed
 GENERATED_TEXT = ".ckpt_generated_text"     # the output section of the generated code, after .l2_data
+# the generated networks are compiled without warnings: gcc warns once per DMA call of the generated code (an L3
+# address passed as a pointer, -Wint-conversion), and printing those took most of its front end; -w changes
+# nothing gcc generates
+QUIET = ("-w",)
 _TEXT = re.compile(r"\.text\s*:\s*\{[^}]*\}")
 _TEXT_INPUTS = re.compile(r"\*\((\.text|\.text\.\*)\)")
 _L2_DATA = re.compile(r"\.l2_data\b[^{]*\{[^}]*\}\s*>\s*L2\n")
@@ -182,11 +187,12 @@ def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str],
         networks = [(out / "ckpt_pad.c", []), *networks]
     objects = []
     for source, extra in networks:
-        objects.append(_compile(cc, [*flags, *extra, "-fstack-usage"], source, out))
+        objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage", *QUIET], source, out))
     frame = max((size for obj in objects for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()),
                 default=0)
     for source, extra in units:
-        objects.append(_compile(cc, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source, out))
+        objects.append(_compile(cc, kit.compiler.version, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source,
+                                out))
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
@@ -235,9 +241,16 @@ def stack_frames(stack_usage: str) -> dict[str, int]:
     return frames
 
 
-def _compile(cc: str, flags: list[str], source: Path, out: Path) -> str:
+def _compile(cc: str, version: str, flags: list[str], source: Path, out: Path) -> str:
+    """`source`'s object in `out`: the kept one where the same text was compiled the same way before
+    (gvsoc.objects), else compiled now (and kept)."""
     obj = out / f"{source.stem}.o"
+    key = object_key(cc, version, flags, source)
+    if key is not None and restore(key, obj):
+        return str(obj)
     _run([cc, *flags, "-c", str(source), "-o", str(obj)], f"{source.name} does not compile")
+    if key is not None:
+        keep(key, obj)
     return str(obj)
 
 

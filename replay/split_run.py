@@ -34,6 +34,7 @@ from ckpt.coderun.run import NotRun
 from ckpt.coderun.sources import KernelSources, NoSources
 from ckpt.coderun.train_harness import TrainingRun
 from ckpt.coderun.train_run import TrainCodeRun, run_training
+from ckpt.deeploy_bridge.deploy_cache import cached_deploy
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import MemoryFigures
 from ckpt.deeploy_bridge.setup import DeeploySetup, WeightUpdate
@@ -111,11 +112,14 @@ def _repeated(value: np.ndarray, elements: int | None) -> np.ndarray:
 def deploy_split(base: onnx.ModelProto, order, step: SplitStep, target: str, tiled: bool, setup: DeeploySetup,
                  code_dir: Path) -> tuple[MemoryFigures, MemoryFigures]:
     """Both networks' code in `code_dir` (the train graph in `order`: a node list or a replay scheduler): the
-    optimizer first, whose L1 arena the train network's must hold. Returns (train, optimizer) figures."""
-    optimizer = deeploy_bridge.deploy(step.optimizer, None, target, tiled=tiled,
-                                      setup=replace(setup, weights=WeightUpdate.OUT_OF_PLACE), code_dir=code_dir,
-                                      role=optimizer_role(step.io, step.optimizer, step.elements),
-                                      already_lowered=False)
+    optimizer first, whose L1 arena the train network's must hold (its deployment, the same at every point, is
+    kept: deeploy_bridge.deploy_cache). Returns (train, optimizer) figures."""
+    setup_of_optimizer = replace(setup, weights=WeightUpdate.OUT_OF_PLACE)
+    role = optimizer_role(step.io, step.optimizer, step.elements)
+    optimizer = cached_deploy(step.optimizer, target, tiled, setup_of_optimizer, role, code_dir,
+                              lambda: deeploy_bridge.deploy(step.optimizer, None, target, tiled=tiled,
+                                                            setup=setup_of_optimizer, code_dir=code_dir, role=role,
+                                                            already_lowered=False))
     floor = (("L1", optimizer.arena["L1"]),) if tiled and optimizer.arena.get("L1") else ()
     train = deeploy_bridge.deploy(base, order, target, tiled=tiled, setup=setup, code_dir=code_dir,
                                   role=TrainRole(step.on_chip, floor))

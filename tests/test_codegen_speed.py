@@ -62,3 +62,34 @@ def test_the_global_definitions_are_the_same_text():
     assert text.startswith("int g0 = 0;\nint g1 = 1;\n")
     with pytest.raises(RuntimeError, match="parse and bind"):
         codegen_speed._generate_global_definition_code(SimpleNamespace(parsed=False, bound=True, ctxt=ctxt))
+
+
+def test_the_places_are_indexed_again_when_the_context_changes():
+    ctxt = _context(["a", "b", "c"], ["d"])
+    original = codegen_speed._original["_fixCtxtOrdering"]
+    assert codegen_speed._fix_ctxt_ordering(ctxt, ["d", "c", "a"]) == original(ctxt, ["d", "c", "a"])
+    ctxt.globalObjects["a"] = ctxt.globalObjects.pop("a")           # the same names, another order
+    ctxt.localObjects["e"] = VariableBuffer("e", [1])
+    for wanted in (["d", "c", "a"], ["e", "a", "b"]):
+        assert codegen_speed._fix_ctxt_ordering(ctxt, wanted) == original(ctxt, wanted)
+    del ctxt.localObjects["e"]
+    with pytest.raises(ValueError):
+        codegen_speed._fix_ctxt_ordering(ctxt, ["e"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 60), st.integers(0, 60), st.data())
+def test_names_anywhere_in_a_large_context_are_ordered_as_deeploy_orders_them(n_global, n_local, data):
+    names = [f"n{i}" for i in range(n_global + n_local)]
+    both = data.draw(st.lists(st.sampled_from(names[:n_global] or ["n0"]), max_size=3))
+    ctxt = _context(names[:n_global], names[n_global:] + [n for n in both if n in names[:n_global]])
+    pool = names + ["missing"] if data.draw(st.booleans()) else names
+    wanted = data.draw(st.lists(st.sampled_from(pool), max_size=8)) if pool else []
+    original = codegen_speed._original["_fixCtxtOrdering"]
+    try:
+        expected = original(ctxt, wanted)
+    except ValueError:
+        with pytest.raises(ValueError):
+            codegen_speed._fix_ctxt_ordering(ctxt, wanted)
+        return
+    assert codegen_speed._fix_ctxt_ordering(ctxt, wanted) == expected
