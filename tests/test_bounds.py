@@ -324,9 +324,11 @@ def test_a_residual_cnn_far_above_its_bound_ends_near_it(tmp_path):
     """Residual CNN at 0.44: the rounds prove a bound while every schedule the greedy heuristic and the repairs
     find costs about twice as much; the round that checks the segments the answer overflows in takes longer
     than the limit leaves, and its own answer does not place. The answer placed exactly before that round is a
-    schedule near the bound: the gap ends below 15% (over 50% when that round came first)."""
+    schedule near the bound: the gap ends below 15% (over 50% when that round came first, even given minutes).
+    The limit is wall time: 60 s leaves the rounds their share when CI runs this beside another test on a busy
+    machine (at 20 s a loaded run ended at the repairs' schedule)."""
     graph, budget = _resnet_problem(tmp_path, 0.44)
-    result = solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=20)))
+    result = solve(graph, SolveOptions(budget=budget, backend=BackendOptions(time_limit=60)))
     assert result.gap is not None and result.gap <= 0.15, (result.status, result.planned_cost, result.gap)
 
 
