@@ -12,11 +12,13 @@ makes it again and stores it over the bad one. Nothing in a cache is trusted for
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ckpt.files import atomic_write
@@ -89,3 +91,22 @@ def discard(folder: Path) -> None:
     except OSError:
         pass
     shutil.rmtree(aside, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def stored_folder(folder: Path, key: str, prefix: str) -> Iterator[Path]:
+    """A staging folder beside `folder` to build its entry in: sealed and moved into place when the block ends
+    (left as it is where another process stored the same entry first), removed when the block fails, so a
+    cache folder is whole or absent."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=prefix))
+    try:
+        yield staging
+        seal_folder(staging, key)
+        try:
+            os.replace(staging, folder)
+        except OSError:                           # another process stored the same entry first
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

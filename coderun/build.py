@@ -21,13 +21,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ckpt.cached import discard, folder_checks_out, seal_folder
+from ckpt.cached import discard, folder_checks_out, stored_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
 from ckpt.paths import cache_root
@@ -147,9 +146,7 @@ def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
     manifest = folder / "library.json"
     if not folder_checks_out(folder, key):
         discard(folder)                      # a library that is not what was built (cut short, corrupted): again
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
-        try:
+        with stored_folder(folder, key, ".kernels.") as staging:
             skipped, prototypes = _build_library(sources, toolchain, config, staging)
             atomic_write(staging / "kernel_prototypes.h",
                          "/* Prototypes of the Deeploy kernel functions, from gcc -aux-info of their files. */\n"
@@ -158,14 +155,6 @@ def kernel_library(sources: KernelSources, toolchain: Toolchain, config: BuildCo
                          '#include "pmsis.h"\n#include "DeeployPULPMath.h"\n#include "kernel_prototypes.h"\n')
             atomic_write(staging / "library.json", json.dumps({"skipped": skipped, "cc": toolchain.version},
                                                               indent=1))
-            seal_folder(staging, key)
-            try:
-                os.replace(staging, folder)
-            except OSError:                      # another process built the same library first
-                shutil.rmtree(staging, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
     return KernelLibrary(folder, tuple(json.loads(manifest.read_text())["skipped"]))
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import onnx
 
-from ckpt.cached import discard, folder_checks_out, seal_folder
+from ckpt.cached import discard, folder_checks_out, stored_folder
 from ckpt.files import atomic_write
 from ckpt.paths import cache_root
 
@@ -66,18 +64,8 @@ def cached_deploy(model: onnx.ModelProto, target: str, tiled: bool, setup: Deepl
 
 
 def _keep(folder: Path, key: str, figures: MemoryFigures, code_dir: Path) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".deployed."))
-    try:
+    with stored_folder(folder, key, ".deployed.") as staging:
         for name in figures.code_files:
             (staging / CODE / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(code_dir / name, staging / CODE / name)
         atomic_write(staging / FIGURES, pickle.dumps(replace(figures, code_dir=None, timings=StageTimings())))
-        seal_folder(staging, key)
-        try:
-            os.replace(staging, folder)
-        except OSError:                           # another process kept the same deployment first
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

@@ -12,14 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.cached import discard, folder_checks_out, seal_folder
+from ckpt.cached import discard, folder_checks_out, stored_folder
 from ckpt.coderun.build import defined_prototypes
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
@@ -72,18 +70,8 @@ def device_kernels(sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, cores
     manifest = folder / "kernels.json"
     if not folder_checks_out(folder, key):
         discard(folder)                       # not what was built (cut short, corrupted): built again
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".kernels."))
-        try:
+        with stored_folder(folder, key, ".kernels.") as staging:
             _build(sources, kit, sdk, cores, staging)
-            seal_folder(staging, key)
-            try:
-                os.replace(staging, folder)
-            except OSError:                   # another process built the same objects first
-                shutil.rmtree(staging, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
     doc = json.loads(manifest.read_text())
     return DeviceKernels(folder, tuple(doc["objects"]), tuple(doc["skipped"]))
 

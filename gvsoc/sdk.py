@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckpt.cached import discard, folder_checks_out, seal_folder
+from ckpt.cached import discard, folder_checks_out, stored_folder
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
 from ckpt.gvsoc.kit import ARCH_FLAGS, GvsocKit
@@ -151,18 +150,8 @@ def sdk_library(kit: GvsocKit, sources: KernelSources) -> SdkLibrary:
     if folder_checks_out(folder, key):
         return SdkLibrary(folder)
     discard(folder)                           # not what was built (cut short, corrupted): built again
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".sdk."))
-    try:
+    with stored_folder(folder, key, ".sdk.") as staging:
         _build(kit, lists, staging)
-        seal_folder(staging, key)
-        try:
-            os.replace(staging, folder)
-        except OSError:                       # another process built the same library first
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return SdkLibrary(folder)
 
 
