@@ -7,6 +7,7 @@ Deeploy's own context after it generated the code, not from ckpt's record.
 from pathlib import Path
 
 import pytest
+from cli_support import ckpt_here
 from graphs import random_graphs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,21 @@ from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.memory.layout import Block, aligned, lay_out
 from ckpt.solver.memory.placement import SplitHome, over_capacity, split_levels
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
+
+
+def _split_replay_of_example(tmp_path: Path, *example: str):
+    """A CCT example (`example` its options) solved for Siracusa at 1.0 with estimated costs and replayed with
+    the split home on the host: the replay's completed process and its output folder."""
+    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", *example,
+                     "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))          # solved for home L3: nothing held on L2
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+                    "--no-simulate")
+    return run, out
 
 HOME = SplitHome("L2", "L3")
 
@@ -99,8 +115,6 @@ def optimizer_shared(step):
 @pytest.mark.deeploy
 def test_a_step_whose_activations_fit_l2_at_no_budget_is_refused_with_the_bytes_before_any_long_work(
         lowering_cache, tmp_path):
-    from cli_support import ckpt_here
-
     if deeploy_flavour() is Flavour.TRAINING_BRANCH:
         pytest.skip("the training branch maps no SoftmaxCrossEntropyLoss, which ckpt's generated CCT ends in")
     model = tmp_path / "big"       # its tokenizer's convolution alone writes 4 MiB of activations
@@ -151,8 +165,6 @@ def test_each_level_of_a_split_placement_stays_within_its_capacity(graph, weight
 @pytest.mark.deeploy
 def test_a_replay_with_recomputes_reserves_on_chip_the_activation_arena_ckpt_predicted(
         branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
-    from cli_support import ckpt_here
-
     from ckpt.replay.report import ReplayReport
 
     model, schedule, out = shared_models / "dscnn_train", tmp_path / "seq.json", tmp_path / "replay"
@@ -177,18 +189,9 @@ def test_a_layer_with_tensors_in_both_levels_that_takes_several_tiles_is_refused
     """The tokenizer's convolutions read their weights from L3 and write their outputs to L2, in three tiles each:
     Deeploy's code ran the on-chip loop once per off-chip tile from its start (the release's faulted on a DMA of size
     0; the training branch's wrote every tile onto the first, so CCT's loss was off by up to 0.76)."""
-    from cli_support import ckpt_here
-
     if deeploy_flavour() is Flavour.TRAINING_BRANCH:
         pytest.skip("the training branch's tiles nest one per call: its code is fixed, not refused (next test)")
-    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
-    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "-o", str(model))
-    assert made.returncode == 0, made.stderr
-    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
-                       "-o", str(schedule))
-    assert solved.returncode == 0, solved.stderr
-    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
-                    "--no-simulate")
+    run, out = _split_replay_of_example(tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "the split home cannot deploy tokenizer_conv_0_Conv, tokenizer_conv_1_Conv" in run.stderr
     assert "use --home L3 or --home L2" in run.stderr and "Traceback" not in run.stderr
@@ -198,17 +201,7 @@ def test_a_layer_with_tensors_in_both_levels_that_takes_several_tiles_is_refused
 @pytest.mark.deeploy
 def test_a_split_replay_whose_activations_alone_overflow_l2_is_refused_with_the_bytes_before_deeploy_runs(
         lowering_cache, tmp_path):
-    from cli_support import ckpt_here
-
-    model, schedule, out = tmp_path / "big", tmp_path / "seq.json", tmp_path / "replay"
-    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
-                     "--conv-channels", "160", "-o", str(model))
-    assert made.returncode == 0, made.stderr
-    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
-                       "-o", str(schedule))          # solved for home L3: nothing held on L2
-    assert solved.returncode == 0, solved.stderr
-    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
-                    "--no-simulate")
+    run, out = _split_replay_of_example(tmp_path, "--image-size", "64", "--conv-channels", "160")
     assert run.returncode == 2, run.stdout + run.stderr
     line = run.stderr.strip().splitlines()[-1]
     assert "activations alone need 5,242,884 B of L2" in line and "2,031,616 B L2 gives" in line
@@ -221,17 +214,9 @@ def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(br
     """The training branch calls the on-chip loop once per off-chip tile, and Deeploy pointed it at the start of
     every tensor homed on chip at each call: the tokenizer's convolutions wrote their three tiles onto the first
     (CCT's loss off by up to 0.76). Now the split home's tiled code computes what the non-tiled code does."""
-    from cli_support import ckpt_here
-
     from ckpt.replay.report import ReplayReport
 
-    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
-    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "-o", str(model))
-    assert made.returncode == 0, made.stderr
-    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
-                       "-o", str(schedule))
-    assert solved.returncode == 0, solved.stderr
-    ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out), "--no-simulate")
+    _, out = _split_replay_of_example(tmp_path)
     report = ReplayReport.read(out / "report.json")
     tiled, non_tiled = report.code_runs["tiled"], report.code_runs["non_tiled"]
     assert tiled.golden is not None and non_tiled.golden is not None, tiled.reason
