@@ -168,3 +168,12 @@ def tiny_model(folder: Path, batch: int = 4) -> Path:
     0.2.1's SoftmaxCrossEntropyLossGrad divides by the batch twice)."""
     write_example("mlp", folder, layers=2, width=16, in_dim=8, batch=batch)
     return folder
+
+
+def print_needs_branch(models: list[Path], columns: int, blank_before: int = 0) -> None:
+    """One table row per model saying the bench needs the training branch (split steps exist only there), its
+    other `columns` cells `-`, `blank_before` of them before the words."""
+    for model in models:
+        print(f"| {model.name} |" + " - |" * blank_before
+              + " needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
+              + " - |" * (columns - 2 - blank_before))

@@ -29,6 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import print_needs_branch
+
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
 from ckpt.deeploy_bridge.setup import SPLIT_HOME, setup_for
@@ -169,9 +171,7 @@ def main() -> int:
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
-        for model in models:
-            print(f"| {model.name} | - | needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
-                  + " - |" * (len(COLUMNS) - 3))
+        print_needs_branch(models, len(COLUMNS), blank_before=1)
         return 0
     rows, seconds = [], {}
     for model in models:

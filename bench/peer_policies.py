@@ -28,7 +28,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-from common import BenchParser, budget_range, existing, removed_on_error, run_bench, seconds, split_step  # noqa: E402,I001
+from common import (  # noqa: E402,I001
+    BenchParser, budget_range, existing, print_needs_branch, removed_on_error, run_bench, seconds, split_step)
 from matplotlib.figure import Figure  # noqa: E402
 
 from ckpt.budgets.ranges import parse_range  # noqa: E402
@@ -208,9 +209,7 @@ def main() -> int:
     print("| " + " | ".join(FIELDS) + " |")
     print("|" + "---|" * len(FIELDS))
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
-        for model in models:
-            print(f"| {model.name} | needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
-                  + " - |" * (len(FIELDS) - 2))
+        print_needs_branch(models, len(FIELDS))
         return 0
     everything = []
     with removed_on_error(out, *(out / model.name for model in models)):

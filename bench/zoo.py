@@ -31,7 +31,17 @@ import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from common import BenchParser, budget_range, existing, jobs, removed_on_error, run_bench, seconds, split_step
+from common import (
+    BenchParser,
+    budget_range,
+    existing,
+    jobs,
+    print_needs_branch,
+    removed_on_error,
+    run_bench,
+    seconds,
+    split_step,
+)
 from fork_figures import FORK_POINTS, PEAK, ForkPoint, ckpt_figure, live_budget
 
 from ckpt import deeploy_bridge
@@ -255,9 +265,7 @@ def main() -> int:
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         print(HEAD)
         print("|" + "---|" * HEAD.count(" | ") + "---|")
-        for model in models:
-            print(f"| {model.name} | - | needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
-                  + " - |" * 7)
+        print_needs_branch(models, HEAD.count(" | ") + 1, blank_before=1)
         return 0
     with tempfile.TemporaryDirectory(prefix="ckpt_zoo_") as scratch:
         root = Path(args.outdir) if args.outdir else Path(scratch)
