@@ -47,12 +47,22 @@ def include_flags(sources: KernelSources, *extra: Path) -> list[str]:
     return [f"-I{d}" for d in (*extra, DEVICE, *sources.include_dirs)]
 
 
-def device_fingerprint() -> str:
-    """sha256 over ckpt's device-side files and the modules that build a step with them: a change there can change
-    what a run computes or measures."""
-    here = DEVICE.parent
-    files = {str(p.relative_to(here)): hashlib.sha256(p.read_bytes()).hexdigest()
-             for p in sorted([*DEVICE.glob("*"), *here.glob("*.py")]) if p.is_file()}
+# Every module of this folder is in exactly one of these (a test checks it): those whose code decides what a step
+# computes or how it is measured key the cached kernels, runs and calibrations; the others may change freely.
+MEASURING_MODULES = ("harness.py", "kernels.py", "objects.py", "probes.py", "run.py", "sdk.py", "step.py",
+                     "train_run.py")
+NON_MEASURING_MODULES = ("__init__.py", "diagnosis.py",  # what a failed run said, after the run
+                         "gap9.py",                       # GAP9's launch, never a Siracusa run
+                         "kit.py")                        # where the pieces are; their identity is keyed apart
+
+
+def device_fingerprint(folder: Path = DEVICE.parent) -> str:
+    """sha256 over ckpt's device-side files and the modules that build, run and read a step: a change there can change
+    what a run computes or measures; a change elsewhere (GAP9's launch, a failure's diagnosis) keeps every cached
+    calibration valid."""
+    device = folder / DEVICE.name
+    paths = [*sorted(p for p in device.glob("*") if p.is_file()), *(folder / m for m in MEASURING_MODULES)]
+    files = {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
