@@ -157,3 +157,41 @@ def test_gap9s_lent_layernorm_grad_gets_ckpts_restarting_template_with_gap9s_tra
     lent = _lent()[0]["LayerNormalizationGrad"].maps[0].bindings[0]
     assert not isinstance(lent.template, RestartingTemplate)           # the shared lent mapping stays as lent
     assert passes(binding) == passes(lent) != passes(layernorm_grad_binding())   # GAP9's transformer kept
+
+
+@pytest.mark.parametrize("lent_template", ["ckpt's", "Deeploy's"])
+def test_the_report_says_a_workaround_only_where_the_deployed_code_was_bound_with_it(gap9, lowering_cache, tmp_path,
+                                                                                    monkeypatch, lent_template):
+    """The report said "worked around layernorm-grad-zeroing at N node(s)" from the graph's node types, while GAP9's
+    LayerNormalizationGrad, lent from PULPOpen, was still bound to the branch's template (cct_train's GAP9 code then
+    differed from its graph order): what it says now comes from the bindings Deeploy elected in each flow."""
+    from test_training_branch import _layer_norm_step
+
+    from ckpt.deeploy_bridge import targets, workarounds
+    from ckpt.pipeline.deployed_solve import solve_model
+    from ckpt.replay.run import ReplayOptions, replay_schedule
+    from ckpt.schedule_file import write_schedule
+    from ckpt.solver.budget import parse_budget
+    from ckpt.solver.model.records import SolveOptions
+
+    if not workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
+        pytest.skip("the installed Deeploy's LayerNormalizationGrad has no once-per-process zeroing")
+    if lent_template == "Deeploy's":         # GAP9 as it was before ckpt's template reached its lent layer
+        monkeypatch.setattr(targets, "restarting_layer", lambda mapping: None)
+    folder = _layer_norm_step(tmp_path / "norm", rows=16, features=8)
+    doc, _ = solve_model(folder, parse_budget("1.0"), "gap9", SolveOptions())
+    write_schedule(tmp_path / "seq.json", doc)
+    report = replay_schedule(tmp_path / "seq.json", folder, tmp_path / "replay",
+                             ReplayOptions(target="gap9", verify=False)).report
+    [record] = [w for w in report.model.deeploy_workarounds if w.name == "layernorm-grad-zeroing"]
+    carried = ["norm_grad"] if lent_template == "ckpt's" else []
+    assert record.nodes == carried                         # before: ["norm_grad"] whatever was bound
+    assert record.missed == [n for n in ["norm_grad"] if n not in carried]
+    for flow in ("tiled", "non_tiled"):
+        bound = report.deeploy[flow].workarounds["layernorm-grad-zeroing"]
+        assert (list(bound.carried), list(bound.missed)) == (record.nodes, record.missed), flow
+    if carried:
+        assert record.line.startswith("worked around Deeploy's layernorm-grad-zeroing")
+    else:
+        assert record.line.startswith("did not work around Deeploy's layernorm-grad-zeroing")
+        assert "NOT worked around at 1 node(s) (norm_grad first)" in record.line
