@@ -80,28 +80,45 @@ def test_gap9_is_lent_pulpopens_training_kernels_and_keeps_its_own(gap9):
     assert "ConvGradX" not in own and len(own["LayerNormalization"].maps) == 1
 
 
-@pytest.mark.parametrize("model, missing", [("simplemlp_train", "InPlaceAccumulatorV2"),
-                                            ("dscnn_train", "ConvGradX")])
-def test_without_ckpts_bridge_the_branch_refuses_gap9_and_with_it_the_code_is_generated(
+@pytest.mark.parametrize("model, missing", [("cct_train", "GeluGrad"), ("resnet8_train", "ConvGradX"),
+                                            ("dscnn_train", "BatchNormalizationGrad"),
+                                            ("simplemlp_train", "InPlaceAccumulatorV2")])
+def test_without_ckpts_bridge_the_branch_refuses_the_zoos_graphs_for_gap9_naming_what_it_lacks(
         gap9, shared_models, tmp_path, monkeypatch, model, missing):
-    from ckpt.deeploy_bridge import deeploy_run, generate_code, lower
-    from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.deeploy_bridge import deeploy_run, lower
     from ckpt.deeploy_bridge.targets import target_parts
 
-    folder = shared_models / model
-    with monkeypatch.context() as patch:          # GAP9 as Deeploy ships it
-        patch.setattr(deeploy_run, "target_parts", lambda target, n: target_parts(target, n, lend_kernels=False))
-        with pytest.raises(BridgeError, match=f"GAP9 platform maps no kernel for .*{missing}"):
-            lower(folder, "gap9", cache_dir=tmp_path / "plain", use_cache=False)
-    lowered = lower(folder, "gap9", cache_dir=tmp_path / "lent")
+    monkeypatch.setattr(deeploy_run, "target_parts",            # GAP9 as Deeploy ships it
+                        lambda target, n: target_parts(target, n, lend_kernels=False))
+    with pytest.raises(BridgeError, match=f"GAP9 platform maps no kernel for .*{missing}"):
+        lower(shared_models / model, "gap9", cache_dir=tmp_path / "plain", use_cache=False)
+
+
+def test_with_ckpts_bridge_dscnns_gap9_code_is_generated_with_gap9s_dma_and_builds(
+        gap9, shared_models, deeploy_checkout, tmp_path):
+    from ckpt.coderun.build import BuildConfig, build_step, find_toolchain, kernel_library
+    from ckpt.coderun.manifest import CodeManifest
+    from ckpt.deeploy_bridge import generate_code, lower
+    from ckpt.deeploy_bridge.setup import setup_for
+
+    lowered = lower(shared_models / "dscnn_train", "gap9", cache_dir=tmp_path / "lent")
     order = [n.name for n in lowered.model.graph.node]
-    figures = generate_code(lowered.model, order, tmp_path / "code", "gap9", setup=setup_for("gap9"))
-    code = (tmp_path / "code" / "Network.c").read_text()
+    code_dir = tmp_path / "code"
+    figures = generate_code(lowered.model, order, code_dir, "gap9", setup=setup_for("gap9"))
+    code = (code_dir / "Network.c").read_text()
     assert '#include "DeeployGAP9Math.h"' in code and '#include "DeeployMchan.h"' in code
     assert "mchan_transfer_t" in code and "mchan_siracusa" not in code       # GAP9's DMA, not Siracusa's
-    transfers = code_transfers(tmp_path / "code" / "Network.c")
+    transfers = code_transfers(code_dir / "Network.c")
     assert transfers and max(t.size for t in transfers) < MCHAN_LIMIT       # none reaches mchan's 2^17 B
     assert figures.setup.size("L1") == 93 * 1024
+    toolchain = find_toolchain()
+    if toolchain is None:
+        pytest.skip("no C compiler on PATH")
+    sources, manifest = deeploy_checkout, CodeManifest.read(code_dir)
+    config = BuildConfig(manifest.cores, manifest.l3_bytes)
+    built = build_step(code_dir, sources, toolchain, config, kernel_library(sources, toolchain, config),
+                       tmp_path / "step")
+    assert built.is_file()
 
 
 def _replay(shared_models: Path, tmp_path: Path, model: str, budget: str) -> tuple:
