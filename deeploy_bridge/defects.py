@@ -18,3 +18,12 @@ class Found:
     file: str          # relative to the folder Deeploy is installed in: Deeploy/Targets/...
     line: int
     what: str
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One workaround in force, as a deployment bound it: the nodes whose bound code carries it, and the nodes it
+    concerns whose bound code does not (Deeploy's own binding, the defect left in)."""
+
+    carried: tuple[str, ...] = ()
+    missed: tuple[str, ...] = ()

@@ -17,6 +17,7 @@ from Deeploy.DeeployTypes import NodeMapper, NodeTemplate
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
 from .defect_probes import layernorm_grad_binding
+from .defects import Defect
 
 FLAG = "ckpt_first_tile"
 
@@ -61,6 +62,8 @@ _TEXT = """
 
 class RestartingTemplate(NodeTemplate):
     """ckpt's LayerNormalizationGrad template; `ckpt_first_tile` is 1 unless the tiler gives each tile its own."""
+
+    works_around = Defect.LAYERNORM_GRAD_ZEROING     # how a deployment's report knows it was bound (workarounds.bound)
 
     def __init__(self):
         super().__init__(_TEXT)

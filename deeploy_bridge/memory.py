@@ -38,6 +38,7 @@ from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.files import atomic_write
 from ckpt.targets import uses_deeploy
 
+from . import workarounds
 from .buffers import buffer_bytes
 from .deeploy_run import DeeployRun, DeployOptions, back_end, front_end, mid_end, quiet_deeploy, start
 from .errors import BridgeError
@@ -279,7 +280,8 @@ def _figures(run: DeeployRun, target: str, tiled: bool, setup: DeeploySetup, kep
                          home_live=home, live_max=live, allocator_calls=calls, grown=grown, placed_by=placed_by,
                          laid_out=laid_out, setup=setup, timings=run.timings,
                          buffer_levels=buffer_levels(d.ctxt) if tiled else {},
-                         home_arena=dict(log.home) if log is not None else {})
+                         home_arena=dict(log.home) if log is not None else {},
+                         workarounds=workarounds.bound(d.layerBinding))
 
 
 def deeploy_memory(model_dir_or_path: ModelLike, order_or_scheduler: Order = None, target: str = "siracusa",

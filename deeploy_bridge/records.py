@@ -10,6 +10,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.in_place import with_in_place_updates
 from ckpt.solver.memory.layout import Block
 
+from .defects import Bound
 from .setup import DEFAULT_SETUP, DeeploySetup, Flow, WeightUpdate
 
 
@@ -168,6 +169,9 @@ class FlowFigures:
     layers: int = 0  # the layers Deeploy ran
     code_files: list[str] = field(default_factory=list)
     seconds: dict[str, float] | None = None  # Deeploy's stages (a report keeps them with --record-time only)
+    # the workarounds in force as this run bound them: defect name -> the nodes whose code carries it, and those
+    # it concerns whose code does not (deeploy_bridge.workarounds.bound)
+    workarounds: dict[str, Bound] = field(default_factory=dict)
 
 
 @dataclass

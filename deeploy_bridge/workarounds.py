@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 
 from ckpt.errors import CkptError
 
-from .defects import Defect, Found
+from .defects import Bound, Defect, Found
 from .softmax_axis import SUFFIX
 
-__all__ = ["ENV", "Defect", "Found", "defects_found", "wanted", "active", "is_active", "key", "applied"]
+__all__ = ["ENV", "Defect", "Found", "Bound", "defects_found", "wanted", "active", "is_active", "key", "bound"]
 
 ENV = "CKPT_DEEPLOY_WORKAROUNDS"
 
@@ -79,10 +80,44 @@ def key() -> list[str]:
     return sorted(f.defect.value for f in active())
 
 
-def applied(model) -> list[tuple[Found, list[str]]]:
-    """The workarounds in force that touch `model` (a lowered graph, onnx), each with the nodes it touches."""
-    nodes = list(getattr(getattr(model, "graph", None), "node", []))
-    touched = {Defect.SOFTMAX_GRAD_AXIS: [n.name for n in nodes
-                                          if n.op_type == "SoftmaxGrad" and any(SUFFIX in i for i in n.input)],
-               Defect.LAYERNORM_GRAD_ZEROING: [n.name for n in nodes if n.op_type == "LayerNormalizationGrad"]}
-    return [(found, touched[found.defect]) for found in active() if touched[found.defect]]
+def _last_axis_views(node) -> bool:
+    """Whether a SoftmaxGrad reads ckpt's 2-D views along its last axis (deeploy_bridge.softmax_axis)."""
+    return any(SUFFIX in getattr(t, "name", "") for t in node.inputs)
+
+
+def _along_a_middle_axis(node) -> bool:
+    shape = getattr(node.inputs[0], "shape", None) if node.inputs else None
+    if not shape or not all(isinstance(d, int) for d in shape):
+        return False
+    return int(node.attrs.get("axis", 1)) % len(shape) != len(shape) - 1
+
+
+def _concerns(defect: Defect, node) -> bool:
+    if defect is Defect.LAYERNORM_GRAD_ZEROING:
+        return node.op == "LayerNormalizationGrad"
+    return node.op == "SoftmaxGrad" and (_last_axis_views(node) or _along_a_middle_axis(node))
+
+
+def _carries(defect: Defect, node, template) -> bool:
+    if defect is Defect.LAYERNORM_GRAD_ZEROING:      # ckpt's template (deeploy_bridge.layernorm_grad) marks itself
+        return getattr(template, "works_around", None) is defect
+    return _last_axis_views(node) and not _along_a_middle_axis(node)
+
+
+def bound(layers: Mapping[str, object]) -> dict[str, Bound]:
+    """Per workaround in force that concerns a node of a deployment: what its bound layers carry (`layers`: a
+    deployer's layerBinding after its mid end, node name -> Deeploy's ONNXLayer, each with the binding it elected).
+    Read from what was bound, not from the node types: a platform whose binding lacks ckpt's template (GAP9's
+    LayerNormalizationGrad, lent from PULPOpen, once did) shows as missed."""
+    found = {}
+    for defect in (f.defect for f in active()):
+        carried, missed = [], []
+        for name, layer in layers.items():
+            node = layer.node
+            if not _concerns(defect, node):
+                continue
+            binder = getattr(getattr(layer, "mapper", None), "binder", None)
+            (carried if _carries(defect, node, getattr(binder, "template", None)) else missed).append(name)
+        if carried or missed:
+            found[defect.value] = Bound(tuple(carried), tuple(missed))
+    return found

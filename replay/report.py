@@ -48,12 +48,18 @@ class WorkaroundRecord:
     deeploy_file: str
     deeploy_line: int
     what: str
-    nodes: list[str]
+    nodes: list[str]                 # the nodes whose generated code carries the workaround, as Deeploy bound them
+    missed: list[str] = field(default_factory=list)   # nodes it concerns whose binding does not: the defect left in
 
     @property
     def line(self) -> str:
-        return (f"worked around Deeploy's {self.name} ({self.deeploy_file}:{self.deeploy_line}) at "
-                f"{len(self.nodes)} node(s): {self.what} (CKPT_DEEPLOY_WORKAROUNDS=off turns it off)")
+        where = f"Deeploy's {self.name} ({self.deeploy_file}:{self.deeploy_line})"
+        said = f"worked around {where} at {len(self.nodes)} node(s): {self.what}" if self.nodes else \
+            f"did not work around {where}"
+        if self.missed:
+            said += (f"; NOT worked around at {len(self.missed)} node(s) ({self.missed[0]} first): the binding the "
+                     "platform elected for them is not ckpt's")
+        return f"{said} (CKPT_DEEPLOY_WORKAROUNDS=off turns it off)"
 
 
 @dataclass(frozen=True)

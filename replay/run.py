@@ -192,7 +192,9 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
         report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
-                                                    for name, f in optimizer.items()} or None)
+                                                    for name, f in optimizer.items()} or None,
+                         model=replace(report.model, deeploy_workarounds=_workarounds(
+                             [*flows.values(), *optimizer.values()])))
         write_bytes(outdir / REWIRED, rewired.model.SerializeToString())
         write_json(outdir / ORDER, {"order": plan.order,
                                     "clones": {e.name: e.source for e in plan.executions if e.clone}})
@@ -414,8 +416,7 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
                                                    plan.fingerprint.status), solved_on),
         model=ModelSection(str(model), model_sha, target,
                            (solved_on.get("model_sha256") == model_sha) if solved_on else None,
-                           lowered.deeploy_version if lowered else None, len(view.live),
-                           _workarounds(lowered) if flows else []),
+                           lowered.deeploy_version if lowered else None, len(view.live)),
         replay=ReplaySection(**plan.counts(), clones=[e.name for e in plan.executions if e.clone],
                              pruned=[e.name for e in plan.pruned], unscheduled=list(plan.unscheduled),
                              stale=list(plan.stale)),
@@ -429,12 +430,18 @@ def _report(schedule: Path, doc: Schedule, model, target: str, lowered: LoweredG
         code_runs=code_runs, budget=budget)
 
 
-def _workarounds(lowered: LoweredGraph | None) -> list[WorkaroundRecord]:
-    """The installed Deeploy's defects ckpt worked around in the code this replay generated."""
-    if lowered is None:
-        return []
-    return [WorkaroundRecord(found.defect.value, found.file, found.line, found.what, nodes)
-            for found, nodes in workarounds.applied(lowered.model)]
+def _workarounds(deployed: list[MemoryFigures]) -> list[WorkaroundRecord]:
+    """The installed Deeploy's defects ckpt worked around in the code this replay generated, as each deployment
+    (both flows, both networks of a split step) bound them: the nodes whose code carries a workaround, and those it
+    concerns whose code does not."""
+    records = []
+    for found in workarounds.active():
+        bound = [f.workarounds[found.defect.value] for f in deployed if found.defect.value in f.workarounds]
+        carried = list(dict.fromkeys(n for b in bound for n in b.carried))
+        missed = list(dict.fromkeys(n for b in bound for n in b.missed))
+        if carried or missed:
+            records.append(WorkaroundRecord(found.defect.value, found.file, found.line, found.what, carried, missed))
+    return records
 
 
 def _budget(doc: Schedule, memory: MemorySection) -> BudgetRecord | None:

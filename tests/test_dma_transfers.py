@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckpt.coderun.dma import MCHAN_LIMIT, code_transfers, oversized_transfers
+from ckpt.coderun.dma import MCHAN_LIMIT, code_transfers, oversized_reason, oversized_transfers
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import NoSources
 from ckpt.coderun.train_harness import TrainingRun
@@ -42,3 +42,25 @@ def test_a_step_with_a_transfer_of_2_17_bytes_is_not_built_and_the_transfer_is_n
         assert isinstance(found, NotRun) and found.failed
         assert "131,072 B between l1_1 and l2_1 in _node_3_conv_closure (TrainingNetwork.c:4) (and 1 more)" in \
             found.reason
+
+
+def test_a_transfer_whose_length_changes_per_tile_is_read_as_its_largest_tile(tmp_path):
+    """Where a layer's tiles move different amounts, Deeploy writes the length as one entry of a per-tile array
+    (`.size = <name>_size[TILING_I]`): those transfers went unread (CCT's GAP9 step: 325 of its 736), so a tile of
+    2^17 B would have been built."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    tiles = [65536, MCHAN_LIMIT, 4096]
+    lines = ["#include \"DeeployMchan.h\"",
+             f"static PI_L1 uint32_t conv_out_size[3] = {{{', '.join(map(str, tiles))}}};",
+             f"static PI_L1 uint32_t conv_out_cmd[3] = {{{', '.join(str((0b1011 << 17) + t) for t in tiles)}}};",
+             "static void _node_3_conv_closure(void *args) {",
+             "{ mchan_transfer_t __mchan_tmp = { .cmd = conv_out_cmd[TILING_I], .size = conv_out_size[TILING_I], "
+             ".loc = l1_out, .ext = l2_out }; mchan_transfer_push_1d(__mchan_tmp); }", "}"]
+    (folder / "TrainingNetwork.c").write_text("\n".join(lines) + "\n")
+    [transfer] = code_transfers(folder / "TrainingNetwork.c")
+    assert (transfer.size, transfer.tiles, transfer.line) == (MCHAN_LIMIT, 3, 5)
+    assert transfer.cmd == (0b1011 << 17) + MCHAN_LIMIT
+    assert oversized_transfers(folder) == [transfer]
+    assert "131,072 B (the largest of 3 tiles) between l1_out and l2_out in _node_3_conv_closure" in \
+        oversized_reason(folder)
