@@ -12,6 +12,8 @@ the two: it moves what persists to the persistent level, and everything else kee
 - every buffer whose bytes are such a buffer's (a view, an update written in place: Deeploy's `_alias`).
 Activations and transients are locals: they stay in the default level. The split is a fact of the buffer kinds, so
 ckpt predicts it from the graph alone (`persistent_names`), and a test reads it back from Deeploy's context.
+`split+` names what persists that ckpt brought on chip (the train network's names): those keep the default level,
+in both networks (the optimizer's I/O that is such a buffer's bytes with it).
 """
 from __future__ import annotations
 
@@ -37,17 +39,24 @@ class AnnotatePersistentMemoryLevel(SequentialPass):
         return ctxt, graph
 
     def _persists(self, buffer) -> bool:
+        if buffer.name in self.on_chip:
+            return False
         if isinstance(buffer, ConstantBuffer):
             return True
         io = getattr(buffer, "is_input", False) or getattr(buffer, "is_output", False)
-        return bool(io) and self.io_persists and buffer.name not in self.on_chip
+        return bool(io) and self.io_persists
 
 
-def persistent_pass(level: str, role: Role | None) -> AnnotatePersistentMemoryLevel:
-    """The pass for a network of `role` (None: a one-graph step, whose graph I/O is the harness's)."""
+def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = ()) -> AnnotatePersistentMemoryLevel:
+    """The pass for a network of `role` (None: a one-graph step, whose graph I/O is the harness's); `brought`: what
+    persists kept on chip (split+), named as the train network (or a one-graph step) names it."""
     if isinstance(role, TrainRole):
-        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip))
-    return AnnotatePersistentMemoryLevel(level, isinstance(role, OptimizerRole))
+        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip) | frozenset(brought))
+    if isinstance(role, OptimizerRole):
+        train = {f"DeeployNetwork_{name}" for name in brought}
+        return AnnotatePersistentMemoryLevel(level, True, frozenset(own for own, symbol in role.shared
+                                                                    if symbol in train))
+    return AnnotatePersistentMemoryLevel(level, False, frozenset(brought))
 
 
 def buffer_levels(ctxt) -> dict[str, str]:
