@@ -32,7 +32,8 @@ class AnnotatePersistentMemoryLevel(SequentialPass):
 
     def apply(self, ctxt, graph):
         buffers = {**ctxt.localObjects, **ctxt.globalObjects}
-        roots = {name for name, buffer in ctxt.globalObjects.items() if self._persists(buffer)}
+        roots = {name for name, buffer in ctxt.globalObjects.items()
+                 if self._persists(buffer) and _bytes_of(ctxt, name) not in self.on_chip}
         for name, buffer in buffers.items():
             if name in roots or (hasattr(buffer, "_alias") and ctxt.dealiasBuffer(name) in roots):
                 buffer._memoryLevel = self.level
@@ -45,6 +46,11 @@ class AnnotatePersistentMemoryLevel(SequentialPass):
             return True
         io = getattr(buffer, "is_input", False) or getattr(buffer, "is_output", False)
         return bool(io) and self.io_persists
+
+
+def _bytes_of(ctxt, name: str) -> str:
+    """The buffer whose bytes `name` is (an accumulator's output is its input's), else `name`."""
+    return ctxt.dealiasBuffer(name) if hasattr(ctxt.lookup(name), "_alias") else name
 
 
 def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = ()) -> AnnotatePersistentMemoryLevel:

@@ -306,3 +306,48 @@ def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, r
                if graph.root(t) in roots)           # the rest of what persists stays off chip, views with it
     if placed(frozenset())["L2"] + sum(c.nbytes for c in candidates.values()) <= limit:
         assert chosen == frozenset(candidates)      # everything fits: everything on chip
+
+
+@pytest.mark.deeploy
+def test_split_plus_code_keeps_on_chip_exactly_what_ckpt_brought_there_in_both_networks(
+        branch, shared_models, lowering_cache, tmp_path):
+    """Half of what persists fits the room: the generated code of both networks (read from Deeploy's context) keeps
+    those buffers in L2 and the rest in L3, and reserves the on-chip arena ckpt predicted with them."""
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.replay.predict import OnChipRoom, chosen_on_chip, predicted_buffer_levels, predicted_split_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+    from ckpt.solver.memory.placement import TransferPrice
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    order = [(n, 0) for n in lowered.node_order]
+    weights = DEFAULT_SETUP.weights
+    alone = predicted_split_levels(lowered, order, weights, step.persistent_io)["L2"].arena
+    everything = predicted_split_levels(lowered, order, weights, step.persistent_io,
+                                        frozenset(step.persistent_io))["L2"].arena
+    room = OnChipRoom(alone + (everything - alone) // 2, 0, 0)
+    chosen = chosen_on_chip(lowered, order, weights, step.persistent_io, room, TransferPrice(7592.0, 5.2),
+                            step.optimizer_accesses())
+    assert chosen and chosen < step.persistent_io                 # some, not all, of what persists
+    setup = setup_for("siracusa", SPLIT_HOME, persist_on_chip=True, on_chip_persistent=tuple(sorted(chosen)))
+    train, optimizer = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup,
+                                    Path(tmp_path) / "code")
+    decided = predicted_buffer_levels(lowered, step.persistent_io, weights, chosen)
+    generated = train.buffer_levels
+    compared = sorted(set(decided) & set(generated))
+    assert len(compared) >= 0.9 * len(decided)
+    assert {name: generated[name] for name in compared} == {name: decided[name] for name in compared}
+    assert {generated[name] for name in chosen} == {"L2"}
+    assert {generated[name] for name in step.persistent_io - chosen} == {"L3"}
+    for own, symbol in optimizer_shared_pairs(step):              # the optimizer's I/O lives with its train buffer
+        assert optimizer.buffer_levels[own] == generated[symbol.removeprefix("DeeployNetwork_")], own
+    predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)
+    assert train.home_arena["L2"] == predicted["L2"].arena > alone   # the arena the code reserves, with them in it
+
+
+def optimizer_shared_pairs(step):
+    from ckpt.deeploy_bridge.split_step import optimizer_role
+    return optimizer_role(step.io, step.optimizer, step.elements).shared
