@@ -59,9 +59,7 @@ def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = ()
     if isinstance(role, TrainRole):
         return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip) | frozenset(brought))
     if isinstance(role, OptimizerRole):
-        train = {f"DeeployNetwork_{name}" for name in brought}
-        return AnnotatePersistentMemoryLevel(level, True, frozenset(own for own, symbol in role.shared
-                                                                    if symbol in train))
+        return AnnotatePersistentMemoryLevel(level, True, role.brought(brought))
     return AnnotatePersistentMemoryLevel(level, False, frozenset(brought))
 
 

@@ -346,6 +346,11 @@ def test_split_plus_code_keeps_on_chip_exactly_what_ckpt_brought_there_in_both_n
         assert optimizer.buffer_levels[own] == generated[symbol.removeprefix("DeeployNetwork_")], own
     predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)
     assert train.home_arena["L2"] == predicted["L2"].arena > alone   # the arena the code reserves, with them in it
+    _, plain = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True,
+                            setup_for("siracusa", SPLIT_HOME), Path(tmp_path) / "plain")
+    assert optimizer.arena.get("L2", 0) <= plain.arena.get("L2", 0)    # the optimizer lays out no room for the train
+                                                                      # network's buffers on chip (it had, 624,336 B
+                                                                      # for ResNet-8: more than L2 had left)
 
 
 def optimizer_shared_pairs(step):
