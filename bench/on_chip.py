@@ -16,7 +16,7 @@ Columns: l2_total, what the step needs of L2 (its code and data and what it allo
 l3_total, what both networks keep in L3 (constants and arenas); train_cycles per mini-batch and optimizer_cycles per
 update (gvsoc); errors, the harness's `Errors` on gvsoc; host_errors, ckpt's host executor against the goldens.
 Writes OUT/on_chip.csv and OUT/on_chip.png (train cycles against L2 bytes, one marker per deployment) and prints
-the table, with the gvsoc seconds of each row (both networks' runs; the off-chip reference's are not recorded).
+the table, with the gvsoc seconds of each row (building and running both networks).
 Needs the training branch (pip install ../shared/deeploy-train) and gvsoc.
 
 Run: python bench/on_chip.py --model DIR [--model DIR ...] -o OUT [--range 0.5:0.9] [--smoke]
@@ -95,14 +95,19 @@ def _row(model: str, deployment: str, budget: str, found: PointRow, seconds: flo
                found.host_errors, seconds)
 
 
-def _gvsoc_seconds(sweep_folder: Path, row: PointRow) -> float | None:
-    """The gvsoc seconds of a sweep's point (its point record), None where not recorded (the off-chip reference)."""
-    if not row.schedule or not row.schedule.startswith("points/"):
+def _gvsoc_seconds(report: Path) -> float | None:
+    """The seconds gvsoc took to build and run a replay's step (its report, written with the time recorded; a run
+    ckpt's gvsoc cache answered keeps the seconds of the run that filled it), None where not recorded."""
+    if not report.is_file():
         return None
-    record = sweep_folder / Path(row.schedule).parent / "point.json"
-    if not record.is_file():
-        return None
-    return json.loads(record.read_text()).get("stage_seconds", {}).get("gvsoc")
+    seconds = (json.loads(report.read_text()).get("gvsoc", {}).get("tiled") or {}).get("seconds")
+    return round(sum(seconds.values()), 1) if seconds else None
+
+
+def _point_report(sweep_folder: Path, row: PointRow) -> Path:
+    if row.status == "reference":
+        return sweep_folder / "reference" / "report.json"
+    return sweep_folder / Path(row.schedule or "").parent / "replay" / "report.json"
 
 
 def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, label: str) -> Row:
@@ -110,20 +115,20 @@ def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, l
     setup = setup_for(TARGET, SPLIT_HOME)
     code = measured_code_bytes(model, TARGET, setup, progress)
     options = ReplayOptions(target=TARGET, overwrite=True, deeploy=setup_for(TARGET, SPLIT_HOME, persist_on_chip=True),
-                            on_chip_code=code)
+                            on_chip_code=code, record_time=True)
     try:
         result = replay_schedule(sweep_folder / fitting.schedule, model, out / "split+", options, progress)
     except CkptError as err:
         return Row(model.name, "split+", label, None, None, None, None, f"refused: {err.problem}", "-")
     found = replayed_row(replace(empty_row(label, fitting.budget_fraction, None, BASELINE, ""),
                                  check=PointCheck.NONE.value), result.report, True)
-    return _row(model.name, "split+", label, found, result.seconds.get("gvsoc"))
+    return _row(model.name, "split+", label, found, _gvsoc_seconds(out / "split+" / "report.json"))
 
 
 def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float):
     options = SweepOptions(fractions=fractions, target=TARGET, jobs=1,
                            solve=SolveOptions(backend=BackendOptions(time_limit=time_limit)),
-                           replay=ReplayOptions(deeploy=setup_for(TARGET, home)))
+                           replay=ReplayOptions(deeploy=setup_for(TARGET, home), record_time=True))
     return run_sweep(model, out, options, progress)
 
 
@@ -138,8 +143,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     base = next(r for r in split.rows if r.status == BASELINE)
     reference = next((r for r in split.rows if r.status == "reference"), None)
     if reference is not None:
-        rows.append(_row(name, "all-L3", REFERENCE, reference))
-    rows.append(_row(name, "split", "graph order", base, _gvsoc_seconds(out / "split", base)))
+        rows.append(_row(name, "all-L3", REFERENCE, reference, _gvsoc_seconds(_point_report(out / "split", reference))))
+    rows.append(_row(name, "split", "graph order", base, _gvsoc_seconds(_point_report(out / "split", base))))
     fitting = base if base.fits_on_chip and base.verified else None
     if fitting is None and fractions:
         swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
@@ -149,7 +154,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     if fitting is not None:
         label = "graph order (fits)" if fitting is base else fitting.label
         if fitting is not base:
-            rows.append(_row(name, "split", label, fitting, _gvsoc_seconds(out / "split", fitting)))
+            rows.append(_row(name, "split", label, fitting, _gvsoc_seconds(_point_report(out / "split", fitting))))
         rows.append(_split_plus(model, out, out / "split", fitting, label))
     else:
         rows.append(Row(name, "split", "none fits", None, None, None, None, "no budget of the range fits L2", "-"))
@@ -157,7 +162,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
         on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit)
         seconds += on_chip.stage_seconds.get("gvsoc", 0.0)
         found = next(r for r in on_chip.rows if r.status == BASELINE)
-        rows.append(_row(name, "all-L2", "graph order", found, _gvsoc_seconds(out / "all-L2", found)))
+        rows.append(_row(name, "all-L2", "graph order", found, _gvsoc_seconds(_point_report(out / "all-L2", found))))
     except CkptError as err:
         rows.append(Row(name, "all-L2", "graph order", None, None, None, None, f"does not fit: {err.problem}", "-"))
     return rows, seconds
