@@ -356,3 +356,14 @@ def test_split_plus_code_keeps_on_chip_exactly_what_ckpt_brought_there_in_both_n
 def optimizer_shared_pairs(step):
     from ckpt.deeploy_bridge.split_step import optimizer_role
     return optimizer_role(step.io, step.optimizer, step.elements).shared
+
+
+def test_split_plus_without_a_split_home_is_refused_in_one_line_before_any_work(tmp_path):
+    schedule = tmp_path / "seq.json"
+    solved = ckpt_here("solve", "--budget", "1.0", "--costs", "estimate", "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--target", "siracusa", "--home", "L2", "--persist-on-chip", "auto",
+                    "-o", str(tmp_path / "r"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "--persist-on-chip auto" in run.stderr and "add --home split" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "r").exists()
