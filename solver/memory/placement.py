@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pulp
 
 from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.model.backends import BackendOptions, make_solver
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def bring_on_chip(candidates: Mapping[str, Candidate], room: int) -> frozenset[s
     take = {name: pulp.LpVariable(f"x{i}", cat=pulp.LpBinary) for i, name in enumerate(names)}
     problem += pulp.lpSum(take[n] * candidates[n].saves for n in names)
     problem += pulp.lpSum(take[n] * candidates[n].nbytes for n in names) <= room
-    status = problem.solve(pulp.HiGHS(msg=False, gapRel=0.0, threads=1))
+    status = problem.solve(make_solver(BackendOptions(time_limit=None, gap=0.0)))   # quiet: no banner
     if pulp.LpStatus[status] != "Optimal":
         raise RuntimeError(f"the on-chip knapsack ended {pulp.LpStatus[status]}")
     return frozenset(n for n in names if (take[n].value() or 0) > 0.5)
