@@ -22,14 +22,13 @@ from ckpt.solver.graph.onnx_loader import io_names, load_graph
 from ckpt.solver.graph.simulate import RunSequence
 from ckpt.solver.memory.layout import Block, Layout, aligned, peak_step
 from ckpt.solver.memory.placement import (
-    Candidate,
     SplitHome,
     TransferPrice,
-    on_chip_within,
     persistent_accesses,
     persistent_roots,
     split_levels,
 )
+from ckpt.solver.model.on_chip import Candidate, on_chip_within
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 

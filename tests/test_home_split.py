@@ -233,7 +233,7 @@ def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(br
 def test_what_split_plus_brings_on_chip_is_the_most_cycles_saved_that_fits_the_room(items, room):
     from itertools import combinations
 
-    from ckpt.solver.memory.placement import Candidate, bring_on_chip
+    from ckpt.solver.model.on_chip import Candidate, bring_on_chip
 
     candidates = {f"w{i}": Candidate(nbytes, float(saves)) for i, (nbytes, saves) in enumerate(items)}
     chosen = bring_on_chip(candidates, room)
@@ -272,13 +272,8 @@ def _layered_steps(draw):
 @given(_layered_steps(), st.integers(0, 1200), st.integers(0, 200), st.integers(1, 30), st.integers(0, 9))
 def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, reserve, per_access, per_byte):
     from ckpt.deeploy_bridge.arena import home_blocks
-    from ckpt.solver.memory.placement import (
-        Candidate,
-        TransferPrice,
-        on_chip_within,
-        persistent_accesses,
-        persistent_roots,
-    )
+    from ckpt.solver.memory.placement import TransferPrice, persistent_accesses, persistent_roots
+    from ckpt.solver.model.on_chip import Candidate, on_chip_within
 
     graph, inputs, persistent_io = step
     outputs = frozenset(t for t in graph.tensor_bytes if t.endswith("_new"))

@@ -8,20 +8,17 @@ passes. The split home keeps the first off chip and the second on chip, a rule p
   accumulator's output: `TrainGraph.root`);
 - the rest (activations, the per-mini-batch I/O) in the default level.
 No schedule changes this: a recompute writes an activation. Where the default level has room left beside the
-activations, what persists may be brought on chip as well (`split+`, `bring_on_chip`): the tensors whose transfers
+activations, what persists may be brought on chip as well (`split+`, solver.model.on_chip): the tensors whose transfers
 from the level behind the chip cost the most cycles for their bytes, chosen exactly (a 0/1 knapsack) within the
 room. The levels a deployment gives each buffer are checked against this decision (tests/test_home_split.py), and
 the capacity of each level against what is placed there (`over_capacity`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import pulp
-
 from ckpt.solver.graph.graph import TrainGraph
-from ckpt.solver.model.backends import BackendOptions, make_solver
 
 
 @dataclass(frozen=True)
@@ -59,14 +56,6 @@ class TransferPrice:
         return accesses * (self.per_access + self.per_byte * nbytes)
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A persistent tensor that could be brought on chip: its bytes there and the cycles it saves per step."""
-
-    nbytes: int
-    saves: float
-
-
 def persistent_accesses(graph: TrainGraph, roots: Iterable[str]) -> dict[str, int]:
     """Each root -> how many ops of `graph` read or write it or a view of it (each op counted once per root)."""
     found = {root: 0 for root in roots}
@@ -74,44 +63,6 @@ def persistent_accesses(graph: TrainGraph, roots: Iterable[str]) -> dict[str, in
         for root in {graph.root(t) for t in (*op.inputs, *op.outputs)} & found.keys():
             found[root] += 1
     return found
-
-
-def bring_on_chip(candidates: Mapping[str, Candidate], room: int) -> frozenset[str]:
-    """The candidates to bring on chip: the most cycles saved whose bytes fit `room`, solved exactly (a 0/1
-    knapsack on HiGHS; all of them, without a solve, when all fit)."""
-    if room <= 0 or not candidates:
-        return frozenset()
-    if sum(c.nbytes for c in candidates.values()) <= room:
-        return frozenset(candidates)
-    names = sorted(candidates)
-    problem = pulp.LpProblem("bring_on_chip", pulp.LpMaximize)
-    take = {name: pulp.LpVariable(f"x{i}", cat=pulp.LpBinary) for i, name in enumerate(names)}
-    problem += pulp.lpSum(take[n] * candidates[n].saves for n in names)
-    problem += pulp.lpSum(take[n] * candidates[n].nbytes for n in names) <= room
-    status = problem.solve(make_solver(BackendOptions(time_limit=None, gap=0.0)))   # quiet: no banner
-    if pulp.LpStatus[status] != "Optimal":
-        raise RuntimeError(f"the on-chip knapsack ended {pulp.LpStatus[status]}")
-    return frozenset(n for n in names if (take[n].value() or 0) > 0.5)
-
-
-def on_chip_within(candidates: Mapping[str, Candidate], limit: int, level_bytes_with: Callable[[frozenset[str]], int],
-                   reserve: int = 0) -> frozenset[str]:
-    """What persists to bring on chip so that the chip's level, laid out with it (`level_bytes_with`), holds at most
-    `limit` bytes: all of it where all fits (nothing then moves from off chip), else the knapsack's choice within
-    what the level leaves beside `reserve` (kept for the tiles of what stays off chip). A layout need not grow by
-    exactly the bytes brought, so the choice is laid out and the room cut by any excess until it fits."""
-    everything = frozenset(candidates)
-    if level_bytes_with(everything) <= limit:
-        return everything
-    limit -= reserve
-    room = limit - level_bytes_with(frozenset())
-    while room > 0:
-        chosen = bring_on_chip(candidates, room)
-        over = level_bytes_with(chosen) - limit
-        if over <= 0:
-            return chosen
-        room -= over
-    return frozenset()
 
 
 def level_bytes(levels: Mapping[str, str], sizes: Mapping[str, int]) -> dict[str, int]:
