@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from dataclasses import replace
 from importlib.metadata import version as package_version
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from ckpt.deeploy_bridge.setup import (
     DEEPLOY_TARGETS,
     DEFAULT_SETUP,
     SIMULATED_TARGETS,
+    SPLIT_HOME,
     TARGETS,
     Allocator,
     Flow,
@@ -366,6 +368,10 @@ def example_command(kind, output, overwrite, **options):
 @allocator_option
 @weights_option(" [default: as the schedule was solved, else in-place].")
 @home_option(None, f" [default: as the schedule was solved, else {DEFAULT_SETUP.default_mem_level}].")
+@click.option("--persist-on-chip", type=click.Choice(["none", "auto"]), default="none", show_default=True,
+              help="With --home split: auto also brings on chip the persistent tensors (weights, accumulators, "
+                   "constants) whose off-chip transfers cost the most cycles per byte, within the room L2 has "
+                   "left beside the activations and the step's code (split+).")
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
                    "with the updated weights fed back.")
@@ -377,8 +383,9 @@ def example_command(kind, output, overwrite, **options):
 @click.option("--record-time", is_flag=True, help="Write seconds into report.json (it is then not reproducible).")
 @optimizer_option
 @one_line_errors
-def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, steps, force, no_verify,
-                   deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time, optimizer):
+def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, persist_on_chip, steps, force,
+                   no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time,
+                   optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import refuse_input_folder
@@ -418,11 +425,21 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
+    plus = persist_on_chip == "auto"
+    if plus and home != SPLIT_HOME:
+        raise CkptError(f"--persist-on-chip auto brings persistent tensors on chip beside a split home's activations, "
+                        f"and the home is {home}", "add --home split, or drop --persist-on-chip")
+    setup = setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator), weights=chosen,
+                      persist_on_chip=plus)
+    code = None
+    if plus and not no_simulate and not no_verify:
+        from ckpt.pipeline.calibrate import measured_code_bytes
+        code = measured_code_bytes(model_or_default(model), schedule_target(solved, target),
+                                   replace(setup, persist_on_chip=False), progress)
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
-                            deeploy=setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator),
-                                              weights=chosen), steps=steps, optimizer=optimizer,
+                            deeploy=setup, steps=steps, optimizer=optimizer, on_chip_code=code,
                             gvsoc_timeout=gvsoc_timeout, simulate_non_tiled=simulate_non_tiled)
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work

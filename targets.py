@@ -48,6 +48,8 @@ class Target:
                                               # cycles (the extra layer's call, its clone's buffer to its readers):
                                               # measured on gvsoc (bench/gvsoc.py, its "clone price" line)
     gvsoc_target: str = ""                    # gvsoc's name of its board (--target of gvsoc's launcher)
+    off_chip_price: tuple[float, float] = (0.0, 0.0)   # cycles a layer pays for a tensor homed off chip rather than
+                                              # on chip: per tensor, per byte (split+ weighs what to bring on chip)
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -85,6 +87,8 @@ class Target:
 
 SIRACUSA_CLONE_CYCLES = 194   # DS-CNN's home-L2 sweep 0.5:0.9 on gvsoc: measured - predicted over the recomputes,
                               # least squares through 0 (bench/gvsoc.py --model dscnn_train --home L2)
+SIRACUSA_OFF_CHIP_PRICE = (7592.0, 5.20)   # per L3 tensor a layer reads or writes, per byte of it: least squares of
+                                           # SimpleMLP's and DS-CNN's per-layer gvsoc cycles, all-L3 minus all-L2
 SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
 
 
@@ -107,7 +111,7 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
            homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", clone_cycles=SIRACUSA_CLONE_CYCLES,
-           gvsoc_target="siracusa"),
+           gvsoc_target="siracusa", off_chip_price=SIRACUSA_OFF_CHIP_PRICE),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2", SPLIT_HOME), on_chip="L2",

@@ -8,14 +8,16 @@ gvsoc:
 - `split`: ckpt's per-tensor home (`--home split`: what persists in L3, activations and transients in L2) at the
   graph order (where it does not fit L2, its row says so, with the bytes), and at the largest budget of the range
   whose whole step fits L2 (the graph order itself where it fits);
+- `split+`: the split row's schedule replayed with `--home split --persist-on-chip auto`: the persistent tensors
+  (weights, accumulators, constants) whose off-chip transfers cost the most cycles per byte brought on chip as
+  well, within what L2 has left beside the activations and the step's code (all of them where all fit);
 - `all-L2`: every buffer in L2 (`--home L2`), at the graph order, where it fits.
-`split+` (persistent tensors brought on chip where L2 has room) is not built: no row.
 Columns: l2_total, what the step needs of L2 (its code and data and what it allocates there, both networks);
 l3_total, what both networks keep in L3 (constants and arenas); train_cycles per mini-batch and optimizer_cycles per
 update (gvsoc); errors, the harness's `Errors` on gvsoc; host_errors, ckpt's host executor against the goldens.
 Writes OUT/on_chip.csv and OUT/on_chip.png (train cycles against L2 bytes, one marker per deployment) and prints
-the table, with the gvsoc seconds of each model's sweeps. Needs the training branch (pip install
-../shared/deeploy-train) and gvsoc.
+the table, with the gvsoc seconds of each row (building and running both networks).
+Needs the training branch (pip install ../shared/deeploy-train) and gvsoc.
 
 Run: python bench/on_chip.py --model DIR [--model DIR ...] -o OUT [--range 0.5:0.9] [--smoke]
 (--smoke: SimpleMLP, the graph order only.)
@@ -25,8 +27,9 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from common import print_needs_branch
@@ -38,8 +41,9 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.paths import shared_models
-from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow
-from ckpt.replay.run import ReplayOptions
+from ckpt.pipeline.calibrate import measured_code_bytes
+from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow, empty_row, replayed_row
+from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
 
@@ -59,6 +63,7 @@ class Row:
     optimizer_cycles: int | None
     errors: str
     host_errors: str
+    gvsoc_seconds: float | None = None      # printed, not a CSV column
 
     def cells(self) -> list[str]:
         return ["" if v is None else str(v) for v in (getattr(self, c) for c in COLUMNS)]
@@ -80,20 +85,50 @@ def _l2(row: PointRow) -> int | None:
     return row.on_chip - (_l3(row) or 0) if row.home == "L3" else row.on_chip
 
 
-def _row(model: str, deployment: str, budget: str, found: PointRow) -> Row:
+def _row(model: str, deployment: str, budget: str, found: PointRow, seconds: float | None = None) -> Row:
     errors = found.errors
     if found.fits_on_chip is False and deployment != "all-L3":     # all-L3 keeps its tensors off chip by design
         errors = f"does not fit L2: {_l2(found):,} B of {found.on_chip_capacity:,} B ({errors})"
     elif found.check == PointCheck.REPLAY_FAILED.value:     # e.g. its activations alone overflow L2 (the bytes)
         errors = found.reason
     return Row(model, deployment, budget, _l2(found), _l3(found), found.cycles, found.optimizer_cycles, errors,
-               found.host_errors)
+               found.host_errors, seconds)
+
+
+def _gvsoc_seconds(report: Path) -> float | None:
+    """The seconds gvsoc took to build and run a replay's step (its report, written with the time recorded; a run
+    ckpt's gvsoc cache answered keeps the seconds of the run that filled it), None where not recorded."""
+    if not report.is_file():
+        return None
+    seconds = (json.loads(report.read_text()).get("gvsoc", {}).get("tiled") or {}).get("seconds")
+    return round(sum(seconds.values()), 1) if seconds else None
+
+
+def _point_report(sweep_folder: Path, row: PointRow) -> Path:
+    if row.status == "reference":
+        return sweep_folder / "reference" / "report.json"
+    return sweep_folder / Path(row.schedule or "").parent / "replay" / "report.json"
+
+
+def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, label: str) -> Row:
+    """The split row's schedule replayed with what persists brought on chip where L2 has room (split+)."""
+    setup = setup_for(TARGET, SPLIT_HOME)
+    code = measured_code_bytes(model, TARGET, setup, progress)
+    options = ReplayOptions(target=TARGET, overwrite=True, deeploy=setup_for(TARGET, SPLIT_HOME, persist_on_chip=True),
+                            on_chip_code=code, record_time=True)
+    try:
+        result = replay_schedule(sweep_folder / fitting.schedule, model, out / "split+", options, progress)
+    except CkptError as err:
+        return Row(model.name, "split+", label, None, None, None, None, f"refused: {err.problem}", "-")
+    found = replayed_row(replace(empty_row(label, fitting.budget_fraction, None, BASELINE, ""),
+                                 check=PointCheck.NONE.value), result.report, True)
+    return _row(model.name, "split+", label, found, _gvsoc_seconds(out / "split+" / "report.json"))
 
 
 def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float):
     options = SweepOptions(fractions=fractions, target=TARGET, jobs=1,
                            solve=SolveOptions(backend=BackendOptions(time_limit=time_limit)),
-                           replay=ReplayOptions(deeploy=setup_for(TARGET, home)))
+                           replay=ReplayOptions(deeploy=setup_for(TARGET, home), record_time=True))
     return run_sweep(model, out, options, progress)
 
 
@@ -108,8 +143,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     base = next(r for r in split.rows if r.status == BASELINE)
     reference = next((r for r in split.rows if r.status == "reference"), None)
     if reference is not None:
-        rows.append(_row(name, "all-L3", REFERENCE, reference))
-    rows.append(_row(name, "split", "graph order", base))
+        rows.append(_row(name, "all-L3", REFERENCE, reference, _gvsoc_seconds(_point_report(out / "split", reference))))
+    rows.append(_row(name, "split", "graph order", base, _gvsoc_seconds(_point_report(out / "split", base))))
     fitting = base if base.fits_on_chip and base.verified else None
     if fitting is None and fractions:
         swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
@@ -118,13 +153,16 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
         fitting = max(points, key=lambda r: r.budget_fraction, default=None)
     if fitting is not None:
         label = "graph order (fits)" if fitting is base else fitting.label
-        rows.append(_row(name, "split", label, fitting))
+        if fitting is not base:
+            rows.append(_row(name, "split", label, fitting, _gvsoc_seconds(_point_report(out / "split", fitting))))
+        rows.append(_split_plus(model, out, out / "split", fitting, label))
     else:
         rows.append(Row(name, "split", "none fits", None, None, None, None, "no budget of the range fits L2", "-"))
     try:
         on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit)
         seconds += on_chip.stage_seconds.get("gvsoc", 0.0)
-        rows.append(_row(name, "all-L2", "graph order", next(r for r in on_chip.rows if r.status == BASELINE)))
+        found = next(r for r in on_chip.rows if r.status == BASELINE)
+        rows.append(_row(name, "all-L2", "graph order", found, _gvsoc_seconds(_point_report(out / "all-L2", found))))
     except CkptError as err:
         rows.append(Row(name, "all-L2", "graph order", None, None, None, None, f"does not fit: {err.problem}", "-"))
     return rows, seconds
@@ -135,7 +173,7 @@ def plot(rows: list[Row], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    markers = {"all-L3": "s", "split": "o", "all-L2": "^"}
+    markers = {"all-L3": "s", "split": "o", "split+": "D", "all-L2": "^"}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for model in dict.fromkeys(r.model for r in rows):
         for r in rows:
@@ -177,7 +215,8 @@ def main() -> int:
     for model in models:
         found, seconds[model.name] = measure(model, out / model.name, fractions, args.time_limit)
         for row in found:
-            print("| " + " | ".join(row.cells()) + " |", flush=True)
+            seconds_cell = "" if row.gvsoc_seconds is None else f" {row.gvsoc_seconds:.0f} s gvsoc"
+            print("| " + " | ".join(row.cells()) + f" |{seconds_cell}", flush=True)
         rows.extend(found)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
@@ -187,7 +226,8 @@ def main() -> int:
     atomic_write(out / "on_chip.csv", text.getvalue().encode())
     plot(rows, out / "on_chip.png")
     print()
-    print("gvsoc seconds per model (its sweeps): " + ", ".join(f"{m} {s:.0f}" for m, s in seconds.items()))
+    print("gvsoc seconds per model (its rows): " + ", ".join(
+        f"{m} {sum(r.gvsoc_seconds or 0 for r in rows if r.model == m):.0f}" for m in seconds))
     print(f"wrote {out / 'on_chip.csv'} and {out / 'on_chip.png'}")
     return 0
 

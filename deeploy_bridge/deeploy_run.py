@@ -160,7 +160,8 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
     hierarchy.setDefaultMemoryLevel(setup.default_mem_level)
     innermost = hierarchy.memoryLevels[setup.innermost]
     deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, innermost)
-    split = [persistent_pass(setup.persistent_level, opts.role)] if setup.persistent_mem_level else []
+    split = [persistent_pass(setup.persistent_level, opts.role, setup.on_chip_persistent)] \
+        if setup.persistent_mem_level else []
     deployer = MemoryDeployerWrapper(deployer, [
         AnnotateIOMemoryLevel(setup.default_mem_level),
         *split,

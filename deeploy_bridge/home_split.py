@@ -12,6 +12,8 @@ the two: it moves what persists to the persistent level, and everything else kee
 - every buffer whose bytes are such a buffer's (a view, an update written in place: Deeploy's `_alias`).
 Activations and transients are locals: they stay in the default level. The split is a fact of the buffer kinds, so
 ckpt predicts it from the graph alone (`persistent_names`), and a test reads it back from Deeploy's context.
+`split+` names what persists that ckpt brought on chip (the train network's names): those keep the default level,
+in both networks (the optimizer's I/O that is such a buffer's bytes with it).
 """
 from __future__ import annotations
 
@@ -30,24 +32,35 @@ class AnnotatePersistentMemoryLevel(SequentialPass):
 
     def apply(self, ctxt, graph):
         buffers = {**ctxt.localObjects, **ctxt.globalObjects}
-        roots = {name for name, buffer in ctxt.globalObjects.items() if self._persists(buffer)}
+        roots = {name for name, buffer in ctxt.globalObjects.items()
+                 if self._persists(buffer) and _bytes_of(ctxt, name) not in self.on_chip}
         for name, buffer in buffers.items():
             if name in roots or (hasattr(buffer, "_alias") and ctxt.dealiasBuffer(name) in roots):
                 buffer._memoryLevel = self.level
         return ctxt, graph
 
     def _persists(self, buffer) -> bool:
+        if buffer.name in self.on_chip:
+            return False
         if isinstance(buffer, ConstantBuffer):
             return True
         io = getattr(buffer, "is_input", False) or getattr(buffer, "is_output", False)
-        return bool(io) and self.io_persists and buffer.name not in self.on_chip
+        return bool(io) and self.io_persists
 
 
-def persistent_pass(level: str, role: Role | None) -> AnnotatePersistentMemoryLevel:
-    """The pass for a network of `role` (None: a one-graph step, whose graph I/O is the harness's)."""
+def _bytes_of(ctxt, name: str) -> str:
+    """The buffer whose bytes `name` is (an accumulator's output is its input's), else `name`."""
+    return ctxt.dealiasBuffer(name) if hasattr(ctxt.lookup(name), "_alias") else name
+
+
+def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = ()) -> AnnotatePersistentMemoryLevel:
+    """The pass for a network of `role` (None: a one-graph step, whose graph I/O is the harness's); `brought`: what
+    persists kept on chip (split+), named as the train network (or a one-graph step) names it."""
     if isinstance(role, TrainRole):
-        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip))
-    return AnnotatePersistentMemoryLevel(level, isinstance(role, OptimizerRole))
+        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip) | frozenset(brought))
+    if isinstance(role, OptimizerRole):
+        return AnnotatePersistentMemoryLevel(level, True, role.brought(brought))
+    return AnnotatePersistentMemoryLevel(level, False, frozenset(brought))
 
 
 def buffer_levels(ctxt) -> dict[str, str]:

@@ -225,7 +225,8 @@ def deploy(model: ModelLike,
         front_end(run)
         write_back = None
         if isinstance(role, OptimizerRole):
-            share_buffers(run.deployer, role, setup.persistent_level)   # it updates the train network's weights
+            share_buffers(run.deployer, role, setup.persistent_level, setup.default_mem_level,   # it updates the
+                          setup.on_chip_persistent)                                      # train's weights
         elif tiled and setup.weights is WeightUpdate.IN_PLACE:
             apply_in_place(run.deployer, setup.outermost)
         elif code_dir is not None:

@@ -64,6 +64,8 @@ class DeeploySetup:
     allocator: Allocator = Allocator.CKPT
     weights: WeightUpdate = WeightUpdate.IN_PLACE
     persistent_mem_level: str | None = None   # where what persists lives, when not the default level (split home)
+    persist_on_chip: bool = False             # split home: bring what persists on chip where room is left (split+)
+    on_chip_persistent: tuple[str, ...] = ()  # split+: what persists that the replay brought on chip (Deeploy names)
 
     @property
     def persistent_level(self) -> str:
@@ -101,7 +103,9 @@ class DeeploySetup:
         return {**{name.lower(): size for name, size in reversed(self.levels)},
                 "default_mem_level": self.default_mem_level, "n_cores": self.n_cores,
                 "allocator": self.allocator.value, "weights": self.weights.value,
-                **({"persistent_mem_level": self.persistent_mem_level} if self.persistent_mem_level else {})}
+                **({"persistent_mem_level": self.persistent_mem_level} if self.persistent_mem_level else {}),
+                **({"persist_on_chip": True} if self.persist_on_chip else {}),
+                **({"on_chip_persistent": sorted(self.on_chip_persistent)} if self.on_chip_persistent else {})}
 
 
 DEFAULT_SETUP = DeeploySetup()

@@ -87,6 +87,11 @@ class OptimizerRole:
     repeats: tuple[tuple[str, int], ...] = ()     # (an update, times): the train network holds that weight repeated
     network: Network = field(default=OPTIMIZER, repr=False)
 
+    def brought(self, train_names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+        """Its I/O whose bytes are the train network's buffers named (Deeploy's names, e.g. `input_3`)."""
+        symbols = {f"DeeployNetwork_{name}" for name in train_names}
+        return frozenset(own for own, symbol in self.shared if symbol in symbols)
+
     def key(self) -> dict:
         return {"role": "optimizer", "shared": [list(s) for s in self.shared], "borrowed": list(self.borrowed),
                 "repeats": [list(r) for r in self.repeats]}
@@ -173,12 +178,18 @@ class PersistentInputs(MemoryScheduler):
         return lifetimes, tensors
 
 
-def share_buffers(deployer, role: OptimizerRole, home: str) -> None:
-    """Before tiling: the home level lays out no room for the shared I/O buffers (the train network holds their
-    bytes; ckpt's allocator leaves them out, Deeploy's own would place them, unused)."""
+def share_buffers(deployer, role: OptimizerRole, persistent: str, default: str, brought: tuple[str, ...]) -> None:
+    """Before tiling: no home level lays out room for the shared I/O buffers (the train network holds their bytes;
+    ckpt's allocator leaves them out, Deeploy's own would place them, unused): the `persistent` level for those the
+    train network keeps there, the `default` level for those it `brought` on chip (split+). A shared buffer's tiles
+    in the level it is not homed in are laid out as any tile."""
     tiler = getattr(deployer, "tiler", None)
     if tiler is not None and hasattr(tiler, "outside"):
-        tiler.outside = {home: frozenset(name for name, _ in role.shared)}
+        on_chip = role.brought(brought)
+        shared = frozenset(name for name, _ in role.shared)
+        tiler.outside = {persistent: shared - on_chip} if persistent != default else {persistent: shared}
+        if persistent != default:
+            tiler.outside[default] = on_chip
 
 
 @contextlib.contextmanager

@@ -295,6 +295,11 @@ def replay_key(schedule: Schedule, replay: ReplayOptions, model_sha256: str, cod
     options["deeploy_root"] = str(replay.deeploy_root) if replay.deeploy_root else None
     options["gvsoc"] = str(replay.gvsoc) if replay.gvsoc else None
     options.pop("record_time", None)
+    if replay.on_chip_code is None:           # split+ options, where unset, leave the keys of earlier runs as they were
+        options.pop("on_chip_code")
+    if not replay.deeploy.persist_on_chip and not replay.deeploy.on_chip_persistent:
+        options["deeploy"].pop("persist_on_chip")
+        options["deeploy"].pop("on_chip_persistent")
     return content_key({"schedule": dumps(schedule), "model": model_sha256, "replay": options, "code": code})
 
 

@@ -20,8 +20,15 @@ from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.onnx_loader import io_names, load_graph
 from ckpt.solver.graph.simulate import RunSequence
-from ckpt.solver.memory.layout import Block, Layout, peak_step
-from ckpt.solver.memory.placement import SplitHome, split_levels
+from ckpt.solver.memory.layout import Block, Layout, aligned, peak_step
+from ckpt.solver.memory.placement import (
+    SplitHome,
+    TransferPrice,
+    persistent_accesses,
+    persistent_roots,
+    split_levels,
+)
+from ckpt.solver.model.on_chip import Candidate, on_chip_within
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 
@@ -96,36 +103,94 @@ def split_home_of(lowered: LoweredGraph) -> SplitHome:
 
 
 def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
-                           persistent_io: frozenset[str]) -> dict[str, LevelMemory]:
+                           persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset()
+                           ) -> dict[str, LevelMemory]:
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
-    level solver.memory.placement gives its tensor. On chip this is the activations' arena, which the code reserves from
-    address 0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off
-    chip it holds the constants and the persistent graph I/O."""
-    home = split_home_of(lowered)
-    view = view_of_model(lowered.model)
-    plan = plan_replay(view, list(seq))
-    found = rewired(lowered, view, plan, weights)
-    inputs, outputs = io_names(found.model.graph)
-    blocks = home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs)
-    where = {deeploy_bridge.deeploy_tensor_name(t): level
-             for t, level in split_levels(found.graph, inputs, home, persistent_io).items()}
-    io = frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs)
-    levels = {}
-    for level, static in ((home.default, 0), (home.persistent, lowered.static_bytes(weights))):
-        mine = [b for b in blocks if where.get(b.name, home.default) == level]
-        layout = deeploy_bridge.lay_out_home(mine)
-        step, _ = peak_step(mine) if mine else (0, 0)
-        activations = sum(b.size for b in mine if b.first <= step <= b.last and b.name not in io)
-        levels[level] = LevelMemory(arena=layout.size, live_max=layout.live_max, static=static,
-                                    activations_at_peak=activations)
-    return levels
+    level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
+    On chip this is the activations' arena (with what persists brought there), which the code reserves from address
+    0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off chip it
+    holds the constants and the persistent graph I/O."""
+    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
+
+
+@dataclass(frozen=True)
+class _SplitBlocks:
+    """A schedule's rewired graph and its whole-network blocks, for laying out the split home's levels."""
+
+    home: SplitHome
+    graph: TrainGraph
+    inputs: frozenset[str]
+    io: frozenset[str]           # Deeploy's names of the graph I/O
+    blocks: list[Block]
+
+    @classmethod
+    def of(cls, lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate) -> _SplitBlocks:
+        view = view_of_model(lowered.model)
+        plan = plan_replay(view, list(seq))
+        found = rewired(lowered, view, plan, weights)
+        inputs, outputs = io_names(found.model.graph)
+        return cls(split_home_of(lowered), found.graph, inputs,
+                   frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs),
+                   home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs))
+
+    def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int) -> dict[str, LevelMemory]:
+        name = deeploy_bridge.deeploy_tensor_name
+        graph_on_chip = {t for t in self.graph.tensor_bytes if name(t) in on_chip}
+        where = {name(t): level for t, level in
+                 split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
+        constants = persistent_roots(self.graph, self.inputs) & graph_on_chip
+        on_chip_static = sum(self.graph.tensor_bytes[t] for t in constants)
+        found = {}
+        for level, held in ((self.home.default, on_chip_static), (self.home.persistent, static - on_chip_static)):
+            mine = [b for b in self.blocks if where.get(b.name, self.home.default) == level]
+            layout = deeploy_bridge.lay_out_home(mine)
+            step, _ = peak_step(mine) if mine else (0, 0)
+            activations = sum(b.size for b in mine if b.first <= step <= b.last and b.name not in self.io)
+            found[level] = LevelMemory(arena=layout.size, live_max=layout.live_max, static=held,
+                                       activations_at_peak=activations)
+        return found
+
+
+@dataclass(frozen=True)
+class OnChipRoom:
+    """What the chip's level must hold beside what persists brought there (`split+`), bytes."""
+
+    capacity: int              # what the level gives data (the tiler's size there)
+    code: int                  # the step's own code and data there (0 where not measured)
+    tiles: int                 # kept for the tiler's buffers of the tensors left off chip
+
+
+def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate, persistent_io: frozenset[str],
+                   room: OnChipRoom, price: TransferPrice, more_accesses: dict[str, int] | None = None
+                   ) -> frozenset[str]:
+    """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
+    solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
+    beside the activations and the code, else the most cycles saved (`price` per access and byte; the accesses
+    counted in the rewired graph plus `more_accesses`, e.g. the optimizer network's) that fit with `room.tiles` kept
+    for the tiles of what stays off chip."""
+    split = _SplitBlocks.of(lowered, seq, weights)
+    roots = persistent_roots(split.graph, split.inputs, persistent_io)
+    accesses = persistent_accesses(split.graph, roots)
+    name, sizes = deeploy_bridge.deeploy_tensor_name, split.graph.tensor_bytes
+    candidates = {name(t): Candidate(aligned(sizes[t], deeploy_bridge.ALIGNMENT),
+                                     price.of(sizes[t], accesses[t] + (more_accesses or {}).get(name(t), 0)))
+                  for t in roots if sizes[t] > 0}
+    static = lowered.static_bytes(weights)
+
+    def level_bytes_with(chosen: frozenset[str]) -> int:
+        level = split.levels(persistent_io, chosen, static)[split.home.default]
+        return level.arena + level.static
+
+    return on_chip_within(candidates, room.capacity - room.code, level_bytes_with, room.tiles)
 
 
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),
-                            weights: WeightUpdate = DEFAULT_SETUP.weights) -> dict[str, str]:
+                            weights: WeightUpdate = DEFAULT_SETUP.weights, on_chip: frozenset[str] = frozenset()
+                            ) -> dict[str, str]:
     """Each buffer of the lowered graph (Deeploy's name) -> the level the split home keeps it in
-    (solver.memory.placement)."""
+    (solver.memory.placement; `on_chip`: what persists brought on chip, split+)."""
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases), weights)
     inputs, _ = io_names(lowered.model.graph)
-    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io)
+    brought = {t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in on_chip}
+    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io, brought)
     return {deeploy_bridge.deeploy_tensor_name(t): level for t, level in levels.items()}

@@ -63,7 +63,7 @@ from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan
-from ckpt.replay.predict import home_layout, predicted_split_levels, rewired, split_home_of
+from ckpt.replay.predict import OnChipRoom, chosen_on_chip, home_layout, predicted_split_levels, rewired, split_home_of
 from ckpt.replay.report import (
     BudgetRecord,
     CheckStatus,
@@ -90,8 +90,9 @@ from ckpt.solver.graph.onnx_loader import io_names, load_graph, model_path, open
 from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
+from ckpt.solver.memory.placement import TransferPrice
 from ckpt.solver.memory.static_arena import arena_layout
-from ckpt.targets import SPLIT_HOME, simulation_gap, uses_deeploy
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap, uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class ReplayOptions:
     optimizer: str | None = None           # a split step's optimizer graph (None: found beside the model)
     gvsoc_timeout: float | None = None     # seconds a step may run on gvsoc (None: scaled from its cycles)
     simulate_non_tiled: bool = False       # the non-tiled flow on gvsoc too (the tiled flow is what is deployed)
+    on_chip_code: int | None = None        # split+: the step's own code and data on chip (measured; None: not counted)
 
 
 @dataclass
@@ -171,6 +173,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     split = _split_step(model, original, lowered, options)
     if lowered is not None and options.deeploy.home == SPLIT_HOME:
         _refuse_activations_beyond_chip(lowered, doc, options, split)
+        if options.deeploy.persist_on_chip:
+            options = _bring_on_chip(lowered, doc, options, split, progress)
     with replay_folder(outdir):
         clock = time.perf_counter()
         flows, optimizer = _deeploy_flows(base, doc, target, outdir, options, split, progress) if lowered \
@@ -188,7 +192,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         seconds["gvsoc"] = time.perf_counter() - clock - seconds["deeploy"] - seconds["verify"] - seconds["code"]
         if lowered is not None and options.deeploy.home == SPLIT_HOME:
             rewired = replace(rewired, homes=predicted_split_levels(
-                lowered, list(doc.seq), options.deeploy.weights, split.persistent_io if split else frozenset()))
+                lowered, list(doc.seq), options.deeploy.weights, split.persistent_io if split else frozenset(),
+                frozenset(options.deeploy.on_chip_persistent)))
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
         report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
@@ -246,6 +251,21 @@ def _refuse_activations_beyond_chip(lowered: LoweredGraph, doc: Schedule, option
                                f"{arena - capacity:,} B more than the {capacity:,} B {chip} gives",
                                "replay a schedule solved with --home split (ckpt sweep --home split names the largest "
                                "budget that fits), or keep everything off chip (--home L3)")
+
+
+def _bring_on_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions, split: SplitStep | None,
+                   progress) -> ReplayOptions:
+    """split+: the options with what persists that the replay brings on chip (replay.predict.chosen_on_chip), the
+    tiles of what stays off chip given the innermost level's size."""
+    setup = options.deeploy
+    chip = split_home_of(lowered).default
+    room = OnChipRoom(setup.size(chip), options.on_chip_code or 0, setup.size(setup.innermost))
+    price = TransferPrice(*TARGET_TABLE[lowered.target].off_chip_price)
+    chosen = chosen_on_chip(lowered, list(doc.seq), setup.weights, split.persistent_io if split else frozenset(),
+                            room, price, split.optimizer_accesses() if split else None)
+    code = "the step's code not counted" if options.on_chip_code is None else f"code {room.code:,} B"
+    progress(f"split+: {len(chosen)} persistent tensors brought on {chip} ({code})")
+    return replace(options, deeploy=replace(setup, on_chip_persistent=tuple(sorted(chosen))))
 
 
 def _split_step(model, original: onnx.ModelProto, lowered: LoweredGraph | None, options: ReplayOptions

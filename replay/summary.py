@@ -28,7 +28,9 @@ def summary_lines(result: ReplayResult) -> list[str]:
         setup = r.deeploy["tiled"].setup
         sizes = ", ".join(f"{name} {size}" for name, size in reversed(setup.levels[1:]))   # the chip's levels
         home = setup.default_mem_level if setup.home == setup.default_mem_level else \
-            f"{setup.home}: {setup.persistent_level} for what persists, {setup.default_mem_level} for the rest"
+            f"{setup.home}: {setup.persistent_level} for what persists, {setup.default_mem_level} for the rest" \
+            + (f", {len(setup.on_chip_persistent)} persistent tensors brought to {setup.default_mem_level} (split+)"
+               if setup.persist_on_chip else "")
         lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home {home}), per level "
                      "static + arena = total:")
         for level, fig in sorted(mem.levels.items()):

@@ -223,3 +223,142 @@ def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(br
     assert tiled.golden.errors <= non_tiled.golden.errors       # before: 4,038 of 6,507 against 0
     assert tiled.host.max_abs_diff < 1e-3                        # before: 0.024
     assert "Conv_data_out_tile_start[3]" in (out / "code" / "Network.c").read_text()   # 3 tiles each
+
+
+# --------------------------------------------------------------------------- split+: what persists brought on chip
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 500)), min_size=1, max_size=8), st.integers(0, 300))
+def test_what_split_plus_brings_on_chip_is_the_most_cycles_saved_that_fits_the_room(items, room):
+    from itertools import combinations
+
+    from ckpt.solver.model.on_chip import Candidate, bring_on_chip
+
+    candidates = {f"w{i}": Candidate(nbytes, float(saves)) for i, (nbytes, saves) in enumerate(items)}
+    chosen = bring_on_chip(candidates, room)
+    assert sum(candidates[n].nbytes for n in chosen) <= room
+    best = max(sum(candidates[n].saves for n in subset) for k in range(len(candidates) + 1)
+               for subset in combinations(candidates, k) if sum(candidates[n].nbytes for n in subset) <= room)
+    assert sum(candidates[n].saves for n in chosen) == pytest.approx(best, abs=1e-6)
+
+
+@st.composite
+def _layered_steps(draw):
+    """A training step of `n` layers: layer i reads a_{i-1} and its weight w_i, the backward pass reads both and
+    accumulates w_i's gradient into acc_i (updated in place); the weights and accumulators persist."""
+    n = draw(st.integers(1, 5))
+    ops, sizes, aliases, persistent_io = [], {"x": 4 * draw(st.integers(1, 8))}, {}, set()
+    prev = "x"
+    for i in range(n):
+        sizes[f"w{i}"] = sizes[f"acc{i}"] = sizes[f"acc{i}_new"] = sizes[f"gw{i}"] = 4 * draw(st.integers(1, 16))
+        sizes[f"a{i}"] = 4 * draw(st.integers(1, 16))
+        ops.append(Op(f"f{i}", "Gemm", (prev, f"w{i}"), (f"a{i}",)))
+        persistent_io |= {f"w{i}", f"acc{i}"}
+        prev = f"a{i}"
+    grad = prev
+    for i in reversed(range(n)):
+        ops.append(Op(f"b{i}", "GemmGrad", (grad, f"a{i}", f"w{i}"), (f"gw{i}", f"g{i}")))
+        sizes[f"g{i}"] = sizes[f"a{i - 1}" if i else "x"]
+        ops.append(Op(f"u{i}", "InPlaceAccumulatorV2", (f"acc{i}", f"gw{i}"), (f"acc{i}_new",)))
+        aliases[f"acc{i}_new"] = f"acc{i}"
+        grad = f"g{i}"
+    graph = TrainGraph(ops=tuple(ops), tensor_bytes=sizes, persistent=frozenset(persistent_io), aliases=aliases,
+                       op_cost={op.name: 1.0 for op in ops})
+    return graph, frozenset({"x"} | persistent_io), frozenset(persistent_io)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_layered_steps(), st.integers(0, 1200), st.integers(0, 200), st.integers(1, 30), st.integers(0, 9))
+def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, reserve, per_access, per_byte):
+    from ckpt.deeploy_bridge.arena import home_blocks
+    from ckpt.solver.memory.placement import TransferPrice, persistent_accesses, persistent_roots
+    from ckpt.solver.model.on_chip import Candidate, on_chip_within
+
+    graph, inputs, persistent_io = step
+    outputs = frozenset(t for t in graph.tensor_bytes if t.endswith("_new"))
+    order = [(op.name, op.inputs, op.outputs) for op in graph.ops]
+    blocks = [Block(b.name.removesuffix("_tensor"), b.first, b.last, b.size)
+              for b in home_blocks(order, graph, inputs, outputs, True)]
+
+    def placed(chosen: frozenset[str]) -> dict[str, int]:
+        where = split_levels(graph, inputs, HOME, persistent_io, chosen)
+        return {level: lay_out([b for b in blocks if where[b.name] == level], 4).size for level in ("L2", "L3")}
+
+    roots = persistent_roots(graph, inputs, persistent_io)
+    accesses = persistent_accesses(graph, roots)
+    price = TransferPrice(per_access, per_byte)
+    candidates = {t: Candidate(aligned(graph.tensor_bytes[t], 4), price.of(graph.tensor_bytes[t], accesses[t]))
+                  for t in roots}
+    chosen = on_chip_within(candidates, limit, lambda c: placed(c)["L2"], reserve)
+    held = placed(chosen)
+    if chosen == frozenset(candidates):
+        assert held["L2"] <= limit
+    elif chosen:
+        assert not over_capacity(held, {"L2": limit - reserve})
+    where = split_levels(graph, inputs, HOME, persistent_io, chosen)
+    assert all(where[t] == ("L2" if graph.root(t) in chosen else "L3") for t in graph.tensor_bytes
+               if graph.root(t) in roots)           # the rest of what persists stays off chip, views with it
+    if placed(frozenset())["L2"] + sum(c.nbytes for c in candidates.values()) <= limit:
+        assert chosen == frozenset(candidates)      # everything fits: everything on chip
+
+
+@pytest.mark.deeploy
+def test_split_plus_code_keeps_on_chip_exactly_what_ckpt_brought_there_in_both_networks(
+        branch, shared_models, lowering_cache, tmp_path):
+    """Half of what persists fits the room: the generated code of both networks (read from Deeploy's context) keeps
+    those buffers in L2 and the rest in L3, and reserves the on-chip arena ckpt predicted with them."""
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.replay.predict import OnChipRoom, chosen_on_chip, predicted_buffer_levels, predicted_split_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+    from ckpt.solver.memory.placement import TransferPrice
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    order = [(n, 0) for n in lowered.node_order]
+    weights = DEFAULT_SETUP.weights
+    alone = predicted_split_levels(lowered, order, weights, step.persistent_io)["L2"].arena
+    everything = predicted_split_levels(lowered, order, weights, step.persistent_io,
+                                        frozenset(step.persistent_io))["L2"].arena
+    room = OnChipRoom(alone + (everything - alone) // 2, 0, 0)
+    chosen = chosen_on_chip(lowered, order, weights, step.persistent_io, room, TransferPrice(7592.0, 5.2),
+                            step.optimizer_accesses())
+    assert chosen and chosen < step.persistent_io                 # some, not all, of what persists
+    setup = setup_for("siracusa", SPLIT_HOME, persist_on_chip=True, on_chip_persistent=tuple(sorted(chosen)))
+    train, optimizer = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup,
+                                    Path(tmp_path) / "code")
+    decided = predicted_buffer_levels(lowered, step.persistent_io, weights, chosen)
+    generated = train.buffer_levels
+    compared = sorted(set(decided) & set(generated))
+    assert len(compared) >= 0.9 * len(decided)
+    assert {name: generated[name] for name in compared} == {name: decided[name] for name in compared}
+    assert {generated[name] for name in chosen} == {"L2"}
+    assert {generated[name] for name in step.persistent_io - chosen} == {"L3"}
+    for own, symbol in optimizer_shared_pairs(step):              # the optimizer's I/O lives with its train buffer
+        assert optimizer.buffer_levels[own] == generated[symbol.removeprefix("DeeployNetwork_")], own
+    predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)
+    assert train.home_arena["L2"] == predicted["L2"].arena > alone   # the arena the code reserves, with them in it
+    _, plain = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True,
+                            setup_for("siracusa", SPLIT_HOME), Path(tmp_path) / "plain")
+    assert optimizer.arena.get("L2", 0) <= plain.arena.get("L2", 0)    # the optimizer lays out no room for the train
+                                                                      # network's buffers on chip (it had, 624,336 B
+                                                                      # for ResNet-8: more than L2 had left)
+
+
+def optimizer_shared_pairs(step):
+    from ckpt.deeploy_bridge.split_step import optimizer_role
+    return optimizer_role(step.io, step.optimizer, step.elements).shared
+
+
+def test_split_plus_without_a_split_home_is_refused_in_one_line_before_any_work(tmp_path):
+    schedule = tmp_path / "seq.json"
+    solved = ckpt_here("solve", "--budget", "1.0", "--costs", "estimate", "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--target", "siracusa", "--home", "L2", "--persist-on-chip", "auto",
+                    "-o", str(tmp_path / "r"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "--persist-on-chip auto" in run.stderr and "add --home split" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "r").exists()

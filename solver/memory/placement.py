@@ -7,9 +7,11 @@ passes. The split home keeps the first off chip and the second on chip, a rule p
   per-mini-batch data, reset flag and loss stay), and every tensor whose bytes are one of those (a view, an
   accumulator's output: `TrainGraph.root`);
 - the rest (activations, the per-mini-batch I/O) in the default level.
-No schedule changes this: a recompute writes an activation. The levels a deployment gives each buffer are
-checked against this decision (tests/test_home_split.py), and the capacity of each level against what is placed
-there (`over_capacity`).
+No schedule changes this: a recompute writes an activation. Where the default level has room left beside the
+activations, what persists may be brought on chip as well (`split+`, solver.model.on_chip): the tensors whose transfers
+from the level behind the chip cost the most cycles for their bytes, chosen exactly (a 0/1 knapsack) within the
+room. The levels a deployment gives each buffer are checked against this decision (tests/test_home_split.py), and
+the capacity of each level against what is placed there (`over_capacity`).
 """
 from __future__ import annotations
 
@@ -34,11 +36,33 @@ def persistent_roots(graph: TrainGraph, inputs: Iterable[str], persistent_io: It
     return frozenset(constants | set(persistent_io))
 
 
-def split_levels(graph: TrainGraph, inputs: Iterable[str], home: SplitHome, persistent_io: Iterable[str] = ()
-                 ) -> dict[str, str]:
-    """Each tensor of `graph` -> the level the split home keeps it in."""
-    roots = persistent_roots(graph, inputs, persistent_io)
+def split_levels(graph: TrainGraph, inputs: Iterable[str], home: SplitHome, persistent_io: Iterable[str] = (),
+                 on_chip: Iterable[str] = ()) -> dict[str, str]:
+    """Each tensor of `graph` -> the level the split home keeps it in; `on_chip`: persistent tensors brought on chip
+    (`bring_on_chip`), which keep the default level with their views."""
+    roots = persistent_roots(graph, inputs, persistent_io) - frozenset(on_chip)
     return {t: home.persistent if t in roots or graph.root(t) in roots else home.default for t in graph.tensor_bytes}
+
+
+@dataclass(frozen=True)
+class TransferPrice:
+    """What a tensor kept behind the chip costs per step beyond the same tensor on chip, in cycles: each layer that
+    reads or writes it pays `per_access` (the transfer's set-up) and `per_byte` for each of its bytes."""
+
+    per_access: float
+    per_byte: float
+
+    def of(self, nbytes: int, accesses: int) -> float:
+        return accesses * (self.per_access + self.per_byte * nbytes)
+
+
+def persistent_accesses(graph: TrainGraph, roots: Iterable[str]) -> dict[str, int]:
+    """Each root -> how many ops of `graph` read or write it or a view of it (each op counted once per root)."""
+    found = {root: 0 for root in roots}
+    for op in graph.ops:
+        for root in {graph.root(t) for t in (*op.inputs, *op.outputs)} & found.keys():
+            found[root] += 1
+    return found
 
 
 def level_bytes(levels: Mapping[str, str], sizes: Mapping[str, int]) -> dict[str, int]:
