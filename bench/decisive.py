@@ -14,7 +14,8 @@ names its output).
 --grid prints instead one table per target (`--targets none,siracusa`): graph x budget (`--fractions`), each cell
 its status and seconds; `--graphs zoo` names the training zoo: the five shared models of Deeploy's training branch
 and, from the branch's own tests (`--zoo-dir`, default the shared zoo-a0e1e531), MobileNetV1 and CCT. A graph a
-target cannot lower (the release Deeploy maps no gradient op) says so in its row.
+target cannot lower (the release Deeploy maps no gradient op, or crashes lowering a model of the training
+branch) says so in its row, and the grid goes on.
 Each grid row is followed by each cell's CPU seconds (children included) and the load average after it, and --json
 holds them: on a loaded machine those say what the wall-clock seconds cannot.
 --store PATH writes the grid's tables there (markdown, as printed; via a temp file and rename): the last grid is kept
@@ -136,9 +137,8 @@ def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
         for name in names:
             try:
                 graph = graph_of(f"{name}@{target}", scratch, Path(args.zoo_dir) if args.zoo_dir else None)
-            except CkptError as err:
-                why = str(err).replace("|", "/")[:160]
-                say(f"| {name} | - | not lowered: {why} |" + " |" * (len(fractions) - 1))
+            except Exception as err:    # noqa: BLE001  a Deeploy that crashes lowering one model is that row's answer
+                say(f"| {name} | - | not lowered: {not_lowered(err)} |" + " |" * (len(fractions) - 1))
                 continue
             peak, row = baselines(graph).graph_order_peak, []
             for fraction in fractions:
@@ -152,6 +152,14 @@ def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
             cpus, loads = ", ".join(f"{c['cpu']:.1f}" for c in row), ", ".join(f"{c['load']:g}" for c in row)
             print(f"  CPU s: {cpus}; load: {loads}", flush=True)
     return cells, lines
+
+
+def not_lowered(err: Exception) -> str:
+    """Why a graph has no row of cells, on one table line: ckpt's refusal as it is, any other error (a Deeploy
+    release that crashes lowering a model of the training branch) with its type, since its text alone may say
+    nothing (an IndexError's "list index out of range")."""
+    why = str(err) if isinstance(err, CkptError) else f"{type(err).__name__} while lowering: {err}"
+    return " ".join(why.replace("|", "/").split())[:160]
 
 
 def stored_cells(text: str) -> list[dict]:

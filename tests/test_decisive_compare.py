@@ -2,6 +2,7 @@
 against it: a decided cell now open, a larger gap, a schedule no longer found, or a decision that flipped."""
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -80,3 +81,23 @@ def test_a_cell_counts_the_cpu_seconds_of_the_solver_runs_it_forks():
         bench.solve = original
     assert status == "infeasible" and cost is None and len(cpu) == 1
     assert cpu[0] >= 0.25, cpu
+
+
+def test_a_model_the_target_crashes_lowering_is_a_row_saying_so_and_the_grid_goes_on(tmp_path, monkeypatch):
+    """The release Deeploy raises an IndexError lowering cct_train for Siracusa: that model's row says so, and
+    the models after it still get their cells."""
+    bench = decisive()
+    real = bench.graph_of
+
+    def graph_of(name, scratch, zoo_dir=None):
+        model = name.partition("@")[0]
+        if model == "crashes":
+            raise IndexError("list index out of range")
+        return real(model, scratch)
+
+    monkeypatch.setattr(bench, "graph_of", graph_of)
+    args = argparse.Namespace(fractions="0.9", graphs="crashes,mlp", targets="siracusa", zoo_dir=None,
+                              time_limit=5.0, order="minmem", load=0)
+    cells, lines = bench.grid(args, tmp_path)
+    assert "| crashes | - | not lowered: IndexError while lowering: list index out of range |" in lines
+    assert [c["graph"] for c in cells] == ["mlp"] and cells[0]["status"] == "optimal"
