@@ -50,7 +50,7 @@ from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
-from ckpt.gvsoc.step import L2_BASE, L2Overflow, StepBuildError, build_step, harness_missing
+from ckpt.gvsoc.step import L2_BASE, LAYOUT, L2Overflow, StepBuildError, build_step, harness_missing
 from ckpt.paths import cache_root
 
 L2_END = 0x1C200000          # the end of Siracusa's shared L2 banks: pulpos's L2 heap runs up to it
@@ -253,7 +253,7 @@ def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndar
              expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, heap_peak: int,
              pad: int) -> str:
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
-                                        "device": device_fingerprint(), "l2_heap": heap_peak,
+                                        "device": device_fingerprint(), "layout": LAYOUT, "l2_heap": heap_peak,
                                         "pad": pad}).encode())
     files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
              *sorted((code_dir / "hex").glob("*.hex"))]

@@ -3,6 +3,20 @@ Siracusa harness (deeploytest.c and CycleCounter.c of the checkout), its kernels
 
 The step is linked twice: once to learn which kernel objects it uses, then with those first, so the kernels sit
 at the same addresses whatever the generated code's size (a recompute adds code; the kernels then do not move).
+
+Nothing a schedule does not decide moves with it (`linker_script`, LAYOUT). gvsoc's Siracusa cluster fetches
+through a small two-level instruction cache (per core 512 B, the master core 2 KiB; shared 4 KiB in 8 banks of
+16-byte lines, so an address's set repeats every KiB) whose ways are replaced by an LFSR, and its L1 data memory
+is word-interleaved over banks that repeat every 64 B: a hot loop that moves by a few bytes crosses other lines
+and sets, and a buffer that moves lands on other banks. Moving code by a few bytes changes the cycles of layers whose
+code did not move. So `.text` holds only what is the same at every point (the kernels, the
+runtime, the C libraries); the harness, ckpt's probes and the generated networks go after the runtime's code and
+data, each object from a KiB boundary, what is the same at every point (the optimizer network of a split step,
+the harness) before the network the schedule generates; the L1 heap (the cluster's stacks, then Deeploy's L1
+arena) and the L2 heap start at a KiB boundary, and the master core's added stack is a whole number of 256 B, so
+a tile lands on the same banks at every point. What still moves is the schedule's own network, whose layout is
+the schedule's code; the cache's state that one layer leaves to the next is the schedule's too.
+
 The generated code itself goes after the runtime's code and data (`linker_script`): pulp-sdk's runtime jumps with
 a `jal`, whose offset reaches 1 MiB, from the fabric controller's vector table to the interrupt handlers at the end
 of .text (pulpos writes those jumps at run time: irq.c, pos_irq_set_handler) and from its start-up code there to
@@ -45,6 +59,13 @@ LINKER_SCRIPT = "chips/siracusa/link.ld"
 L2_BASE = 0x1C000000
 JAL_REACH = 1 << 20             # a jal's offset: 21 bits, signed
 GENERATED_TEXT = ".ckpt_generated_text"     # the output section of the generated code, after .l2_data
+LAYOUT = 2                # what the placement below is (in the run caches' keys): 2, nothing the schedule does not
+                          # decide moves with it
+CODE_PERIOD = 1024        # the shared instruction cache's sets repeat every KiB: each object here starts on one
+HEAP_PERIOD = 1024        # where the L1 and L2 heaps start
+FRAME_QUANTUM = 256       # the master core's added stack, rounded up to this (a whole number of L1 bank periods)
+_L1_HEAP = re.compile(r"__l1_heap_start\s*=\s*ALIGN\(\d+\);")
+_L2_END = re.compile(r"__l2_shared_end\s*=\s*(LOADADDR\(\.bss_l1\)\s*\+\s*SIZEOF\(\.bss_l1\));")
 # the generated networks are compiled without warnings: gcc warns once per DMA call of the generated code (an L3
 # address passed as a pointer, -Wint-conversion), and printing those took most of its front end; -w changes
 # nothing gcc generates
@@ -106,8 +127,8 @@ def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
 def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, sources: KernelSources, kit: GvsocKit,
                sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0) -> DeviceStep:
     """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build. `pad`:
-    bytes of code and of data put before the step's own (0: none), to measure how much its layout moves its
-    cycles (bench/gvsoc.py)."""
+    bytes of code and of data put just before the schedule's network (0: none), to measure how much the placement
+    of the schedule's own code moves its cycles (bench/gvsoc.py)."""
     probed = instrument((Path(code_dir) / "Network.c").read_text())
     atomic_write(out / "Network.c", probed.source)
     harness = sources.root / HARNESS_DIR
@@ -119,19 +140,20 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
-    return _compile_and_link(networks, units, flags, probed.layers, kit, sdk, kernels, out, pad)
+    return _compile_and_link([], networks, units, flags, probed.layers, kit, sdk, kernels, out, pad)
 
 
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
 
 
 def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, timer_stops: int,
-                        sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path
-                        ) -> DeviceStep:
+                        sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
+                        pad: int = 0) -> DeviceStep:
     """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
     with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
     cycles over the run (the train network runs once per mini-batch, the optimizer once per update); when the
-    harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c)."""
+    harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c).
+    `pad`: as build_step's."""
     layers: list[str] = []
     probed_files = []
     for stem, run in NETWORKS:
@@ -144,74 +166,89 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
     harness = sources.root / TRAIN_HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", f"-DCKPT_PROBE_COUNT={len(layers)}",
              "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
-    networks = [(f, ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")])
-                for f in probed_files]
+    network_flags = ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]
+    stable = [(f, network_flags) for f in probed_files if f.stem == NETWORKS[1][0]]    # the same at every point
+    networks = [(f, network_flags) for f in probed_files if f.stem != NETWORKS[1][0]]
     units = [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
                                             f"-DCKPT_STATE_AFTER={timer_stops}", *([] if flash else ["-DNOFLASH"])]),
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    return _compile_and_link(networks, units, flags, tuple(layers), kit, sdk, kernels, out, 0)
+    return _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad)
 
 
-def linker_script(sdk: SdkLibrary, generated: list[str]) -> str:
+def linker_script(sdk: SdkLibrary, generated: list[str], pad: str | None = None) -> str:
     """pulp-sdk's Siracusa linker script with the code of the objects named `generated` (file names) taken out of
-    .text and put in an output section of its own after .l2_data (see the module doc); StepBuildError where the
-    script is not laid out so."""
+    .text and put, in that order, each from a CODE_PERIOD boundary (but the one after `pad`, which moves it), in an
+    output section of its own after .l2_data, and the L1 heap and the L2 heap started at a HEAP_PERIOD boundary
+    (see the module doc); StepBuildError where the script is not laid out so."""
     script = (sdk.link_dir / LINKER_SCRIPT).read_text()
     text, l2_data = _TEXT.search(script), _L2_DATA.search(script)
     if not generated:
         return script
-    if text is None or l2_data is None or len(_TEXT_INPUTS.findall(text.group(0))) != 2:
+    if (text is None or l2_data is None or len(_TEXT_INPUTS.findall(text.group(0))) != 2
+            or len(_L1_HEAP.findall(script)) != 1 or len(_L2_END.findall(script)) != 1):
         raise StepBuildError(f"pulp-sdk's {LINKER_SCRIPT} has no .text with *(.text) and *(.text.*) followed by "
-                             ".l2_data: ckpt cannot keep the runtime's jumps in reach of their targets")
+                             ".l2_data, or not one L1 heap start and L2 end: ckpt cannot keep the runtime's jumps in "
+                             "reach of their targets and the step's layout apart from the schedule")
     files = " ".join(f"*/{name}" for name in generated)
     body = _TEXT_INPUTS.sub(lambda m: f"*(EXCLUDE_FILE({files}) {m.group(1)})", text.group(0))
-    own = (f"\n  {GENERATED_TEXT} :\n  {{\n    . = ALIGN(4);\n"
-           + "".join(f"    */{name}(.text .text.*)\n" for name in generated) + "    . = ALIGN(4);\n  } > L2\n")
-    return (script[:text.start()] + body + script[text.end():l2_data.end()] + own + script[l2_data.end():])
+    aligned = [pad is None or before != pad for before in [None, *generated]]
+    own = (f"\n  {GENERATED_TEXT} :\n  {{\n"
+           + "".join((f"    . = ALIGN({CODE_PERIOD});\n" if align else "") + f"    */{name}(.text .text.*)\n"
+                     for align, name in zip(aligned, generated))
+           + "    . = ALIGN(4);\n  } > L2\n")
+    script = script[:text.start()] + body + script[text.end():l2_data.end()] + own + script[l2_data.end():]
+    script = _L1_HEAP.sub(f"__l1_heap_start = ALIGN({HEAP_PERIOD});", script)
+    return _L2_END.sub(lambda m: f"__l2_shared_end = ALIGN({m.group(1)}, {HEAP_PERIOD});", script)
 
 
 Unit = tuple[Path, list[str]]          # a C file and the flags it alone is compiled with
 
 
-def _compile_and_link(networks: list[Unit], units: list[Unit], flags: list[str], layers: tuple[str, ...],
-                      kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int) -> DeviceStep:
-    """Compile the generated `networks` (their frames measured), then the other `units` told the largest frame
-    (see the module doc), and link them with the kernels, the networks' code after the runtime's."""
-    generated = [source for source, _ in networks]
+def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit], flags: list[str],
+                      layers: tuple[str, ...], kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
+                      pad: int) -> DeviceStep:
+    """Compile the generated networks, `stable` (the same at every point) and the schedule's `networks` (their
+    frames measured), then the other `units` told the largest frame, rounded up to FRAME_QUANTUM (see the module
+    doc), and link them with the kernels: the kernels first, then the runtime, the units and the networks, whose
+    code goes after the runtime's in that order, the schedule's networks last."""
     cc = str(kit.compiler.cc)
-    if pad:                    # first in the link: it comes before the step's own code and data
+    generated = [*stable, *networks]
+    if pad:                    # just before the schedule's networks: it moves them alone
         nops = f'__asm__ volatile(".rept {pad // 4}\\n nop\\n .endr");'
         atomic_write(out / "ckpt_pad.c", f"char ckpt_pad_data[{pad}] = {{1}};\nvoid ckpt_pad_code(void) {{ {nops} }}\n")
-        networks = [(out / "ckpt_pad.c", []), *networks]
-    objects = []
-    for source, extra in networks:
-        objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage", *QUIET], source, out))
-    frame = max((size for obj in objects for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()),
-                default=0)
-    for source, extra in units:
-        objects.append(_compile(cc, kit.compiler.version, [*flags, f"-DCKPT_NETWORK_FRAME={frame}", *extra], source,
-                                out))
+        generated = [*stable, (out / "ckpt_pad.c", []), *networks]
+    network_objects = []
+    for source, extra in generated:
+        network_objects.append(_compile(cc, kit.compiler.version, [*flags, *extra, "-fstack-usage", *QUIET], source,
+                                        out))
+    frame = max((size for obj in network_objects
+                 for size in stack_frames(Path(obj).with_suffix(".su").read_text()).values()), default=0)
+    added = -(-frame // FRAME_QUANTUM) * FRAME_QUANTUM
+    unit_objects = [_compile(cc, kit.compiler.version, [*flags, f"-DCKPT_NETWORK_FRAME={added}", *extra], source,
+                             out) for source, extra in units]
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
-    atomic_write(script, linker_script(sdk, [f"{source.stem}.o" for source in generated]))
+    own = [*(Path(o).name for o in network_objects[:len(stable)]), *(Path(o).name for o in unit_objects),
+           *(Path(o).name for o in network_objects[len(stable):])]
+    atomic_write(script, linker_script(sdk, own, "ckpt_pad.o" if pad else None))
     link = [cc, *sdk.compile_flags(kit), "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", f"-L{sdk.link_dir}",
             f"-T{script}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
     sdk_archive = ["-Wl,--whole-archive", str(sdk.archive), "-Wl,--no-whole-archive"]
     elf, probe_map = out / "step.elf", out / "first-link.map"
     archive = out / "kernels.a"
     _run([str(kit.compiler.ar), "rcsD", str(archive), *kernel_objects], "ar failed")
-    _run([*link, "-o", str(elf), *objects, *sdk_archive, str(archive), *libs, f"-Wl,-Map={probe_map}"],
-         "the step does not link")
+    _run([*link, "-o", str(elf), *sdk_archive, *unit_objects, *network_objects, str(archive), *libs,
+          f"-Wl,-Map={probe_map}"], "the step does not link")
     used = _members(probe_map.read_text(), archive.name)
     first = [obj for obj in kernel_objects if Path(obj).name in used]
-    _run([*link, "-o", str(elf), *first, *objects, *sdk_archive, *libs, f"-Wl,-Map={out / 'step.map'}"],
-         "the step does not link")
+    _run([*link, "-o", str(elf), *first, *sdk_archive, *unit_objects, *network_objects, *libs,
+          f"-Wl,-Map={out / 'step.map'}"], "the step does not link")
     archive.unlink()
     probe_map.unlink()
-    symbols = _symbols(kit, elf)
+    symbols = elf_symbols(kit, elf)
     check_runtime_reach(symbols)
     return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame)
 
@@ -259,7 +296,7 @@ def _members(link_map: str, archive: str) -> set[str]:
     return set(re.findall(rf"^\S*{re.escape(archive)}\(([^)]+)\)", link_map, re.MULTILINE))
 
 
-def _symbols(kit: GvsocKit, elf: Path) -> dict[str, int]:
+def elf_symbols(kit: GvsocKit, elf: Path) -> dict[str, int]:
     """Each symbol of the ELF with its address."""
     nm = kit.compiler.cc.with_name(kit.compiler.cc.name.replace("gcc", "nm"))
     done = _run([str(nm), str(elf)], "nm failed")

@@ -49,7 +49,7 @@ from ckpt.gvsoc.run import (
     hung_reason,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
-from ckpt.gvsoc.step import NETWORKS, L2Overflow, StepBuildError, build_training_step
+from ckpt.gvsoc.step import LAYOUT, NETWORKS, L2Overflow, StepBuildError, build_training_step
 
 RUN_FORMAT = 2          # 2: the state hashes
 DEVICE_SECTION = ".weightmem_sram"       # the weight memory of pulp-sdk's Siracusa linker script
@@ -83,17 +83,18 @@ class TrainGvsocRun:
 
 
 def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
-                      kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None
+                      kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None, pad: int = 0
                       ) -> TrainGvsocRun | NotSimulated:
     """Build `code_dir`'s two networks with the harness and `run`'s data, and run them on gvsoc (see the module
     doc). `heap_peak`: the most the networks keep allocated in L2 at once; `timeout`: seconds before the run is
-    taken as hung (gvsoc.run.simulation_timeout of every network run's cycles)."""
+    taken as hung (gvsoc.run.simulation_timeout of every network run's cycles); `pad`: see
+    gvsoc.step.build_step."""
     missing = training_harness_missing(sources)
     if missing:
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()
     manifest = CodeManifest.read(code_dir)
-    key = _run_key(code_dir, run, start, sources, kit, heap_peak)
+    key = _run_key(code_dir, run, start, sources, kit, heap_peak, pad)
     cached = _cached(key)
     if cached is not None:
         return cached
@@ -110,7 +111,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files),
-                                       run.n_batches + run.n_steps, sources, kit, sdk, kernels, work)
+                                       run.n_batches + run.n_steps, sources, kit, sdk, kernels, work, pad)
         except L2Overflow as exc:
             need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY)
             return NotSimulated(_does_not_fit(need), on_chip=need)
@@ -143,9 +144,10 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
 
 
 def _run_key(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
-             kit: GvsocKit, heap_peak: int) -> str:
+             kit: GvsocKit, heap_peak: int, pad: int) -> str:
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
-                                        "device": device_fingerprint(), "l2_heap": heap_peak,
+                                        "device": device_fingerprint(), "layout": LAYOUT, "pad": pad,
+                                        "l2_heap": heap_peak,
                                         "run": [run.n_steps, run.n_accum, run.grad_start, run.n_grads,
                                                 list(run.losses), run.tolerance, run.learning_rate]}).encode())
     files = sorted(p for p in code_dir.rglob("*") if p.is_file())

@@ -26,6 +26,7 @@ from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
+from ckpt.gvsoc.step import LAYOUT
 from ckpt.paths import cache_root
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
@@ -108,8 +109,8 @@ def is_calibration(doc: object) -> bool:
 
 def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: str) -> str:
     blob = json.dumps({"format": CALIBRATION_FORMAT, "cache": CACHE_FORMAT, "model": model_sha, "target": target,
-                       "setup": setup.as_dict(),
-                       "kernels": kernels, "kit": kit, "device": device_fingerprint()}, sort_keys=True)
+                       "setup": setup.as_dict(), "kernels": kernels, "kit": kit, "device": device_fingerprint(),
+                       "layout": LAYOUT}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -227,6 +227,19 @@ def test_the_generated_code_is_linked_after_the_runtimes_code_and_data(tmp_path,
     assert "*/TrainingNetwork.o(.text .text.*)" in script[own:script.index("_l1_preload_start_inL2")]
 
 
+def test_each_generated_object_starts_on_a_kib_and_the_heaps_too(tmp_path, monkeypatch):
+    sdk = _sdk_script_library(tmp_path, monkeypatch)
+    script = linker_script(sdk, ["OptimizerNetwork.o", "deeploytraintest.o", "ckpt_pad.o", "TrainingNetwork.o"],
+                           "ckpt_pad.o")
+    own = script[script.index(".ckpt_generated_text :"):script.index("_l1_preload_start_inL2")]
+    placed = re.findall(r"(\. = ALIGN\(1024\);\n)?\s*\*/(\w+\.o)\(\.text \.text\.\*\)", own)
+    assert [name for _, name in placed] == ["OptimizerNetwork.o", "deeploytraintest.o", "ckpt_pad.o",
+                                            "TrainingNetwork.o"]
+    assert [bool(align) for align, _ in placed] == [True, True, True, False]    # the pad moves what follows it
+    assert "__l1_heap_start = ALIGN(1024);" in script
+    assert "__l2_shared_end = ALIGN(LOADADDR(.bss_l1) + SIZEOF(.bss_l1), 1024);" in script
+
+
 def test_a_linker_script_laid_out_otherwise_is_refused(tmp_path):
     (tmp_path / "lib" / "pulp-sdk" / "rtos/pulpos/pulp/kernel/chips/siracusa").mkdir(parents=True)
     (tmp_path / "lib" / "pulp-sdk" / "rtos/pulpos/pulp/kernel/chips/siracusa/link.ld").write_text(

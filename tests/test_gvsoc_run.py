@@ -3,10 +3,24 @@ and run (both flows), through the console script. Skipped, with the reason, with
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_support import ckpt
 from gvsoc_support import gvsoc_example
+
+from ckpt import deeploy_bridge
+from ckpt.coderun.manifest import CodeManifest
+from ckpt.coderun.sources import find_sources
+from ckpt.deeploy_bridge.setup import setup_for
+from ckpt.gvsoc.harness import write_harness_data
+from ckpt.gvsoc.kernels import device_kernels
+from ckpt.gvsoc.kit import find_kit
+from ckpt.gvsoc.sdk import sdk_library
+from ckpt.gvsoc.step import CODE_PERIOD, HEAP_PERIOD, build_step
 
 pytestmark = [pytest.mark.deeploy, pytest.mark.gvsoc, pytest.mark.slow]
 
@@ -68,3 +82,41 @@ def test_the_same_step_gives_the_same_report(small):
     second = json.loads((work / "again" / "report.json").read_text())
     assert first["gvsoc"] == second["gvsoc"]
     assert (work / "replay" / "code" / "Network.c").read_bytes() == (work / "again" / "code" / "Network.c").read_bytes()
+
+
+def _nm(kit, path: Path) -> list[tuple[int, str, str]]:
+    """(address, type, name) of each symbol `path` defines."""
+    nm = kit.compiler.cc.with_name(kit.compiler.cc.name.replace("gcc", "nm"))
+    done = subprocess.run([str(nm), "--defined-only", str(path)], capture_output=True, text=True, check=True)
+    return [(int(a, 16), t, n) for a, t, n in (line.split() for line in done.stdout.splitlines())]
+
+
+def test_nothing_the_schedule_does_not_decide_moves_between_two_schedules_steps(small):
+    """The graph order's step and the 0.8 schedule's (recomputes: more layers, code and L1 tables), built: the
+    kernels, the runtime, the harness and ckpt's probes sit where they sat, and the heaps and the schedule's network
+    start on a KiB (gvsoc.step's module doc)."""
+    work = small[0]
+    kit, sources = find_kit(), find_sources()
+    lowered = deeploy_bridge.lower(str(work / "model"), "siracusa")
+    deeploy_bridge.deploy(lowered.model, [n.name for n in lowered.model.graph.node], "siracusa", tiled=True,
+                          setup=setup_for("siracusa"), code_dir=work / "graph-order")
+    sdk = sdk_library(kit, sources)
+    built = []
+    for code in (work / "graph-order", work / "replay" / "code"):
+        manifest = CodeManifest.read(code)
+        zeros = {p.name: np.zeros(p.elements, p.dtype) for p in (*manifest.inputs, *manifest.outputs)}
+        out = work / "layout" / code.parent.name
+        data = write_harness_data(manifest, code, zeros, zeros, out / "data")
+        built.append((build_step(code, manifest, data, sources, kit, sdk,
+                                 device_kernels(sources, kit, sdk, manifest.cores), out), out))
+    assert built[0][0].layers != built[1][0].layers                # the schedules differ
+    ours = {n for _, out in built for _, _, n in _nm(kit, out / "Network.o")}
+    ours |= {n for _, out in built for n in re.findall(r"(\w+)\s*=", (out / "link.ld").read_text())}
+    functions = [{n: a for a, t, n in _nm(kit, step.elf) if t in "tT" and n not in ours} for step, _ in built]
+    assert functions[0] == functions[1]
+    for step, out in built:
+        symbols = _nm(kit, step.elf)
+        named = {n: a for a, _, n in symbols}
+        assert named["__l1_heap_start"] % HEAP_PERIOD == 0 and named["__l2_shared_end"] % HEAP_PERIOD == 0
+        network = {n for _, t, n in _nm(kit, out / "Network.o") if t in "tT"}
+        assert min(a for a, t, n in symbols if t in "tT" and n in network) % CODE_PERIOD == 0
