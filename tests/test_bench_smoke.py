@@ -129,6 +129,28 @@ def test_the_on_chip_bench_runs_each_deployment_of_simplemlp_or_says_what_it_nee
         assert (tmp_path / "oc" / "on_chip.png").stat().st_size > 0
 
 
+def test_the_on_chip_bench_counts_each_steps_gvsoc_seconds_also_where_gvsocs_cache_gave_the_run_back(tmp_path):
+    """Its seconds line printed 0: it summed the sweeps' stage time, which leaves out the off-chip reference and is
+    next to nothing for a point whose gvsoc run came from the cache. Each step's replay records them now."""
+    import json
+    from dataclasses import replace
+
+    from bench_support import bench_module
+
+    from ckpt.pipeline.row import empty_row
+
+    on_chip = bench_module("on_chip")
+    for folder, seconds in (("points/0.6/replay", {"build": 61.5, "simulate": 211.6}), ("reference", {"simulate": 9}),
+                            ("points/baseline/replay", None)):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "report.json").write_text(json.dumps({"gvsoc": {"tiled": {"seconds": seconds}}}))
+    point = empty_row("0.6", 0.6, 100, "optimal", "")
+    assert on_chip.gvsoc_seconds(tmp_path, point) == 273.1
+    assert on_chip.gvsoc_seconds(tmp_path, replace(point, label="reference", status="reference")) == 9
+    assert on_chip.gvsoc_seconds(tmp_path, replace(point, label="baseline")) == 0       # not run on gvsoc
+    assert on_chip.gvsoc_seconds(tmp_path, replace(point, label="0.5")) == 0            # never replayed
+
+
 def test_every_bench_has_a_smoke_run():
     scripts = {path.stem for path in BENCH.glob("*.py") if 'if __name__ == "__main__"' in path.read_text()}
     assert scripts == {smoke.script for smoke in FAST + DEEPLOY + GVSOC} | {"hostile", "on_chip"}   # their own tests
