@@ -55,7 +55,10 @@ DEEPLOY = [
 ]
 GVSOC = [Smoke("gvsoc", rows=3,
                shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |")),
-         Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |"))]
+         Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |")),
+         # the branch: SimpleMLP's nine layers calibrated in L3 and at home split, and the price fitted on them
+         Smoke("level_price", rows=1, shows=("| simplemlp_train | 9 | 108,174 | 55,842 |", "fitted price:")
+               if deeploy_flavour() is Flavour.TRAINING_BRANCH else ("needs Deeploy's training branch",))]
 
 
 def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
