@@ -122,6 +122,11 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     if target not in SIMULATED_TARGETS:
         raise CkptError(f"ckpt measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not {target}",
                         "solve with --costs estimate or a cost file")
+    if setup.home == SPLIT_HOME:          # refused in seconds, not after Deeploy's tiler has tried
+        overflow = graph_order_overflow(load_split(source, target, setup), setup)
+        if overflow is not None:
+            raise CkptError(f"cannot calibrate with --home {SPLIT_HOME}: {overflow}",
+                            "calibrate with every tensor off chip (ckpt prices it for the split home)")
     kit = find_kit(gvsoc)
     if isinstance(kit, NoKit):
         raise CkptError(f"cannot calibrate: {kit.reason}",
@@ -136,11 +141,6 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     known = _cached_calibration(cached, key)
     if known is not None:
         return known
-    if setup.home == SPLIT_HOME:          # refused in seconds, not after Deeploy's tiler has tried
-        overflow = graph_order_overflow(load_split(source, target, setup), setup)
-        if overflow is not None:
-            raise CkptError(f"cannot calibrate with --home {SPLIT_HOME}: {overflow}",
-                            "calibrate with every tensor off chip (ckpt prices it for the split home)")
     lowered = deeploy_bridge.lower(source, target)
     folder = Path(source) if Path(source).is_dir() else Path(source).parent
     order = [node.name for node in lowered.model.graph.node]
