@@ -331,6 +331,12 @@ def measured_code_bytes(source: str | Path, target: str, setup: DeeploySetup,
     """The step's own code and data on chip where ckpt can measure them (step_code_bytes), None where it cannot
     (no gvsoc model of the target, no gvsoc, no kernels, or the graph order's step did not run): said through
     `progress`."""
+    if setup.home == SPLIT_HOME:
+        overflow = graph_order_overflow(load_split(source, target, setup), setup)
+        if overflow is not None:       # only the all-off-chip code is measurable: more than the split step's
+            progress(f"the step's code on chip is not counted: {overflow}, so its split code is not measured (the "
+                     "code with every tensor off chip, which tiles every layer from L3, is larger)")
+            return None
     try:
         return step_code_bytes(source, target, setup, progress=progress)
     except CkptError as err:

@@ -38,3 +38,28 @@ def test_a_split_calibration_of_a_graph_order_beyond_the_chip_is_refused_with_th
     assert "graph order's activations alone need" in err.value.problem
     assert "every tensor off chip" in err.value.way_out
     assert time.perf_counter() - start < 60
+
+
+def test_a_split_steps_refusal_never_counts_the_all_off_chip_code_as_its_own(wide_mlp, lowering_cache, monkeypatch):
+    """`ckpt solve --home split` refused MobileNetV1 at every budget ("829,920 B + its code and data (1,214,536 B)"):
+    that code was measured with every tensor off chip, where every layer is tiled from L3, not the split step's
+    (which tiles from L3 only the layers that read or write what persists). A proven refusal cannot rest on it: where
+    the split graph order overflows the chip, its code is not counted (the solve says so)."""
+    import ckpt.pipeline.calibrate as calibration
+
+    measured = []
+
+    def off_chip_only(source, target, setup, *args, **kwargs):       # what gvsoc would measure, without the run
+        if setup.home == SPLIT_HOME:
+            raise CkptError("cannot calibrate with --home split: the graph order's activations overflow L2")
+        measured.append(setup.home)
+        return calibration.Calibration(calibration.KIND, calibration.CALIBRATION_FORMAT, "0" * 64, target, {}, 1,
+                                       {}, 0, 1, 1_214_536, "k" * 64)
+
+    monkeypatch.setattr(calibration, "calibrate", off_chip_only)
+    notes = []
+    assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup_for("siracusa", SPLIT_HOME),
+                                           notes.append) is None
+    assert measured == [] and "not counted" in notes[0]
+    # home L2 keeps its count (its own graph order's code, else the off-chip one, the safe side of a total)
+    assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup_for("siracusa", "L2")) == 1_214_536
