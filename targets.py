@@ -90,10 +90,10 @@ SIRACUSA_CLONE_CYCLES = 194   # DS-CNN's home-L2 sweep 0.5:0.9 on gvsoc: measure
                               # least squares through 0 (bench/gvsoc.py --model dscnn_train --home L2)
 # Siracusa's level price: least squares over the layers of four zoo models (SimpleMLP, DS-CNN, CCT-LoRA, ResNet-8),
 # each calibrated on gvsoc with every tensor in L3 and with the split home (bench/level_price.py prints the fit)
-SIRACUSA_LEVEL_PRICE = (("per_tensor", 1540.2), ("per_byte", 1.63), ("per_byte_by_type", (
-    ("Add", 1.521), ("BatchNormInternal", 1.411), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
-    ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.91), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.637),
-    ("Mul", 1.642), ("Relu", 1.661), ("ReluGrad", 1.516), ("Transpose", 1.659))))
+SIRACUSA_LEVEL_PRICE = (("per_tensor", 1538.3), ("per_byte", 1.6), ("per_byte_by_type", (
+    ("Add", 1.521), ("BatchNormInternal", 1.412), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
+    ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.917), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.649),
+    ("Mul", 1.644), ("Relu", 1.661), ("ReluGrad", 1.517), ("Transpose", 1.659))))
 SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
 
 
