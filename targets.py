@@ -48,8 +48,11 @@ class Target:
                                               # cycles (the extra layer's call, its clone's buffer to its readers):
                                               # measured on gvsoc (bench/gvsoc.py, its "clone price" line)
     gvsoc_target: str = ""                    # gvsoc's name of its board (--target of gvsoc's launcher)
-    off_chip_price: tuple[float, float] = (0.0, 0.0)   # cycles a layer pays for a tensor homed off chip rather than
-                                              # on chip: per tensor, per byte (split+ weighs what to bring on chip)
+    level_price: tuple[tuple[str, object], ...] = ()   # what a layer saves per tensor on chip rather than off chip
+                                              # (solver.graph.level_price.LevelPrice's fields): measured on gvsoc
+                                              # (bench/level_price.py); empty: no price
+    off_chip_price: tuple[float, float] = (0.0, 0.0)   # split+'s weight of what to bring on chip: cycles a layer pays
+                                              # per tensor homed off chip rather than on chip, per byte of it
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -87,6 +90,12 @@ class Target:
 
 SIRACUSA_CLONE_CYCLES = 194   # DS-CNN's home-L2 sweep 0.5:0.9 on gvsoc: measured - predicted over the recomputes,
                               # least squares through 0 (bench/gvsoc.py --model dscnn_train --home L2)
+# Siracusa's level price: least squares over the layers of four zoo models (SimpleMLP, DS-CNN, CCT-LoRA, ResNet-8),
+# each calibrated on gvsoc with every tensor in L3 and with the split home (bench/level_price.py prints the fit)
+SIRACUSA_LEVEL_PRICE = (("per_tensor", 1538.3), ("per_byte", 1.6), ("per_byte_by_type", (
+    ("Add", 1.521), ("BatchNormInternal", 1.412), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
+    ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.917), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.649),
+    ("Mul", 1.644), ("Relu", 1.661), ("ReluGrad", 1.517), ("Transpose", 1.659))))
 SIRACUSA_OFF_CHIP_PRICE = (7592.0, 5.20)   # per L3 tensor a layer reads or writes, per byte of it: least squares of
                                            # SimpleMLP's and DS-CNN's per-layer gvsoc cycles, all-L3 minus all-L2
 SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
@@ -111,7 +120,8 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
            homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", clone_cycles=SIRACUSA_CLONE_CYCLES,
-           gvsoc_target="siracusa", off_chip_price=SIRACUSA_OFF_CHIP_PRICE),
+           gvsoc_target="siracusa", level_price=SIRACUSA_LEVEL_PRICE,
+           off_chip_price=SIRACUSA_OFF_CHIP_PRICE),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2", SPLIT_HOME), on_chip="L2",

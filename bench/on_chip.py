@@ -98,16 +98,21 @@ def _row(model: str, deployment: str, budget: str, found: PointRow, seconds: flo
 def _gvsoc_seconds(report: Path) -> float | None:
     """The seconds gvsoc took to build and run a replay's step (its report, written with the time recorded; a run
     ckpt's gvsoc cache answered keeps the seconds of the run that filled it), None where not recorded."""
-    if not report.is_file():
+    try:
+        tiled = (json.loads(report.read_text()).get("gvsoc") or {}).get("tiled") or {}
+    except (OSError, ValueError):
         return None
-    seconds = (json.loads(report.read_text()).get("gvsoc", {}).get("tiled") or {}).get("seconds")
+    seconds = tiled.get("seconds")
     return round(sum(seconds.values()), 1) if seconds else None
 
 
-def _point_report(sweep_folder: Path, row: PointRow) -> Path:
+def gvsoc_seconds(sweep_folder: Path, row: PointRow) -> float | None:
+    """What gvsoc took for a sweep row's step, as its replay's report records it; None where it did not run there."""
     if row.status == "reference":
-        return sweep_folder / "reference" / "report.json"
-    return sweep_folder / Path(row.schedule or "").parent / "replay" / "report.json"
+        return _gvsoc_seconds(sweep_folder / "reference" / "report.json")
+    if not row.schedule:
+        return None
+    return _gvsoc_seconds(sweep_folder / Path(row.schedule).parent / "replay" / "report.json")
 
 
 def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, label: str) -> Row:
@@ -143,8 +148,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     base = next(r for r in split.rows if r.status == BASELINE)
     reference = next((r for r in split.rows if r.status == "reference"), None)
     if reference is not None:
-        rows.append(_row(name, "all-L3", REFERENCE, reference, _gvsoc_seconds(_point_report(out / "split", reference))))
-    rows.append(_row(name, "split", "graph order", base, _gvsoc_seconds(_point_report(out / "split", base))))
+        rows.append(_row(name, "all-L3", REFERENCE, reference, gvsoc_seconds(out / "split", reference)))
+    rows.append(_row(name, "split", "graph order", base, gvsoc_seconds(out / "split", base)))
     fitting = base if base.fits_on_chip and base.verified else None
     if fitting is None and fractions:
         swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
@@ -154,7 +159,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     if fitting is not None:
         label = "graph order (fits)" if fitting is base else fitting.label
         if fitting is not base:
-            rows.append(_row(name, "split", label, fitting, _gvsoc_seconds(_point_report(out / "split", fitting))))
+            rows.append(_row(name, "split", label, fitting, gvsoc_seconds(out / "split", fitting)))
         rows.append(_split_plus(model, out, out / "split", fitting, label))
     else:
         rows.append(Row(name, "split", "none fits", None, None, None, None, "no budget of the range fits L2", "-"))
@@ -162,7 +167,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
         on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit)
         seconds += on_chip.stage_seconds.get("gvsoc", 0.0)
         found = next(r for r in on_chip.rows if r.status == BASELINE)
-        rows.append(_row(name, "all-L2", "graph order", found, _gvsoc_seconds(_point_report(out / "all-L2", found))))
+        rows.append(_row(name, "all-L2", "graph order", found, gvsoc_seconds(out / "all-L2", found)))
     except CkptError as err:
         rows.append(Row(name, "all-L2", "graph order", None, None, None, None, f"does not fit: {err.problem}", "-"))
     return rows, seconds

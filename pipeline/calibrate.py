@@ -28,6 +28,7 @@ from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
 from ckpt.gvsoc.step import LAYOUT
 from ckpt.paths import cache_root
+from ckpt.pipeline.split_costs import graph_order_overflow, load_split, priced_for_split
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
 from ckpt.replay.report import CodeStatus, SimStatus
@@ -36,7 +37,7 @@ from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simul
 from ckpt.replay.verification import step_data
 from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
-from ckpt.targets import TARGET_TABLE, simulation_gap
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
 CALIBRATION_FORMAT = 3
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
@@ -122,6 +123,11 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     if target not in SIMULATED_TARGETS:
         raise CkptError(f"ckpt measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not {target}",
                         "solve with --costs estimate or a cost file")
+    if setup.home == SPLIT_HOME:          # refused in seconds, not after Deeploy's tiler has tried
+        overflow = graph_order_overflow(load_split(source, target, setup), setup)
+        if overflow is not None:
+            raise CkptError(f"cannot calibrate with --home {SPLIT_HOME}: {overflow}",
+                            "calibrate with every tensor off chip (ckpt prices it for the split home)")
     kit = find_kit(gvsoc)
     if isinstance(kit, NoKit):
         raise CkptError(f"cannot calibrate: {kit.reason}",
@@ -263,11 +269,30 @@ def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySet
         if target not in SIMULATED_TARGETS:
             return None, f"the op costs are ckpt's estimate: {simulation_gap(target)}"
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model(), ""
+            return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout), ""
         except CkptError as err:
             progress(f"op costs: the built-in estimate ({err})")
             return None, f"the op costs are ckpt's estimate: {err.problem}"
-    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model(), ""
+    return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout), ""
+
+
+def measured_costs(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                   deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                   timeout: float | None = None) -> CostModel:
+    """The op costs of the model's calibration for `setup`; for a split home whose graph order overflows the chip
+    (no calibration of it can run), the calibration with every tensor off chip, priced per tensor level
+    (pipeline.split_costs)."""
+    if setup.home == SPLIT_HOME:
+        loaded = load_split(source, target, setup)
+        overflow = graph_order_overflow(loaded, setup)
+        if overflow is not None:
+            progress(f"op costs: {overflow}; the calibration with every tensor off chip, priced by each tensor's "
+                     "level")
+            off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator,
+                                 weights=setup.weights)
+            found = calibrate(source, target, off_chip, gvsoc, deeploy_root, progress, timeout)
+            return priced_for_split(found.cost_model(), loaded)
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model()
 
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
@@ -307,6 +332,12 @@ def measured_code_bytes(source: str | Path, target: str, setup: DeeploySetup,
     """The step's own code and data on chip where ckpt can measure them (step_code_bytes), None where it cannot
     (no gvsoc model of the target, no gvsoc, no kernels, or the graph order's step did not run): said through
     `progress`."""
+    if setup.home == SPLIT_HOME:
+        overflow = graph_order_overflow(load_split(source, target, setup), setup)
+        if overflow is not None:       # only the all-off-chip code is measurable: more than the split step's
+            progress(f"the step's code on chip is not counted: {overflow}, so its split code is not measured (the "
+                     "code with every tensor off chip, which tiles every layer from L3, is larger)")
+            return None
     try:
         return step_code_bytes(source, target, setup, progress=progress)
     except CkptError as err:

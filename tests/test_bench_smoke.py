@@ -55,7 +55,10 @@ DEEPLOY = [
 ]
 GVSOC = [Smoke("gvsoc", rows=3,
                shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |")),
-         Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |"))]
+         Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |")),
+         # the branch: SimpleMLP's nine layers calibrated in L3 and at home split, and the price fitted on them
+         Smoke("level_price", rows=1, shows=("| simplemlp_train | 9 | 108,174 | 55,842 |", "fitted price:")
+               if deeploy_flavour() is Flavour.TRAINING_BRANCH else ("needs Deeploy's training branch",))]
 
 
 def run_bench(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -127,6 +130,29 @@ def test_the_on_chip_bench_runs_each_deployment_of_simplemlp_or_says_what_it_nee
         assert (tmp_path / "oc" / "on_chip.csv").read_text().startswith(
             "model,deployment,budget,l2_total,l3_total,train_cycles,optimizer_cycles,errors,host_errors\n")
         assert (tmp_path / "oc" / "on_chip.png").stat().st_size > 0
+
+
+def test_the_on_chip_bench_counts_each_steps_gvsoc_seconds_also_where_gvsocs_cache_gave_the_run_back(tmp_path):
+    """Its seconds line printed 0: it summed the sweeps' stage time, which leaves out the off-chip reference and is
+    next to nothing for a point whose gvsoc run came from the cache. Each step's replay records them now."""
+    import json
+    from dataclasses import replace
+
+    from bench_support import bench_module
+
+    from ckpt.pipeline.row import empty_row
+
+    on_chip = bench_module("on_chip")
+    for folder, seconds in (("points/0.6/replay", {"build": 61.5, "simulate": 211.6}), ("reference", {"simulate": 9}),
+                            ("points/baseline/replay", None)):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "report.json").write_text(json.dumps({"gvsoc": {"tiled": {"seconds": seconds}}}))
+    point = replace(empty_row("0.6", 0.6, 100, "optimal", ""), schedule="points/0.6/seq.json")
+    assert on_chip.gvsoc_seconds(tmp_path, point) == 273.1
+    assert on_chip.gvsoc_seconds(tmp_path, replace(point, label="reference", status="reference")) == 9
+    baseline = replace(point, label="baseline", schedule="points/baseline/seq.json")
+    assert on_chip.gvsoc_seconds(tmp_path, baseline) is None                               # not run on gvsoc
+    assert on_chip.gvsoc_seconds(tmp_path, replace(point, schedule="points/0.5/seq.json")) is None  # never replayed
 
 
 def test_every_bench_has_a_smoke_run():

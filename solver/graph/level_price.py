@@ -1,0 +1,127 @@
+"""What a layer saves on the device when a tensor it reads or writes lives on chip instead of off chip.
+
+A calibration measures each layer's cycles at one home. Where the split home's graph order cannot run on chip (its
+activations overflow the chip: the models the split home is for), its layers are measured with every tensor off
+chip, and each layer is priced for the split home from there: a tensor the split home keeps on chip spares the
+layer its transfers from off chip, a fixed part per tensor (the uDMA's set-up and wait) and a part per byte (its
+bandwidth), at a rate of the layer's own op type where the calibrations that fit the price move enough bytes of it,
+else a rate shared by the rest. The price is data, fitted (`fit_level_price`) from pairs of calibrations of the same
+models, every tensor off chip against the split home, layer by layer (bench/level_price.py), and kept per target
+(targets.py). Its rates are never negative and a layer's saving never exceeds its measured cycles, so moving a
+tensor on chip never predicts more cycles.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.graph import TrainGraph
+
+MIN_TYPE_BYTES = 64 * 1024     # an op type gets a rate of its own where the fitting layers move at least this
+
+
+@dataclass(frozen=True)
+class LevelPrice:
+    """Cycles a layer saves per tensor it finds on chip instead of off chip, and per byte of those tensors."""
+
+    per_tensor: float
+    per_byte: float                                   # op types without their own rate
+    per_byte_by_type: Mapping[str, float] = field(default_factory=dict)
+
+    def saving(self, op_type: str, moved: Sequence[int], cycles: int) -> int:
+        """What a layer of `op_type` measured at `cycles` off chip saves with the tensors of `moved` bytes on
+        chip: never below 0, never all its cycles (a layer still makes its call)."""
+        rate = self.per_byte_by_type.get(op_type, self.per_byte)
+        found = max(0.0, self.per_tensor) * len(moved) + max(0.0, rate) * sum(moved)
+        return int(min(max(0, cycles - 1), round(found)))
+
+    def as_dict(self) -> dict:
+        return {"per_tensor": self.per_tensor, "per_byte": self.per_byte,
+                "per_byte_by_type": dict(sorted(self.per_byte_by_type.items()))}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping) -> LevelPrice:
+        return cls(float(doc["per_tensor"]), float(doc["per_byte"]),
+                   {k: float(v) for k, v in dict(doc.get("per_byte_by_type", {})).items()})
+
+
+def on_chip_tensors(graph: TrainGraph, levels: Mapping[str, str], on_chip: str) -> dict[str, tuple[int, ...]]:
+    """Op name -> the bytes of each distinct tensor it reads or writes that `levels` keeps in `on_chip` (a tensor
+    the placement does not name is taken as off chip: no saving is claimed for it)."""
+    found = {}
+    for op in graph.ops:
+        names = dict.fromkeys((*op.inputs, *op.outputs))
+        found[op.name] = tuple(int(graph.tensor_bytes.get(t, 0)) for t in names if levels.get(t) == on_chip)
+    return found
+
+
+def priced_at_levels(costs: CostModel, graph: TrainGraph, levels: Mapping[str, str], on_chip: str,
+                     price: LevelPrice, home: str) -> CostModel:
+    """`costs` (measured with every tensor off chip) priced for a deployment that keeps `levels`: each measured
+    op's cycles less its saving (`LevelPrice.saving`), and the step less the savings of the ops it ran once each."""
+    if costs.measured is None:
+        return costs
+    kinds = {op.name: op.op_type for op in graph.ops}
+    moved = on_chip_tensors(graph, levels, on_chip)
+    measured, saved = {}, 0
+    for name, cycles in costs.measured.items():
+        cut = price.saving(kinds[name], moved[name], int(cycles)) if name in kinds else 0
+        measured[name] = int(cycles) - cut
+        saved += cut
+    step = None if costs.measured_step is None else max(1, costs.measured_step - saved)
+    return replace(costs, measured=measured, measured_step=step,
+                   source=f"{costs.source}, priced at home {home} by each tensor's level")
+
+
+@dataclass(frozen=True)
+class LayerPair:
+    """One layer measured twice: every tensor off chip, and with the tensors of `moved` bytes on chip."""
+
+    model: str
+    op_type: str
+    moved: tuple[int, ...]
+    off_chip: int
+    on_chip: int
+
+
+def fit_level_price(layers: Iterable[LayerPair], min_type_bytes: int = MIN_TYPE_BYTES) -> LevelPrice:
+    """Least squares of each layer's saving (off-chip cycles less on-chip cycles) on its tensors and bytes on
+    chip, each model weighted by its whole saving (a small model counts as much as a large one); an op type whose
+    layers move at least `min_type_bytes` gets its own rate per byte. A rate that comes out negative is dropped
+    (its layers then take the shared one, the tensors none) and the rest fitted again: no rate is negative."""
+    layers = [p for p in layers if p.moved]
+    per_type: dict[str, int] = {}
+    for p in layers:
+        per_type[p.op_type] = per_type.get(p.op_type, 0) + sum(p.moved)
+    own = sorted(t for t, n in per_type.items() if n >= min_type_bytes)
+    totals: dict[str, int] = {}
+    for p in layers:
+        totals[p.model] = totals.get(p.model, 0) + p.off_chip - p.on_chip
+    columns = ["tensor", "byte", *own]
+    while True:
+        typed = frozenset(columns) - {"tensor", "byte"}
+        x = np.array([[_feature(p, c, typed) for c in columns] for p in layers], dtype=float)
+        x = x.reshape(len(layers), len(columns))
+        y = np.array([p.off_chip - p.on_chip for p in layers], dtype=float)
+        w = np.sqrt(np.array([1.0 / max(1, abs(totals[p.model])) for p in layers]))
+        coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0] if layers else np.zeros(len(columns))
+        negative = [c for c, v in zip(columns, coef, strict=True) if v < 0]
+        if not negative:
+            break
+        columns = [c for c in columns if c not in negative]
+    found = dict(zip(columns, (float(v) for v in coef), strict=True))
+    return LevelPrice(round(found.get("tensor", 0.0), 1), round(found.get("byte", 0.0), 3),
+                      {t: round(v, 3) for t, v in found.items() if t not in ("tensor", "byte")})
+
+
+def _feature(pair: LayerPair, column: str, typed: frozenset[str]) -> float:
+    """A layer's entry in a column of the fit: its tensors on chip, or its bytes on chip under its own type's rate
+    (`typed`: the types that have one) or the shared one."""
+    if column == "tensor":
+        return float(len(pair.moved))
+    if column == "byte":
+        return 0.0 if pair.op_type in typed else float(sum(pair.moved))
+    return float(sum(pair.moved)) if pair.op_type == column else 0.0
