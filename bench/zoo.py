@@ -20,7 +20,7 @@ fork's points from a folder holding `<label>/seq.json` and `<label>/replay/repor
 release each model's line says so.
 
 Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
-     [--range 0.5:0.9] [--home L3] [--jobs N] [--gvsoc-timeout S] [--outdir DIR] [--smoke]
+     [--range 0.5:0.9 | --budgets 0.8,0.2] [--home L3] [--jobs N] [--gvsoc-timeout S] [--outdir DIR] [--smoke]
 (default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
@@ -38,6 +38,7 @@ from common import (
     BenchParser,
     budget_range,
     existing,
+    fractions,
     jobs,
     print_needs_branch,
     removed_on_error,
@@ -316,7 +317,8 @@ def main() -> int:
                         help="run no sweep: a model without --sweep is listed as not swept")
     parser.add_argument("--fork", action="store_true", help="run ckpt's points at the fork's reductions (gvsoc)")
     parser.add_argument("--fork-dir", help="read ckpt's points at the fork's reductions from DIR/<label>")
-    parser.add_argument("--range", default="0.5:0.9", type=budget_range)
+    parser.add_argument("--range", type=budget_range, help="LOW:HIGH in steps of 0.1 (default 0.5:0.9)")
+    parser.add_argument("--budgets", type=fractions, help="budget fractions, comma-separated (instead of --range)")
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
     parser.add_argument("--jobs", type=jobs, default=0, help="points at once (0: the core count)")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
@@ -329,6 +331,8 @@ def main() -> int:
         parser.error("--fork runs the fork's points and --read-only runs nothing: give one")
     if args.fork and args.fork_dir:
         parser.error("--fork runs the fork's points and --fork-dir reads them: give one")
+    if args.range and args.budgets:
+        parser.error("--range and --budgets both name the budgets: give one")
     if args.fork_dir and not Path(args.fork_dir).is_dir():
         parser.error(f"--fork-dir {args.fork_dir}: no such folder")
     given: dict[str, list[str]] = {}
@@ -336,12 +340,15 @@ def main() -> int:
         given.setdefault(name, []).append(folder)
     models = [Path(m) for m in args.model] if args.model else [shared_models() / m for m in ZOO]
     if args.smoke:
-        models, args.range = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9"
+        models, args.range, args.budgets = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9", None
+    budgets = tuple(float(f) for f in args.budgets.split(",")) if args.budgets \
+        else tuple(parse_range(args.range or "0.5:0.9"))
     for model in models:
         split_step(model)
     if args.outdir:
         check_output_dir(args.outdir)
-    ran = "each sweep read from its folder" if args.read_only else f"budgets {args.range}, home {args.home}"
+    asked = args.budgets or args.range or "0.5:0.9"
+    ran = "each sweep read from its folder" if args.read_only else f"budgets {asked}, home {args.home}"
     print(f"Deeploy {deeploy_label()}; {ran}")
     print()
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
@@ -360,7 +367,7 @@ def main() -> int:
                 if args.read_only:
                     sweeps[model] = None
                     continue
-                options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa",
+                options = SweepOptions(fractions=budgets, target="siracusa",
                                        jobs=min(args.jobs, os.cpu_count() or 1),
                                        solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
                                        replay=ReplayOptions(deeploy=setup_for("siracusa", args.home),
