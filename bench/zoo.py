@@ -59,8 +59,12 @@ from ckpt.files import check_output_dir
 from ckpt.memory_levels import LevelMemory
 from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.row import BASELINE, PointRow, row_from_json, with_overheads
+from ckpt.pipeline.point import SCHEDULE, SOLVED
+from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
+from ckpt.replay.folder import REPORT
+from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions
+from ckpt.schedule_file import read_schedule
 from ckpt.solver.graph.baselines import graph_order_peak, single_op_lower_bound
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
@@ -114,8 +118,8 @@ class SweepRead:
             raise CkptError(f"{folder} holds no sweep (no sweep.json, no finished point)",
                             "give the folder `ckpt sweep` wrote")
         rows = [row_from_json(_stored(p)) for p in stored_rows]
-        if not doc.is_file():        # interrupted: the overheads over the baseline, as a finished sweep adds them
-            rows = with_overheads(rows)
+        if not doc.is_file():        # interrupted: the points replayed whole, the overheads over the baseline
+            rows = with_overheads(rows + _replayed_unrecorded(folder, {r.label for r in rows}))
         replays = {r.label: folder / "points" / r.label / "replay" for r in rows
                    if (folder / "points" / r.label / "replay" / "report.json").is_file()}
         return cls(_in_order(rows), found, replays)
@@ -146,6 +150,23 @@ class SweepRead:
         if report is None:
             return {}
         return json.loads((report / "report.json").read_text()).get("code_runs") or {}
+
+
+def _replayed_unrecorded(folder: Path, recorded: set[str]) -> list[PointRow]:
+    """The rows of an interrupted sweep's points whose replay finished (its report.json, written last) but whose
+    point.json is not there (the sweep stopped before writing it, or a rerun removed it as it began the point
+    again): made from the schedule and the report as the sweep makes them."""
+    rows = []
+    for report in sorted((folder / "points").glob(f"*/replay/{REPORT}")):
+        point = report.parent.parent
+        if point.name in recorded or not (point / SCHEDULE).is_file():
+            continue
+        found = read_schedule(point / SCHEDULE)
+        solved = json.loads((point / SOLVED).read_text()) if (point / SOLVED).is_file() else {}
+        row = solved_row(point.name, found.budget.fraction, found.budget.bytes, found, solved.get("seconds"),
+                         "not verified", "", f"points/{point.name}/{SCHEDULE}")
+        rows.append(replayed_row(row, ReplayReport.read(report), gvsoc_asked=True))
+    return rows
 
 
 def _in_order(rows: list[PointRow]) -> list[PointRow]:

@@ -94,3 +94,22 @@ def test_a_points_line_shows_both_flows_bit_identity_and_whether_the_prediction_
     (4.03, 4.01, "yes"), (10.45, 10.79, "yes"), (0.0, 0.21, "no"), (0.05, 0.14, "yes"), (None, 1.0, "-")])
 def test_the_prediction_tolerance_is_ten_percent_or_a_tenth_of_a_point(predicted, measured, verdict):
     assert zoo.within(predicted, measured) == verdict
+
+
+def test_a_point_replayed_whole_but_not_recorded_is_read_from_its_schedule_and_report(tmp_path):
+    """A sweep stopped between a point's replay report (written last by the replay) and its point.json: the point
+    is read from its seq.json and report.json as the sweep would have recorded it (MobileNetV1's 0.8 last time)."""
+    from ckpt.budgets.sweep import SweepOptions, run_sweep
+    from ckpt.examples import write_example
+
+    write_example("mlp", tmp_path / "mlp")
+    folder = tmp_path / "sw"
+    run_sweep(str(tmp_path / "mlp"), folder, SweepOptions(fractions=(0.9, 0.8), target="none"))
+    finished = {r.label: r for r in zoo.SweepRead.of(folder).rows}
+    assert finished["0.8"].replayed_peak is not None
+    (folder / "sweep.json").unlink()
+    (folder / "points" / "0.8" / "point.json").unlink()
+    read = zoo.SweepRead.of(folder)
+    assert [r.label for r in read.rows] == ["baseline", "0.9", "0.8"]
+    rebuilt = next(r for r in read.rows if r.label == "0.8")
+    assert replace(rebuilt, seconds=None) == replace(finished["0.8"], seconds=None)
