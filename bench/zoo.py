@@ -127,6 +127,9 @@ class SweepRead:
     @classmethod
     def merged(cls, reads: list[SweepRead]) -> SweepRead:
         """One sweep of the points of `reads` (the first that replayed a label gives it, else the first)."""
+        bases = {(r.cycles, r.optimizer_cycles) for read in reads for r in read.rows if r.status == BASELINE}
+        if len(bases) > 1:      # each point's overhead is over its own sweep's graph order: say they differ
+            progress(f"the merged sweeps measured different graph orders (train, optimizer cycles): {sorted(bases)}")
         chosen: dict[str, tuple[PointRow, SweepRead]] = {}
         for read in reads:
             for row in read.rows:

@@ -61,6 +61,18 @@ def test_sweeps_over_two_ranges_are_one_table_from_the_graph_order_down(tmp_path
     assert [r.label for r in merged.run] == ["baseline", "0.9", "0.7", "0.6", "0.4", "0.2"]
 
 
+def test_merged_sweeps_that_measured_different_graph_orders_say_so(tmp_path, capsys):
+    """Each point's overhead is over its own sweep's graph order: where two sweeps measured it differently, the
+    merge says so (the same graph order, the same code: gvsoc gives the same cycles)."""
+    one = _folder(tmp_path / "a", [_row("baseline", None, 1000, 1000), _row("0.9", 0.9, 1040, 1040)], finished=True)
+    two = _folder(tmp_path / "b", [_row("baseline", None, 1000, 1000), _row("0.5", 0.5, 1400, 1400)], finished=True)
+    zoo.SweepRead.merged([zoo.SweepRead.of(one), zoo.SweepRead.of(two)])
+    assert "different graph orders" not in capsys.readouterr().err
+    other = _folder(tmp_path / "c", [_row("baseline", None, 1010, 1000)], finished=True)
+    zoo.SweepRead.merged([zoo.SweepRead.of(one), zoo.SweepRead.of(other)])
+    assert "different graph orders (train, optimizer cycles): [(1000, None), (1010, None)]" in capsys.readouterr().err
+
+
 def test_an_interrupted_sweep_gives_its_finished_points_with_their_overheads(tmp_path):
     """No sweep.json (the sweep was stopped): the points that finished, each point's overhead over the baseline
     computed as a finished sweep computes it."""
