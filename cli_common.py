@@ -213,8 +213,8 @@ def home_option(default: str | None = DEFAULT_SETUP.default_mem_level, more: str
 
 gvsoc_timeout_option = click.option(
     "--gvsoc-timeout", "gvsoc_timeout", type=SECONDS, default=None, metavar="SECONDS",
-    help="Seconds a step may run on gvsoc before it is taken as hung [default: 120 plus its predicted cycles at "
-         "the slowest rate gvsoc simulates].")
+    help="Seconds a step may run on gvsoc without printing before it is taken as hung [default: 120 plus its "
+         "predicted cycles at the slowest rate gvsoc simulates, times the processes per core on a busy host].")
 
 
 def gvsoc_options(func):

@@ -177,3 +177,18 @@ def print_needs_branch(models: list[Path], columns: int, blank_before: int = 0) 
         print(f"| {model.name} |" + " - |" * blank_before
               + " needs Deeploy's training branch (pip install ../shared/deeploy-train) |"
               + " - |" * (columns - 2 - blank_before))
+
+
+TOLERANCE_RELATIVE, TOLERANCE_POINTS = 0.10, 0.1     # a prediction holds within max(10% of the measured, 0.1 pt)
+
+
+def within(predicted_pct: float | None, measured_pct: float | None, band_pct: float | None = None) -> str:
+    """"yes" where the predicted overhead is within max(10% of the measured one, 0.1 points) of it; else "in band"
+    where it is within `band_pct` (the layout band: how far the graph order's own step moves when its code moves),
+    else "no"; "-" where either is unknown."""
+    if predicted_pct is None or measured_pct is None:
+        return "-"
+    allowed = max(TOLERANCE_RELATIVE * abs(measured_pct), TOLERANCE_POINTS)
+    if abs(predicted_pct - measured_pct) <= allowed + 1e-9:
+        return "yes"
+    return "in band" if band_pct is not None and abs(predicted_pct - measured_pct) <= band_pct + 1e-9 else "no"

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import MODEL_HELP, BenchParser, budget_range, existing, jobs, parse_args, run_bench, seconds
+from common import MODEL_HELP, BenchParser, budget_range, existing, jobs, parse_args, run_bench, seconds, within
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
@@ -61,21 +61,6 @@ def progress(message: str) -> None:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-
-
-TOLERANCE_RELATIVE, TOLERANCE_POINTS = 0.10, 0.1     # a prediction holds within max(10% of the measured, 0.1 pt)
-
-
-def within(predicted_pct: float | None, measured_pct: float | None, band_pct: float | None = None) -> str:
-    """"yes" where the predicted overhead is within max(10% of the measured one, 0.1 points) of it; else "in band"
-    where it is within `band_pct` (the layout band: how far the graph order's own step moves when its code moves),
-    else "no"; "-" where either is unknown."""
-    if predicted_pct is None or measured_pct is None:
-        return "-"
-    allowed = max(TOLERANCE_RELATIVE * abs(measured_pct), TOLERANCE_POINTS)
-    if abs(predicted_pct - measured_pct) <= allowed + 1e-9:
-        return "yes"
-    return "in band" if band_pct is not None and abs(predicted_pct - measured_pct) <= band_pct + 1e-9 else "no"
 
 
 def points_table(result, band_pct: float | None = None) -> None:

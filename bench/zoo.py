@@ -6,18 +6,21 @@ the branch's harness and run on this host and on gvsoc (one mini-batch and one u
 - one line per model: the lowered graph's nodes, the points run (and how many passed every check), the solve
   seconds, the gvsoc seconds per point, the train network's cycles per mini-batch and the optimizer's per update at
   the graph order and at the cheapest point whose whole step fits the chip's L2 (or "none fits");
-- every point: its budget and live peak, recomputes, train and optimizer cycles, the measured overhead (and the
-  predicted one), Errors on the host and on gvsoc, gvsoc seconds;
+- every point: its budget, live peak replayed (and predicted), recomputes, train and optimizer cycles, the
+  measured overhead (and the predicted one, and whether it lies within max(10% of the measured, 0.1 points)),
+  Errors on the host (ckpt's executor; each flow's generated code), whether it computes the graph order's numbers
+  bit for bit, Errors on gvsoc, gvsoc seconds;
 - beside the fork (bench/fork_figures.py: how each figure is counted on ckpt's graphs): the fork's row, then ckpt's
   point at the same reduction of the same figure, run on gvsoc, with its measured overhead; where ckpt cannot
   reach a reduction, the single-op floor says why.
-A model's sweep can be read from a finished `ckpt sweep` folder instead of being run (`--sweep NAME=DIR`), and the
+A model's sweep can be read from a `ckpt sweep` folder instead of being run (`--sweep NAME=DIR`; given several
+times for one model, over different ranges, their points are merged into one table), and the
 fork's points from a folder holding `<label>/seq.json` and `<label>/replay/report.json` (`--fork-dir DIR`, as
 `--fork` writes them). Needs the training branch installed (pip install ../shared/deeploy-train); under the
 release each model's line says so.
 
 Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
-     [--range 0.5:0.9] [--home L3] [--jobs N] [--outdir DIR] [--smoke]
+     [--range 0.5:0.9 | --budgets 0.8,0.2] [--home L3] [--jobs N] [--gvsoc-timeout S] [--outdir DIR] [--smoke]
 (default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
@@ -28,19 +31,21 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from common import (
     BenchParser,
     budget_range,
     existing,
+    fractions,
     jobs,
     print_needs_branch,
     removed_on_error,
     run_bench,
     seconds,
     split_step,
+    within,
 )
 from fork_figures import FORK_POINTS, PEAK, ForkPoint, ckpt_figure, live_budget
 
@@ -54,8 +59,12 @@ from ckpt.files import check_output_dir
 from ckpt.memory_levels import LevelMemory
 from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.row import BASELINE, PointRow, row_from_json
+from ckpt.pipeline.point import SCHEDULE, SOLVED
+from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
+from ckpt.replay.folder import REPORT
+from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions
+from ckpt.schedule_file import read_schedule
 from ckpt.solver.graph.baselines import graph_order_peak, single_op_lower_bound
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions
@@ -64,8 +73,9 @@ ZOO = ("simplemlp_train", "autoencoder_train", "dscnn_train", "resnet8_train", "
        "mobilenetv1_train")
 HEAD = ("| model | nodes | points run (all checks pass) | solve s | gvsoc s per point | train cycles graph order | "
         "opt cycles graph order | cheapest fitting point | its train cycles | its opt cycles |")
-POINTS_HEAD = ("| model | point | budget B | peak B | recomp | train cycles | opt cycles | overhead % (pred) | "
-               "Errors host | gvsoc | gvsoc s | status |")
+POINTS_HEAD = ("| model | point | budget B | peak B replayed (predicted) | recomp | train cycles | opt cycles | "
+               "overhead % measured (pred) | within | Errors host: ckpt; code non-tiled, tiled | bit-identical | "
+               "gvsoc | gvsoc s | status |")
 FORK_HEAD = ("| model | who | figure | graph order | point | reduction | recomputes | overhead % (pred) | "
              "Errors host, gvsoc | gvsoc s |")
 
@@ -80,22 +90,55 @@ def cell(value) -> str:
 
 @dataclass(frozen=True)
 class SweepRead:
-    """A finished sweep as its folder holds it: the rows, and each point's stage seconds."""
+    """A sweep as its folder(s) hold it: the rows, each point's stage seconds and the folder of its replay.
+
+    One folder is a finished `ckpt sweep` (its sweep.json), or an interrupted one (the points that finished, their
+    points/<label>/point.json). Several folders of one model (sweeps over different ranges) are merged into one
+    sweep: a label two of them hold is taken from the first that replayed it; the points run from the graph
+    order down to the smallest budget."""
 
     rows: list[PointRow]
     seconds: dict[str, dict[str, float]]     # point label -> its stages (solve, replay, verify, code, gvsoc)
+    replays: dict[str, Path] = field(default_factory=dict)   # point label -> its replay folder (report.json)
 
     @classmethod
     def of(cls, folder: Path) -> SweepRead:
+        folder = Path(folder)
         doc = folder / "sweep.json"
-        if not doc.is_file():
-            raise CkptError(f"{folder} holds no finished sweep (no sweep.json)", "give the folder `ckpt sweep` wrote")
-        rows = [row_from_json(_stored(p)) for p in json.loads(doc.read_text())["points"]]
         found = {}
-        for point in (folder / "points").glob("*/point.json"):
+        stored_rows = []
+        for point in sorted((folder / "points").glob("*/point.json")):
             stored = json.loads(point.read_text())
             found[stored["label"]] = stored.get("stage_seconds", {})
-        return cls(rows, found)
+            if "row" in stored:
+                stored_rows.append(stored["row"])
+        if doc.is_file():
+            stored_rows = json.loads(doc.read_text())["points"]
+        elif not stored_rows:
+            raise CkptError(f"{folder} holds no sweep (no sweep.json, no finished point)",
+                            "give the folder `ckpt sweep` wrote")
+        rows = [row_from_json(_stored(p)) for p in stored_rows]
+        if not doc.is_file():        # interrupted: the points replayed whole, the overheads over the baseline
+            rows = with_overheads(rows + _replayed_unrecorded(folder, {r.label for r in rows}))
+        replays = {r.label: folder / "points" / r.label / "replay" for r in rows
+                   if (folder / "points" / r.label / "replay" / "report.json").is_file()}
+        return cls(_in_order(rows), found, replays)
+
+    @classmethod
+    def merged(cls, reads: list[SweepRead]) -> SweepRead:
+        """One sweep of the points of `reads` (the first that replayed a label gives it, else the first)."""
+        bases = {(r.cycles, r.optimizer_cycles) for read in reads for r in read.rows if r.status == BASELINE}
+        if len(bases) > 1:      # each point's overhead is over its own sweep's graph order: say they differ
+            progress(f"the merged sweeps measured different graph orders (train, optimizer cycles): {sorted(bases)}")
+        chosen: dict[str, tuple[PointRow, SweepRead]] = {}
+        for read in reads:
+            for row in read.rows:
+                held = chosen.get(row.label)
+                if held is None or (held[0].replayed_peak is None and row.replayed_peak is not None):
+                    chosen[row.label] = (row, read)
+        return cls(_in_order([row for row, _ in chosen.values()]),
+                   {label: read.seconds[label] for label, (_, read) in chosen.items() if label in read.seconds},
+                   {label: read.replays[label] for label, (_, read) in chosen.items() if label in read.replays})
 
     @property
     def run(self) -> list[PointRow]:
@@ -103,6 +146,35 @@ class SweepRead:
 
     def gvsoc_seconds(self, label: str) -> float | None:
         return self.seconds.get(label, {}).get("gvsoc")
+
+    def code_runs(self, label: str) -> dict[str, dict]:
+        """A point's generated code run on this host per flow (its replay report's `code_runs`), {} if none."""
+        report = self.replays.get(label)
+        if report is None:
+            return {}
+        return json.loads((report / "report.json").read_text()).get("code_runs") or {}
+
+
+def _replayed_unrecorded(folder: Path, recorded: set[str]) -> list[PointRow]:
+    """The rows of an interrupted sweep's points whose replay finished (its report.json, written last) but whose
+    point.json is not there (the sweep stopped before writing it, or a rerun removed it as it began the point
+    again): made from the schedule and the report as the sweep makes them."""
+    rows = []
+    for report in sorted((folder / "points").glob(f"*/replay/{REPORT}")):
+        point = report.parent.parent
+        if point.name in recorded or not (point / SCHEDULE).is_file():
+            continue
+        found = read_schedule(point / SCHEDULE)
+        solved = json.loads((point / SOLVED).read_text()) if (point / SOLVED).is_file() else {}
+        row = solved_row(point.name, found.budget.fraction, found.budget.bytes, found, solved.get("seconds"),
+                         "not verified", "", f"points/{point.name}/{SCHEDULE}")
+        rows.append(replayed_row(row, ReplayReport.read(report), gvsoc_asked=True))
+    return rows
+
+
+def _in_order(rows: list[PointRow]) -> list[PointRow]:
+    """The graph order first, then the budgets from the largest down."""
+    return sorted(rows, key=lambda r: (r.status != BASELINE, -(r.budget_fraction or 0.0), r.label))
 
 
 def _stored(point: dict) -> dict:
@@ -140,11 +212,39 @@ def point_lines(model: Path, sweep: SweepRead) -> list[str]:
         overhead = "-" if r.overhead_pct is None else f"{r.overhead_pct:+.2f}"
         if r.overhead_pct_predicted is not None:
             overhead += f" ({r.overhead_pct_predicted:+.2f})"
+        fits = within(r.overhead_pct_predicted, r.overhead_pct) if r.status != BASELINE else "-"
+        peak = cell(r.peak) if r.replayed_peak is None or r.predicted_peak is None \
+            else f"{r.replayed_peak} ({r.predicted_peak})"
+        runs = sweep.code_runs(r.label)
         gvsoc = sweep.gvsoc_seconds(r.label)
-        lines.append(f"| {model.name} | {r.label} | {cell(r.budget_bytes)} | {cell(r.peak)} | {cell(r.recomputes)} | "
-                     f"{cell(r.cycles)} | {cell(r.optimizer_cycles)} | {overhead} | {r.host_errors} | "
-                     f"{r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} | {_status(r)} |")
+        lines.append(f"| {model.name} | {r.label} | {cell(r.budget_bytes)} | {peak} | {cell(r.recomputes)} | "
+                     f"{cell(r.cycles)} | {cell(r.optimizer_cycles)} | {overhead} | {fits} | "
+                     f"{r.host_errors}; {_golden(runs.get('non_tiled'))}, {_golden(runs.get('tiled'))} | "
+                     f"{identity(r, runs)} | {r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} | "
+                     f"{_status(r)} |")
     return lines
+
+
+def _golden(run: dict | None) -> str:
+    """A flow's generated code on this host against the goldens, "N/M" ("-": not run)."""
+    golden = (run or {}).get("golden") or {}
+    return f"{golden['errors']}/{golden['compared']}" if "compared" in golden else "-"
+
+
+def identity(row: PointRow, runs: dict[str, dict]) -> str:
+    """Whether the point computes the graph order's numbers bit for bit: the replayed order on ckpt's host executor
+    and each flow's generated code against the graph order's code. "yes" where every one that was compared is;
+    else what differs ("-": nothing compared)."""
+    if row.status == BASELINE:
+        return "(the graph order)"
+    checks = {"host": row.check} if row.check != "-" else {}
+    checks.update({flow.replace("_", "-"): run.get("graph_order") or "-" for flow, run in sorted(runs.items())})
+    compared = {what: verdict for what, verdict in checks.items() if verdict in ("bit-identical", "differs",
+                                                                                    "MISWIRED")}
+    if not compared:
+        return "-"
+    wrong = [f"{what} {verdict}" for what, verdict in compared.items() if verdict != "bit-identical"]
+    return "; ".join(wrong) if wrong else "yes (" + ", ".join(compared) + ")"
 
 
 # --------------------------------------------------------------------------- the fork's points
@@ -222,10 +322,12 @@ def fork_lines(point: ForkPoint, basis: ForkBasis, folder: Path) -> list[str]:
 
 
 def named_folder(text: str) -> tuple[str, str]:
-    """NAME=DIR: a model's finished sweep folder."""
+    """NAME=DIR: a model's sweep folder (finished, or the points an interrupted one finished)."""
     name, sep, folder = text.partition("=")
-    if not sep or not name or not Path(folder, "sweep.json").is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DIR with a finished sweep in DIR (its sweep.json)")
+    if not sep or not name or not (Path(folder, "sweep.json").is_file()
+                                   or any(Path(folder, "points").glob("*/point.json"))):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DIR with a sweep in DIR (its sweep.json, or the "
+                                         "points/<label>/point.json of an interrupted one)")
     return name, folder
 
 
@@ -233,15 +335,19 @@ def main() -> int:
     parser = BenchParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", type=existing, help="a split step's train folder (repeatable)")
     parser.add_argument("--sweep", action="append", type=named_folder, default=[],
-                        help="NAME=DIR: take model NAME's sweep from DIR, a finished `ckpt sweep` folder")
+                        help="NAME=DIR: take model NAME's sweep from DIR, a `ckpt sweep` folder (repeatable, also "
+                             "for one NAME: its folders' points are merged into one sweep)")
     parser.add_argument("--read-only", action="store_true",
                         help="run no sweep: a model without --sweep is listed as not swept")
     parser.add_argument("--fork", action="store_true", help="run ckpt's points at the fork's reductions (gvsoc)")
     parser.add_argument("--fork-dir", help="read ckpt's points at the fork's reductions from DIR/<label>")
-    parser.add_argument("--range", default="0.5:0.9", type=budget_range)
+    parser.add_argument("--range", type=budget_range, help="LOW:HIGH in steps of 0.1 (default 0.5:0.9)")
+    parser.add_argument("--budgets", type=fractions, help="budget fractions, comma-separated (instead of --range)")
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
     parser.add_argument("--jobs", type=jobs, default=0, help="points at once (0: the core count)")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
+    parser.add_argument("--gvsoc-timeout", type=seconds, help="seconds a step may run on gvsoc without printing "
+                        "(default: ckpt's, scaled from the step's predicted cycles)")
     parser.add_argument("--outdir")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, one budget")
     args = parser.parse_args()
@@ -249,17 +355,24 @@ def main() -> int:
         parser.error("--fork runs the fork's points and --read-only runs nothing: give one")
     if args.fork and args.fork_dir:
         parser.error("--fork runs the fork's points and --fork-dir reads them: give one")
+    if args.range and args.budgets:
+        parser.error("--range and --budgets both name the budgets: give one")
     if args.fork_dir and not Path(args.fork_dir).is_dir():
         parser.error(f"--fork-dir {args.fork_dir}: no such folder")
-    given = dict(args.sweep)
+    given: dict[str, list[str]] = {}
+    for name, folder in args.sweep:
+        given.setdefault(name, []).append(folder)
     models = [Path(m) for m in args.model] if args.model else [shared_models() / m for m in ZOO]
     if args.smoke:
-        models, args.range = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9"
+        models, args.range, args.budgets = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9", None
+    budgets = tuple(float(f) for f in args.budgets.split(",")) if args.budgets \
+        else tuple(parse_range(args.range or "0.5:0.9"))
     for model in models:
         split_step(model)
     if args.outdir:
         check_output_dir(args.outdir)
-    ran = "each sweep read from its folder" if args.read_only else f"budgets {args.range}, home {args.home}"
+    asked = args.budgets or args.range or "0.5:0.9"
+    ran = "each sweep read from its folder" if args.read_only else f"budgets {asked}, home {args.home}"
     print(f"Deeploy {deeploy_label()}; {ran}")
     print()
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
@@ -273,15 +386,16 @@ def main() -> int:
             sweeps = {}
             for model in models:
                 if model.name in given:
-                    sweeps[model] = SweepRead.of(Path(given[model.name]))
+                    sweeps[model] = SweepRead.merged([SweepRead.of(Path(f)) for f in given[model.name]])
                     continue
                 if args.read_only:
                     sweeps[model] = None
                     continue
-                options = SweepOptions(fractions=tuple(parse_range(args.range)), target="siracusa",
+                options = SweepOptions(fractions=budgets, target="siracusa",
                                        jobs=min(args.jobs, os.cpu_count() or 1),
                                        solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
-                                       replay=ReplayOptions(deeploy=setup_for("siracusa", args.home)))
+                                       replay=ReplayOptions(deeploy=setup_for("siracusa", args.home),
+                                                            gvsoc_timeout=args.gvsoc_timeout))
                 run_sweep(model, root / model.name, options, progress)
                 sweeps[model] = SweepRead.of(root / model.name)
             print(HEAD)

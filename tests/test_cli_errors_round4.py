@@ -18,6 +18,7 @@ from ckpt.budgets.store import RECORD, SweepStore, is_ckpt_sweep
 from ckpt.budgets.table import column_notes
 from ckpt.errors import CkptError
 from ckpt.examples import write_example
+from ckpt.gvsoc import run as gvsoc_run
 from ckpt.gvsoc.kit import find_kit
 from ckpt.gvsoc.run import simulation_timeout
 from ckpt.pipeline.row import empty_row
@@ -268,9 +269,26 @@ def test_a_gvsoc_that_is_not_executable_is_one_line(mlp, schedule, tmp_path):
 
 
 def test_a_simulations_timeout_scales_with_its_cycles():
-    small, large = simulation_timeout(1_000_000), simulation_timeout(1_000_000_000)
-    assert simulation_timeout(None) <= small < 600 < large
+    small, large = simulation_timeout(1_000_000, load=1), simulation_timeout(1_000_000_000, load=1)
+    assert simulation_timeout(None, load=1) <= small < 600 < large
     assert large - small == pytest.approx(999_000_000 / 300_000)
+
+
+def test_a_simulations_timeout_scales_with_the_hosts_load(monkeypatch):
+    """On a host where each core is shared by six processes, gvsoc gets a sixth of one: MobileNetV1's step (245 M
+    cycles) gets six times the silent stretch an idle host gives it (937 s was too short on a busy host)."""
+    cycles = 245_000_000
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (11.0, 9.0, 4.0))
+    assert gvsoc_run.host_load() == 6.0
+    assert simulation_timeout(cycles) - simulation_timeout(0) == pytest.approx(6 * cycles / 300_000)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.5, 0.1))     # idle: never below one core's rate
+    assert simulation_timeout(cycles) == simulation_timeout(cycles, load=1) == pytest.approx(120 + cycles / 300_000)
+
+    def no_load():
+        raise OSError("no load average")
+    monkeypatch.setattr(os, "getloadavg", no_load)
+    assert gvsoc_run.host_load() == 1.0
 
 
 @pytest.mark.parametrize("body, message", [

@@ -1,0 +1,127 @@
+"""bench/zoo.py reads a model's sweeps from their folders: one table per model from several sweeps over different
+ranges (merged, the graph order first and the budgets from the largest down), an interrupted sweep's finished
+points (their overheads over its baseline), and each point's code runs and checks from its replay report."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+from bench_support import bench_module
+
+from ckpt.errors import CkptError
+from ckpt.pipeline.row import empty_row
+
+zoo = bench_module("zoo")
+
+
+def _row(label: str, fraction: float | None, cycles: int, predicted: int, replayed: bool = True):
+    status = "baseline" if fraction is None else "optimal"
+    row = replace(empty_row(label, fraction, None if fraction is None else int(42112 * fraction), status, ""),
+                  predicted_peak=40000, recomputes=0 if fraction is None else 3, cycles_predicted=predicted,
+                  host_errors="0/2736", check="bit-identical" if fraction is not None else "-")
+    if replayed:
+        row = replace(row, replayed_peak=40000, cycles=cycles, gvsoc_errors="0/1", code_check="bit-identical")
+    return row
+
+
+def _folder(root: Path, rows, *, finished: bool, runs: dict[str, dict] | None = None) -> Path:
+    """A sweep folder as `ckpt sweep` leaves it: points/<label>/point.json, a replay report where the point ran,
+    and (finished) sweep.json with the overheads over the baseline."""
+    for row in rows:
+        point = root / "points" / row.label
+        point.mkdir(parents=True)
+        (point / "point.json").write_text(json.dumps({"label": row.label, "row": asdict(row),
+                                                      "stage_seconds": {"gvsoc": 12.0}}))
+        if row.replayed_peak is not None:
+            (point / "replay").mkdir()
+            (point / "replay" / "report.json").write_text(json.dumps({"code_runs": runs or {}}))
+    if finished:
+        base = next(r for r in rows if r.status == "baseline")
+        rows = [replace(r, overhead_pct=None if r.cycles is None else 100 * (r.cycles - base.cycles) / base.cycles,
+                        overhead_pct_predicted=100 * (r.cycles_predicted - base.cycles_predicted)
+                        / base.cycles_predicted) for r in rows]
+        (root / "sweep.json").write_text(json.dumps({"points": [asdict(r) for r in rows]}))
+    return root
+
+
+def test_sweeps_over_two_ranges_are_one_table_from_the_graph_order_down(tmp_path):
+    """The first folder's 0.9 to 0.7 and the second's 0.6 to 0.2 (each with its own baseline) are one sweep: one
+    baseline, then 0.9 down to 0.2; a point both hold comes from the one that replayed it."""
+    base = _row("baseline", None, 1000, 1000)
+    high = _folder(tmp_path / "high", [base, _row("0.9", 0.9, 1040, 1040), _row("0.7", 0.7, 1120, 1121),
+                                       _row("0.6", 0.6, 0, 1200, replayed=False)], finished=True)
+    low = _folder(tmp_path / "low", [base, _row("0.2", 0.2, 1900, 1880), _row("0.6", 0.6, 1180, 1182),
+                                     _row("0.4", 0.4, 1400, 1390)], finished=True)
+    merged = zoo.SweepRead.merged([zoo.SweepRead.of(high), zoo.SweepRead.of(low)])
+    assert [r.label for r in merged.rows] == ["baseline", "0.9", "0.7", "0.6", "0.4", "0.2"]
+    assert next(r for r in merged.rows if r.label == "0.6").cycles == 1180
+    assert merged.replays["0.6"] == low / "points" / "0.6" / "replay"
+    assert [r.label for r in merged.run] == ["baseline", "0.9", "0.7", "0.6", "0.4", "0.2"]
+
+
+def test_merged_sweeps_that_measured_different_graph_orders_say_so(tmp_path, capsys):
+    """Each point's overhead is over its own sweep's graph order: where two sweeps measured it differently, the
+    merge says so (the same graph order, the same code: gvsoc gives the same cycles)."""
+    one = _folder(tmp_path / "a", [_row("baseline", None, 1000, 1000), _row("0.9", 0.9, 1040, 1040)], finished=True)
+    two = _folder(tmp_path / "b", [_row("baseline", None, 1000, 1000), _row("0.5", 0.5, 1400, 1400)], finished=True)
+    zoo.SweepRead.merged([zoo.SweepRead.of(one), zoo.SweepRead.of(two)])
+    assert "different graph orders" not in capsys.readouterr().err
+    other = _folder(tmp_path / "c", [_row("baseline", None, 1010, 1000)], finished=True)
+    zoo.SweepRead.merged([zoo.SweepRead.of(one), zoo.SweepRead.of(other)])
+    assert "different graph orders (train, optimizer cycles): [(1000, None), (1010, None)]" in capsys.readouterr().err
+
+
+def test_an_interrupted_sweep_gives_its_finished_points_with_their_overheads(tmp_path):
+    """No sweep.json (the sweep was stopped): the points that finished, each point's overhead over the baseline
+    computed as a finished sweep computes it."""
+    folder = _folder(tmp_path / "s", [_row("baseline", None, 2000, 2000), _row("0.5", 0.5, 2100, 2110)],
+                     finished=False)
+    read = zoo.SweepRead.of(folder)
+    point = next(r for r in read.rows if r.label == "0.5")
+    assert (point.overhead_pct, point.overhead_pct_predicted) == (5.0, 5.5)
+    with pytest.raises(CkptError, match="no finished point"):
+        zoo.SweepRead.of(tmp_path / "empty")
+
+
+def test_a_points_line_shows_both_flows_bit_identity_and_whether_the_prediction_holds(tmp_path):
+    runs = {"non_tiled": {"golden": {"errors": 0, "compared": 2736}, "graph_order": "bit-identical"},
+            "tiled": {"golden": {"errors": 2, "compared": 2736}, "graph_order": "differs"}}
+    folder = _folder(tmp_path / "s", [_row("baseline", None, 1000, 1000), _row("0.5", 0.5, 1100, 1130)],
+                     finished=True, runs=runs)
+    lines = zoo.point_lines(Path("dscnn_train"), zoo.SweepRead.of(folder))
+    cells = [c.strip() for c in lines[1].split("|")[1:-1]]
+    head = [c.strip() for c in zoo.POINTS_HEAD.split("|")[1:-1]]
+    line = dict(zip(head, cells, strict=True))
+    assert line["overhead % measured (pred)"] == "+10.00 (+13.00)" and line["within"] == "no"   # 3 > 1 point
+    assert line["Errors host: ckpt; code non-tiled, tiled"] == "0/2736; 0/2736, 2/2736"
+    assert line["bit-identical"] == "tiled differs"
+    assert line["peak B replayed (predicted)"] == "40000 (40000)" and line["gvsoc s"] == "12"
+    runs["tiled"] = {**runs["tiled"], "graph_order": "bit-identical"}
+    assert zoo.identity(zoo.SweepRead.of(folder).rows[1], runs) == "yes (host, non-tiled, tiled)"
+
+
+@pytest.mark.parametrize(("predicted", "measured", "verdict"), [
+    (4.03, 4.01, "yes"), (10.45, 10.79, "yes"), (0.0, 0.21, "no"), (0.05, 0.14, "yes"), (None, 1.0, "-")])
+def test_the_prediction_tolerance_is_ten_percent_or_a_tenth_of_a_point(predicted, measured, verdict):
+    assert zoo.within(predicted, measured) == verdict
+
+
+def test_a_point_replayed_whole_but_not_recorded_is_read_from_its_schedule_and_report(tmp_path):
+    """A sweep stopped between a point's replay report (written last by the replay) and its point.json: the point
+    is read from its seq.json and report.json as the sweep would have recorded it (MobileNetV1's 0.8 last time)."""
+    from ckpt.budgets.sweep import SweepOptions, run_sweep
+    from ckpt.examples import write_example
+
+    write_example("mlp", tmp_path / "mlp")
+    folder = tmp_path / "sw"
+    run_sweep(str(tmp_path / "mlp"), folder, SweepOptions(fractions=(0.8,), target="none"))
+    finished = {r.label: r for r in zoo.SweepRead.of(folder).rows}
+    assert finished["0.8"].replayed_peak is not None
+    (folder / "sweep.json").unlink()
+    (folder / "points" / "0.8" / "point.json").unlink()
+    read = zoo.SweepRead.of(folder)
+    assert [r.label for r in read.rows] == ["baseline", "0.8"]
+    rebuilt = next(r for r in read.rows if r.label == "0.8")
+    assert replace(rebuilt, seconds=None) == replace(finished["0.8"], seconds=None)
