@@ -5,7 +5,7 @@ The home level holds a static part and the arena ckpt lays out there:
   no schedule changes them), and, for a home level on chip, the step's own code and data (`code`, measured by
   the caller);
 - the arena: at least the most bytes its blocks hold at once (their live maximum), which ckpt's layout
-  reaches (checked for every schedule: where it does not, the arena's budget is tightened by the excess).
+  reaches where the layout is tight (checked for every schedule: see below where it is not).
 That live maximum is the live peak of the arena model (solver.memory.resident: graph I/O counted where the arena holds
 it, scratch left to L1) for the same schedule: equal where every op writes one activation (Deeploy's lowered
 CCTs), at most it otherwise (Deeploy keeps an unread second output to the last layer). So for every schedule
@@ -16,6 +16,12 @@ and a total T is the live-byte problem on the arena model with the budget T - st
 what it proves (a lower bound on the cost, infeasibility, the smallest budget) holds for every schedule that
 fits T. The model is solved in the real graph's stage order, so that space holds every schedule a `--budget`
 solve can return, and it is warm-started from the live-byte answer of the real graph at the same budget.
+
+Where the layout is not tight (ops of several outputs), the model's answer can need more than T, by an excess
+that neither the arena budget nor the live budget predicts (the total is no monotone function of either). Then
+the answer is the cheapest that fits among the `--budget` schedules of the live budgets `probed_live_budgets`
+searches and the model's answers at arena budgets tightened by each one's excess; a refusal states the smallest
+total any of them needs.
 """
 from __future__ import annotations
 
@@ -40,8 +46,9 @@ from ckpt.solver.realise.result import planned_sequence, result_on
 from ckpt.solver.solve import solve, stage_order
 from ckpt.targets import TARGET_TABLE
 
-LIVE_SHARE = 0.25        # of the time limit, at most, for the live-byte answer that warm-starts the model
+LIVE_SHARE = 0.25        # of the time left, at most, for a live-byte answer: the warm start, each --budget probe
 MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
+SLACK_FLOOR = 8          # a fit steps the live budget up by at least 1/8 of what is not yet settled
 CHECKS = 3               # solves spent, after a refusal, finding a total to state that a solve then fits
 
 
@@ -207,8 +214,8 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
         def probe(live_budget: int) -> LiveProbe | None:
             progress(Step(f"the --budget {live_budget} schedule's total_{model.level}"))
             try:
-                result = solve(loaded.graph, _timed(replace(options, budget=live_budget, explain=False), deadline),
-                               progress, starts)
+                result = solve(loaded.graph, _timed(replace(options, budget=live_budget, explain=False), deadline,
+                                                    LIVE_SHARE), progress, starts)
             except InfeasibleBudget:
                 return None
             found.append(answered(result, live_budget, on_model=False))
@@ -265,8 +272,10 @@ def probed_live_budgets(start: int, ceiling: int, total: int, probe: Callable[[i
     """Live budgets up to `ceiling` searched, from `start`, for the largest whose schedule fits `total` (the
     cheapest, as a larger budget's schedule never costs more). Between the budgets known to fit or to have no
     schedule (`low`) and those known to go over (`high`, which a schedule over the total lowers to its live peak,
-    as every budget from there up to the one probed gives that schedule), it steps halfway up after a fit or a
-    budget with no schedule, and down by the schedule's excess over the total after one over it, at most halfway.
+    as every budget from there up to the one probed gives that schedule), it steps up by a schedule's slack under
+    the total after a fit (a total grows about byte for byte with the live peak), at least an eighth and at most
+    half of what lies between, halfway up after a budget with no schedule, and down by a schedule's excess over
+    the total after one over it, at most halfway.
     Neither a budget with no schedule nor one over the total ends the search: the level total is no monotone
     function of the live budget. `probe` returns None where a budget has no schedule."""
     probed: list[LiveProbe] = []
@@ -278,9 +287,12 @@ def probed_live_budgets(start: int, ceiling: int, total: int, probe: Callable[[i
         got = probe(budget)
         if got is not None:
             probed.append(got)
-        if got is None or got.total <= total:
+        if got is None:
             low = budget
             budget = (low + high) // 2
+        elif got.total <= total:
+            low, room = budget, high - budget
+            budget += min(max(total - got.total, room // SLACK_FLOOR), room // 2)
         else:
             high = min(budget, got.peak)
             budget = max(high - (got.total - total), (low + high) // 2)
@@ -321,8 +333,9 @@ def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: Sol
     return planned_sequence(found)
 
 
-def _timed(options: SolveOptions, deadline: float | None) -> SolveOptions:
-    left = None if deadline is None else max(0.5, deadline - time.perf_counter())
+def _timed(options: SolveOptions, deadline: float | None, share: float = 1.0) -> SolveOptions:
+    """`options` with `share` of the time left before `deadline` (half a second at least)."""
+    left = None if deadline is None else max(0.5, share * (deadline - time.perf_counter()))
     return replace(options, backend=replace(options.backend, time_limit=left))
 
 

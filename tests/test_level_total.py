@@ -242,7 +242,7 @@ def test_the_live_budget_search_finds_the_largest_budget_whose_schedule_fits(lan
     """Where totals grow with the live budget, the search reaches the schedule of the largest budget that fits
     (the cheapest), from any start: a budget with no schedule, or one over the total, never ends it."""
     peaks, totals, ceiling = landscape
-    probed = probed_live_budgets(start % ceiling + 1, ceiling, total, _probe_of(peaks, totals), tries=64)
+    probed = probed_live_budgets(start % ceiling + 1, ceiling, total, _probe_of(peaks, totals), tries=256)
     fitting = [k for k, t in enumerate(totals) if t <= total]
     found = {peaks.index(p.peak) for p in probed if p.total <= total}
     assert (max(found) if found else None) == (max(fitting) if fitting else None)
@@ -260,6 +260,6 @@ def test_the_live_budget_search_ends_only_where_its_interval_closes_or_its_tries
     def counted(budget: int) -> LiveProbe | None:
         calls.append(budget)
         return probe(budget)
-    probed_live_budgets(start % ceiling + 1, ceiling, total, counted, tries=64)
+    probed_live_budgets(start % ceiling + 1, ceiling, total, counted, tries=256)
     assert len(calls) == len(set(calls)) and all(0 < b <= ceiling for b in calls)
-    assert len(calls) < 64      # closed before the tries ran out: the steps at least halve all but a few times
+    assert len(calls) < 256     # closed before the tries ran out: each step settles an eighth or a schedule
