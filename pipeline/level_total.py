@@ -5,7 +5,7 @@ The home level holds a static part and the arena ckpt lays out there:
   no schedule changes them), and, for a home level on chip, the step's own code and data (`code`, measured by
   the caller);
 - the arena: at least the most bytes its blocks hold at once (their live maximum), which ckpt's layout
-  reaches (checked for every schedule: where it does not, the arena's budget is tightened by the excess).
+  reaches where the layout is tight (checked for every schedule: see below where it is not).
 That live maximum is the live peak of the arena model (solver.memory.resident: graph I/O counted where the arena holds
 it, scratch left to L1) for the same schedule: equal where every op writes one activation (Deeploy's lowered
 CCTs), at most it otherwise (Deeploy keeps an unread second output to the last layer). So for every schedule
@@ -16,10 +16,17 @@ and a total T is the live-byte problem on the arena model with the budget T - st
 what it proves (a lower bound on the cost, infeasibility, the smallest budget) holds for every schedule that
 fits T. The model is solved in the real graph's stage order, so that space holds every schedule a `--budget`
 solve can return, and it is warm-started from the live-byte answer of the real graph at the same budget.
+
+Where the layout is not tight (ops of several outputs), the model's answer can need more than T, by an excess
+that neither the arena budget nor the live budget predicts (the total is no monotone function of either). Then
+the answer is the cheapest that fits among the `--budget` schedules of the live budgets `probed_live_budgets`
+searches and the model's answers at arena budgets tightened by each one's excess; a refusal states the smallest
+total any of them needs.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ckpt import deeploy_bridge
@@ -30,7 +37,7 @@ from ckpt.pipeline.load import LoadedModel
 from ckpt.replay.predict import predicted_levels
 from ckpt.solver.budget import LevelTotal
 from ckpt.solver.graph.graph import TrainGraph
-from ckpt.solver.graph.simulate import RunSequence, memory_trace
+from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import GRANULE
 from ckpt.solver.memory.resident import arena_resident, real_sequence, resident_order, resident_sequence
 from ckpt.solver.model.options import StageOrder
@@ -39,8 +46,9 @@ from ckpt.solver.realise.result import planned_sequence, result_on
 from ckpt.solver.solve import solve, stage_order
 from ckpt.targets import TARGET_TABLE
 
-LIVE_SHARE = 0.25        # of the time limit, at most, for the live-byte answer that warm-starts the model
+LIVE_SHARE = 0.25        # of the time left, at most, for a live-byte answer: the warm start, each --budget probe
 MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
+SLACK_FLOOR = 8          # a fit steps the live budget up by at least 1/8 of what is not yet settled
 CHECKS = 3               # solves spent, after a refusal, finding a total to state that a solve then fits
 
 
@@ -68,7 +76,8 @@ class LevelModel:
 @dataclass(frozen=True)
 class LevelAnswer:
     result: SolveResult               # on the real graph; status, gap and bound about the total asked for
-    arena_budget: int                 # the live budget on the arena model the schedule was solved with
+    arena_budget: int                 # the live budget it was solved with: on the arena model, or on the graph
+                                      # itself for a `--budget` schedule (probed_live_budgets)
     level: LevelMemory             # the home level as the schedule deploys it (static: constants only)
     code: int
 
@@ -171,6 +180,10 @@ def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, checked: bool
 
 def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
                  starts: list[RunSequence], progress: Progress) -> LevelAnswer:
+    """The model's answer at the total when its layout fits; otherwise the cheapest that fits among the model's
+    answers at tightened arena budgets and the `--budget` schedules of the live budgets `probed_live_budgets`
+    tries (a layout that misses its live maximum is no monotone function of either budget, so neither search
+    alone finds every schedule that fits). A refusal states the smallest total any of them needs."""
     began = time.perf_counter()
     limit = options.backend.time_limit
     deadline = None if limit is None else began + limit
@@ -185,30 +198,119 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
         proof = solve(model.graph, attempt, progress, seeds, order=model.order)
     except InfeasibleBudget as err:
         raise _refusal(model, total, err) from None
-    result, arena = proof, budget
-    for _ in range(MAX_TIGHTENINGS):
-        real = result_on(loaded.graph, result, real_sequence(result.seq))
+
+    def answered(result: SolveResult, solved_at: int, on_model: bool = True) -> LevelAnswer:
+        real = result_on(loaded.graph, result, real_sequence(result.seq)) if on_model else result
         level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home,
                                  loaded.persistent_io)[loaded.home_level]
-        proven = replace(real, seconds=time.perf_counter() - began)
-        answer = LevelAnswer(proven if result is proof else _bounded_by(proven, proof, options), arena, level, code)
-        if answer.total <= total.nbytes:
-            return answer
+        timed = replace(real, seconds=time.perf_counter() - began)
+        return LevelAnswer(timed if result is proof else _bounded_by(timed, proof, options), solved_at, level, code)
+
+    first = answered(proof, budget)
+    if first.total <= total.nbytes:
+        return first
+    found = [first]
+    if not _spent(deadline):
+        def probe(live_budget: int) -> LiveProbe | None:
+            progress(Step(f"the --budget {live_budget} schedule's total_{model.level}"))
+            try:
+                result = solve(loaded.graph, _timed(replace(options, budget=live_budget, explain=False), deadline,
+                                                    LIVE_SHARE), progress, starts)
+            except InfeasibleBudget:
+                return None
+            found.append(answered(result, live_budget, on_model=False))
+            return LiveProbe(live_budget, result.peak_bytes, found[-1].total)
+        probed_live_budgets(_live_start(loaded, model, budget), budget, total.nbytes, probe,
+                            lambda: _spent(deadline))
+    found += _tightened_arenas(model, total, proof, first, deadline, options, progress, answered)
+    fits = [a for a in found if a.total <= total.nbytes]
+    if fits:
+        return min(fits, key=lambda a: (a.result.recompute_cost, a.total))
+    closest = min(found, key=lambda a: a.total)
+    raise InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B: the closest schedule found needs "
+                           f"{closest.total} B ({model.parts()} + an arena of {closest.level.arena} B, whose layout "
+                           f"misses its live maximum {closest.level.live_max} B)",
+                           f"raise the budget to at least {closest.total} B", proven=False, floor=closest.total)
+
+
+def _tightened_arenas(model: LevelModel, total: LevelTotal, proof: SolveResult, first: LevelAnswer,
+                      deadline: float | None, options: SolveOptions, progress: Progress,
+                      answered: Callable[..., LevelAnswer]) -> list[LevelAnswer]:
+    """The model's answers at arena budgets tightened by each answer's excess over the total, up to the first
+    that fits or the first budget with no schedule."""
+    found, result, answer, arena = [], proof, first, first.arena_budget
+    for _ in range(MAX_TIGHTENINGS):
         excess = answer.total - total.nbytes           # the layout missed the live maximum
         progress(Step(f"total_{model.level} {answer.total} B is over {total.nbytes} B by {excess} B (the layout "
                       "misses its live maximum): tightening the arena"))
         arena -= max(excess, GRANULE)
-        if deadline is not None and time.perf_counter() >= deadline:
+        if _spent(deadline):
             break
         try:
             result = solve(model.graph, _timed(replace(options, budget=arena, explain=False), deadline), progress,
                            [planned_sequence(result)], order=model.order)
         except InfeasibleBudget:
             break
-    raise InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B: the closest schedule found needs "
-                           f"{answer.total} B ({model.parts()} + an arena of {answer.level.arena} B, whose layout "
-                           f"misses its live maximum {answer.level.live_max} B)",
-                           f"raise the budget to at least {answer.total} B", proven=False, floor=answer.total)
+        answer = answered(result, arena)
+        found.append(answer)
+        if answer.total <= total.nbytes:
+            break
+    return found
+
+
+@dataclass(frozen=True)
+class LiveProbe:
+    """A live budget probed: the live peak of its `--budget` schedule and the level total that schedule needs."""
+
+    budget: int
+    peak: int
+    total: int
+
+
+def probed_live_budgets(start: int, ceiling: int, total: int, probe: Callable[[int], LiveProbe | None],
+                        spent: Callable[[], bool] = lambda: False, tries: int = MAX_TIGHTENINGS) -> list[LiveProbe]:
+    """Live budgets up to `ceiling` searched, from `start`, for the largest whose schedule fits `total` (the
+    cheapest, as a larger budget's schedule never costs more). Between the budgets known to fit or to have no
+    schedule (`low`) and those known to go over (`high`, which a schedule over the total lowers to its live peak,
+    as every budget from there up to the one probed gives that schedule), it steps up by a schedule's slack under
+    the total after a fit (a total grows about byte for byte with the live peak), at least an eighth and at most
+    half of what lies between, halfway up after a budget with no schedule, and down by a schedule's excess over
+    the total after one over it, at most halfway.
+    Neither a budget with no schedule nor one over the total ends the search: the level total is no monotone
+    function of the live budget. `probe` returns None where a budget has no schedule."""
+    probed: list[LiveProbe] = []
+    low, high = 0, ceiling + 1
+    budget = min(start, ceiling)
+    for _ in range(tries):
+        if not low < budget < high or spent():
+            break
+        got = probe(budget)
+        if got is not None:
+            probed.append(got)
+        if got is None:
+            low = budget
+            budget = (low + high) // 2
+        elif got.total <= total:
+            low, room = budget, high - budget
+            budget += min(max(total - got.total, room // SLACK_FLOOR), room // 2)
+        else:
+            high = min(budget, got.peak)
+            budget = max(high - (got.total - total), (low + high) // 2)
+        if high - low <= GRANULE:
+            break
+    return probed
+
+
+def _live_start(loaded: LoadedModel, model: LevelModel, budget: int) -> int:
+    """The live budget whose schedules would fill an arena of `budget` if the graph I/O the arena holds at the
+    graph order's peak held the same bytes at every schedule's peak."""
+    plain = plain_sequence(loaded.graph)
+    held = memory_trace(model.graph, resident_sequence(plain)).peak_bytes - memory_trace(loaded.graph, plain).peak_bytes
+    return max(budget - max(held, 0), GRANULE)
+
+
+def _spent(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: SolveOptions,
@@ -231,8 +333,9 @@ def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: Sol
     return planned_sequence(found)
 
 
-def _timed(options: SolveOptions, deadline: float | None) -> SolveOptions:
-    left = None if deadline is None else max(0.5, deadline - time.perf_counter())
+def _timed(options: SolveOptions, deadline: float | None, share: float = 1.0) -> SolveOptions:
+    """`options` with `share` of the time left before `deadline` (half a second at least)."""
+    left = None if deadline is None else max(0.5, share * (deadline - time.perf_counter()))
     return replace(options, backend=replace(options.backend, time_limit=left))
 
 

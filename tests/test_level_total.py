@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ckpt import deeploy_bridge
 from ckpt.errors import InfeasibleBudget
-from ckpt.pipeline.level_total import _bounded_by
+from ckpt.pipeline.level_total import LiveProbe, _bounded_by, probed_live_budgets
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.onnx_graph import rewired_aliases
 from ckpt.replay.plan import plan_replay
@@ -26,6 +26,7 @@ from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import drop_dead, memory_trace
 from ckpt.solver.graph.views import collapsed, expanded
+from ckpt.solver.memory.heap import GRANULE
 from ckpt.solver.memory.layout import aligned, live_max
 from ckpt.solver.memory.resident import (
     INPUTS_OP,
@@ -210,3 +211,55 @@ def test_a_schedule_solved_at_a_tightened_budget_keeps_the_bound_of_the_total_as
     assert stated.cost_lower_bound == proof.cost_lower_bound and stated.planned_cost == tighter.planned_cost
     assert stated.status == "feasible" and stated.gap > 0
     assert _bounded_by(proof, proof, OPTIONS).status == "optimal"
+
+
+@st.composite
+def live_budget_landscapes(draw, monotone: bool):
+    """A graph's `--budget` schedules as the live budget sees them: schedule i is what every budget from its live
+    peak p_i up to the next one's gives (none below p_0), with the level total t_i its layout needs; peaks lie
+    more than the search's granule apart (the last one as far below the ceiling), as aligned sizes are. With
+    `monotone`, totals grow with the peak."""
+    count = draw(st.integers(1, 10))
+    gaps = draw(st.lists(st.integers(GRANULE + 1, 50_000), min_size=count, max_size=count))
+    peaks = [sum(gaps[:k + 1]) for k in range(count)]
+    totals = draw(st.lists(st.integers(1, 200_000), min_size=count, max_size=count))
+    if monotone:
+        totals = sorted(totals)
+    ceiling = peaks[-1] + draw(st.integers(GRANULE, 50_000))
+    return peaks, totals, ceiling
+
+
+def _probe_of(peaks: list[int], totals: list[int]):
+    def probe(budget: int) -> LiveProbe | None:
+        below = [k for k, peak in enumerate(peaks) if peak <= budget]
+        return LiveProbe(budget, peaks[below[-1]], totals[below[-1]]) if below else None
+    return probe
+
+
+@settings(max_examples=300, deadline=None)
+@given(live_budget_landscapes(monotone=True), st.integers(1, 10**6), st.integers(1, 200_000))
+def test_the_live_budget_search_finds_the_largest_budget_whose_schedule_fits(landscape, start, total):
+    """Where totals grow with the live budget, the search reaches the schedule of the largest budget that fits
+    (the cheapest), from any start: a budget with no schedule, or one over the total, never ends it."""
+    peaks, totals, ceiling = landscape
+    probed = probed_live_budgets(start % ceiling + 1, ceiling, total, _probe_of(peaks, totals), tries=256)
+    fitting = [k for k, t in enumerate(totals) if t <= total]
+    found = {peaks.index(p.peak) for p in probed if p.total <= total}
+    assert (max(found) if found else None) == (max(fitting) if fitting else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(live_budget_landscapes(monotone=False), st.integers(1, 10**6), st.integers(1, 200_000))
+def test_the_live_budget_search_ends_only_where_its_interval_closes_or_its_tries_run_out(landscape, start, total):
+    """Whatever the totals, the search probes each budget once and ends with the budgets it has not settled
+    within a granule, or after its tries; and it never probes above the ceiling."""
+    peaks, totals, ceiling = landscape
+    calls: list[int] = []
+    probe = _probe_of(peaks, totals)
+
+    def counted(budget: int) -> LiveProbe | None:
+        calls.append(budget)
+        return probe(budget)
+    probed_live_budgets(start % ceiling + 1, ceiling, total, counted, tries=256)
+    assert len(calls) == len(set(calls)) and all(0 < b <= ceiling for b in calls)
+    assert len(calls) < 256     # closed before the tries ran out: each step settles an eighth or a schedule
