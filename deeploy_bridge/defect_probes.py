@@ -8,12 +8,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from Deeploy.Targets.PULPOpen.Platform import PULPMapping
-from Deeploy.Targets.PULPOpen.Templates import FloatLayernormTemplate
+from Deeploy.Targets.PULPOpen.Templates import FloatConvGradTemplate, FloatLayernormTemplate
 from Deeploy.Targets.PULPOpen.TileConstraints.iSoftmaxTileConstraint import SoftmaxGradTileConstraint
 from Deeploy.TilingExtension.TilingCodegen import AbsoluteHyperRectangle, HyperRectangle
 
 from ckpt.deeploy_identity import Flavour, deeploy_flavour
 
+from .conv_grad_w import GUARD, OP, guarded
 from .defects import Defect, Found
 
 
@@ -78,4 +79,15 @@ def layernorm_grad_zeroing() -> Found | None:
                  "once per process: ckpt binds its own template, which zeroes them at the first tile of every call")
 
 
-PROBES = (softmax_grad_axis, layernorm_grad_zeroing)
+def conv_grad_w_zeroing() -> Found | None:
+    layer = PULPMapping.get(OP)
+    if layer is None or not any(guarded(b) for m in layer.maps for b in m.bindings):
+        return None
+    file, line = _source_line(FloatConvGradTemplate, GUARD.pattern)
+    return Found(Defect.CONV_GRAD_W_ZEROING, file, line,
+                 "ConvGradW's templates zero the weight gradient when *tileIdxPtr == 0, which counts the calls of the "
+                 "L1 tile loop, not its tiles: a layer in L2 runs all its H/W tiles in one call and keeps only the "
+                 "last one's share; ckpt binds the template with the zeroing at the first H/W tile of the layer")
+
+
+PROBES = (softmax_grad_axis, layernorm_grad_zeroing, conv_grad_w_zeroing)

@@ -8,6 +8,7 @@ from enum import StrEnum
 class Defect(StrEnum):
     SOFTMAX_GRAD_AXIS = "softmax-grad-axis"
     LAYERNORM_GRAD_ZEROING = "layernorm-grad-zeroing"
+    CONV_GRAD_W_ZEROING = "conv-grad-w-zeroing"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Defects of the installed Deeploy that ckpt works around, each found in the installed Deeploy itself.
 
-Deeploy's training branch (a0e1e531) computes two of CCT's gradients wrong, and ckpt does not edit Deeploy's
+Deeploy's training branch (a0e1e531) computes two of CCT's gradients and the tiled convolutions' weight gradients
+wrong, and ckpt does not edit Deeploy's
 files; it works around each where the installed Deeploy has it:
 
 - ``softmax-grad-axis``: the PULPOpen tile constraint of SoftmaxGrad hands the kernel the tile's last dimension
@@ -11,6 +12,11 @@ files; it works around each where the installed Deeploy has it:
   behind a C `static` flag, once per process; they are transients of a shared arena, so from the second mini-batch
   on they accumulate onto whatever the arena holds. ckpt binds its own template, which zeroes them at the first
   tile of every call (deeploy_bridge.layernorm_grad).
+- ``conv-grad-w-zeroing``: the PULPOpen templates of ConvGradW zero the weight gradient when `*tileIdxPtr == 0`,
+  which counts the calls of the L1 tile loop: right under home L3 (one tile per call), but a layer in L2 (home L2
+  or split) runs all its H/W tiles in one call and is zeroed at each, keeping only the last tile's share. ckpt
+  binds the installed template with that guard replaced by a per-tile flag: zeroed at the first H/W tile of the
+  layer (deeploy_bridge.conv_grad_w).
 
 Each is on where the defect is found and can be turned off with $CKPT_DEEPLOY_WORKAROUNDS (`off`, or the names to
 keep, comma-separated: `softmax-grad-axis`), to see what Deeploy computes without it.
@@ -84,5 +90,6 @@ def applied(model) -> list[tuple[Found, list[str]]]:
     nodes = list(getattr(getattr(model, "graph", None), "node", []))
     touched = {Defect.SOFTMAX_GRAD_AXIS: [n.name for n in nodes
                                           if n.op_type == "SoftmaxGrad" and any(SUFFIX in i for i in n.input)],
-               Defect.LAYERNORM_GRAD_ZEROING: [n.name for n in nodes if n.op_type == "LayerNormalizationGrad"]}
+               Defect.LAYERNORM_GRAD_ZEROING: [n.name for n in nodes if n.op_type == "LayerNormalizationGrad"],
+               Defect.CONV_GRAD_W_ZEROING: [n.name for n in nodes if n.op_type == "ConvGradW"]}
     return [(found, touched[found.defect]) for found in active() if touched[found.defect]]
