@@ -1,14 +1,16 @@
 """Each defect of deeploy_bridge.defects looked for in the installed Deeploy's own code: asked (its SoftmaxGrad tile
-constraint given one tile of an axis-1 softmax) or read (the LayerNormalizationGrad template it binds)."""
+constraint given one tile of an axis-1 softmax) or read (the LayerNormalizationGrad and ConvGradW templates it
+binds)."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
 from types import SimpleNamespace
 
 from Deeploy.Targets.PULPOpen.Platform import PULPMapping
-from Deeploy.Targets.PULPOpen.Templates import FloatConvGradTemplate, FloatLayernormTemplate
+from Deeploy.Targets.PULPOpen.Templates import FloatLayernormTemplate
 from Deeploy.Targets.PULPOpen.TileConstraints.iSoftmaxTileConstraint import SoftmaxGradTileConstraint
 from Deeploy.TilingExtension.TilingCodegen import AbsoluteHyperRectangle, HyperRectangle
 
@@ -83,7 +85,8 @@ def conv_grad_w_zeroing() -> Found | None:
     layer = PULPMapping.get(OP)
     if layer is None or not any(guarded(b) for m in layer.maps for b in m.bindings):
         return None
-    file, line = _source_line(FloatConvGradTemplate, GUARD.pattern)
+    template = importlib.import_module("Deeploy.Targets.PULPOpen.Templates.FloatConvGradTemplate")  # not in the release
+    file, line = _source_line(template, GUARD.pattern)
     return Found(Defect.CONV_GRAD_W_ZEROING, file, line,
                  "ConvGradW's templates zero the weight gradient when *tileIdxPtr == 0, which counts the calls of the "
                  "L1 tile loop, not its tiles: a layer in L2 runs all its H/W tiles in one call and keeps only the "
