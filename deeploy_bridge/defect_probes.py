@@ -1,7 +1,9 @@
 """Each defect of deeploy_bridge.defects looked for in the installed Deeploy's own code: asked (its SoftmaxGrad tile
-constraint given one tile of an axis-1 softmax) or read (the LayerNormalizationGrad template it binds)."""
+constraint given one tile of an axis-1 softmax) or read (the LayerNormalizationGrad and ConvGradW templates it
+binds)."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -14,6 +16,7 @@ from Deeploy.TilingExtension.TilingCodegen import AbsoluteHyperRectangle, HyperR
 
 from ckpt.deeploy_identity import Flavour, deeploy_flavour
 
+from .conv_grad_w import GUARD, OP, guarded
 from .defects import Defect, Found
 
 
@@ -78,4 +81,16 @@ def layernorm_grad_zeroing() -> Found | None:
                  "once per process: ckpt binds its own template, which zeroes them at the first tile of every call")
 
 
-PROBES = (softmax_grad_axis, layernorm_grad_zeroing)
+def conv_grad_w_zeroing() -> Found | None:
+    layer = PULPMapping.get(OP)
+    if layer is None or not any(guarded(b) for m in layer.maps for b in m.bindings):
+        return None
+    template = importlib.import_module("Deeploy.Targets.PULPOpen.Templates.FloatConvGradTemplate")  # not in the release
+    file, line = _source_line(template, GUARD.pattern)
+    return Found(Defect.CONV_GRAD_W_ZEROING, file, line,
+                 "ConvGradW's templates zero the weight gradient when *tileIdxPtr == 0, which counts the calls of the "
+                 "L1 tile loop, not its tiles: a layer in L2 runs all its H/W tiles in one call and keeps only the "
+                 "last one's share; ckpt binds the template with the zeroing at the first H/W tile of the layer")
+
+
+PROBES = (softmax_grad_axis, layernorm_grad_zeroing, conv_grad_w_zeroing)

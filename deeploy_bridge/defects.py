@@ -1,6 +1,7 @@
 """The defects of Deeploy ckpt knows a workaround for, and where one was found (deeploy_bridge.workarounds)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -8,6 +9,11 @@ from enum import StrEnum
 class Defect(StrEnum):
     SOFTMAX_GRAD_AXIS = "softmax-grad-axis"
     LAYERNORM_GRAD_ZEROING = "layernorm-grad-zeroing"
+    CONV_GRAD_W_ZEROING = "conv-grad-w-zeroing"
+
+
+# The training branch's ConvGradW templates zero the weight gradient behind this test of the L1 loop's call counter
+CONV_GRAD_W_GUARD = re.compile(r"\(uint32_t\)\s*\*\s*\$\{tileIdxPtr\}\s*==\s*0u?")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from Deeploy.Targets.PULPOpen.Platform import (
 )
 
 from . import workarounds
+from .conv_grad_w import restarting_conv_grad_w
 from .errors import BridgeError
 from .in_place import InPlaceAllocation, InPlacePULPDeployer
 from .layernorm_grad import restarting_layer
@@ -48,6 +49,8 @@ def _siracusa(n_cores: int) -> TargetParts:
     mapping = dict(PULPMapping)
     if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
         restarting_layer(mapping)
+    if workarounds.is_active(workarounds.Defect.CONV_GRAD_W_ZEROING):
+        restarting_conv_grad_w(mapping)
     engine = PULPClusterEngine("PULPCluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(PULPPlatform(engines=[engine]), InPlacePULPDeployer, _fresh_optimizer(PULPOptimizer),
                        PULPClusterEngine, f"Deeploy {deeploy_label()}'s PULPOpen platform (Siracusa)")
@@ -80,6 +83,8 @@ def _gap9(n_cores: int, lend_kernels: bool = True) -> TargetParts:
     mapping = dict(mapping)
     if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
         restarting_layer(mapping)     # the lent PULPOpen layer has the branch's defect as Siracusa's does
+    if workarounds.is_active(workarounds.Defect.CONV_GRAD_W_ZEROING):
+        restarting_conv_grad_w(mapping)     # a no-op where GAP9's own ConvGradW has no such guard
     engine = engine_cls("GAP9Cluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(platform_cls(engines=[engine]), _in_place(deployer_cls), _fresh_optimizer(optimizer),
                        engine_cls, name)

@@ -1,6 +1,7 @@
 """Defects of the installed Deeploy that ckpt works around, each found in the installed Deeploy itself.
 
-Deeploy's training branch (a0e1e531) computes two of CCT's gradients wrong, and ckpt does not edit Deeploy's
+Deeploy's training branch (a0e1e531) computes two of CCT's gradients and the tiled convolutions' weight gradients
+wrong, and ckpt does not edit Deeploy's
 files; it works around each where the installed Deeploy has it:
 
 - ``softmax-grad-axis``: the PULPOpen tile constraint of SoftmaxGrad hands the kernel the tile's last dimension
@@ -11,6 +12,11 @@ files; it works around each where the installed Deeploy has it:
   behind a C `static` flag, once per process; they are transients of a shared arena, so from the second mini-batch
   on they accumulate onto whatever the arena holds. ckpt binds its own template, which zeroes them at the first
   tile of every call (deeploy_bridge.layernorm_grad).
+- ``conv-grad-w-zeroing``: the PULPOpen templates of ConvGradW zero the weight gradient when `*tileIdxPtr == 0`,
+  which counts the calls of the L1 tile loop: right under home L3 (one tile per call), but a layer in L2 (home L2
+  or split) runs all its H/W tiles in one call and is zeroed at each, keeping only the last tile's share. ckpt
+  binds the installed template with that guard replaced by a per-tile flag: zeroed at the first H/W tile of the
+  layer (deeploy_bridge.conv_grad_w).
 
 Each is on where the defect is found and can be turned off with $CKPT_DEEPLOY_WORKAROUNDS (`off`, or the names to
 keep, comma-separated: `softmax-grad-axis`), to see what Deeploy computes without it.
@@ -24,7 +30,7 @@ from functools import lru_cache
 
 from ckpt.errors import CkptError
 
-from .defects import Bound, Defect, Found
+from .defects import CONV_GRAD_W_GUARD, Bound, Defect, Found
 from .softmax_axis import SUFFIX
 
 __all__ = ["ENV", "Defect", "Found", "Bound", "defects_found", "wanted", "active", "is_active", "key", "bound"]
@@ -92,15 +98,26 @@ def _along_a_middle_axis(node) -> bool:
     return int(node.attrs.get("axis", 1)) % len(shape) != len(shape) - 1
 
 
-def _concerns(defect: Defect, node) -> bool:
+def _marked(defect: Defect, template) -> bool:
+    """Whether `template` is ckpt's for `defect` (deeploy_bridge.layernorm_grad and conv_grad_w mark theirs)."""
+    return getattr(template, "works_around", None) is defect
+
+
+def _concerns(defect: Defect, node, template) -> bool:
     if defect is Defect.LAYERNORM_GRAD_ZEROING:
         return node.op == "LayerNormalizationGrad"
+    if defect is Defect.CONV_GRAD_W_ZEROING:         # a ConvGradW binding without the guard has no such defect
+        return node.op == "ConvGradW" and (_marked(defect, template) or _guarded(template))
     return node.op == "SoftmaxGrad" and (_last_axis_views(node) or _along_a_middle_axis(node))
 
 
+def _guarded(template) -> bool:
+    return bool(CONV_GRAD_W_GUARD.search(getattr(getattr(template, "template", None), "source", "") or ""))
+
+
 def _carries(defect: Defect, node, template) -> bool:
-    if defect is Defect.LAYERNORM_GRAD_ZEROING:      # ckpt's template (deeploy_bridge.layernorm_grad) marks itself
-        return getattr(template, "works_around", None) is defect
+    if defect in (Defect.LAYERNORM_GRAD_ZEROING, Defect.CONV_GRAD_W_ZEROING):
+        return _marked(defect, template)
     return _last_axis_views(node) and not _along_a_middle_axis(node)
 
 
@@ -114,10 +131,10 @@ def bound(layers: Mapping[str, object]) -> dict[str, Bound]:
         carried, missed = [], []
         for name, layer in layers.items():
             node = layer.node
-            if not _concerns(defect, node):
+            template = getattr(getattr(getattr(layer, "mapper", None), "binder", None), "template", None)
+            if not _concerns(defect, node, template):
                 continue
-            binder = getattr(getattr(layer, "mapper", None), "binder", None)
-            (carried if _carries(defect, node, getattr(binder, "template", None)) else missed).append(name)
+            (carried if _carries(defect, node, template) else missed).append(name)
         if carried or missed:
             found[defect.value] = Bound(tuple(carried), tuple(missed))
     return found

@@ -134,7 +134,9 @@ def test_an_example_made_for_the_training_branch_declares_its_exact_gelu_and_lay
 def test_the_workarounds_kept_are_read_from_the_environment(monkeypatch):
     for value, kept in (("", None), ("on", None), ("off", frozenset()),
                         ("softmax-grad-axis", frozenset({Defect.SOFTMAX_GRAD_AXIS})),
-                        (" layernorm-grad-zeroing , softmax-grad-axis", frozenset(Defect))):
+                        (" layernorm-grad-zeroing , softmax-grad-axis",
+                         frozenset({Defect.LAYERNORM_GRAD_ZEROING, Defect.SOFTMAX_GRAD_AXIS})),
+                        ("conv-grad-w-zeroing,layernorm-grad-zeroing,softmax-grad-axis", frozenset(Defect))):
         monkeypatch.setenv(ENV, value)
         assert wanted() == kept
     monkeypatch.setenv(ENV, "softmax,off")

@@ -362,3 +362,42 @@ def test_split_plus_without_a_split_home_is_refused_in_one_line_before_any_work(
     assert run.returncode == 1, run.stdout + run.stderr
     assert "--persist-on-chip auto" in run.stderr and "add --home split" in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "r").exists()
+
+
+def _resnet8_replayed(schedule: Path, model: Path, out: Path, home: str, workarounds: str):
+    """ResNet-8's schedule replayed on the host in a process of its own: the tiled code's figures against the
+    goldens, per tensor (report.json)."""
+    import json
+    import os
+
+    from cli_support import ckpt
+
+    env = {**os.environ, "CKPT_DEEPLOY_WORKAROUNDS": workarounds}
+    run = ckpt("replay", str(schedule), "--model", str(model), "--home", home, "--no-simulate", "-o", str(out),
+               env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads((out / "report.json").read_text())
+    return report["code_runs"]["tiled"]["golden"]["max_abs_diff"], report["model"]["deeploy_workarounds"]
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_a_conv_weight_gradient_tiled_over_height_and_width_in_l2_keeps_every_tiles_share(branch, shared_models,
+                                                                                        lowering_cache, tmp_path):
+    """The branch zeroed ConvGradW's weight gradient when *tileIdxPtr == 0: under home L3 each L1 tile is a call
+    of its own and only the first is zeroed, but a layer in L2 runs its 16 H/W tiles in one call, tileIdxPtr stays
+    0 and each tile was zeroed (conv1, layer1's and layer2_0_conv1's weights). With ckpt's template the split
+    home's tiled code computes each weight as home L3's does; without it, it does not."""
+    model, schedule = shared_models / "resnet8_train", tmp_path / "seq.json"
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
+                       "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    l3, _ = _resnet8_replayed(schedule, model, tmp_path / "l3", "L3", "on")
+    split, named = _resnet8_replayed(schedule, model, tmp_path / "split", SPLIT_HOME, "on")
+    assert split == l3
+    found = {w["name"]: w for w in named}["conv-grad-w-zeroing"]
+    assert found["deeploy_file"].endswith("Templates/FloatConvGradTemplate.py") and found["deeploy_line"] > 0
+    assert "node_1_conv1_Conv_GradConvGrad_0_ConvGrad_backward_ConvGradW" in found["nodes"] and not found["missed"]
+    off, _ = _resnet8_replayed(schedule, model, tmp_path / "off", SPLIT_HOME,
+                               "softmax-grad-axis,layernorm-grad-zeroing")
+    assert off != l3
