@@ -16,14 +16,12 @@ is the installed one's, so the code of a layer the guard computed right (home L3
 """
 from __future__ import annotations
 
-from Deeploy.AbstractDataTypes import PointerClass
-from Deeploy.CommonExtensions.DataTypes import uint8_t
 from Deeploy.DeeployTypes import NodeMapper, NodeTemplate
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
 from .defects import CONV_GRAD_W_GUARD, Defect
+from .tile_flag import FLAG, flagged_constraint
 
-FLAG = "ckpt_first_tile"
 OP = "ConvGradW"
 GUARD = CONV_GRAD_W_GUARD
 
@@ -59,22 +57,9 @@ def _first_tiles(loads: list[dict], key: str) -> list[int]:
     return flags
 
 
-def _restarting_constraint(base: type) -> type:
-    """The installed tile constraint of a ConvGradW, each tile also told whether it is the first of its slab."""
-
-    class Restarting(base):
-        @classmethod
-        def serializeTilingSolution(cls, tilingSolution, absoluteOutputCubes, targetMemLevel, ctxt,
-                                    operatorRepresentation):
-            replacement, schedule = super().serializeTilingSolution(tilingSolution, absoluteOutputCubes,
-                                                                    targetMemLevel, ctxt, operatorRepresentation)
-            key = getattr(cls, "gradOutKey", "grad_out")
-            replacement.perTileReplacements[FLAG] = _first_tiles(schedule.inputLoadSchedule, key)
-            replacement.replacementTypes[FLAG] = PointerClass(uint8_t)
-            return replacement, schedule
-
-    Restarting.__name__ = f"Restarting{base.__name__}"
-    return Restarting
+def _slab_starts(cls, schedule, cubes) -> list[int]:
+    """Per tile, 1 where it is the first of its output-channel slab (its gradient tile starts at height and width 0)."""
+    return _first_tiles(schedule.inputLoadSchedule, getattr(cls, "gradOutKey", "grad_out"))
 
 
 def restarting_conv_grad_w(mapping: dict) -> None:
@@ -93,7 +78,7 @@ def restarting_conv_grad_w(mapping: dict) -> None:
                 if not guarded(binding):
                     fresh.append(binding)
                     continue
-                constraint = _restarting_constraint(type(binding.template.tileConstraint))()
+                constraint = flagged_constraint(type(binding.template.tileConstraint), _slab_starts)()
                 fresh += TilingReadyNodeBindings(
                     [type(binding)(binding.typeChecker, _restarting_template(binding.template),
                                    binding.codeTransformer)], constraint)

@@ -11,15 +11,12 @@ core 0 alone, which also zeroes them, so no core reads them while another writes
 """
 from __future__ import annotations
 
-from Deeploy.AbstractDataTypes import PointerClass
-from Deeploy.CommonExtensions.DataTypes import uint8_t
 from Deeploy.DeeployTypes import NodeMapper, NodeTemplate
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
 from .defect_probes import layernorm_grad_binding
 from .defects import Defect
-
-FLAG = "ckpt_first_tile"
+from .tile_flag import FLAG, flagged_constraint
 
 _TEXT = """
 // LayerNormalizationGrad, ckpt's template (Name: ${nodeName}, Op: ${nodeOp})
@@ -73,23 +70,9 @@ class RestartingTemplate(NodeTemplate):
         return ctxt, operatorRepresentation, []
 
 
-def _restarting_constraint(base: type) -> type:
-    """The installed tile constraint of LayerNormalizationGrad, each tile also told whether it is the call's first:
-    the one at the origin of the output."""
-
-    class Restarting(base):
-        @classmethod
-        def serializeTilingSolution(cls, tilingSolution, absoluteOutputCubes, targetMemLevel, ctxt,
-                                    operatorRepresentation):
-            replacement, schedule = super().serializeTilingSolution(tilingSolution, absoluteOutputCubes,
-                                                                    targetMemLevel, ctxt, operatorRepresentation)
-            replacement.perTileReplacements[FLAG] = [int(not any(cube.absoluteOffset))
-                                                     for cube in absoluteOutputCubes]
-            replacement.replacementTypes[FLAG] = PointerClass(uint8_t)
-            return replacement, schedule
-
-    Restarting.__name__ = f"Restarting{base.__name__}"
-    return Restarting
+def _call_starts(cls, schedule, cubes) -> list[int]:
+    """Per tile, 1 where it is the call's first: the one at the origin of the output."""
+    return [int(not any(cube.absoluteOffset)) for cube in cubes]
 
 
 def restarting_layer(mapping: dict) -> None:
@@ -101,7 +84,7 @@ def restarting_layer(mapping: dict) -> None:
         return
     mapper = layer.maps[0]
     binding = mapper.bindings[0]
-    constraint = _restarting_constraint(type(binding.template.tileConstraint))()
+    constraint = flagged_constraint(type(binding.template.tileConstraint), _call_starts)()
     fresh = type(binding)(binding.typeChecker, RestartingTemplate(), binding.codeTransformer)
     bindings = TilingReadyNodeBindings([fresh], constraint)
     mapping["LayerNormalizationGrad"] = type(layer)([NodeMapper(type(mapper.parser)(), bindings)])
