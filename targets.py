@@ -50,9 +50,9 @@ class Target:
     gvsoc_target: str = ""                    # gvsoc's name of its board (--target of gvsoc's launcher)
     level_price: tuple[tuple[str, object], ...] = ()   # what a layer saves per tensor on chip rather than off chip
                                               # (solver.graph.level_price.LevelPrice's fields): measured on gvsoc
-                                              # (bench/level_price.py); empty: no price
-    off_chip_price: tuple[float, float] = (0.0, 0.0)   # split+'s weight of what to bring on chip: cycles a layer pays
-                                              # per tensor homed off chip rather than on chip, per byte of it
+                                              # (bench/level_price.py); the cost model prices a split home
+                                              # with it and split+ weighs what to bring on chip with it; empty:
+                                              # no price
 
     def level(self, name: str) -> Level:
         found = next((lv for lv in self.levels if lv.name == name), None)
@@ -96,8 +96,6 @@ SIRACUSA_LEVEL_PRICE = (("per_tensor", 1538.3), ("per_byte", 1.6), ("per_byte_by
     ("Add", 1.521), ("BatchNormInternal", 1.412), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
     ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.917), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.649),
     ("Mul", 1.644), ("Relu", 1.661), ("ReluGrad", 1.517), ("Transpose", 1.659))))
-SIRACUSA_OFF_CHIP_PRICE = (7592.0, 5.20)   # per L3 tensor a layer reads or writes, per byte of it: least squares of
-                                           # SimpleMLP's and DS-CNN's per-layer gvsoc cycles, all-L3 minus all-L2
 SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
 
 
@@ -120,8 +118,7 @@ TARGET_TABLE: dict[str, Target] = {t.name: t for t in (
     Target("siracusa", "Siracusa",
            (Level("L3", 8 * MIB), Level("L2", 2 * MIB, reserved=64 * KIB), Level("L1", 256 * KIB)),
            homes=("L3", "L2", SPLIT_HOME), simulated=True, on_chip="L2", clone_cycles=SIRACUSA_CLONE_CYCLES,
-           gvsoc_target="siracusa", level_price=SIRACUSA_LEVEL_PRICE,
-           off_chip_price=SIRACUSA_OFF_CHIP_PRICE),
+           gvsoc_target="siracusa", level_price=SIRACUSA_LEVEL_PRICE),
     Target("gap9", "GAP9",
            (Level("L3", 32 * MIB), Level("L2", 1536 * KIB), Level("L1", 128 * KIB, reserved=GAP9_L1_STACKS)),
            homes=("L3", "L2", SPLIT_HOME), on_chip="L2",

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from ckpt.deeploy_bridge.setup import DeeploySetup
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.replay.predict import predicted_split_levels, split_home_of
+from ckpt.replay.predict import level_price, predicted_split_levels, split_home_of
 from ckpt.solver.graph.costs import CostModel
-from ckpt.solver.graph.level_price import LevelPrice, priced_at_levels
+from ckpt.solver.graph.level_price import priced_at_levels
 from ckpt.solver.graph.onnx_loader import io_names
 from ckpt.solver.memory.placement import split_levels
-from ckpt.targets import SPLIT_HOME, TARGET_TABLE
+from ckpt.targets import SPLIT_HOME
 
 
 def load_split(source: str | Path, target: str, setup: DeeploySetup) -> LoadedModel:
@@ -35,12 +35,6 @@ def graph_order_overflow(loaded: LoadedModel, setup: DeeploySetup) -> str | None
         return None
     return (f"the graph order's activations alone need {arena:,} B of {chip}, {arena - capacity:,} B more than the "
             f"{capacity:,} B {chip} gives")
-
-
-def level_price(target: str) -> LevelPrice | None:
-    """The target's measured level price (None: it has none)."""
-    found = TARGET_TABLE[target].level_price
-    return LevelPrice.from_dict(dict(found)) if found else None
 
 
 def priced_for_split(costs: CostModel, loaded: LoadedModel) -> CostModel:

@@ -18,16 +18,11 @@ from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
 from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.level_price import LevelPrice, tensor_savings
 from ckpt.solver.graph.onnx_loader import io_names, load_graph
 from ckpt.solver.graph.simulate import RunSequence
 from ckpt.solver.memory.layout import Block, Layout, aligned, peak_step
-from ckpt.solver.memory.placement import (
-    SplitHome,
-    TransferPrice,
-    persistent_accesses,
-    persistent_roots,
-    split_levels,
-)
+from ckpt.solver.memory.placement import SplitHome, persistent_roots, split_levels
 from ckpt.solver.model.on_chip import Candidate, on_chip_within
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
@@ -160,20 +155,28 @@ class OnChipRoom:
     tiles: int                 # kept for the tiler's buffers of the tensors left off chip
 
 
+def level_price(target: str) -> LevelPrice | None:
+    """The target's measured level price (targets.py; None: it has none): what the cost model prices a split home
+    with and what split+ weighs what persists with."""
+    found = TARGET_TABLE[target].level_price
+    return LevelPrice.from_dict(dict(found)) if found else None
+
+
 def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate, persistent_io: frozenset[str],
-                   room: OnChipRoom, price: TransferPrice, more_accesses: dict[str, int] | None = None
+                   room: OnChipRoom, price: LevelPrice | None, more_layers: dict[str, tuple[str, ...]] | None = None
                    ) -> frozenset[str]:
     """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
     solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
-    beside the activations and the code, else the most cycles saved (`price` per access and byte; the accesses
-    counted in the rewired graph plus `more_accesses`, e.g. the optimizer network's) that fit with `room.tiles` kept
-    for the tiles of what stays off chip."""
+    beside the activations and the code, else the most cycles saved that fit with `room.tiles` kept for the tiles of
+    what stays off chip, each tensor's cycles by `price` (solver.graph.level_price.tensor_savings) over the layers of
+    the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
+    layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
     split = _SplitBlocks.of(lowered, seq, weights)
     roots = persistent_roots(split.graph, split.inputs, persistent_io)
-    accesses = persistent_accesses(split.graph, roots)
     name, sizes = deeploy_bridge.deeploy_tensor_name, split.graph.tensor_bytes
-    candidates = {name(t): Candidate(aligned(sizes[t], deeploy_bridge.ALIGNMENT),
-                                     price.of(sizes[t], accesses[t] + (more_accesses or {}).get(name(t), 0)))
+    more = {t: (more_layers or {}).get(name(t), ()) for t in roots}
+    saves = tensor_savings(split.graph, roots, price, more) if price is not None else {t: 0.0 for t in roots}
+    candidates = {name(t): Candidate(aligned(sizes[t], deeploy_bridge.ALIGNMENT), saves[t])
                   for t in roots if sizes[t] > 0}
     static = lowered.static_bytes(weights)
 
@@ -181,7 +184,11 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
         level = split.levels(persistent_io, chosen, static)[split.home.default]
         return level.arena + level.static
 
-    return on_chip_within(candidates, room.capacity - room.code, level_bytes_with, room.tiles)
+    limit = room.capacity - room.code
+    if price is None:
+        everything = frozenset(candidates)
+        return everything if level_bytes_with(everything) <= limit else frozenset()
+    return on_chip_within(candidates, limit, level_bytes_with, room.tiles)
 
 
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),

@@ -63,7 +63,15 @@ from ckpt.replay.graph_view import GraphView
 from ckpt.replay.gvsoc import not_simulated, simulate_flow
 from ckpt.replay.onnx_graph import apply_to_model, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan
-from ckpt.replay.predict import OnChipRoom, chosen_on_chip, home_layout, predicted_split_levels, rewired, split_home_of
+from ckpt.replay.predict import (
+    OnChipRoom,
+    chosen_on_chip,
+    home_layout,
+    level_price,
+    predicted_split_levels,
+    rewired,
+    split_home_of,
+)
 from ckpt.replay.report import (
     BudgetRecord,
     CheckStatus,
@@ -90,9 +98,8 @@ from ckpt.solver.graph.onnx_loader import io_names, load_graph, model_path, open
 from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
-from ckpt.solver.memory.placement import TransferPrice
 from ckpt.solver.memory.static_arena import arena_layout
-from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap, uses_deeploy
+from ckpt.targets import SPLIT_HOME, simulation_gap, uses_deeploy
 
 
 @dataclass(frozen=True)
@@ -260,9 +267,8 @@ def _bring_on_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions,
     setup = options.deeploy
     chip = split_home_of(lowered).default
     room = OnChipRoom(setup.size(chip), options.on_chip_code or 0, setup.size(setup.innermost))
-    price = TransferPrice(*TARGET_TABLE[lowered.target].off_chip_price)
     chosen = chosen_on_chip(lowered, list(doc.seq), setup.weights, split.persistent_io if split else frozenset(),
-                            room, price, split.optimizer_accesses() if split else None)
+                            room, level_price(lowered.target), split.optimizer_layers() if split else None)
     code = "the step's code not counted" if options.on_chip_code is None else f"code {room.code:,} B"
     progress(f"split+: {len(chosen)} persistent tensors brought on {chip} ({code})")
     return replace(options, deeploy=replace(setup, on_chip_persistent=tuple(sorted(chosen))))

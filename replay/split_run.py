@@ -73,17 +73,17 @@ class SplitStep:
         """The train network's I/O that persists across mini-batches: what the optimizer graph reads."""
         return frozenset(self.io[i.name] for i in self.optimizer.graph.input if i.name in self.io)
 
-    def optimizer_accesses(self) -> dict[str, int]:
-        """Each train-network buffer (Deeploy's name) -> how many of the optimizer network's layers read or write it
-        (its inputs by name; an update writes the weight its layer reads first)."""
-        found: dict[str, int] = {}
+    def optimizer_layers(self) -> dict[str, tuple[str, ...]]:
+        """Each train-network buffer (Deeploy's name) -> the op types of the optimizer network's layers that read or
+        write it, one per layer (its inputs by name; an update writes the weight its layer reads first)."""
+        found: dict[str, tuple[str, ...]] = {}
         outputs = {o.name for o in self.optimizer.graph.output}
         for node in self.optimizer.graph.node:
             touched = {self.io[name] for name in node.input if name in self.io}
             if node.input and node.input[0] in self.io and outputs & set(node.output):
                 touched.add(self.io[node.input[0]])
             for name in touched:
-                found[name] = found.get(name, 0) + 1
+                found[name] = (*found.get(name, ()), node.op_type)
         return found
 
     @property

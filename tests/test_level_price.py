@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckpt.pipeline.split_costs import level_price
+from ckpt.replay.predict import level_price
 from ckpt.solver.graph.costs import CostModel, measured_price
 from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.graph.level_price import LayerPair, LevelPrice, fit_level_price, priced_at_levels

@@ -31,11 +31,15 @@ class LevelPrice:
     per_byte: float                                   # op types without their own rate
     per_byte_by_type: Mapping[str, float] = field(default_factory=dict)
 
+    def per_layer(self, op_type: str, nbytes: int) -> float:
+        """What one layer of `op_type` saves with one tensor of `nbytes` it reads or writes on chip (no rate is
+        taken below 0)."""
+        return max(0.0, self.per_tensor) + max(0.0, self.per_byte_by_type.get(op_type, self.per_byte)) * nbytes
+
     def saving(self, op_type: str, moved: Sequence[int], cycles: int) -> int:
         """What a layer of `op_type` measured at `cycles` off chip saves with the tensors of `moved` bytes on
         chip: never below 0, never all its cycles (a layer still makes its call)."""
-        rate = self.per_byte_by_type.get(op_type, self.per_byte)
-        found = max(0.0, self.per_tensor) * len(moved) + max(0.0, rate) * sum(moved)
+        found = sum(self.per_layer(op_type, nbytes) for nbytes in moved)
         return int(min(max(0, cycles - 1), round(found)))
 
     def as_dict(self) -> dict:
@@ -46,6 +50,24 @@ class LevelPrice:
     def from_dict(cls, doc: Mapping) -> LevelPrice:
         return cls(float(doc["per_tensor"]), float(doc["per_byte"]),
                    {k: float(v) for k, v in dict(doc.get("per_byte_by_type", {})).items()})
+
+
+def tensor_savings(graph: TrainGraph, tensors: Iterable[str], price: LevelPrice,
+                   more: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+    """Each tensor of `tensors` (a root: its views and in-place outputs move with it) -> the cycles a step saves
+    with it on chip rather than off chip: `price.per_layer` for each distinct tensor of it every op of `graph` reads
+    or writes (as `on_chip_tensors` counts them for the cost model and the fit), and over the op types `more` names
+    for it (layers of another network that touch it, e.g. a split step's optimizer). What split+ weighs
+    (solver.model.on_chip); no layer's measured cycles cap it here."""
+    found = {t: 0.0 for t in tensors}
+    for op in graph.ops:
+        for name in dict.fromkeys((*op.inputs, *op.outputs)):
+            if graph.root(name) in found:
+                found[graph.root(name)] += price.per_layer(op.op_type, int(graph.tensor_bytes.get(name, 0)))
+    for tensor, op_types in (more or {}).items():
+        if tensor in found:
+            found[tensor] += sum(price.per_layer(t, int(graph.tensor_bytes.get(tensor, 0))) for t in op_types)
+    return found
 
 
 def on_chip_tensors(graph: TrainGraph, levels: Mapping[str, str], on_chip: str) -> dict[str, tuple[int, ...]]:

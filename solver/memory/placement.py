@@ -10,8 +10,9 @@ passes. The split home keeps the first off chip and the second on chip, a rule p
 No schedule changes this: a recompute writes an activation. Where the default level has room left beside the
 activations, what persists may be brought on chip as well (`split+`, solver.model.on_chip): the tensors whose transfers
 from the level behind the chip cost the most cycles for their bytes, chosen exactly (a 0/1 knapsack) within the
-room. The levels a deployment gives each buffer are checked against this decision (tests/test_home_split.py), and
-the capacity of each level against what is placed there (`over_capacity`).
+room, weighed by the target's level price (solver.graph.level_price: the price the cost model prices a split
+home with, one price for one fact). The levels a deployment gives each buffer are checked against this decision
+(tests/test_home_split.py), and the capacity of each level against what is placed there (`over_capacity`).
 """
 from __future__ import annotations
 
@@ -42,27 +43,6 @@ def split_levels(graph: TrainGraph, inputs: Iterable[str], home: SplitHome, pers
     (`bring_on_chip`), which keep the default level with their views."""
     roots = persistent_roots(graph, inputs, persistent_io) - frozenset(on_chip)
     return {t: home.persistent if t in roots or graph.root(t) in roots else home.default for t in graph.tensor_bytes}
-
-
-@dataclass(frozen=True)
-class TransferPrice:
-    """What a tensor kept behind the chip costs per step beyond the same tensor on chip, in cycles: each layer that
-    reads or writes it pays `per_access` (the transfer's set-up) and `per_byte` for each of its bytes."""
-
-    per_access: float
-    per_byte: float
-
-    def of(self, nbytes: int, accesses: int) -> float:
-        return accesses * (self.per_access + self.per_byte * nbytes)
-
-
-def persistent_accesses(graph: TrainGraph, roots: Iterable[str]) -> dict[str, int]:
-    """Each root -> how many ops of `graph` read or write it or a view of it (each op counted once per root)."""
-    found = {root: 0 for root in roots}
-    for op in graph.ops:
-        for root in {graph.root(t) for t in (*op.inputs, *op.outputs)} & found.keys():
-            found[root] += 1
-    return found
 
 
 def level_bytes(levels: Mapping[str, str], sizes: Mapping[str, int]) -> dict[str, int]:

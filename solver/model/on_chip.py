@@ -1,7 +1,8 @@
 """What persists to bring on chip beside a split home's activations (`split+`): an exact 0/1 knapsack.
 
-Each persistent tensor kept off chip costs its layers' transfers (solver.memory.placement.TransferPrice); brought on
-chip it costs its bytes there. The choice is the most cycles saved whose bytes fit the room the chip's level has
+Each persistent tensor kept off chip costs its layers' transfers (what the target's level price says they save with
+it on chip: solver.graph.level_price.tensor_savings); brought on chip it costs its bytes there. The choice is the
+most cycles saved whose bytes fit the room the chip's level has
 left, solved exactly on HiGHS; the level laid out with the choice is checked against what it gives.
 """
 from __future__ import annotations
