@@ -435,7 +435,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     if plus and not no_simulate and not no_verify:
         from ckpt.pipeline.calibrate import measured_code_bytes
         code = measured_code_bytes(model_or_default(model), schedule_target(solved, target),
-                                   replace(setup, persist_on_chip=False), progress)
+                                   replace(setup, persist_on_chip=False), progress, safe_side=True)
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,

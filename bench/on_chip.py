@@ -118,7 +118,7 @@ def gvsoc_seconds(sweep_folder: Path, row: PointRow) -> float | None:
 def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, label: str) -> Row:
     """The split row's schedule replayed with what persists brought on chip where L2 has room (split+)."""
     setup = setup_for(TARGET, SPLIT_HOME)
-    code = measured_code_bytes(model, TARGET, setup, progress)
+    code = measured_code_bytes(model, TARGET, setup, progress, safe_side=True)
     options = ReplayOptions(target=TARGET, overwrite=True, deeploy=setup_for(TARGET, SPLIT_HOME, persist_on_chip=True),
                             on_chip_code=code, record_time=True)
     try:

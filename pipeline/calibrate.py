@@ -28,6 +28,7 @@ from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
 from ckpt.gvsoc.step import LAYOUT
 from ckpt.paths import cache_root
+from ckpt.pipeline.load import LoadedModel
 from ckpt.pipeline.split_costs import graph_order_overflow, load_split, priced_for_split
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
@@ -328,16 +329,24 @@ def check_code_measurable(target: str, level: str) -> None:
 
 
 def measured_code_bytes(source: str | Path, target: str, setup: DeeploySetup,
-                        progress: Callable[[str], None] = lambda m: None) -> int | None:
+                        progress: Callable[[str], None] = lambda m: None, loaded: LoadedModel | None = None,
+                        safe_side: bool = False) -> int | None:
     """The step's own code and data on chip where ckpt can measure them (step_code_bytes), None where it cannot
     (no gvsoc model of the target, no gvsoc, no kernels, or the graph order's step did not run): said through
-    `progress`."""
+    `progress`. A split home whose graph order overflows the chip has no split code to measure: only the code with
+    every tensor off chip, which tiles every layer from off chip and is larger. That is no proof that a step cannot
+    fit (None then), but a room that must not overflow (`safe_side`: split+'s, which fills the level up to it)
+    counts it: not counted, the code found no room left and the step did not link. `loaded`: the model as the caller
+    loaded it for the split home (else loaded here)."""
     if setup.home == SPLIT_HOME:
-        overflow = graph_order_overflow(load_split(source, target, setup), setup)
-        if overflow is not None:       # only the all-off-chip code is measurable: more than the split step's
+        overflow = graph_order_overflow(loaded or load_split(source, target, setup), setup)
+        if overflow is not None and not safe_side:   # only the all-off-chip code is measurable: more than the split's
             progress(f"the step's code on chip is not counted: {overflow}, so its split code is not measured (the "
                      "code with every tensor off chip, which tiles every layer from L3, is larger)")
             return None
+        if overflow is not None:
+            progress(f"{overflow}: the step's code on chip is counted at the code with every tensor off chip (larger "
+                     "than the split step's: the room errs on the safe side)")
     try:
         return step_code_bytes(source, target, setup, progress=progress)
     except CkptError as err:

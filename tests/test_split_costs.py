@@ -63,3 +63,26 @@ def test_a_split_steps_refusal_never_counts_the_all_off_chip_code_as_its_own(wid
     assert measured == [] and "not counted" in notes[0]
     # home L2 keeps its count (its own graph order's code, else the off-chip one, the safe side of a total)
     assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup_for("siracusa", "L2")) == 1_214_536
+
+
+def test_split_plus_counts_the_all_off_chip_code_where_the_split_code_cannot_be_measured(
+        wide_mlp, lowering_cache, monkeypatch):
+    """split+ fills L2 up to the room left beside the code: with the code not counted (as a refusal must not count
+    it), CCT's split+ at 0.6 brought 88 tensors on chip, L2 held 2,000,554 B of static + arena and the step did not
+    link. Its room counts the all-off-chip code, larger than the split step's: the safe side."""
+    import ckpt.pipeline.calibrate as calibration
+
+    def off_chip_only(source, target, setup, *args, **kwargs):
+        if setup.home == SPLIT_HOME:
+            raise CkptError("cannot calibrate with --home split: the graph order's activations overflow L2")
+        return calibration.Calibration(calibration.KIND, calibration.CALIBRATION_FORMAT, "0" * 64, target, {}, 1,
+                                       {}, 0, 1, 365_897, "k" * 64)
+
+    monkeypatch.setattr(calibration, "calibrate", off_chip_only)
+    notes = []
+    setup = setup_for("siracusa", SPLIT_HOME)
+    assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup, notes.append, safe_side=True) == 365_897
+    assert "counted at the code with every tensor off chip" in notes[0]
+    loaded = load_split(wide_mlp, "siracusa", setup)           # the caller's load, used as it is
+    monkeypatch.setattr(calibration, "load_split", lambda *a, **k: pytest.fail("loaded again"))
+    assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup, loaded=loaded, safe_side=True) == 365_897
