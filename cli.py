@@ -135,7 +135,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         resolve_costs,
         step_code_bytes,
     )
-    from ckpt.pipeline.deployed_solve import SolveRequest, solve_and_document
+    from ckpt.pipeline.deployed_solve import SolveRequest, load_request, solve_and_document
     from ckpt.pipeline.level_total import level_capacity
     from ckpt.pipeline.on_chip import refuse_floor_before_code, unmeasured_note
     from ckpt.pipeline.solve_summary import solve_notes, written_line
@@ -205,21 +205,23 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
                           "of")
     on_chip = policy == "solve" and parsed is not None and TARGET_TABLE[target].is_on_chip(level) \
         and (flow or "tiled") == "tiled"
-    if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
-        refuse_floor_before_code(source, target, home, weights, optimizer)
-    costs = resolve_costs(cost_file, source, target, setup_for(target, home, weights=weights), progress=progress)
     options = SolveOptions(objective=objective, cost_cap=cost_cap, order=order, method=method,
                            views=views,
                            backend=BackendOptions(solver, time_limit, gap, capped(threads or 1, "--threads")))
+    request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, None,
+                           tuple(starts), record_time, Flow(flow) if flow else None, weights, home, optimizer, 0,
+                           Policy(policy), k, Allocator(allocator), on_chip=on_chip)
+    progress(f"loading {source} for target {target}")
+    loaded = load_request(request)                   # once: the floor, the costs, the code and the solve read it
+    if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
+        refuse_floor_before_code(loaded)
+    setup = setup_for(target, home, weights=weights)
+    costs = resolve_costs(cost_file, source, target, setup, progress=progress, loaded=loaded)
     code = 0
     if total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level):   # the program too
-        code = step_code_bytes(source, target, setup_for(target, home, weights=weights),
-                               progress=progress)
-    on_chip_code = measured_code_bytes(source, target, setup_for(target, home, weights=weights), progress) \
-        if on_chip else None
-    request = SolveRequest(source, target, None if policy == "top-k" else parsed, total, options, costs,
-                           tuple(starts), record_time, Flow(flow) if flow else None, weights, home, optimizer, code,
-                           Policy(policy), k, Allocator(allocator), on_chip=on_chip, on_chip_code=on_chip_code)
+        code = step_code_bytes(source, target, setup, progress=progress, loaded=loaded)
+    on_chip_code = measured_code_bytes(source, target, setup, progress, loaded) if on_chip else None
+    request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))

@@ -118,14 +118,15 @@ def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: st
 
 def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
               deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-              timeout: float | None = None) -> Calibration:
+              timeout: float | None = None, loaded: LoadedModel | None = None) -> Calibration:
     """The model's calibration, measured now unless cached (see the module doc); CkptError when it cannot be.
-    `timeout`: seconds the gvsoc run may take (default: scaled from the built-in estimate of its cycles)."""
+    `timeout`: seconds the gvsoc run may take (default: scaled from the built-in estimate of its cycles); `loaded`:
+    the model as the caller loaded it for a split home (else loaded here to check its graph order fits)."""
     if target not in SIMULATED_TARGETS:
         raise CkptError(f"ckpt measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not {target}",
                         "solve with --costs estimate or a cost file")
     if setup.home == SPLIT_HOME:          # refused in seconds, not after Deeploy's tiler has tried
-        overflow = graph_order_overflow(load_split(source, target, setup), setup)
+        overflow = graph_order_overflow(loaded or load_split(source, target, setup), setup)
         if overflow is not None:
             raise CkptError(f"cannot calibrate with --home {SPLIT_HOME}: {overflow}",
                             "calibrate with every tensor off chip (ckpt prices it for the split home)")
@@ -250,16 +251,17 @@ COSTS_CHOICES = ("auto", "estimate", "gvsoc")   # or a cost file's path
 
 def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                   deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                  timeout: float | None = None) -> CostModel | None:
+                  timeout: float | None = None, loaded: LoadedModel | None = None) -> CostModel | None:
     """The op costs `--costs` names: None for the built-in estimate, a cost file's, or the model's calibration
     (`gvsoc`: measured now if not cached, its gvsoc run held to `timeout` where given; `auto`: the calibration
-    when gvsoc is at hand, else the estimate, said through `progress`)."""
-    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress, timeout)[0]
+    when gvsoc is at hand, else the estimate, said through `progress`). `loaded`: the model as the caller loaded it
+    for `setup`'s home (measured_costs)."""
+    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded)[0]
 
 
 def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                   deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                  timeout: float | None = None) -> tuple[CostModel | None, str]:
+                  timeout: float | None = None, loaded: LoadedModel | None = None) -> tuple[CostModel | None, str]:
     """`resolve_costs`, with why the costs are ckpt's estimate where they are (what leaves a table's predicted
     cycles empty); "" where they are measured or a cost file's."""
     if costs == "estimate":
@@ -270,21 +272,21 @@ def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySet
         if target not in SIMULATED_TARGETS:
             return None, f"the op costs are ckpt's estimate: {simulation_gap(target)}"
         try:
-            return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout), ""
+            return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded), ""
         except CkptError as err:
             progress(f"op costs: the built-in estimate ({err})")
             return None, f"the op costs are ckpt's estimate: {err.problem}"
-    return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout), ""
+    return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded), ""
 
 
 def measured_costs(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                    deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                   timeout: float | None = None) -> CostModel:
+                   timeout: float | None = None, loaded: LoadedModel | None = None) -> CostModel:
     """The op costs of the model's calibration for `setup`; for a split home whose graph order overflows the chip
     (no calibration of it can run), the calibration with every tensor off chip, priced per tensor level
-    (pipeline.split_costs)."""
+    (pipeline.split_costs) on `loaded` (the model as the caller loaded it for the split home; else loaded here)."""
     if setup.home == SPLIT_HOME:
-        loaded = load_split(source, target, setup)
+        loaded = loaded or load_split(source, target, setup)
         overflow = graph_order_overflow(loaded, setup)
         if overflow is not None:
             progress(f"op costs: {overflow}; the calibration with every tensor off chip, priced by each tensor's "
@@ -293,18 +295,19 @@ def measured_costs(source: str | Path, target: str, setup: DeeploySetup, gvsoc: 
                                  weights=setup.weights)
             found = calibrate(source, target, off_chip, gvsoc, deeploy_root, progress, timeout)
             return priced_for_split(found.cost_model(), loaded)
-    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout).cost_model()
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded).cost_model()
 
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
-                    deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None) -> int:
+                    deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                    loaded: LoadedModel | None = None) -> int:
     """The step's own code and data on chip (a level total there counts them), from the model's calibration. A
     graph order that does not fit on chip is calibrated with its tensors off chip (home the outermost level),
     whose code (two levels of tiling) is the larger: the count then errs on the safe side."""
     check_code_measurable(target, setup.default_mem_level)
     try:
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress).code_bytes
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, loaded=loaded).code_bytes
         except CkptError:
             if setup.default_mem_level == TARGET_TABLE[target].off_chip:
                 raise
@@ -348,7 +351,7 @@ def measured_code_bytes(source: str | Path, target: str, setup: DeeploySetup,
             progress(f"{overflow}: the step's code on chip is counted at the code with every tensor off chip (larger "
                      "than the split step's: the room errs on the safe side)")
     try:
-        return step_code_bytes(source, target, setup, progress=progress)
+        return step_code_bytes(source, target, setup, progress=progress, loaded=loaded)
     except CkptError as err:
         progress(f"the step's code on chip is not counted: {err.problem}")
         return None

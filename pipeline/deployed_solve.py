@@ -66,6 +66,7 @@ class SolveRequest:
     allocator: Allocator = DEFAULT_SETUP.allocator    # HEAP: the non-tiled budget is held on the first-fit heap
     on_chip: bool = False              # hold a home on chip to what it gives (pipeline.on_chip): refuse what cannot fit
     on_chip_code: int | None = None    # ... counting the step's code there (None: not measured)
+    loaded: LoadedModel | None = None  # the model as `load_request` loads it, where the caller has it (its costs too)
 
     @property
     def deployed_flow(self) -> Flow:
@@ -96,9 +97,10 @@ class Checked:
 
 def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tuple[Schedule, SolveResult]:
     """Solve the request and return the schedule record (what seq.json holds) with the solve's result."""
-    progress(Step(f"loading {request.source} for target {request.target}"))
-    loaded = load_for_target(request.source, request.target, request.costs, request.deployed_weights,
-                             request.optimizer, request.home, request.deployed_flow)
+    loaded = request.loaded.with_costs(request.costs) if request.loaded is not None else None
+    if loaded is None:
+        progress(Step(f"loading {request.source} for target {request.target}"))
+        loaded = load_request(request, request.costs)
     if request.budget is not None:       # resolved here, once, unless the caller did (a sweep point)
         request = replace(request, budget=request.budget.resolved(graph_order_peak(loaded.graph)))
     starts = warm_start_sequences(loaded, request.warm_starts)
@@ -112,6 +114,13 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
         refuse_over(home, checked.levels[home.level]["arena"], request.budget.text)
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
+
+
+def load_request(request: SolveRequest, costs: CostModel | None = None) -> LoadedModel:
+    """The model as a solve of `request` loads it (with `costs`): the one load a caller may make first and hand on
+    (`SolveRequest.loaded`), e.g. to price the split home's costs and count its code on it."""
+    return load_for_target(request.source, request.target, costs, request.deployed_weights, request.optimizer,
+                           request.home, request.deployed_flow)
 
 
 def _policy_schedule(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],

@@ -1,13 +1,13 @@
 """The graph a schedule is solved on: Deeploy's lowered graph for a Deeploy target, else the ONNX as it is."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Flow, WeightUpdate
-from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.costs import CostModel, measured_price
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.onnx_loader import (
     check_training_graph,
@@ -53,6 +53,17 @@ class LoadedModel:
     def home_constants(self) -> int:
         """The constants the home level holds (the split home keeps them off chip)."""
         return 0 if self.split_home or self.lowered is None else self.lowered.static_bytes(self.weights)
+
+    def with_costs(self, costs: CostModel | None) -> LoadedModel | None:
+        """This model with the op costs `costs` where they need no tensor shapes (a calibration's measured cycles, or
+        the costs it was loaded with), so a model loaded once serves the calibration and the solve; None where the
+        graph must be loaded again to estimate them."""
+        if costs is self.costs:
+            return self
+        if costs is None or costs.measured is None:
+            return None
+        op_cost = {op.name: measured_price(costs, op.name) for op in self.graph.ops}
+        return replace(self, graph=replace(self.graph, op_cost=op_cost), costs=costs)
 
     def arena_io(self) -> tuple[frozenset[str], frozenset[str]]:
         """The graph inputs and outputs the home level's arena holds (the split home: the per-mini-batch ones)."""

@@ -10,12 +10,11 @@ else the budget cannot be met there and `--budget-total` (which solves for exact
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.setup import WeightUpdate, setup_for
+from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.errors import InfeasibleBudget
-from ckpt.pipeline.load import LoadedModel, load_for_target
+from ckpt.pipeline.load import LoadedModel
 from ckpt.solver.graph.baselines import single_op_lower_bound
 from ckpt.solver.memory.resident import arena_resident
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
@@ -61,12 +60,10 @@ def refuse_beyond_floor(loaded: LoadedModel, home: OnChipHome) -> None:
                                f"keep them off chip (--home {TARGET_TABLE[loaded.target].off_chip})", proven=True)
 
 
-def refuse_floor_before_code(source: str | Path, target: str, home: str, weights: WeightUpdate,
-                             optimizer: str | Path | None) -> None:
+def refuse_floor_before_code(loaded: LoadedModel) -> None:
     """Refuse (exit 2) a home on chip that the constants and the arena's floor overflow without the step's code,
     before the code is measured: measuring it runs the graph order's step on gvsoc, long work no count of the code
     could turn into a fit."""
-    loaded = load_for_target(source, target, None, weights, optimizer, home)
     found = on_chip_home(loaded, None)
     if found is not None:
         refuse_beyond_floor(loaded, found)

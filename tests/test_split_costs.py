@@ -86,3 +86,31 @@ def test_split_plus_counts_the_all_off_chip_code_where_the_split_code_cannot_be_
     loaded = load_split(wide_mlp, "siracusa", setup)           # the caller's load, used as it is
     monkeypatch.setattr(calibration, "load_split", lambda *a, **k: pytest.fail("loaded again"))
     assert calibration.measured_code_bytes(wide_mlp, "siracusa", setup, loaded=loaded, safe_side=True) == 365_897
+
+
+def test_a_split_solve_with_measured_costs_loads_the_model_once(tmp_path, lowering_cache, monkeypatch):
+    """`ckpt solve --home split --costs gvsoc` loaded the model four times: the floor's check, the costs
+    (pipeline.split_costs.load_split), the code's count (again load_split) and the solve. One load is handed on."""
+    import ckpt.deeploy_bridge as bridge
+    import ckpt.pipeline.calibrate as calibration
+    from ckpt.cli import main
+
+    folder = tmp_path / "mlp"
+    write_example("mlp", folder, layers=2, width=32, batch=8)
+    lowered = []
+    real_lower = bridge.lower
+
+    def counted(source, target, *args, **kwargs):
+        lowered.append(source)
+        return real_lower(source, target, *args, **kwargs)
+
+    def measured(source, target, setup, *args, **kwargs):          # what gvsoc would measure, without the run
+        return calibration.Calibration(calibration.KIND, calibration.CALIBRATION_FORMAT, "0" * 64, target, {}, 1000,
+                                       {}, 0, 1, 4096, "k" * 64)
+
+    monkeypatch.setattr(bridge, "lower", counted)
+    monkeypatch.setattr(calibration, "calibrate", measured)
+    main(["solve", str(folder), "--target", "siracusa", "--home", SPLIT_HOME, "--budget", "1.0", "--costs", "gvsoc",
+          "-o", str(tmp_path / "seq.json")])
+    assert (tmp_path / "seq.json").is_file()
+    assert len(lowered) == 1, lowered
