@@ -37,6 +37,7 @@ from ckpt.cli_common import (
     model_or_default,
     one_line_errors,
     optimizer_option,
+    persist_on_chip_option,
     progress,
     refuse_ignored,
     refuse_inputs_as_output,
@@ -105,6 +106,7 @@ def cli() -> None:
               help="Views (Reshape-like, free) re-made where they are read, or made once: the larger space is the "
                    "default; a proof is relative to the space chosen.")
 @home_option()
+@persist_on_chip_option
 @click.option("--costs", "cost_file", default="estimate", show_default=True, metavar="estimate|gvsoc|FILE",
               help="Op costs: the built-in estimate, the model's cycles measured on gvsoc (ckpt calibrate; measured "
                    "once, cached), or a cost file (a calibration, or per-op-type coefficients).")
@@ -120,8 +122,8 @@ def cli() -> None:
 @optimizer_option
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, allocator, output, objective, cost_cap, method,
-                  solver, time_limit, gap, threads, order, views, home, cost_file, warm_start, record_time, policy, k,
-                  optimizer):
+                  solver, time_limit, gap, threads, order, views, home, persist_on_chip, cost_file, warm_start,
+                  record_time, policy, k, optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
@@ -151,6 +153,12 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
                                     time_limit=time_limit, gap=gap, threads=threads, order=order, views=views))
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
+    check_persist_on_chip(persist_on_chip, home)
+    if persist_on_chip == "auto" and (budget_total is not None or policy != "solve" or objective == "peak"):
+        given_option = "--budget-total" if budget_total is not None else \
+            "--objective peak" if objective == "peak" else f"--policy {policy}"
+        raise CkptError(f"--persist-on-chip auto chooses what persists to bring on chip beside the schedule of a live "
+                        f"budget; {given_option} solves for another figure", "give --budget, or drop --persist-on-chip")
     check_allocator(allocator, target)
     if allocator == Allocator.HEAP.value and (flow or Flow.default_for(target)) != Flow.NON_TILED.value:
         raise CkptError("--allocator heap holds the budget on the non-tiled code's first-fit heap; the budget is "
@@ -221,7 +229,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level):   # the program too
         code = step_code_bytes(source, target, setup, progress=progress, loaded=loaded)
     on_chip_code = measured_code_bytes(source, target, setup, progress, loaded) if on_chip else None
-    request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded)
+    plus = persist_on_chip == "auto"
+    plus_code = measured_code_bytes(source, target, setup, progress, loaded, safe_side=True) if plus else None
+    request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded,
+                      persist_on_chip=plus, split_plus_code=plus_code)
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -230,6 +241,14 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
                                                              held["total"])] if held else []):
         click.echo(note, err=True)
     click.echo(written_line(doc, result, output), err=output == "-")
+
+
+def check_persist_on_chip(persist_on_chip: str, home: str | None) -> None:
+    """split+ without a split home: one line, before any work."""
+    if persist_on_chip == "auto" and home != SPLIT_HOME:
+        raise CkptError(f"--persist-on-chip auto brings persistent tensors on chip beside a split home's activations, "
+                        f"and the home is {home or DEFAULT_SETUP.default_mem_level}",
+                        "add --home split, or drop --persist-on-chip")
 
 
 def _policy_ignores(policy: str, **options: object) -> list[tuple[bool, str, str, str]]:
@@ -370,10 +389,7 @@ def example_command(kind, output, overwrite, **options):
 @allocator_option
 @weights_option(" [default: as the schedule was solved, else in-place].")
 @home_option(None, f" [default: as the schedule was solved, else {DEFAULT_SETUP.default_mem_level}].")
-@click.option("--persist-on-chip", type=click.Choice(["none", "auto"]), default="none", show_default=True,
-              help="With --home split: auto also brings on chip the persistent tensors (weights, accumulators, "
-                   "constants) whose off-chip transfers cost the most cycles per byte, within the room L2 has "
-                   "left beside the activations and the step's code (split+).")
+@persist_on_chip_option
 @click.option("--steps", type=click.IntRange(min=1, max=100), default=1, show_default=True,
               help="Training steps the generated code runs back to back, each held to the host executor's same step "
                    "with the updated weights fed back.")
@@ -427,10 +443,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     layout = solved.graph.weights if solved.graph else None
     chosen = WeightUpdate(weights or (layout if layout in WEIGHTS else WeightUpdate.IN_PLACE.value))
     home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
+    check_persist_on_chip(persist_on_chip, home)
     plus = persist_on_chip == "auto"
-    if plus and home != SPLIT_HOME:
-        raise CkptError(f"--persist-on-chip auto brings persistent tensors on chip beside a split home's activations, "
-                        f"and the home is {home}", "add --home split, or drop --persist-on-chip")
     setup = setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator), weights=chosen,
                       persist_on_chip=plus)
     code = None
@@ -517,6 +531,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @allocator_option
 @weights_option()
 @home_option()
+@persist_on_chip_option
 @click.option("--no-carry", is_flag=True,
               help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--costs", default="auto", show_default=True, metavar="auto|estimate|gvsoc|FILE",
@@ -533,8 +548,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, home, no_carry, costs, no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout,
-                  simulate_non_tiled, overwrite, emit_ci, ci_test_name):
+                  allocator, weights, home, persist_on_chip, no_carry, costs, no_verify, deeploy_root, gvsoc,
+                  no_simulate, gvsoc_timeout, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
@@ -555,6 +570,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     fractions = parse_range(budget_range, step, points)
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
+    check_persist_on_chip(persist_on_chip, home)
     check_allocator(allocator, target)
     check_output_dir(outdir)
     no_code = None if uses_deeploy(target) else f"--target {target} generates no code"
@@ -592,8 +608,9 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
-                             deeploy=setup_for(target, home, allocator=Allocator(allocator),
-                                               weights=weights), gvsoc_timeout=gvsoc_timeout,
+                             deeploy=setup_for(target, home, allocator=Allocator(allocator), weights=weights,
+                                               persist_on_chip=persist_on_chip == "auto"),
+                             gvsoc_timeout=gvsoc_timeout,
                              simulate_non_tiled=simulate_non_tiled))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     for source in sources:

@@ -235,3 +235,10 @@ optimizer_option = click.option(
     "--optimizer", default=None, metavar="GRAPH",
     help="The optimizer graph of a split training step (an .onnx or a folder holding network.onnx) [default: "
          "optimizer.onnx beside the model, else the sibling folder <name>_optimizer of a <name>_train folder].")
+
+
+persist_on_chip_option = click.option(
+    "--persist-on-chip", type=click.Choice(["none", "auto"]), default="none", show_default=True,
+    help="With --home split: auto also brings on chip the persistent tensors (weights, accumulators, constants) whose "
+         "off-chip transfers cost the most cycles (the target's level price), within the room L2 has left beside "
+         "the schedule's activations and the step's code (split+); a solve's and a sweep's figures include them.")

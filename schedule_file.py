@@ -78,6 +78,9 @@ class Predicted:
     step_cycles: int | None = None         # measured costs: the calibrated graph-order step + recompute_cost
     optimizer: dict | None = None          # a split step: what its optimizer graph adds (solver.graph.step_pair)
     optimizer_cycles: int | None = None    # a split step, measured costs: its optimizer network per update
+    split_plus: dict | None = None         # split+: what persists it brings on chip ({"tensors": Deeploy's names,
+                                           # "bytes"}, "code": the step's code counted in its room); the levels
+                                           # and cycles above are with them there
 
     @property
     def held_bytes(self) -> int:
@@ -108,7 +111,7 @@ class SolverRecord:
 
 # Fields written only when set: the file has them for some schedules and not others.
 _OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer",
-             "optimizer_cycles", "arena_bytes", "flow"}
+             "optimizer_cycles", "arena_bytes", "flow", "split_plus"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

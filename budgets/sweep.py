@@ -31,7 +31,7 @@ from ckpt.files import check_output_dir, refuse_input_folder
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
-from ckpt.pipeline.calibrate import costs_and_why
+from ckpt.pipeline.calibrate import costs_and_why, measured_code_bytes
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor
 from ckpt.pipeline.point import (
@@ -123,6 +123,7 @@ class _Model:
     data_sha256: str = ""            # inputs.npz and outputs.npz: a replay's verdict depends on them
     costs: CostModel | None = None   # the op costs its points are solved with (None: the built-in estimate)
     estimated: str = ""              # why the op costs are the built-in estimate ("" where they are measured)
+    split_plus_code: int | None = None   # split+: the step's code its room counts (None: not counted)
 
 
 def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
@@ -220,16 +221,20 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
                                      options.replay.gvsoc, options.replay.deeploy_root, board.note,
-                                     options.replay.gvsoc_timeout)
+                                     options.replay.gvsoc_timeout, loaded if loaded.split_home else None)
     if costs is not None:
         board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
+    plus_code = measured_code_bytes(source, options.target, replace(options.replay.deeploy, persist_on_chip=False),
+                                    board.note, loaded, safe_side=True) if options.replay.deeploy.persist_on_chip \
+        else None
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
                f"bound {base.lower_bound} B ({lowering:.1f} s)")
     specs = [PointSpec(BASELINE, None)] + [PointSpec.at(f, base.graph_order_peak) for f in options.fractions]
     for spec in specs:
         board.add(name, spec.label)
-    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs, estimated)
+    return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs, estimated,
+                  plus_code)
 
 
 def _data_sha256(source: str) -> str:
@@ -260,6 +265,21 @@ def _non_tiled(options: SweepOptions, spec) -> dict:
     return {"non_tiled": "arena" if options.replay.deeploy.allocator.non_tiled_arena else "heap"}
 
 
+def _split_plus(options: SweepOptions, model: _Model) -> dict:
+    """What a point's solve key adds under split+: that it is chosen, and the code its room counts."""
+    if not options.replay.deeploy.persist_on_chip:
+        return {}
+    return {"split_plus": True, "split_plus_code": model.split_plus_code}
+
+
+def _replay_options(options: SweepOptions, model: _Model) -> ReplayOptions:
+    """A model's points' replay options: under split+, its room counts the code its solves counted, so each replay
+    brings on chip what its schedule's figures say."""
+    if not options.replay.deeploy.persist_on_chip:
+        return options.replay
+    return replace(options.replay, on_chip_code=model.split_plus_code)
+
+
 def _weights(options: SweepOptions) -> WeightUpdate:
     """How the points' deployment writes updated weights (in place only in a Deeploy target's tiled flow)."""
     return deployed_weights(options.target, options.flow, options.replay.deeploy.weights)
@@ -279,7 +299,8 @@ def _off_chip_reference(model: _Model, options: SweepOptions, board: SweepProgre
         return None
     levels = tuple((name, BRANCH_TRAINING_L2 if name == target.on_chip and model.loaded.optimizer is not None
                     else size) for name, size in setup_for(options.target, target.off_chip).levels)
-    reference = replace(setup, default_mem_level=target.off_chip, levels=levels, persistent_mem_level=None)
+    reference = replace(setup, default_mem_level=target.off_chip, levels=levels, persistent_mem_level=None,
+                        persist_on_chip=False)
     board.note(f"{model.name}: the graph order with its home in {target.off_chip}, for reference")
     try:
         found = replay_schedule(baseline, model.source, model.store.root / "reference",
@@ -346,7 +367,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                "weights": _weights(options).value,
                                "costs": model.costs.source if model.costs else "estimate",
                                "home": options.replay.deeploy.home,
-                               **_non_tiled(options, spec)})
+                               **_non_tiled(options, spec), **_split_plus(options, model)})
             folder = model.store.point(spec.label)
             stored = folder.read(folder.solved, key)
             record = None if stored is None else SolvedPoint.from_stored(stored)
@@ -357,7 +378,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
                                            _weights(options), model.costs, options.replay.deeploy.home,
-                                           options.replay.deeploy.allocator)))
+                                           options.replay.deeploy.allocator,
+                                           options.replay.deeploy.persist_on_chip, model.split_plus_code)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 
@@ -409,7 +431,8 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
             if schedule is None:
                 board.stage(model.name, spec.label, "done", record.row.status)
                 continue
-            key = replay_key(schedule, options.replay, model.loaded.model_sha256 + model.data_sha256, code)
+            replay = _replay_options(options, model)
+            key = replay_key(schedule, replay, model.loaded.model_sha256 + model.data_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)
             earlier = None if stored is None else PointRecord.from_stored(stored)
@@ -420,7 +443,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
                 if not board.live:
                     board.say(f"point {spec.label}: finished before, skipped")
                 continue
-            tasks.append((model, ReplayTask(spec, model.source, schedule, record.seconds, options.replay,
+            tasks.append((model, ReplayTask(spec, model.source, schedule, record.seconds, replay,
                                             str(folder.path), key, note, options.show_progress)))
     ran: list[tuple[str, str]] = []
 

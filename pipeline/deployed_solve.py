@@ -23,12 +23,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, Flow, WeightUpdate, deployed_weights
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
+from ckpt.pipeline.split_plus import chosen_with_schedule, priced_on_chip
+from ckpt.pipeline.split_plus import step_cycles as split_plus_cycles
 from ckpt.replay.predict import predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.budget import Budget, LevelTotal
@@ -66,6 +69,8 @@ class SolveRequest:
     allocator: Allocator = DEFAULT_SETUP.allocator    # HEAP: the non-tiled budget is held on the first-fit heap
     on_chip: bool = False              # hold a home on chip to what it gives (pipeline.on_chip): refuse what cannot fit
     on_chip_code: int | None = None    # ... counting the step's code there (None: not measured)
+    persist_on_chip: bool = False      # split+: what persists brought on chip where the schedule leaves room
+    split_plus_code: int | None = None  # ... beside the step's code of these bytes (counted on the safe side)
     loaded: LoadedModel | None = None  # the model as `load_request` loads it, where the caller has it (its costs too)
 
     @property
@@ -112,8 +117,30 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     result, options, checked = _solve_deployed(loaded, request, starts, progress)
     if home is not None and request.budget is not None and checked.levels:
         refuse_over(home, checked.levels[home.level]["arena"], request.budget.text)
+    if request.persist_on_chip:
+        return with_split_plus(loaded, request, result, options, checked, progress), result
     return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
                              request.total), result
+
+
+def with_split_plus(loaded: LoadedModel, request: SolveRequest, result: SolveResult, options: SolveOptions,
+                    checked: Checked, progress: Progress = ignore) -> Schedule:
+    """The schedule's record with split+ chosen for it (pipeline.split_plus): its levels with what persists brought
+    on chip, its cycles priced for them, and what was brought."""
+    chosen = chosen_with_schedule(loaded, result.seq, request.split_plus_code)
+    code = "the step's code not counted" if request.split_plus_code is None else f"code {request.split_plus_code:,} B"
+    progress(Step(f"split+: {len(chosen)} persistent tensors brought on {loaded.home_level} ({code})"))
+    priced = priced_on_chip(loaded.costs, loaded, chosen)
+    levels = _levels_doc(loaded, result, request.code_bytes, chosen)
+    doc = schedule_of(replace(loaded, costs=priced), request.budget, result, options, request.record_time,
+                      replace(checked, levels=levels), request.total)
+    graph = loaded.graph
+    sizes = {deeploy_bridge.deeploy_tensor_name(t): b for t, b in graph.tensor_bytes.items() if graph.root(t) == t}
+    record = {"tensors": sorted(chosen), "bytes": sum(sizes.get(t, 0) for t in chosen),   # shared copies once
+              "code": request.split_plus_code}
+    return replace(doc, predicted=replace(
+        doc.predicted, split_plus=record,
+        step_cycles=split_plus_cycles(priced, result.seq) if priced is not None else None))
 
 
 def load_request(request: SolveRequest, costs: CostModel | None = None) -> LoadedModel:
@@ -275,11 +302,13 @@ def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> i
     return arena_layout(loaded.graph, result.seq).size
 
 
-def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0) -> dict | None:
-    """The tiled flow's predicted levels for the document (None without a Deeploy lowering)."""
+def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset()
+                ) -> dict | None:
+    """The tiled flow's predicted levels for the document (None without a Deeploy lowering; `on_chip`: what
+    persists split+ brings on chip)."""
     if loaded.lowered is None:
         return None
-    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io)
+    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip)
     return {name: replace(fig, code=code if name == loaded.home_level else 0).document()
             for name, fig in sorted(levels.items())}
 
@@ -349,8 +378,11 @@ def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 progress: Progress = ignore, flow: Flow | None = None,
                 weights: WeightUpdate = DEFAULT_SETUP.weights,
                 home: str = DEFAULT_SETUP.default_mem_level,
-                allocator: Allocator = DEFAULT_SETUP.allocator) -> tuple[Schedule, SolveResult]:
-    """Load, solve with the budget held on the deployed figure (see the module doc), and document it."""
+                allocator: Allocator = DEFAULT_SETUP.allocator, persist_on_chip: bool = False,
+                split_plus_code: int | None = None) -> tuple[Schedule, SolveResult]:
+    """Load, solve with the budget held on the deployed figure (see the module doc), and document it (split+:
+    `persist_on_chip`, beside the step's code of `split_plus_code` bytes)."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(), cost_model,
-                           flow=flow, weights=weights, home=home, allocator=allocator)
+                           flow=flow, weights=weights, home=home, allocator=allocator,
+                           persist_on_chip=persist_on_chip, split_plus_code=split_plus_code)
     return solve_and_document(request, progress)

@@ -26,7 +26,7 @@ from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, Allocator, Flow, WeightUpda
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import as_lines
 from ckpt.files import write_json
-from ckpt.pipeline.deployed_solve import schedule_of, solve_model
+from ckpt.pipeline.deployed_solve import Checked, SolveRequest, schedule_of, solve_model, with_split_plus
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, replayed_row, row_from_json, solved_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
@@ -122,6 +122,8 @@ class SolveTask:
     costs: CostModel | None = None   # the op costs (None: the built-in estimate)
     home: str = DEFAULT_SETUP.default_mem_level     # where the tiled flow keeps its tensors
     allocator: Allocator = DEFAULT_SETUP.allocator  # HEAP: a non-tiled budget is held on the first-fit heap
+    persist_on_chip: bool = False    # split+: what persists brought on chip where each schedule leaves room
+    split_plus_code: int | None = None   # ... beside the step's code of these bytes
 
 
 @dataclass(frozen=True)
@@ -225,9 +227,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     start = time.perf_counter()
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
-        return baseline_schedule(load_for_target(task.model, task.target, task.costs, task.weights, home=task.home,
-                                                 flow=task.flow),
-                                 task.solve), \
+        loaded = load_for_target(task.model, task.target, task.costs, task.weights, home=task.home, flow=task.flow)
+        return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
@@ -237,7 +238,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     try:
         schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
                                        progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home,
-                                       allocator=task.allocator)
+                                       allocator=task.allocator, persist_on_chip=task.persist_on_chip,
+                                       split_plus_code=task.split_plus_code)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                "infeasible" if err.proven else "no schedule", str(err)), \
@@ -245,16 +247,23 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     return schedule, None, result.seconds
 
 
-def baseline_schedule(loaded: LoadedModel, options: SolveOptions) -> Schedule:
+def baseline_schedule(loaded: LoadedModel, options: SolveOptions, split_plus: int | None | bool = False) -> Schedule:
     """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule:
-    solve() in the graph's own order with its own peak as the budget returns exactly that."""
+    solve() in the graph's own order with its own peak as the budget returns exactly that. `split_plus`: False, or
+    split+ chosen for it beside the step's code of these bytes (None: not counted)."""
     peak = graph_order_peak(loaded.graph)
     options = replace(options, budget=peak, order=StageOrder.GRAPH, objective=Objective.COST, cost_cap=None,
                       views=Views.FIXED)
     result = solve(loaded.graph, options)
     if result.recomputes:
         raise CkptError(f"the graph order does not fit its own peak {peak} B", "report this: baselines disagree")
-    schedule = schedule_of(loaded, None, result, options)
+    if split_plus is False:
+        schedule = schedule_of(loaded, None, result, options)
+    else:
+        request = SolveRequest(str(loaded.optimizer_path or ""), loaded.target, None, persist_on_chip=True,
+                               split_plus_code=split_plus)
+        schedule = with_split_plus(loaded, request, result, options, Checked("peak_bytes", result.peak_bytes, None,
+                                                                             options.budget))
     return replace(schedule, solver=replace(schedule.solver, status=BASELINE, method="none", name="none", gap=None,
                                             time_limit=None))
 

@@ -77,12 +77,13 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
-                     home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset()
-                     ) -> dict[str, LevelMemory]:
+                     home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset(),
+                     on_chip: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
-    `weights` says; for the split home, both its levels (`predicted_split_levels`)."""
+    `weights` says; for the split home, both its levels (`predicted_split_levels`; `on_chip`: what persists brought
+    on chip, split+)."""
     if home == SPLIT_HOME:
-        return predicted_split_levels(lowered, seq, weights, persistent_io)
+        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
@@ -133,10 +134,12 @@ class _SplitBlocks:
         graph_on_chip = {t for t in self.graph.tensor_bytes if name(t) in on_chip}
         where = {name(t): level for t, level in
                  split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
-        constants = persistent_roots(self.graph, self.inputs) & graph_on_chip
+        constants = {t for t in persistent_roots(self.graph, self.inputs) & graph_on_chip
+                     if self.graph.root(t) == t}          # a copy sharing another's bytes is not held twice
         on_chip_static = sum(self.graph.tensor_bytes[t] for t in constants)
         found = {}
-        for level, held in ((self.home.default, on_chip_static), (self.home.persistent, static - on_chip_static)):
+        off_chip_static = max(0, static - on_chip_static)    # Deeploy's count keeps a shared copy once
+        for level, held in ((self.home.default, on_chip_static), (self.home.persistent, off_chip_static)):
             mine = [b for b in self.blocks if where.get(b.name, self.home.default) == level]
             layout = deeploy_bridge.lay_out_home(mine)
             step, _ = peak_step(mine) if mine else (0, 0)
@@ -172,12 +175,14 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
     the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
     layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
     split = _SplitBlocks.of(lowered, seq, weights)
-    roots = persistent_roots(split.graph, split.inputs, persistent_io)
-    name, sizes = deeploy_bridge.deeploy_tensor_name, split.graph.tensor_bytes
-    more = {t: (more_layers or {}).get(name(t), ()) for t in roots}
-    saves = tensor_savings(split.graph, roots, price, more) if price is not None else {t: 0.0 for t in roots}
+    graph = split.graph
+    roots = persistent_roots(graph, split.inputs, persistent_io)
+    own = {t for t in roots if graph.root(t) == t}     # a copy sharing another's bytes (in place) moves with it
+    name, sizes = deeploy_bridge.deeploy_tensor_name, graph.tensor_bytes
+    more = {t: (more_layers or {}).get(name(t), ()) for t in own}
+    saves = tensor_savings(graph, own, price, more) if price is not None else {t: 0.0 for t in own}
     candidates = {name(t): Candidate(aligned(sizes[t], deeploy_bridge.ALIGNMENT), saves[t])
-                  for t in roots if sizes[t] > 0}
+                  for t in own if sizes[t] > 0}
     static = lowered.static_bytes(weights)
 
     def level_bytes_with(chosen: frozenset[str]) -> int:
@@ -187,8 +192,10 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
     limit = room.capacity - room.code
     if price is None:
         everything = frozenset(candidates)
-        return everything if level_bytes_with(everything) <= limit else frozenset()
-    return on_chip_within(candidates, limit, level_bytes_with, room.tiles)
+        chosen = everything if level_bytes_with(everything) <= limit else frozenset()
+    else:
+        chosen = on_chip_within(candidates, limit, level_bytes_with, room.tiles)
+    return chosen | {name(t) for t in roots - own if name(graph.root(t)) in chosen}
 
 
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),

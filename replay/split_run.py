@@ -21,6 +21,7 @@ import io
 import json
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -75,21 +76,28 @@ class SplitStep:
 
     def optimizer_layers(self) -> dict[str, tuple[str, ...]]:
         """Each train-network buffer (Deeploy's name) -> the op types of the optimizer network's layers that read or
-        write it, one per layer (its inputs by name; an update writes the weight its layer reads first)."""
-        found: dict[str, tuple[str, ...]] = {}
-        outputs = {o.name for o in self.optimizer.graph.output}
-        for node in self.optimizer.graph.node:
-            touched = {self.io[name] for name in node.input if name in self.io}
-            if node.input and node.input[0] in self.io and outputs & set(node.output):
-                touched.add(self.io[node.input[0]])
-            for name in touched:
-                found[name] = (*found.get(name, ()), node.op_type)
-        return found
+        write it (`optimizer_layers`)."""
+        return optimizer_layers(self.optimizer, self.io)
 
     @property
     def weights(self) -> list[str]:
         """The train network's weight inputs, in order."""
         return [f"input_{i}" for i in range(self.run.n_data, self.run.grad_start)]
+
+
+def optimizer_layers(optimizer: onnx.ModelProto, io: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Each train-network buffer (Deeploy's name; `io`: the train graph's I/O names -> Deeploy's) -> the op types of
+    the `optimizer` graph's layers that read or write it, one per layer (its inputs by name; an update writes the
+    weight its layer reads first)."""
+    found: dict[str, tuple[str, ...]] = {}
+    outputs = {o.name for o in optimizer.graph.output}
+    for node in optimizer.graph.node:
+        touched = {io[name] for name in node.input if name in io}
+        if node.input and node.input[0] in io and outputs & set(node.output):
+            touched.add(io[node.input[0]])
+        for name in touched:
+            found[name] = (*found.get(name, ()), node.op_type)
+    return found
 
 
 def split_step(folder: Path, original: onnx.ModelProto, io_names: dict[str, str], optimizer: str | Path | None,

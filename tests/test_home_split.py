@@ -428,3 +428,36 @@ def test_a_conv_weight_gradient_tiled_over_height_and_width_in_l2_keeps_every_ti
     off, _ = _resnet8_replayed(schedule, model, tmp_path / "off", SPLIT_HOME,
                                "softmax-grad-axis,layernorm-grad-zeroing")
     assert off != l3
+
+
+def test_split_plus_on_solve_or_sweep_without_a_split_home_is_refused_in_one_line(tmp_path):
+    for command in (["solve", "--target", "siracusa", "--budget", "1.0", "-o", str(tmp_path / "seq.json")],
+                    ["sweep", "1.0:1.0", "--target", "siracusa", "-o", str(tmp_path / "sweep")]):
+        run = ckpt_here(*command, "--home", "L2", "--persist-on-chip", "auto")
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "--persist-on-chip auto" in run.stderr and "add --home split" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+    assert not (tmp_path / "seq.json").exists() and not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.deeploy
+def test_a_split_plus_solve_writes_its_levels_with_what_it_brings_on_chip(tmp_path, lowering_cache):
+    """`ckpt solve --home split --persist-on-chip auto`: the schedule's L2 and L3 totals are those of the deployment
+    the replay builds, with the persistent tensors split+ brings on chip (all of them here: they fit), and it says
+    which; before, split+ existed on `replay` only."""
+    import json
+
+    model = tmp_path / "mlp"
+    assert ckpt_here("example", "mlp", "--layers", "2", "--width", "32", "-o", str(model)).returncode == 0
+    docs = {}
+    for name, extra in (("split", ()), ("plus", ("--persist-on-chip", "auto"))):
+        run = ckpt_here("solve", str(model), "--target", "siracusa", "--home", SPLIT_HOME, "--budget", "1.0",
+                        "--costs", "estimate", *extra, "-o", str(tmp_path / f"{name}.json"))
+        assert run.returncode == 0, run.stderr
+        docs[name] = json.loads((tmp_path / f"{name}.json").read_text())["predicted"]
+    plus, split = docs["plus"], docs["split"]
+    assert "split_plus" not in split
+    brought = plus["split_plus"]
+    assert brought["tensors"] and brought["bytes"] > 0
+    assert plus["levels"]["L2"]["total"] >= split["levels"]["L2"]["total"] + brought["bytes"]
+    assert plus["levels"]["L3"]["total"] < split["levels"]["L3"]["total"]
