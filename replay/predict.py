@@ -6,11 +6,12 @@ level's blocks are laid out by the same code Deeploy's tiler runs with ckpt's al
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import onnx
 
 from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.broadcast import broadcast_constant_bytes
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.memory_levels import LevelMemory
@@ -118,6 +119,13 @@ class _SplitBlocks:
     inputs: frozenset[str]
     io: frozenset[str]           # Deeploy's names of the graph I/O
     blocks: list[Block]
+    deployed: dict[str, int] = field(default_factory=dict)   # a constant Deeploy deploys larger -> its bytes there
+
+    def constant_bytes(self, tensor: str) -> int:
+        """What a persistent root takes where it lives: the largest copy Deeploy deploys of it (a reader's broadcast,
+        deeploy_bridge.broadcast), at least its own bytes; the copies that share its bytes move with it."""
+        copies = [t for t in self.deployed if self.graph.root(t) == tensor]
+        return max([int(self.graph.tensor_bytes[tensor]), *(self.deployed[t] for t in copies)])
 
     @classmethod
     def of(cls, lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate) -> _SplitBlocks:
@@ -127,7 +135,8 @@ class _SplitBlocks:
         inputs, outputs = io_names(found.model.graph)
         return cls(split_home_of(lowered), found.graph, inputs,
                    frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs),
-                   home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs))
+                   home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs),
+                   broadcast_constant_bytes(found.model, lowered.constants))
 
     def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int) -> dict[str, LevelMemory]:
         name = deeploy_bridge.deeploy_tensor_name
@@ -136,7 +145,7 @@ class _SplitBlocks:
                  split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
         constants = {t for t in persistent_roots(self.graph, self.inputs) & graph_on_chip
                      if self.graph.root(t) == t}          # a copy sharing another's bytes is not held twice
-        on_chip_static = sum(self.graph.tensor_bytes[t] for t in constants)
+        on_chip_static = sum(self.constant_bytes(t) for t in constants)
         found = {}
         off_chip_static = max(0, static - on_chip_static)    # Deeploy's count keeps a shared copy once
         for level, held in ((self.home.default, on_chip_static), (self.home.persistent, off_chip_static)):
@@ -181,7 +190,7 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
     name, sizes = deeploy_bridge.deeploy_tensor_name, graph.tensor_bytes
     more = {t: (more_layers or {}).get(name(t), ()) for t in own}
     saves = tensor_savings(graph, own, price, more) if price is not None else {t: 0.0 for t in own}
-    candidates = {name(t): Candidate(aligned(sizes[t], deeploy_bridge.ALIGNMENT), saves[t])
+    candidates = {name(t): Candidate(aligned(split.constant_bytes(t), deeploy_bridge.ALIGNMENT), saves[t])
                   for t in own if sizes[t] > 0}
     static = lowered.static_bytes(weights)
 

@@ -461,3 +461,38 @@ def test_a_split_plus_solve_writes_its_levels_with_what_it_brings_on_chip(tmp_pa
     assert brought["tensors"] and brought["bytes"] > 0
     assert plus["levels"]["L2"]["total"] >= split["levels"]["L2"]["total"] + brought["bytes"]
     assert plus["levels"]["L3"]["total"] < split["levels"]["L3"]["total"]
+
+
+@pytest.mark.deeploy
+def test_split_plus_counts_a_constant_at_the_size_deeploy_broadcasts_it_to(tmp_path, lowering_cache):
+    """Deeploy's shape inference (`ONNXLayer.broadcast`) deploys each reader's copy of a constant at the reader's
+    shape: a Mul's scalar attention scale (4 B in the graph) is a [8192] float array in L2. split+'s room counted
+    the 4 B (CCT at 0.6: 33,322 B of L2 static not predicted); it counts what the generated code declares."""
+    import re
+
+    from ckpt import deeploy_bridge
+    from ckpt.deeploy_bridge.broadcast import broadcast_constant_bytes
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.replay.predict import _SplitBlocks
+
+    model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
+    assert ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2",
+                     "-o", str(model)).returncode == 0
+    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--home", SPLIT_HOME, "--budget", "1.0",
+                       "--costs", "estimate", "-o", str(schedule))
+    assert solved.returncode == 0, solved.stderr
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "--persist-on-chip", "auto",
+                    "--no-verify", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    declared = {name: int(n) * 4 for name, n in re.findall(r"float32_t DeeployNetwork_(\w+)\[(\d+)\]",
+                                                            (out / "code" / "Network.c").read_text())}
+    lowered = deeploy_bridge.lower(model, "siracusa")
+    found = broadcast_constant_bytes(lowered.model, lowered.constants)
+    scale = [t for t in found if t.startswith("attn_scale")]
+    assert scale and all(found[t] == 32768 for t in scale)
+    name = deeploy_bridge.deeploy_tensor_name
+    deployed = [name(t) for t in scale if name(t) in declared]
+    assert deployed and all(declared[t] == 32768 for t in deployed)         # what the code holds in L2
+    blocks = _SplitBlocks.of(lowered, [(n, 0) for n in lowered.node_order], DEFAULT_SETUP.weights)
+    root = blocks.graph.root(scale[0])
+    assert blocks.constant_bytes(root) == 32768                           # split+'s room and layout count it so
