@@ -38,6 +38,7 @@ from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import simulation_timeout
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
+from ckpt.replay.closeness import closeness
 from ckpt.replay.code_run import (
     HostStepper,
     code_run_record,
@@ -322,8 +323,11 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
     """Each flow's generated code built and run on the step's inputs (options.steps steps in a row; a split step:
     the harness's run), and what it computed (replay.code_run, replay.split_run)."""
     if split is not None:
-        return {flow: run_split_code(flow, outdir / CODE_DIRS[flow], base, split, lowered.target, options.deeploy,
-                                     sources, options.record_time, progress) for flow in flows}
+        found = {flow: run_split_code(flow, outdir / CODE_DIRS[flow], base, split, lowered.target, options.deeploy,
+                                      sources, options.record_time, progress) for flow in flows}
+        data = split.data
+        starts = {data.back.get(w, w): data.feeds[w] for w in split.weights if w in data.feeds}
+        return _with_closeness(found, data.golden, starts)
     data: StepData = verification.data
     stepper = _stepper(base, lowered, plan, data) if options.steps > 1 else None
     weights = {"tiled": deployed_weights(lowered.target, Flow.TILED, options.deeploy.weights).value,
@@ -341,7 +345,19 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
                                         data.feeds, progress, ran)
         found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
                                       options.record_time, weights[flow])
-    return found
+    back = lambda d: {data.back.get(k, k): v for k, v in (d or {}).items()}  # noqa: E731 - the goldens' names
+    return _with_closeness(found, back(data.golden), back(data.feeds))
+
+
+def _with_closeness(found: dict[str, CodeRunRecord], golden: dict | None, starts: dict) -> dict[str, CodeRunRecord]:
+    """Each flow's code run with its outputs' closeness to the goldens (replay.closeness): the tiled flow's beside
+    the non-tiled flow's."""
+    if not golden:
+        return found
+    non_tiled = found.get("non_tiled")
+    beside = non_tiled.golden if non_tiled is not None else None
+    return {flow: replace(run, closeness=closeness(run.golden, golden, starts, beside if flow == "tiled" else None))
+            if run.golden is not None else run for flow, run in found.items()}
 
 
 def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, data: StepData) -> HostStepper:
