@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
+from onnx import numpy_helper
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
@@ -87,6 +88,7 @@ from ckpt.replay.target_hint import plan_with_hint
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
 from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.in_place import UPDATES_IN_PLACE
 from ckpt.solver.graph.onnx_loader import io_names, load_graph, model_path, open_model, read_model
 from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import heap_bytes
@@ -346,7 +348,22 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
         found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
                                       options.record_time, weights[flow])
     back = lambda d: {data.back.get(k, k): v for k, v in (d or {}).items()}  # noqa: E731 - the goldens' names
-    return _with_closeness(found, back(data.golden), back(data.feeds))
+    return _with_closeness(found, back(data.golden), _updated_from(base, data.feeds, data.back))
+
+
+def _updated_from(model: onnx.ModelProto, feeds: dict, back: dict[str, str]) -> dict:
+    """Each weight an optimizer op of `model` updates, by its updated output's name as the goldens know it (`back`):
+    its value when the step began (a feed, or the graph's initializer), beside the feeds themselves."""
+    starts = {back.get(k, k): v for k, v in feeds.items()}
+    updated = {node.input[0]: back.get(node.output[0], node.output[0]) for node in model.graph.node
+               if node.op_type in UPDATES_IN_PLACE and node.input and node.output}
+    initial = {init.name: init for init in model.graph.initializer if init.name in updated}
+    for weight, output in updated.items():
+        if weight in feeds:
+            starts.setdefault(output, feeds[weight])
+        elif weight in initial and not initial[weight].data_location:       # external data: not at hand here
+            starts.setdefault(output, numpy_helper.to_array(initial[weight]))
+    return starts
 
 
 def _with_closeness(found: dict[str, CodeRunRecord], golden: dict | None, starts: dict) -> dict[str, CodeRunRecord]:
