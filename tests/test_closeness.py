@@ -58,3 +58,21 @@ def test_an_output_is_off_exactly_when_beyond_rounding_and_a_hundredth_of_its_up
     t = found.tensors[0]
     rounding = 16 * float(np.finfo(np.float32).eps) * float(np.abs(golden).max())
     assert ("w" in found.off) == (t.distance > rounding and t.relative > OFF_UPDATE)
+
+
+def test_a_sweeps_row_says_what_its_errors_do_not():
+    """A point whose code passes the harness's count with an output off the goldens says so in its reason."""
+    from ckpt.pipeline.row import _code_run
+    from ckpt.replay.report import CodeRunRecord, CodeStatus
+
+    start, golden = _step(1e-4)
+    wrong = (start - (golden - start)).astype(np.float32)
+    count = compare_outputs({"w": wrong}, {"w": golden}, tolerance=TRAINING_HARNESS_TOLERANCE)
+    run = CodeRunRecord("tiled", CodeStatus.RAN, golden=count, graph_order="bit-identical",
+                        closeness=closeness(count, {"w": golden}, {"w": start}))
+    check, errors, reason = _code_run(run, "siracusa", "0/1")
+    assert errors == f"0/{golden.size}" and "1 output(s) off the goldens" in reason and "w " in reason
+    exact = compare_outputs({"w": golden}, {"w": golden})
+    near = CodeRunRecord("tiled", CodeStatus.RAN, golden=exact, graph_order="bit-identical",
+                         closeness=closeness(exact, {"w": golden}, {"w": start}))
+    assert _code_run(near, "siracusa", "0/1")[2] == ""
