@@ -5,19 +5,27 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
+import onnx_graphsurgeon as gs
 from Deeploy.Targets.PULPOpen.Platform import PULPMapping
 from Deeploy.Targets.PULPOpen.Templates import FloatLayernormTemplate
 from Deeploy.Targets.PULPOpen.TileConstraints.iSoftmaxTileConstraint import SoftmaxGradTileConstraint
 from Deeploy.TilingExtension.TilingCodegen import AbsoluteHyperRectangle, HyperRectangle
 
 from ckpt.deeploy_identity import Flavour, deeploy_flavour
+from ckpt.paths import shared_folder
 
 from .conv_grad_w import GUARD, OP, guarded
+from .conv_grad_x import OP as GRAD_X
+from .conv_grad_x import im2col_tiled
 from .defects import Defect, Found
+from .pw_conv_grad_w import OP as PW_OP
+from .pw_conv_grad_w import pointwise
 
 
 def _source_line(obj, pattern: str) -> tuple[str, int]:
@@ -93,4 +101,83 @@ def conv_grad_w_zeroing() -> Found | None:
                  "last one's share; ckpt binds the template with the zeroing at the first H/W tile of the layer")
 
 
-PROBES = (softmax_grad_axis, layernorm_grad_zeroing, conv_grad_w_zeroing)
+def _conv_grad_x_origins(constraint: type) -> dict[str, list[int]]:
+    """What the installed ConvGradX tile constraint `constraint` hands two tiles side by side of a stride-1 3x3
+    ConvGradX padded by 1 (dX [1, 1, 4, 4] cut in two along its width): Deeploy's per-tile replacements."""
+    names, shapes = {"grad_out": "dy", "weight": "w", "grad_in": "dx"}, {"dy": (1, 2, 4, 4), "w": (2, 1, 3, 3),
+                                                                           "dx": (1, 1, 4, 4)}
+    level = SimpleNamespace(addrSpace=None, multiBufferCoefficient=1)
+    tensors = {name: SimpleNamespace(memoryConstraints={"L1": level}) for name in shapes}
+    solution = SimpleNamespace(tensorMemoryConstraints=tensors,
+                               inputTensorMemoryConstraints={k: tensors[k] for k in ("dy", "w")},
+                               outputTensorMemoryConstraints={"dx": tensors["dx"]})
+    ctxt = SimpleNamespace(lookup=lambda name: SimpleNamespace(shape=shapes[name]))
+    cubes = [AbsoluteHyperRectangle(HyperRectangle((0, 0, 0, w), (1, 1, 4, 2)), (0, 0, 0, w)) for w in (0, 2)]
+    replacement, _ = constraint.serializeTilingSolution(solution, cubes, "L1", ctxt,
+                                                        {**names, "pads": [1, 1, 1, 1], "strides": [1, 1]})
+    return replacement.perTileReplacements
+
+
+IM2COL_ROW = re.compile(r"h_off\s*=\s*\(int32_t\)\s*h\s*\+\s*pad_t\b")
+KERNEL_FILE = "TargetLibraries/PULPOpen/src/ConvGrad.c"
+
+
+def _kernel_line(pattern: re.Pattern) -> int | None:
+    """The line of the training branch's ConvGrad.c (in the checkout beside the shared models, or
+    $CKPT_DEEPLOY_ROOT) matching `pattern`, or None where no such checkout is readable."""
+    for root in filter(None, (os.environ.get("CKPT_DEEPLOY_ROOT"), shared_folder() / "deeploy-train")):
+        try:
+            text = (Path(root) / KERNEL_FILE).read_text(errors="replace")
+        except OSError:
+            continue
+        match = pattern.search(text)
+        if match:
+            return text.count("\n", 0, match.start()) + 1
+    return None
+
+
+def conv_grad_x_tile_origin() -> Found | None:
+    layer = PULPMapping.get(GRAD_X)
+    binding = next((b for m in getattr(layer, "maps", ()) for b in m.bindings if im2col_tiled(b)), None)
+    if binding is None:
+        return None
+    handed = _conv_grad_x_origins(type(binding.template.tileConstraint))
+    if handed["offset_grad_in_w"][1] == 0 or handed["padding_x_left"][1] != 1:
+        return None        # the origins are not handed apart from the padding: nothing for the im2col path to miss
+    line = _kernel_line(IM2COL_ROW)
+    if line is None:       # no kernel source here: name the template that calls the kernel
+        file, line = _source_line(importlib.import_module(binding.template.__module__), r"_CHW_Im2Col_tiled\(")
+    else:
+        file = KERNEL_FILE
+    return Found(Defect.CONV_GRAD_X_TILE_ORIGIN, file, line,
+                 "ConvGradX's tiled im2col kernel (stride 1) reads dY at the dX tile's own coordinates plus the "
+                 "op's padding, ignoring the tiles' origins the tile constraint hands it: every H/W tile but the first "
+                 "gets its neighbour pixel's gradient; ckpt's tile constraint folds each tile's origins into its "
+                 "padding")
+
+
+def _pointwise_takes(strides: list[int]) -> bool:
+    """Whether the installed pointwise ConvGradW parser takes a 1x1 ConvGradW of stride `strides`."""
+    mapper = next(m for m in PULPMapping[PW_OP].maps if pointwise(m))
+    x, dy = gs.Variable("x", np.float32, (1, 2, 4, 4)), gs.Variable("dy", np.float32, (1, 4, 2, 2))
+    node = gs.Node(op=PW_OP, name="probe", inputs=[dy, x], outputs=[gs.Variable("dw", np.float32, (4, 2, 1, 1))],
+                   attrs={"kernel_shape": [1, 1], "strides": strides, "pads": [0, 0, 0, 0], "group": 1,
+                          "dilations": [1, 1]})
+    return bool(type(mapper.parser)().parseNode(node))
+
+
+def pw_conv_grad_w_stride() -> Found | None:
+    layer = PULPMapping.get(PW_OP)
+    if layer is None or not any(pointwise(m) for m in layer.maps) or not _pointwise_takes([2, 2]):
+        return None
+    parser = type(next(m for m in layer.maps if pointwise(m)).parser)
+    file, line = _source_line(parser.parseNode, r"kernel_shape\s*!=")
+    return Found(Defect.PW_CONV_GRAD_W_STRIDE, file, line,
+                 "the pointwise ConvGradW parser takes every 1x1 kernel, strided or not, and its kernel "
+                 "(PULP_PWConvGradW2d) takes no stride: a strided 1x1's weight gradient pairs the wrong pixels in "
+                 "both flows; ckpt's pointwise parser refuses strides other than 1, so the general (im2col) ConvGradW "
+                 "binds them")
+
+
+PROBES = (softmax_grad_axis, layernorm_grad_zeroing, conv_grad_w_zeroing, conv_grad_x_tile_origin,
+          pw_conv_grad_w_stride)

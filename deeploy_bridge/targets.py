@@ -22,10 +22,12 @@ from Deeploy.Targets.PULPOpen.Platform import (
 
 from . import workarounds
 from .conv_grad_w import restarting_conv_grad_w
+from .conv_grad_x import origin_folded_conv_grad_x
 from .errors import BridgeError
 from .in_place import InPlaceAllocation, InPlacePULPDeployer
 from .layernorm_grad import restarting_layer
 from .lent_kernels import Lent, lend
+from .pw_conv_grad_w import stride_one_pw_conv_grad_w
 from .setup import DEEPLOY_TARGETS, TARGET_TABLE
 from .versions import deeploy_label, has_target_package
 
@@ -47,10 +49,14 @@ def _fresh_optimizer(shared) -> TopologyOptimizer:
 
 def _siracusa(n_cores: int) -> TargetParts:
     mapping = dict(PULPMapping)
+    if workarounds.is_active(workarounds.Defect.PW_CONV_GRAD_W_STRIDE):
+        stride_one_pw_conv_grad_w(mapping)      # first: the ConvGradW workaround below keeps each mapper's parser
     if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
         restarting_layer(mapping)
     if workarounds.is_active(workarounds.Defect.CONV_GRAD_W_ZEROING):
         restarting_conv_grad_w(mapping)
+    if workarounds.is_active(workarounds.Defect.CONV_GRAD_X_TILE_ORIGIN):
+        origin_folded_conv_grad_x(mapping)
     engine = PULPClusterEngine("PULPCluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(PULPPlatform(engines=[engine]), InPlacePULPDeployer, _fresh_optimizer(PULPOptimizer),
                        PULPClusterEngine, f"Deeploy {deeploy_label()}'s PULPOpen platform (Siracusa)")
@@ -81,10 +87,14 @@ def _gap9(n_cores: int, lend_kernels: bool = True) -> TargetParts:
         mapping = _lent()[0]
         name += " (with the PULPOpen kernels ckpt lends it)"
     mapping = dict(mapping)
+    if workarounds.is_active(workarounds.Defect.PW_CONV_GRAD_W_STRIDE):
+        stride_one_pw_conv_grad_w(mapping)  # a no-op where GAP9's ConvGradW has no pointwise mapper
     if workarounds.is_active(workarounds.Defect.LAYERNORM_GRAD_ZEROING):
         restarting_layer(mapping)     # the lent PULPOpen layer has the branch's defect as Siracusa's does
     if workarounds.is_active(workarounds.Defect.CONV_GRAD_W_ZEROING):
         restarting_conv_grad_w(mapping)     # a no-op where GAP9's own ConvGradW has no such guard
+    if workarounds.is_active(workarounds.Defect.CONV_GRAD_X_TILE_ORIGIN):
+        origin_folded_conv_grad_x(mapping)  # a no-op where GAP9's ConvGradX binds no tiled im2col kernel
     engine = engine_cls("GAP9Cluster", Mapping=mapping, n_cores=n_cores)
     return TargetParts(platform_cls(engines=[engine]), _in_place(deployer_cls), _fresh_optimizer(optimizer),
                        engine_cls, name)

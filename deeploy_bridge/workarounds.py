@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from ckpt.errors import CkptError
 
-from .defects import CONV_GRAD_W_GUARD, Bound, Defect, Found
+from .defects import CONV_GRAD_W_GUARD, IM2COL_KERNEL, Bound, Defect, Found, pointwise_parser
 from .softmax_axis import SUFFIX
 
 __all__ = ["ENV", "Defect", "Found", "Bound", "defects_found", "wanted", "active", "is_active", "key", "bound"]
@@ -99,8 +99,10 @@ def _along_a_middle_axis(node) -> bool:
 
 
 def _marked(defect: Defect, template) -> bool:
-    """Whether `template` is ckpt's for `defect` (deeploy_bridge.layernorm_grad and conv_grad_w mark theirs)."""
-    return getattr(template, "works_around", None) is defect
+    """Whether `template`, or the tile constraint it carries, is ckpt's for `defect` (deeploy_bridge.layernorm_grad
+    and conv_grad_w mark their templates, conv_grad_x its tile constraint)."""
+    return getattr(template, "works_around", None) is defect or \
+        getattr(getattr(template, "tileConstraint", None), "works_around", None) is defect
 
 
 def _concerns(defect: Defect, node, template) -> bool:
@@ -108,15 +110,29 @@ def _concerns(defect: Defect, node, template) -> bool:
         return node.op == "LayerNormalizationGrad"
     if defect is Defect.CONV_GRAD_W_ZEROING:         # a ConvGradW binding without the guard has no such defect
         return node.op == "ConvGradW" and (_marked(defect, template) or _guarded(template))
+    if defect is Defect.PW_CONV_GRAD_W_STRIDE:
+        return node.op == "ConvGradW" and _strided_pointwise(node)
+    if defect is Defect.CONV_GRAD_X_TILE_ORIGIN:     # only the tiled im2col kernel has it
+        return node.op == "ConvGradX" and (_marked(defect, template) or IM2COL_KERNEL in _source(template))
     return node.op == "SoftmaxGrad" and (_last_axis_views(node) or _along_a_middle_axis(node))
 
 
+def _strided_pointwise(node) -> bool:
+    return list(node.attrs.get("kernel_shape", [])) == [1, 1] and list(node.attrs.get("strides", [1, 1])) != [1, 1]
+
+
+def _source(template) -> str:
+    return getattr(getattr(template, "template", None), "source", "") or ""
+
+
 def _guarded(template) -> bool:
-    return bool(CONV_GRAD_W_GUARD.search(getattr(getattr(template, "template", None), "source", "") or ""))
+    return bool(CONV_GRAD_W_GUARD.search(_source(template)))
 
 
-def _carries(defect: Defect, node, template) -> bool:
-    if defect in (Defect.LAYERNORM_GRAD_ZEROING, Defect.CONV_GRAD_W_ZEROING):
+def _carries(defect: Defect, node, template, parser) -> bool:
+    if defect is Defect.PW_CONV_GRAD_W_STRIDE:          # parsed by a mapper other than the stride-blind pointwise one
+        return not pointwise_parser(parser)
+    if defect in (Defect.LAYERNORM_GRAD_ZEROING, Defect.CONV_GRAD_W_ZEROING, Defect.CONV_GRAD_X_TILE_ORIGIN):
         return _marked(defect, template)
     return _last_axis_views(node) and not _along_a_middle_axis(node)
 
@@ -131,10 +147,11 @@ def bound(layers: Mapping[str, object]) -> dict[str, Bound]:
         carried, missed = [], []
         for name, layer in layers.items():
             node = layer.node
-            template = getattr(getattr(getattr(layer, "mapper", None), "binder", None), "template", None)
+            mapper = getattr(layer, "mapper", None)
+            template = getattr(getattr(mapper, "binder", None), "template", None)
             if not _concerns(defect, node, template):
                 continue
-            (carried if _carries(defect, node, template) else missed).append(name)
+            (carried if _carries(defect, node, template, getattr(mapper, "parser", None)) else missed).append(name)
         if carried or missed:
             found[defect.value] = Bound(tuple(carried), tuple(missed))
     return found

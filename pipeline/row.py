@@ -284,6 +284,8 @@ def _code_run(run: CodeRunRecord | None, target: str, host_errors: str) -> tuple
         worst = run.host.worst
         reasons.append(f"generated code and host executor differ by up to {run.host.max_abs_diff:.3g}"
                        + (f" at {worst.tensor}{worst.index}" if worst else ""))
+    if run.closeness is not None and run.closeness.line:       # Errors by the harness's rule, yet not near
+        reasons.append(f"generated code: {run.closeness.line}")
     check = run.graph_order if run.graph_order in ("bit-identical", "differs") else "not compared"
     return check, errors, "; ".join(reasons)
 

@@ -19,6 +19,7 @@ from ckpt.files import write_json
 from ckpt.gvsoc.run import OnChipNeed
 from ckpt.hostexec.compare import VerifyResult, WorstElement
 from ckpt.memory_levels import LevelMemory
+from ckpt.replay.closeness import Closeness
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,8 @@ class CodeRunRecord:
     steps: list[VerifyResult] = field(default_factory=list)   # steps in a row: each against the host executor's
                                                               # same step (updated weights fed back), same rule
     harness: HarnessCount | None = None          # a split step: what the training branch's harness itself counted
+    closeness: Closeness | None = None           # each output's distance from the goldens on a scale that sees a
+                                                 # wrong gradient (replay.closeness); flagged, never counted as Errors
 
     @property
     def trains(self) -> bool | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
+from onnx import numpy_helper
 from onnx_graphsurgeon.logger import G_LOGGER
 
 from ckpt import deeploy_bridge
@@ -38,6 +39,7 @@ from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import simulation_timeout
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
+from ckpt.replay.closeness import closeness
 from ckpt.replay.code_run import (
     HostStepper,
     code_run_record,
@@ -94,6 +96,7 @@ from ckpt.replay.target_hint import plan_with_hint
 from ckpt.replay.verification import StepData, VerifyReport, host_check, host_ready, verification_section
 from ckpt.schedule_file import Schedule, dumps, part_dict, read_schedule
 from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.in_place import UPDATES_IN_PLACE
 from ckpt.solver.graph.onnx_loader import io_names, load_graph, model_path, open_model, read_model
 from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import heap_bytes
@@ -328,8 +331,11 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
     """Each flow's generated code built and run on the step's inputs (options.steps steps in a row; a split step:
     the harness's run), and what it computed (replay.code_run, replay.split_run)."""
     if split is not None:
-        return {flow: run_split_code(flow, outdir / CODE_DIRS[flow], base, split, lowered.target, options.deeploy,
-                                     sources, options.record_time, progress) for flow in flows}
+        found = {flow: run_split_code(flow, outdir / CODE_DIRS[flow], base, split, lowered.target, options.deeploy,
+                                      sources, options.record_time, progress) for flow in flows}
+        data = split.data
+        starts = {data.back.get(w, w): data.feeds[w] for w in split.weights if w in data.feeds}
+        return _with_closeness(found, data.golden, starts)
     data: StepData = verification.data
     stepper = _stepper(base, lowered, plan, data) if options.steps > 1 else None
     weights = {"tiled": deployed_weights(lowered.target, Flow.TILED, options.deeploy.weights).value,
@@ -347,7 +353,34 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
                                         data.feeds, progress, ran)
         found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
                                       options.record_time, weights[flow])
-    return found
+    back = lambda d: {data.back.get(k, k): v for k, v in (d or {}).items()}  # noqa: E731 - the goldens' names
+    return _with_closeness(found, back(data.golden), _updated_from(base, data.feeds, data.back))
+
+
+def _updated_from(model: onnx.ModelProto, feeds: dict, back: dict[str, str]) -> dict:
+    """Each weight an optimizer op of `model` updates, by its updated output's name as the goldens know it (`back`):
+    its value when the step began (a feed, or the graph's initializer), beside the feeds themselves."""
+    starts = {back.get(k, k): v for k, v in feeds.items()}
+    updated = {node.input[0]: back.get(node.output[0], node.output[0]) for node in model.graph.node
+               if node.op_type in UPDATES_IN_PLACE and node.input and node.output}
+    initial = {init.name: init for init in model.graph.initializer if init.name in updated}
+    for weight, output in updated.items():
+        if weight in feeds:
+            starts.setdefault(output, feeds[weight])
+        elif weight in initial and not initial[weight].data_location:       # external data: not at hand here
+            starts.setdefault(output, numpy_helper.to_array(initial[weight]))
+    return starts
+
+
+def _with_closeness(found: dict[str, CodeRunRecord], golden: dict | None, starts: dict) -> dict[str, CodeRunRecord]:
+    """Each flow's code run with its outputs' closeness to the goldens (replay.closeness): the tiled flow's beside
+    the non-tiled flow's."""
+    if not golden:
+        return found
+    non_tiled = found.get("non_tiled")
+    beside = non_tiled.golden if non_tiled is not None else None
+    return {flow: replace(run, closeness=closeness(run.golden, golden, starts, beside if flow == "tiled" else None))
+            if run.golden is not None else run for flow, run in found.items()}
 
 
 def _stepper(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, data: StepData) -> HostStepper:

@@ -121,6 +121,8 @@ def _code_run_line(run: CodeRunRecord) -> str:
     if run.golden and run.golden.errors_by_tensor:
         parts.append("errors in " + ", ".join(f"{k} {v}" for k, v in run.golden.errors_by_tensor.items()))
     parts.append(f"graph order's code: {run.graph_order}" + (f" ({', '.join(run.differing)})" if run.differing else ""))
+    if run.closeness is not None and run.closeness.line:
+        parts.append("WARNING: " + run.closeness.line)
     if run.host is not None:
         where = f" at {run.host.worst.tensor}{run.host.worst.index}" if run.host.worst and run.host.max_abs_diff else ""
         parts.append(f"vs host executor: max |diff| {run.host.max_abs_diff:.3g}{where}")

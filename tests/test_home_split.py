@@ -404,7 +404,8 @@ def _resnet8_replayed(schedule: Path, model: Path, out: Path, home: str, workaro
                env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads((out / "report.json").read_text())
-    return report["code_runs"]["tiled"]["golden"]["max_abs_diff"], report["model"]["deeploy_workarounds"]
+    tiled = report["code_runs"]["tiled"]
+    return tiled["golden"]["max_abs_diff"], report["model"]["deeploy_workarounds"], tiled["closeness"]["off"]
 
 
 @pytest.mark.deeploy
@@ -414,20 +415,28 @@ def test_a_conv_weight_gradient_tiled_over_height_and_width_in_l2_keeps_every_ti
     """The branch zeroed ConvGradW's weight gradient when *tileIdxPtr == 0: under home L3 each L1 tile is a call
     of its own and only the first is zeroed, but a layer in L2 runs its 16 H/W tiles in one call, tileIdxPtr stays
     0 and each tile was zeroed (conv1, layer1's and layer2_0_conv1's weights). With ckpt's template the split
-    home's tiled code computes each weight as home L3's does; without it, it does not."""
+    home's tiled code computes each weight as home L3's does; without it, it does not. With every workaround (the
+    tiled ConvGradX's tile origins and the strided shortcut's ConvGradW too) no output of either home is off the
+    goldens by the closeness rule; without the ConvGradX one, the gradients from layer2_0_bn1 back are."""
     model, schedule = shared_models / "resnet8_train", tmp_path / "seq.json"
     solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
                        "-o", str(schedule))
     assert solved.returncode == 0, solved.stderr
-    l3, _ = _resnet8_replayed(schedule, model, tmp_path / "l3", "L3", "on")
-    split, named = _resnet8_replayed(schedule, model, tmp_path / "split", SPLIT_HOME, "on")
-    assert split == l3
-    found = {w["name"]: w for w in named}["conv-grad-w-zeroing"]
-    assert found["deeploy_file"].endswith("Templates/FloatConvGradTemplate.py") and found["deeploy_line"] > 0
-    assert "node_1_conv1_Conv_GradConvGrad_0_ConvGrad_backward_ConvGradW" in found["nodes"] and not found["missed"]
-    off, _ = _resnet8_replayed(schedule, model, tmp_path / "off", SPLIT_HOME,
-                               "softmax-grad-axis,layernorm-grad-zeroing")
+    l3, _, l3_off = _resnet8_replayed(schedule, model, tmp_path / "l3", "L3", "on")
+    split, named, split_off = _resnet8_replayed(schedule, model, tmp_path / "split", SPLIT_HOME, "on")
+    assert split == l3 and not l3_off and not split_off
+    found = {w["name"]: w for w in named}
+    conv_w = found["conv-grad-w-zeroing"]
+    assert conv_w["deeploy_file"].endswith("Templates/FloatConvGradTemplate.py") and conv_w["deeploy_line"] > 0
+    assert "node_1_conv1_Conv_GradConvGrad_0_ConvGrad_backward_ConvGradW" in conv_w["nodes"] and not conv_w["missed"]
+    conv_x = found["conv-grad-x-tile-origin"]
+    assert conv_x["deeploy_file"] == "TargetLibraries/PULPOpen/src/ConvGrad.c" and not conv_x["missed"]
+    assert "node_14_layer2_layer2_0_conv2_Conv_GradConvGrad_0_ConvGrad_backward_ConvGradX" in conv_x["nodes"]
+    assert len(found["pw-conv-grad-w-stride"]["nodes"]) == 2 and not found["pw-conv-grad-w-stride"]["missed"]
+    off, _, flagged = _resnet8_replayed(schedule, model, tmp_path / "off", SPLIT_HOME,
+                                        "softmax-grad-axis,layernorm-grad-zeroing")
     assert off != l3
+    assert {"conv1_weight", "layer1_0_conv2_weight", "layer2_0_bn1_weight"} <= set(flagged)
 
 
 def test_split_plus_on_solve_or_sweep_without_a_split_home_is_refused_in_one_line(tmp_path):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ckpt.coderun.run import LevelUse, RuntimeStats
 from ckpt.hostexec.compare import VerifyResult, WorstElement
+from ckpt.replay.closeness import Closeness, TensorCloseness
 from ckpt.replay.report import CodeRunRecord, CodeStatus, record_from_json
 
 names = st.text(alphabet="abcdefgh_0123", min_size=1, max_size=8)
@@ -24,12 +25,17 @@ golden = st.builds(VerifyResult, errors=counts, compared=counts, tensors=counts,
 use = st.builds(LevelUse, peak=counts, end=counts, allocated=counts)
 stats = st.builds(RuntimeStats, levels=st.dictionaries(st.sampled_from(["L1", "L2", "L3"]), use, max_size=3),
                   forks=counts, dma_transfers=counts, dma_bytes=counts, ram_copies=counts, ram_bytes=counts)
+positive = st.floats(min_value=0, max_value=1e3, allow_nan=False, width=32)
+tensor_closeness = st.builds(TensorCloseness, tensor=names, distance=positive, scale=positive, updated=st.booleans(),
+                             other_flow=st.none() | positive)
+closeness = st.builds(Closeness, tensors=st.lists(tensor_closeness, max_size=3),
+                      off=st.dictionaries(names, names, max_size=2))
 code_run = st.builds(CodeRunRecord, flow=st.sampled_from(["tiled", "non_tiled"]),
                      status=st.sampled_from(list(CodeStatus)), reason=st.none() | names,
                      weights=st.sampled_from(["in-place", "out-of-place"]), golden=st.none() | golden,
                      graph_order=st.none() | st.sampled_from(["bit-identical", "differs"]),
                      differing=st.lists(names, max_size=3), steps=st.lists(golden, max_size=4),
-                     stats=st.none() | stats)
+                     stats=st.none() | stats, closeness=st.none() | closeness)
 
 
 @settings(max_examples=60, deadline=None)
