@@ -97,6 +97,7 @@ class GvsocRun:
     log: str                                    # everything gvsoc printed
     seconds: dict[str, float] = field(default_factory=dict)   # build, simulate
     cached: bool = False                        # served from the run cache: the same step ran before
+    relaxed: bool = True                        # linked with ld's relaxation (gvsoc.step.DeviceStep)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         return NotSimulated(failed_reason(returncode, log, [code_dir / "Network.c"]), failed=True, on_chip=need,
                             log=log)
     run = GvsocRun(int(errors[-1][0]), int(errors[-1][1]), int(runtime[-1]), layer_cycles(log, step.layers), need,
-                   log, {"build": built - start, "simulate": ran - built})
+                   log, {"build": built - start, "simulate": ran - built}, relaxed=step.relaxed)
     _store_run(key, run)
     return run
 
@@ -291,7 +292,8 @@ def _cached_run(key: str) -> GvsocRun | None:
     try:
         doc = json.loads(payload)
         return GvsocRun(int(doc["errors"]), int(doc["total"]), int(doc["cycles"]), doc["layers"],
-                        OnChipNeed(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True)
+                        OnChipNeed(**doc["l2"]), str(doc["log"]), doc["seconds"], cached=True,
+                        relaxed=bool(doc.get("relaxed", True)))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -300,7 +302,8 @@ def _store_run(key: str, run: GvsocRun) -> None:
     """The run as its cache entry keeps it; the on-chip need stays under "l2", so runs cached before still serve."""
     write_entry(_runs() / f"{key}.entry", key, json.dumps(
         {"errors": run.errors, "total": run.total, "cycles": run.cycles, "layers": run.layers,
-         "l2": asdict(run.on_chip), "seconds": run.seconds, "log": run.log}, indent=1).encode())
+         "l2": asdict(run.on_chip), "seconds": run.seconds, "log": run.log, "relaxed": run.relaxed},
+        indent=1).encode())
 
 
 def _does_not_fit(need: OnChipNeed) -> str:

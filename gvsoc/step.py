@@ -88,6 +88,10 @@ class L2Overflow(StepBuildError):
 
 
 _OVERFLOW = re.compile(r"region `L2' overflowed by (\d+) bytes")
+# ld's relaxation can shorten a call to a compressed jump and then move its target out of the jump's reach (the
+# KiB-aligned objects shift after relaxing); the link fails with this, and links without relaxation
+_TRUNCATED = "relocation truncated to fit"
+_LINKER_SAYS = (_TRUNCATED, "undefined reference", "multiple definition")    # ld's own words for what failed
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class DeviceStep:
     layers: tuple[str, ...]           # the probed layers, in run order
     l2_static_end: int                # the first L2 address after everything the ELF places in L2 (code, data)
     network_frame: int = 0            # the largest stack frame of the generated network's functions (bytes)
+    relaxed: bool = True              # linked with ld's relaxation (False: only without it did it link)
 
     @property
     def l2_static_bytes(self) -> int:
@@ -110,8 +115,12 @@ def harness_missing(sources: KernelSources) -> str | None:
 
 
 def _first_error(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if "error" in line.lower()] or stderr.splitlines() or ["?"]
-    return lines[0].strip()
+    """The line that says what failed: a truncated relocation names it where gcc's driver only says that ld did."""
+    lines = stderr.splitlines()
+    said = ([line for line in lines if any(what in line for what in _LINKER_SAYS)]
+            or [line for line in lines if "error" in line.lower() and not line.startswith("collect2")]
+            or [line for line in lines if "error" in line.lower()] or lines or ["?"])
+    return said[0].strip()
 
 
 def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
@@ -240,17 +249,32 @@ def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit
     elf, probe_map = out / "step.elf", out / "first-link.map"
     archive = out / "kernels.a"
     _run([str(kit.compiler.ar), "rcsD", str(archive), *kernel_objects], "ar failed")
-    _run([*link, "-o", str(elf), *sdk_archive, *unit_objects, *network_objects, str(archive), *libs,
-          f"-Wl,-Map={probe_map}"], "the step does not link")
+    relaxed = _link([*link, "-o", str(elf), *sdk_archive, *unit_objects, *network_objects, str(archive), *libs,
+                     f"-Wl,-Map={probe_map}"], relax=True)
     used = _members(probe_map.read_text(), archive.name)
     first = [obj for obj in kernel_objects if Path(obj).name in used]
-    _run([*link, "-o", str(elf), *first, *sdk_archive, *unit_objects, *network_objects, *libs,
-          f"-Wl,-Map={out / 'step.map'}"], "the step does not link")
+    relaxed = _link([*link, "-o", str(elf), *first, *sdk_archive, *unit_objects, *network_objects, *libs,
+                     f"-Wl,-Map={out / 'step.map'}"], relax=relaxed)
     archive.unlink()
     probe_map.unlink()
     symbols = elf_symbols(kit, elf)
     check_runtime_reach(symbols)
-    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame)
+    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame, relaxed)
+
+
+def _link(command: list[str], relax: bool) -> bool:
+    """Link; where ld's relaxation truncates a relocation, link again without it. Whether it linked relaxed."""
+    if not relax:
+        _run([*command, "-Wl,--no-relax"], "the step does not link")
+        return False
+    try:
+        _run(command, "the step does not link")
+        return True
+    except StepBuildError as exc:
+        if _TRUNCATED not in str(exc) or isinstance(exc, L2Overflow):
+            raise
+    _run([*command, "-Wl,--no-relax"], "the step does not link")
+    return False
 
 
 def check_runtime_reach(symbols: dict[str, int]) -> None:

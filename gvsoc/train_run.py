@@ -72,6 +72,7 @@ class TrainGvsocRun:
     log: str
     seconds: dict[str, float] = field(default_factory=dict)
     cached: bool = False
+    relaxed: bool = True                      # linked with ld's relaxation (gvsoc.step.DeviceStep)
 
     @property
     def train_per_batch(self) -> int:
@@ -138,7 +139,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
     state = {f"input_{i}": f"{size}:{digest}" for i, size, digest in _STATE.findall(log)}
     found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
                           layer_cycles(log, step.layers), need, state, log,
-                          {"build": built - begin, "simulate": ran - built})
+                          {"build": built - begin, "simulate": ran - built}, relaxed=step.relaxed)
     _store(key, found)
     return found
 
@@ -169,7 +170,7 @@ def _cached(key: str) -> TrainGvsocRun | None:
         doc = json.loads(payload)
         return TrainGvsocRun(int(doc["errors"]), int(doc["total"]), list(doc["train"]), list(doc["optimizer"]),
                              doc["layers"], OnChipNeed(**doc["l2"]), dict(doc["state"]), str(doc["log"]),
-                             doc["seconds"], cached=True)
+                             doc["seconds"], cached=True, relaxed=bool(doc.get("relaxed", True)))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -178,4 +179,4 @@ def _store(key: str, run: TrainGvsocRun) -> None:
     write_entry(_runs() / f"{key}.entry", key, json.dumps(
         {"errors": run.errors, "total": run.total, "train": run.train_cycles, "optimizer": run.optimizer_cycles,
          "layers": run.layers, "l2": asdict(run.on_chip), "state": run.state, "seconds": run.seconds,
-         "log": run.log}, indent=1).encode())
+         "log": run.log, "relaxed": run.relaxed}, indent=1).encode())

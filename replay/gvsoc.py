@@ -80,4 +80,5 @@ def _measured(flow: str, run: GvsocRun, against: str, nodes: list[str], log: Pat
     atomic_write(log, run.log)
     return GvsocRecord(flow, SimStatus.MEASURED, None, run.errors, run.total, run.cycles,
                        node_cycles(run.layers or {}, nodes), against, run.on_chip, log.name,
-                       {k: round(v, 3) for k, v in run.seconds.items()} if record_time else None)
+                       {k: round(v, 3) for k, v in run.seconds.items()} if record_time else None,
+                       relaxed=run.relaxed)

@@ -317,17 +317,21 @@ class GvsocRecord:
     updates: int | None = None           # and updates
     state: dict[str, str] = field(default_factory=dict)   # a split step: each train-network input when the run
                                                           # ended, "<bytes>:<fnv1a>" (the device's weights)
+    relaxed: bool = True               # linked with ld's relaxation; False: only without it (gvsoc.step), said
 
     @property
     def line(self) -> str:
         head = f"gvsoc ({self.flow.replace('_', '-')}): "
         if self.status is not SimStatus.MEASURED:
             return head + f"{self.status.value} ({self.reason})"
+        linked = "" if self.relaxed else ("; linked without ld's relaxation (a relaxed link truncated a "
+                                          "compressed jump): its code differs from a relaxed build's")
         if self.optimizer_cycles is not None:
             return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
                            f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "
-                           f"({self.batches} mini-batches, {self.updates} updates)")
-        return head + f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
+                           f"({self.batches} mini-batches, {self.updates} updates)") + linked
+        return head + (f"Errors: {self.errors} out of {self.total} against {self.expected}; "
+                       f"{self.cycles:,} cycles{linked}")
 
 
 @dataclass(frozen=True)

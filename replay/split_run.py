@@ -298,7 +298,7 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
                        _per_run(found.layers or {}, nodes, run), HARNESS_RULE, found.on_chip, log.name,
                        {k: round(v, 3) for k, v in found.seconds.items()} if record_time else None,
                        optimizer_cycles=found.optimizer_per_update, batches=run.n_batches,
-                       updates=run.n_steps, state=dict(found.state))
+                       updates=run.n_steps, state=dict(found.state), relaxed=found.relaxed)
 
 
 def _per_run(layers: dict[str, int], nodes: list[str], run: TrainingRun) -> dict[str, int]:
