@@ -17,6 +17,7 @@ from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
 from ckpt.gvsoc.run import OnChipNeed
+from ckpt.gvsoc.step import COMPACT
 from ckpt.hostexec.compare import VerifyResult, WorstElement
 from ckpt.memory_levels import LevelMemory
 
@@ -320,11 +321,14 @@ class GvsocRecord:
         head = f"gvsoc ({self.flow.replace('_', '-')}): "
         if self.status is not SimStatus.MEASURED:
             return head + f"{self.status.value} ({self.reason})"
+        compact = (f"; its generated code compiled for size ({' '.join(COMPACT)}): compiled like the kernels, it "
+                   "left the step no room in L2" if self.on_chip is not None and self.on_chip.compact else "")
         if self.optimizer_cycles is not None:
             return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
                            f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "
-                           f"({self.batches} mini-batches, {self.updates} updates)")
-        return head + f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
+                           f"({self.batches} mini-batches, {self.updates} updates){compact}")
+        return head + (f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
+                       f"{compact}")
 
 
 @dataclass(frozen=True)
