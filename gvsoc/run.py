@@ -18,8 +18,9 @@ its timeout is taken as hung: stopped, its report saying how long it was silent 
 
 Before anything runs, the step's L2 is counted: what the ELF places in L2 (code, data, the harness's expected
 outputs), what the code allocates there at run time (its peak as the same code measured on the host), and the
-largest buffer the harness allocates to read an output back. A step that cannot fit is not run, and says by how
-much.
+largest buffer the harness allocates to read an output back. A step whose generated code, compiled like the
+kernels, leaves it no room is built again with that code compiled for size (gvsoc.step, COMPACT; its record says
+so: its cycles are of that code). A step that cannot fit either way is not run, and says by how much.
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,16 @@ from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
-from ckpt.gvsoc.step import L2_BASE, LAYOUT, L2Overflow, StepBuildError, build_step, harness_missing
+from ckpt.gvsoc.step import (
+    COMPACT,
+    L2_BASE,
+    LAYOUT,
+    DeviceStep,
+    L2Overflow,
+    StepBuildError,
+    build_step,
+    harness_missing,
+)
 from ckpt.paths import cache_root
 
 L2_END = 0x1C200000          # the end of Siracusa's shared L2 banks: pulpos's L2 heap runs up to it
@@ -69,6 +79,7 @@ class OnChipNeed:
     capacity: int               # Siracusa's L2, base to the end of the shared banks
     test_data: int = 0          # of `static`: the harness's inputs and expected outputs (not part of a step)
     readback: int = 0           # the buffer the harness allocates to read an output back from L3
+    compact: bool = False       # counted with the generated code compiled for size (gvsoc.step.COMPACT)
 
     @property
     def total(self) -> int:
@@ -167,15 +178,14 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
-            step = build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad)
-        except L2Overflow as exc:
-            need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY, data.nbytes, readback)
-            return NotSimulated(_does_not_fit(need), on_chip=need)
+            step = build_to_fit(
+                lambda compact: build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad, compact),
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback))
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
-        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback)
-        if not need.fits:
-            return NotSimulated(_does_not_fit(need), on_chip=need)
+        if isinstance(step, OnChipNeed):
+            return NotSimulated(_does_not_fit(step), on_chip=step)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback, step.compact)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
@@ -307,10 +317,28 @@ def _store_run(key: str, run: GvsocRun) -> None:
 
 
 def _does_not_fit(need: OnChipNeed) -> str:
-    return (f"the step does not fit Siracusa's L2 with the harness's data: it needs {need.total:,} B "
+    code = f", its generated code compiled for size ({' '.join(COMPACT)})" if need.compact else ""
+    return (f"the step does not fit Siracusa's L2 with the harness's data{code}: it needs {need.total:,} B "
             f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
             f"{need.heap + need.readback:,} B allocated), {need.total - need.capacity:,} B more than the "
             f"{need.capacity:,} B there")
+
+
+def build_to_fit(build: Callable[[bool], DeviceStep], need_of: Callable[[int], OnChipNeed]
+                 ) -> DeviceStep | OnChipNeed:
+    """The step `build(compact)` gives, its generated code compiled like the kernels where the step then fits L2
+    (`need_of(its static L2 bytes)`), else compiled for size (COMPACT) where it then fits; where neither fits, what
+    the compact build needs. StepBuildError and SdkBuildError pass through."""
+    for compact in (False, True):
+        try:
+            step = build(compact)
+        except L2Overflow as exc:
+            need = replace(need_of(L2_CAPACITY + exc.overflow), compact=compact)
+            continue
+        need = replace(need_of(step.l2_static_bytes), compact=compact)
+        if need.fits:
+            return step
+    return need
 
 
 def gvsoc_command(kit: GvsocKit, elf: Path, work_dir: Path) -> list[str]:

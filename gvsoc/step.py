@@ -34,6 +34,13 @@ that frame. A network whose frame takes most of those 8000 B overflows the stack
 below it (the tiling tables), and the step then reads RAM at addresses no buffer has, or never ends. The network
 code is compiled first with -fstack-usage; its largest frame is added to the harness's master stack
 (CKPT_NETWORK_FRAME), so what the harness left for the kernels and the runtime stays theirs.
+
+The generated networks are compiled like the kernels (OPTIMISE), or, with `compact`, for size (COMPACT): Deeploy
+writes every layer its own tiling functions (a closure per memory level and a cluster fork), so a large split
+step's code is mostly those: compiled for size, and with gcc's RISC-V prologues and epilogues shared as library
+routines rather than repeated in each function, it takes much less of L2. The kernels, the runtime and
+the harness keep OPTIMISE either way; gvsoc.run builds a step compact only where its code at OPTIMISE leaves it no
+room in L2 (its record says so).
 """
 from __future__ import annotations
 
@@ -70,6 +77,7 @@ _L2_END = re.compile(r"__l2_shared_end\s*=\s*(LOADADDR\(\.bss_l1\)\s*\+\s*SIZEOF
 # address passed as a pointer, -Wint-conversion), and printing those took most of its front end; -w changes
 # nothing gcc generates
 QUIET = ("-w",)
+COMPACT = ("-Os", "-msave-restore")     # the generated networks' flags where their code must take less of L2
 _TEXT = re.compile(r"\.text\s*:\s*\{[^}]*\}")
 _TEXT_INPUTS = re.compile(r"\*\((\.text|\.text\.\*)\)")
 _L2_DATA = re.compile(r"\.l2_data\b[^{]*\{[^}]*\}\s*>\s*L2\n")
@@ -101,6 +109,7 @@ class DeviceStep:
     l2_static_end: int                # the first L2 address after everything the ELF places in L2 (code, data)
     network_frame: int = 0            # the largest stack frame of the generated network's functions (bytes)
     relaxed: bool = True              # linked with ld's relaxation (False: only without it did it link)
+    compact: bool = False             # the generated networks were compiled COMPACT
 
     @property
     def l2_static_bytes(self) -> int:
@@ -134,22 +143,24 @@ def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
 
 
 def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, sources: KernelSources, kit: GvsocKit,
-               sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0) -> DeviceStep:
+               sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0, compact: bool = False
+               ) -> DeviceStep:
     """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build. `pad`:
     bytes of code and of data put just before the schedule's network (0: none), to measure how much the placement
-    of the schedule's own code moves its cycles (bench/gvsoc.py)."""
+    of the schedule's own code moves its cycles (bench/gvsoc.py); `compact`: the network compiled COMPACT."""
     probed = instrument((Path(code_dir) / "Network.c").read_text())
     atomic_write(out / "Network.c", probed.source)
     harness = sources.root / HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={manifest.cores}",
              f"-DCKPT_PROBE_COUNT={len(probed.layers)}",
              *include_flags(sources, data.folder, Path(code_dir), harness / "inc", kernels.folder)]
-    networks = [(out / "Network.c", ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")])]
+    networks = [(out / "Network.c", ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h"),
+                                     *(COMPACT if compact else ())])]
     units = [(harness / HARNESS_FILES[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
-    return _compile_and_link([], networks, units, flags, probed.layers, kit, sdk, kernels, out, pad)
+    return _compile_and_link([], networks, units, flags, probed.layers, kit, sdk, kernels, out, pad, compact)
 
 
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
@@ -157,12 +168,12 @@ NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "Run
 
 def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, timer_stops: int,
                         sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
-                        pad: int = 0) -> DeviceStep:
+                        pad: int = 0, compact: bool = False) -> DeviceStep:
     """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
     with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
     cycles over the run (the train network runs once per mini-batch, the optimizer once per update); when the
     harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c).
-    `pad`: as build_step's."""
+    `pad`, `compact`: as build_step's."""
     layers: list[str] = []
     probed_files = []
     for stem, run in NETWORKS:
@@ -175,7 +186,8 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
     harness = sources.root / TRAIN_HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", f"-DCKPT_PROBE_COUNT={len(layers)}",
              "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
-    network_flags = ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h")]
+    network_flags = ["-include", str(kernels.prelude), "-include", str(DEVICE / "ckpt_probes.h"),
+                     *(COMPACT if compact else ())]
     stable = [(f, network_flags) for f in probed_files if f.stem == NETWORKS[1][0]]    # the same at every point
     networks = [(f, network_flags) for f in probed_files if f.stem != NETWORKS[1][0]]
     units = [(harness / TRAIN_HARNESS[0], ["-include", str(DEVICE / "ckpt_harness_hooks.h"),
@@ -183,7 +195,7 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    return _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad)
+    return _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad, compact)
 
 
 def linker_script(sdk: SdkLibrary, generated: list[str], pad: str | None = None) -> str:
@@ -217,7 +229,7 @@ Unit = tuple[Path, list[str]]          # a C file and the flags it alone is comp
 
 def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit], flags: list[str],
                       layers: tuple[str, ...], kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
-                      pad: int) -> DeviceStep:
+                      pad: int, compact: bool = False) -> DeviceStep:
     """Compile the generated networks, `stable` (the same at every point) and the schedule's `networks` (their
     frames measured), then the other `units` told the largest frame, rounded up to FRAME_QUANTUM (see the module
     doc), and link them with the kernels: the kernels first, then the runtime, the units and the networks, whose
@@ -259,7 +271,8 @@ def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit
     probe_map.unlink()
     symbols = elf_symbols(kit, elf)
     check_runtime_reach(symbols)
-    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame, relaxed)
+    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame, relaxed=relaxed, compact=compact)
+
 
 
 def _link(command: list[str], relax: bool) -> bool:

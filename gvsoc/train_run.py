@@ -10,8 +10,9 @@ It then holds the losses to the reference (|diff| > TRAINING_TOLERANCE_ABS is an
 places its initial weights, so L2 holds the step alone. ckpt's probes sum each layer's cycles over the run.
 
 What the step needs of L2 is counted before it runs: what the ELF places there (the two networks' code and data,
-the harness) and what the networks allocate there at their peak (as the same code measured on the host); a step
-that cannot fit is not run and says by how much. A finished run is kept in the run cache like any gvsoc run.
+the harness) and what the networks allocate there at their peak (as the same code measured on the host); where
+the networks' code leaves no room, they are compiled for size (gvsoc.run.build_to_fit); a step that cannot fit
+either way is not run and says by how much. A finished run is kept in the run cache like any gvsoc run.
 """
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ from ckpt.gvsoc.run import (
     _environment,
     _runs,
     _simulate,
+    build_to_fit,
     failed_reason,
     gvsoc_command,
     hung_reason,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
-from ckpt.gvsoc.step import LAYOUT, NETWORKS, L2Overflow, StepBuildError, build_training_step
+from ckpt.gvsoc.step import LAYOUT, NETWORKS, StepBuildError, build_training_step
 
 RUN_FORMAT = 2          # 2: the state hashes
 DEVICE_SECTION = ".weightmem_sram"       # the weight memory of pulp-sdk's Siracusa linker script
@@ -111,16 +113,16 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
-            step = build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files),
-                                       run.n_batches + run.n_steps, sources, kit, sdk, kernels, work, pad)
-        except L2Overflow as exc:
-            need = OnChipNeed(L2_CAPACITY + exc.overflow, heap_peak, L2_CAPACITY)
-            return NotSimulated(_does_not_fit(need), on_chip=need)
+            step = build_to_fit(
+                lambda compact: build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files),
+                                                    run.n_batches + run.n_steps, sources, kit, sdk, kernels, work,
+                                                    pad, compact),
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY))
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
-        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY)
-        if not need.fits:
-            return NotSimulated(_does_not_fit(need), on_chip=need)
+        if isinstance(step, OnChipNeed):
+            return NotSimulated(_does_not_fit(step), on_chip=step)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",

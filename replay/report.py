@@ -17,6 +17,7 @@ from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
 from ckpt.gvsoc.run import OnChipNeed
+from ckpt.gvsoc.step import COMPACT
 from ckpt.hostexec.compare import VerifyResult, WorstElement
 from ckpt.memory_levels import LevelMemory
 from ckpt.replay.closeness import Closeness
@@ -326,12 +327,14 @@ class GvsocRecord:
             return head + f"{self.status.value} ({self.reason})"
         linked = "" if self.relaxed else ("; linked without ld's relaxation (a relaxed link truncated a "
                                           "compressed jump): its code differs from a relaxed build's")
+        compact = (f"; its generated code compiled for size ({' '.join(COMPACT)}): compiled like the kernels, it "
+                   "left the step no room in L2" if self.on_chip is not None and self.on_chip.compact else "")
         if self.optimizer_cycles is not None:
             return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
                            f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "
-                           f"({self.batches} mini-batches, {self.updates} updates)") + linked
-        return head + (f"Errors: {self.errors} out of {self.total} against {self.expected}; "
-                       f"{self.cycles:,} cycles{linked}")
+                           f"({self.batches} mini-batches, {self.updates} updates){compact}{linked}")
+        return head + (f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
+                       f"{compact}{linked}")
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from ckpt.errors import CkptError
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kit import NoKit, find_compiler, find_kit
 from ckpt.gvsoc.probes import c_name, instrument, layer_cycles
-from ckpt.gvsoc.run import OnChipNeed
+from ckpt.gvsoc.run import L2_CAPACITY, OnChipNeed, _does_not_fit, build_to_fit
 from ckpt.gvsoc.sdk import SdkLibrary, read_cmake_lists, restore_links
-from ckpt.gvsoc.step import StepBuildError, check_runtime_reach, linker_script
+from ckpt.gvsoc.step import L2_BASE, DeviceStep, L2Overflow, StepBuildError, check_runtime_reach, linker_script
 from ckpt.replay.gvsoc import node_cycles, simulate_flow
 from ckpt.replay.report import GvsocRecord, ReplayReport, SimStatus, record_from_json
 
@@ -159,6 +159,46 @@ def test_the_on_chip_need_counts_code_data_and_heap():
     need = OnChipNeed(static=1_000_000, heap=1_000_000, capacity=2_097_152, test_data=300_000, readback=97_152)
     assert need.total == 2_097_152 and need.fits and need.step == 1_700_000
     assert not OnChipNeed(1_000_000, 1_097_153, 2_097_152).fits
+
+
+def _builds(static_of: dict[bool, int | None]):
+    """A step builder whose static L2 bytes are `static_of[compact]` (None: the link overflows L2 by 1,000 B), and
+    the compact values it was asked for."""
+    asked = []
+
+    def build(compact: bool) -> DeviceStep:
+        asked.append(compact)
+        if static_of[compact] is None:
+            raise L2Overflow(1000)
+        return DeviceStep(Path("step.elf"), (), L2_BASE + static_of[compact], compact=compact)
+    return build, asked
+
+
+@pytest.mark.parametrize("o2", [1_700_000, None])
+def test_a_step_whose_code_leaves_no_room_is_built_again_with_its_code_compiled_for_size(o2):
+    need_of = lambda static: OnChipNeed(static, 500_000, L2_CAPACITY)    # noqa: E731
+    build, asked = _builds({False: 1_000_000, True: 900_000})
+    step = build_to_fit(build, need_of)
+    assert asked == [False] and not step.compact            # it fits as the kernels are compiled: built once
+    build, asked = _builds({False: o2, True: 1_400_000})
+    step = build_to_fit(build, need_of)
+    assert asked == [False, True] and isinstance(step, DeviceStep) and step.compact
+    build, asked = _builds({False: o2, True: 1_700_000})
+    need = build_to_fit(build, need_of)
+    assert isinstance(need, OnChipNeed) and need.compact and need.static == 1_700_000
+    assert "its generated code compiled for size (-Os -msave-restore)" in _does_not_fit(need)
+    assert "compiled for size" not in _does_not_fit(need_of(1_700_000))
+
+
+def test_a_record_says_when_its_code_was_compiled_for_size():
+    args = ("tiled", SimStatus.MEASURED, None, 0, 1, 1234, {}, "the host", OnChipNeed(100, 200, 2_097_152))
+    assert "compiled for size" not in GvsocRecord(*args).line
+    compact = GvsocRecord(*args[:-1], OnChipNeed(100, 200, 2_097_152, compact=True), optimizer_cycles=5,
+                          batches=1, updates=1)
+    assert "its generated code compiled for size (-Os -msave-restore)" in compact.line
+    doc = json.loads(json.dumps(compact.__dict__ | {"on_chip": compact.on_chip.__dict__}))
+    back = record_from_json(GvsocRecord, doc)
+    assert back.on_chip.compact
 
 
 @pytest.mark.gvsoc

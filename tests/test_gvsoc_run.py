@@ -120,3 +120,36 @@ def test_nothing_the_schedule_does_not_decide_moves_between_two_schedules_steps(
         assert named["__l1_heap_start"] % HEAP_PERIOD == 0 and named["__l2_shared_end"] % HEAP_PERIOD == 0
         network = {n for _, t, n in _nm(kit, out / "Network.o") if t in "tT"}
         assert min(a for a, t, n in symbols if t in "tT" and n in network) % CODE_PERIOD == 0
+
+
+def test_a_compact_step_compiles_its_generated_code_for_size_and_only_that(small):
+    """The replay's step built as it is and compact (gvsoc.step.COMPACT): the compact network's code is smaller
+    and calls gcc's shared prologues (-msave-restore); the kernels sit where they sat, compiled as they were."""
+    work = small[0]
+    kit, sources = find_kit(), find_sources()
+    sdk = sdk_library(kit, sources)
+    code = work / "replay" / "code"
+    manifest = CodeManifest.read(code)
+    zeros = {p.name: np.zeros(p.elements, p.dtype) for p in (*manifest.inputs, *manifest.outputs)}
+    kernels = device_kernels(sources, kit, sdk, manifest.cores)
+    built = []
+    for compact in (False, True):
+        out = work / "compact" / str(compact)
+        data = write_harness_data(manifest, code, zeros, zeros, out / "data")
+        built.append((build_step(code, manifest, data, sources, kit, sdk, kernels, out, compact=compact), out))
+    (plain, plain_out), (small_code, compact_out) = built
+    assert not plain.compact and small_code.compact
+    calls = {out: {n for _, t, n in _nm_undefined(kit, out / "Network.o")} for _, out in built}
+    assert any(n.startswith("__riscv_save_") for n in calls[compact_out])
+    assert not any(n.startswith("__riscv_save_") for n in calls[plain_out])
+    assert small_code.l2_static_end < plain.l2_static_end
+    kernel_names = {n for name in kernels.objects for _, t, n in _nm(kit, kernels.folder / name) if t in "tT"}
+    placed = [{n: a for a, t, n in _nm(kit, step.elf) if n in kernel_names} for step, _ in built]
+    assert placed[0] == placed[1] and placed[0]
+
+
+def _nm_undefined(kit, path: Path) -> list[tuple[int, str, str]]:
+    """(0, "U", name) of each symbol `path` uses and does not define."""
+    nm = kit.compiler.cc.with_name(kit.compiler.cc.name.replace("gcc", "nm"))
+    done = subprocess.run([str(nm), "--undefined-only", str(path)], capture_output=True, text=True, check=True)
+    return [(0, "U", line.split()[-1]) for line in done.stdout.splitlines() if line.strip()]
