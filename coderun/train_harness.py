@@ -72,6 +72,12 @@ class HarnessFiles:
     nbytes: int                      # the arrays the harness is compiled with
 
 
+def c_float(value: float) -> str:
+    """A C float literal of `value`: a whole number gets its point (`2.0f`; `2f` is not C)."""
+    text = f"{value:.10g}"
+    return f"{text}f" if any(c in text for c in ".e") else f"{text}.0f"
+
+
 def _incbin(symbol: str, path: Path, section: str) -> str:
     if '"' in str(path) or "\\" in str(path):
         raise CkptError(f"the folder '{path.parent}' has a quote or backslash in its path",
@@ -101,7 +107,7 @@ def write_training_data(manifest: CodeManifest, run: TrainingRun, start: Mapping
                         f"#define N_TRAIN_STEPS {run.n_steps}", f"#define N_ACCUM_STEPS {run.n_accum}",
                         f"#define TRAINING_DATA_SIZE {min(len(run.batches), run.n_batches)}",
                         f"#define TRAINING_NUM_DATA_INPUTS {run.n_data}",
-                        f"#define TRAINING_LEARNING_RATE {run.learning_rate:.10g}f"]
+                        f"#define TRAINING_LEARNING_RATE {c_float(run.learning_rate)}"]
     if run.n_grads:
         lines += [f"#define TRAINING_GRAD_BUF_START_IDX {run.grad_start}",
                   f"#define TRAINING_NUM_GRAD_INPUTS {run.n_grads}",
@@ -129,10 +135,10 @@ def write_training_data(manifest: CodeManifest, run: TrainingRun, start: Mapping
     lines.append(f"void *testInitWeights[{max(1, len(weights))}] = "
                  f"{{{', '.join(f'(void *){w}' for w in weights) or '0'}}};")
     atomic_write(out / HEADERS[0], "\n".join(lines) + "\n")
-    refs = ", ".join(f"{v:.10g}f" for v in run.losses) or "0"
+    refs = ", ".join(c_float(v) for v in run.losses) or "0"
     atomic_write(out / HEADERS[1], "\n".join([
         "/* written by ckpt: the losses deeploytraintest.c holds the run to */", "#include <stdint.h>",
-        f"#define TRAINING_TOLERANCE_ABS {run.tolerance:.10g}f", f"#define N_LOSS_REFS {len(run.losses)}",
+        f"#define TRAINING_TOLERANCE_ABS {c_float(run.tolerance)}", f"#define N_LOSS_REFS {len(run.losses)}",
         f"float testLossRef[{max(1, len(run.losses))}] = {{{refs}}};", ""]))
     flash = list(code_files)
     for port in inputs:
