@@ -194,6 +194,10 @@ def graph_order_outcome(base: onnx.ModelProto, step: SplitStep, target: str, set
                 return {name: stored[name] for name in stored.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile):
             pass
+    refused = path.with_suffix(".refused")       # Deeploy's refusal is as much a fact of these inputs as its code
+    said = read_entry(refused, key)
+    if said is not None:
+        return NotRun(said.decode())
     flow = "tiled" if tiled else "non-tiled"
     progress(f"generating and running the graph order's {flow} code once (the reference; cached)")
     with tempfile.TemporaryDirectory(prefix="ckpt_reference_") as scratch:
@@ -201,7 +205,10 @@ def graph_order_outcome(base: onnx.ModelProto, step: SplitStep, target: str, set
         try:
             deploy_split(base, [n.name for n in base.graph.node], step, target, tiled, setup, code)
         except BridgeError as err:
-            return NotRun(f"Deeploy makes no code for the graph order here: {err}")
+            reason = f"Deeploy makes no code for the graph order here: {err}"
+            refused.parent.mkdir(parents=True, exist_ok=True)
+            write_entry(refused, key, reason.encode())
+            return NotRun(reason)
         outcome = run_training(code, step.run, step.data.feeds, sources)
     if isinstance(outcome, NotRun):
         return NotRun(f"the graph order's code: {outcome.reason}", outcome.failed)
