@@ -120,3 +120,26 @@ def test_nothing_the_schedule_does_not_decide_moves_between_two_schedules_steps(
         assert named["__l1_heap_start"] % HEAP_PERIOD == 0 and named["__l2_shared_end"] % HEAP_PERIOD == 0
         network = {n for _, t, n in _nm(kit, out / "Network.o") if t in "tT"}
         assert min(a for a, t, n in symbols if t in "tT" and n in network) % CODE_PERIOD == 0
+
+
+class _Linked(Exception):
+    """Raised in place of gvsoc's run: the step was built and linked."""
+
+
+def test_a_ds_cnn_step_links(shared_models, monkeypatch):
+    """DS-CNN's graph-order step (its optimizer network calls a static DMA wait from more than a KiB away) links:
+    with each generated object behind an `. = ALIGN(1024)` of one output section, ld's relaxation shortened that
+    call and the padding then put its target out of reach (`relocation truncated to fit: R_RISCV_RVC_JUMP`), so
+    its calibration refused to run."""
+    from ckpt.deeploy_identity import Flavour, deeploy_flavour
+    from ckpt.gvsoc import train_run
+    from ckpt.pipeline import calibrate
+
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("DS-CNN's training step needs Deeploy's training branch")
+    monkeypatch.delenv("GVSOC_INSTALL", raising=False)
+    monkeypatch.setattr(calibrate, "_cached_calibration", lambda *a: None)     # built here, never a cached run
+    monkeypatch.setattr(train_run, "_cached", lambda key: None)
+    monkeypatch.setattr(train_run, "_simulate", lambda *a: (_ for _ in ()).throw(_Linked()))
+    with pytest.raises(_Linked):
+        calibrate.measured_costs(shared_models / "dscnn_train", "siracusa", setup_for("siracusa"))
