@@ -20,7 +20,8 @@ fork's points from a folder holding `<label>/seq.json` and `<label>/replay/repor
 release each model's line says so.
 
 Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
-     [--range 0.5:0.9 | --budgets 0.8,0.2] [--home L3] [--jobs N] [--gvsoc-timeout S] [--outdir DIR] [--smoke]
+     [--range 0.5:0.9 | --budgets 0.8,0.2] [--home L3] [--jobs N] [--costs auto|estimate|gvsoc|FILE]
+     [--gvsoc-timeout S] [--outdir DIR] [--smoke]
 (default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
@@ -58,6 +59,7 @@ from ckpt.errors import CkptError
 from ckpt.files import check_output_dir
 from ckpt.memory_levels import LevelMemory
 from ckpt.paths import shared_models
+from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import SCHEDULE, SOLVED
 from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
@@ -267,16 +269,18 @@ class ForkBasis:
         return cls(graph_order_peak(graph), graph.persistent_bytes, floor, op)
 
 
-def run_fork_point(point: ForkPoint, model: Path, basis: ForkBasis, folder: Path, time_limit: float) -> None:
-    """Solve ckpt's point at the fork's reduction (costs measured on gvsoc, calibrated once) and replay it, as
-    `ckpt solve` and `ckpt replay` do from the command line."""
+def run_fork_point(point: ForkPoint, model: Path, basis: ForkBasis, folder: Path, time_limit: float,
+                   costs: str = "auto") -> None:
+    """Solve ckpt's point at the fork's reduction with the op costs `costs` names (auto: measured on gvsoc,
+    calibrated once) and replay it, as `ckpt solve` and `ckpt replay` do from the command line."""
     budget = live_budget(point, basis.peak, basis.persistent)
     if budget < basis.floor:
         return
     folder.mkdir(parents=True, exist_ok=True)
     ckpt = [sys.executable, "-m", "ckpt"]
     progress(f"{point.label}: solving at {budget} B")
-    subprocess.run([*ckpt, "solve", str(model), "--target", "siracusa", "--budget", f"{budget}B", "--costs", "gvsoc",
+    subprocess.run([*ckpt, "solve", str(model), "--target", "siracusa", "--budget", f"{budget}B",
+                    "--costs", "gvsoc" if costs == "auto" else costs,
                     "--time-limit", str(time_limit), "-o", str(folder / "seq.json")], check=True)
     progress(f"{point.label}: replaying on the host and on gvsoc")
     subprocess.run([*ckpt, "replay", str(folder / "seq.json"), "--model", str(model), "-o", str(folder / "replay"),
@@ -346,6 +350,9 @@ def main() -> int:
     parser.add_argument("--home", default="L3", choices=("L3", "L2"))
     parser.add_argument("--jobs", type=jobs, default=0, help="points at once (0: the core count)")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
+    parser.add_argument("--costs", default="auto", metavar="auto|estimate|gvsoc|FILE",
+                        help="op costs the points are solved with, as `ckpt sweep --costs` (default auto: the "
+                             "model's cycles measured on gvsoc, calibrated once and cached)")
     parser.add_argument("--gvsoc-timeout", type=seconds, help="seconds a step may run on gvsoc without printing "
                         "(default: ckpt's, scaled from the step's predicted cycles)")
     parser.add_argument("--outdir")
@@ -357,6 +364,9 @@ def main() -> int:
         parser.error("--fork runs the fork's points and --fork-dir reads them: give one")
     if args.range and args.budgets:
         parser.error("--range and --budgets both name the budgets: give one")
+    if args.read_only and args.costs != "auto":
+        parser.error("--costs names the op costs of the points bench/zoo.py solves, and --read-only solves none: "
+                     "give one")
     if args.fork_dir and not Path(args.fork_dir).is_dir():
         parser.error(f"--fork-dir {args.fork_dir}: no such folder")
     given: dict[str, list[str]] = {}
@@ -369,10 +379,16 @@ def main() -> int:
         else tuple(parse_range(args.range or "0.5:0.9"))
     for model in models:
         split_step(model)
+    if args.costs not in COSTS_CHOICES:       # a bad file, or another model's calibration, before any work
+        read_cost_file(args.costs)
+        for model in [m for m in models if m.name not in given] + \
+                ([shared_models() / p.model for p in FORK_POINTS] if args.fork else []):
+            read_cost_file(args.costs, model, "siracusa")
     if args.outdir:
         check_output_dir(args.outdir)
     asked = args.budgets or args.range or "0.5:0.9"
-    ran = "each sweep read from its folder" if args.read_only else f"budgets {asked}, home {args.home}"
+    ran = "each sweep read from its folder" if args.read_only else \
+        f"budgets {asked}, home {args.home}" + ("" if args.costs == "auto" else f", op costs {args.costs}")
     print(f"Deeploy {deeploy_label()}; {ran}")
     print()
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
@@ -391,7 +407,7 @@ def main() -> int:
                 if args.read_only:
                     sweeps[model] = None
                     continue
-                options = SweepOptions(fractions=budgets, target="siracusa",
+                options = SweepOptions(fractions=budgets, target="siracusa", costs=args.costs,
                                        jobs=min(args.jobs, os.cpu_count() or 1),
                                        solve=SolveOptions(backend=BackendOptions(time_limit=args.time_limit)),
                                        replay=ReplayOptions(deeploy=setup_for("siracusa", args.home),
@@ -418,7 +434,8 @@ def main() -> int:
                     model = shared_models() / point.model
                     basis = ForkBasis.of(model)
                     if args.fork:
-                        run_fork_point(point, model, basis, fork_root / point.label, args.time_limit)
+                        run_fork_point(point, model, basis, fork_root / point.label, args.time_limit,
+                                       args.costs)
                     print("\n".join(fork_lines(point, basis, fork_root / point.label)), flush=True)
     return 0
 

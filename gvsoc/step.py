@@ -65,9 +65,9 @@ HARNESS_FILES = ("src/deeploytest.c", "src/CycleCounter.c")
 LINKER_SCRIPT = "chips/siracusa/link.ld"
 L2_BASE = 0x1C000000
 JAL_REACH = 1 << 20             # a jal's offset: 21 bits, signed
-GENERATED_TEXT = ".ckpt_generated_text"     # the output section of the generated code, after .l2_data
-LAYOUT = 2                # what the placement below is (in the run caches' keys): 2, nothing the schedule does not
-                          # decide moves with it
+GENERATED_TEXT = ".ckpt_generated_text"     # the output sections of the generated code, after .l2_data: .0, .1, ...
+LAYOUT = 3                # what the placement below is (in the run caches' keys): 2, nothing the schedule does not
+                          # decide moves with it; 3, each object's KiB is its output section's own alignment
 CODE_PERIOD = 1024        # the shared instruction cache's sets repeat every KiB: each object here starts on one
 HEAP_PERIOD = 1024        # where the L1 and L2 heaps start
 FRAME_QUANTUM = 256       # the master core's added stack, rounded up to this (a whole number of L1 bank periods)
@@ -96,10 +96,10 @@ class L2Overflow(StepBuildError):
 
 
 _OVERFLOW = re.compile(r"region `L2' overflowed by (\d+) bytes")
-# ld's relaxation can shorten a call to a compressed jump and then move its target out of the jump's reach (the
-# KiB-aligned objects shift after relaxing); the link fails with this, and links without relaxation
+# ld's relaxation can shorten a call to a compressed jump and then move its target out of the jump's reach
+# (padding inside one output section did: linker_script gives each object its own); where it still happens, the
+# link fails with this and the step links again without relaxation, which its record says
 _TRUNCATED = "relocation truncated to fit"
-_LINKER_SAYS = (_TRUNCATED, "undefined reference", "multiple definition")    # ld's own words for what failed
 
 
 @dataclass(frozen=True)
@@ -124,12 +124,13 @@ def harness_missing(sources: KernelSources) -> str | None:
 
 
 def _first_error(stderr: str) -> str:
-    """The line that says what failed: a truncated relocation names it where gcc's driver only says that ld did."""
-    lines = stderr.splitlines()
-    said = ([line for line in lines if any(what in line for what in _LINKER_SAYS)]
-            or [line for line in lines if "error" in line.lower() and not line.startswith("collect2")]
-            or [line for line in lines if "error" in line.lower()] or lines or ["?"])
-    return said[0].strip()
+    """The compiler's or the linker's first diagnostic: a line saying error but collect2's (which only says ld
+    failed), else the first line ld wrote that is no warning and no "in function" heading, else the first line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = [line for line in lines if "error" in line.lower() and not line.startswith("collect2:")]
+    ld = [line for line in lines if not line.startswith("collect2:") and "warning:" not in line
+          and not line.endswith("':")]
+    return (said or ld or lines or ["?"])[0]
 
 
 def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
@@ -200,9 +201,13 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
 
 def linker_script(sdk: SdkLibrary, generated: list[str], pad: str | None = None) -> str:
     """pulp-sdk's Siracusa linker script with the code of the objects named `generated` (file names) taken out of
-    .text and put, in that order, each from a CODE_PERIOD boundary (but the one after `pad`, which moves it), in an
-    output section of its own after .l2_data, and the L1 heap and the L2 heap started at a HEAP_PERIOD boundary
-    (see the module doc); StepBuildError where the script is not laid out so."""
+    .text and put, in that order, after .l2_data, each in an output section of its own aligned to CODE_PERIOD (but
+    the one after `pad`, which shares the pad's section: the pad moves it), and the L1 heap and the L2 heap started
+    at a HEAP_PERIOD boundary (see the module doc); StepBuildError where the script is not laid out so.
+    The KiB is each output section's own alignment, not an `. = ALIGN()` between objects of one section: ld's
+    RISC-V relaxation shortens a call by the distance it sees, allowing for the alignment of the output sections
+    only, so padding from an ALIGN inside a section can grow a relaxed call's distance past its reach after the
+    fact (a DS-CNN step did not link: `relocation truncated to fit: R_RISCV_RVC_JUMP`)."""
     script = (sdk.link_dir / LINKER_SCRIPT).read_text()
     text, l2_data = _TEXT.search(script), _L2_DATA.search(script)
     if not generated:
@@ -214,11 +219,16 @@ def linker_script(sdk: SdkLibrary, generated: list[str], pad: str | None = None)
                              "reach of their targets and the step's layout apart from the schedule")
     files = " ".join(f"*/{name}" for name in generated)
     body = _TEXT_INPUTS.sub(lambda m: f"*(EXCLUDE_FILE({files}) {m.group(1)})", text.group(0))
-    aligned = [pad is None or before != pad for before in [None, *generated]]
-    own = (f"\n  {GENERATED_TEXT} :\n  {{\n"
-           + "".join((f"    . = ALIGN({CODE_PERIOD});\n" if align else "") + f"    */{name}(.text .text.*)\n"
-                     for align, name in zip(aligned, generated))
-           + "    . = ALIGN(4);\n  } > L2\n")
+    sections: list[list[str]] = []
+    for before, name in zip([None, *generated], generated):
+        if pad is not None and before == pad:
+            sections[-1].append(name)
+        else:
+            sections.append([name])
+    own = "".join(f"\n  {GENERATED_TEXT}.{k} : ALIGN({CODE_PERIOD})\n  {{\n"
+                  + "".join(f"    */{name}(.text .text.*)\n" for name in names)
+                  + ("    . = ALIGN(4);\n" if k == len(sections) - 1 else "") + "  } > L2\n"
+                  for k, names in enumerate(sections))    # the L1 data the runtime copies word by word follows
     script = script[:text.start()] + body + script[text.end():l2_data.end()] + own + script[l2_data.end():]
     script = _L1_HEAP.sub(f"__l1_heap_start = ALIGN({HEAP_PERIOD});", script)
     return _L2_END.sub(lambda m: f"__l2_shared_end = ALIGN({m.group(1)}, {HEAP_PERIOD});", script)

@@ -52,6 +52,11 @@ SLACK_FLOOR = 8          # a fit steps the live budget up by at least 1/8 of wha
 CHECKS = 3               # solves spent, after a refusal, finding a total to state that a solve then fits
 
 
+class MissedTotal(InfeasibleBudget):
+    """No schedule found fits the total; its floor is the total the closest schedule found needs (a schedule
+    known to need it, where a refusal's floor can otherwise be the model's bound)."""
+
+
 @dataclass(frozen=True)
 class LevelModel:
     """A home level's total as a live-byte problem: its static part and the arena model in its stage order."""
@@ -139,25 +144,34 @@ def _beyond_the_level(loaded: LoadedModel, total: LevelTotal, err: InfeasibleBud
 
 def _checked(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions, starts: list[RunSequence],
              progress: Progress, err: InfeasibleBudget) -> InfeasibleBudget:
-    """The refusal `err`, the total it states shown to fit by a solve at that total, as the command the user runs
-    next would solve it. A total the model proves no schedule goes below can still miss when ckpt's layout of the
-    answer misses its live maximum: then the total that solve's closest schedule needs is tried, and last the
-    graph order's own (no recompute). The first that fits is the one stated; if none does, the last tried is,
-    said as not checked."""
+    """The refusal `err`, the total it advises shown to fit by a solve at that total, as the command the user runs
+    next would solve it, beside the smallest total of any schedule found on the way. A total the model proves no
+    schedule goes below can still miss when ckpt's layout of the answer misses its live maximum: then the total
+    that solve's closest schedule needs is tried, and last the graph order's own (no recompute). The first that
+    fits is the one advised; if none does, the smallest total a schedule found needs is, said as not checked (a
+    solve at a total need not find every schedule that fits it: the search is no monotone function of it)."""
+    found = [err.floor] if isinstance(err, MissedTotal) else []    # totals schedules found are known to need
     tried, candidate = [], err.floor
     for _ in range(CHECKS):
         tried.append(candidate)
         progress(Step(f"checking that a total of {candidate} B fits, as stated"))
         try:
-            _solve_total(loaded, replace(total, text=f"{total.level}={candidate}", nbytes=candidate), code, options,
-                         starts, progress)
-            return _restated(err, total, candidate, checked=True)
+            answer = _solve_total(loaded, replace(total, text=f"{total.level}={candidate}", nbytes=candidate), code,
+                                  options, starts, progress)
+            return _restated(err, total, candidate, min([*found, answer.total]), checked=True)
         except InfeasibleBudget as again:
             needs = again.floor if again.floor is not None and again.floor > candidate else None
-        candidate = needs if needs is not None and needs not in tried else _graph_order_total(loaded, code)
+            if isinstance(again, MissedTotal):
+                found.append(again.floor)
+        if needs is None or needs in tried:
+            candidate = _graph_order_total(loaded, code)
+            found.append(candidate)
+        else:
+            candidate = needs
         if candidate in tried:
             break
-    return _restated(err, total, tried[-1], checked=False)
+    smallest = min(found, default=tried[-1])
+    return _restated(err, total, smallest, smallest, checked=False)
 
 
 def _graph_order_total(loaded: LoadedModel, code: int) -> int:
@@ -167,11 +181,16 @@ def _graph_order_total(loaded: LoadedModel, code: int) -> int:
                             loaded.persistent_io)[loaded.home_level].total + code
 
 
-def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, checked: bool) -> InfeasibleBudget:
-    """`err` with `fits` as the total to raise the budget to: the floor it proved still said where it holds."""
-    if fits == err.floor and checked:
+def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, smallest: int, checked: bool) -> InfeasibleBudget:
+    """`err` with `fits` as the total to raise the budget to and `smallest` as the least total a schedule found
+    needs: the floor it proved still said where it holds."""
+    if fits == err.floor == smallest and checked:
         return err
-    said = f"the smallest total a schedule was found to fit is {fits} B" + ("" if checked else " (not checked)")
+    said = f"the smallest total a schedule was found to need is {smallest} B"
+    if not checked:
+        said += " (no solve at it was checked to find one)"
+    elif fits != smallest:
+        said += f", and a solve at {fits} B finds one"
     if err.floor_exact:
         said = f"no schedule fits below {err.floor} B (proven), and {said}"
     return InfeasibleBudget(f"the {total.level} total cannot fit {total.nbytes} B: {said}",
@@ -227,7 +246,7 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
     if fits:
         return min(fits, key=lambda a: (a.result.recompute_cost, a.total))
     closest = min(found, key=lambda a: a.total)
-    raise InfeasibleBudget(f"the {model.level} total cannot fit {total.nbytes} B: the closest schedule found needs "
+    raise MissedTotal(f"the {model.level} total cannot fit {total.nbytes} B: the closest schedule found needs "
                            f"{closest.total} B ({model.parts()} + an arena of {closest.level.arena} B, whose layout "
                            f"misses its live maximum {closest.level.live_max} B)",
                            f"raise the budget to at least {closest.total} B", proven=False, floor=closest.total)

@@ -283,6 +283,8 @@ BAD_BENCH_ARGUMENTS = [
     ("zoo", ["--budgets", "0.8,1.2"], "not a budget fraction"),
     ("zoo", ["--budgets", "0.8", "--range", "0.5:0.6"], "--range and --budgets both name the budgets"),
     ("zoo", ["--gvsoc-timeout", "-1"], "not a number of seconds above zero"),
+    ("zoo", ["--costs", "{tmp}/nowhere.json"], "no cost file at"),
+    ("zoo", ["--read-only", "--costs", "estimate"], "--read-only solves none"),
     ("sweep", ["--jobs", "-1"], "not a count of processes"),
     ("sweep", ["--range", "abc"], "is not LOW:HIGH"),
     ("gvsoc", ["--time-limit", "nan"], "not a number of seconds above zero"),

@@ -8,7 +8,7 @@ import pytest
 
 from ckpt.gvsoc.diagnosis import diagnosis, first_error, name_address, ram_layout
 from ckpt.gvsoc.run import _simulate, failed_reason, hung_reason
-from ckpt.gvsoc.step import StepBuildError, stack_frames
+from ckpt.gvsoc.step import StepBuildError, _first_error, stack_frames
 
 # gvsoc's output as it was when CCT2_LoRA2's step overflowed the master core's stack (colours and all)
 LOG = ("HELLO WORLD:\nIntializing\nInitialized\nInput copied\n"
@@ -32,6 +32,19 @@ def test_the_first_error_is_the_simulators_not_its_last_line():
     assert line == "/ram/trace Received out-of-bound request (addr: 0x4f29fab, ram_size: 0x800000)"
     assert first_error("HELLO\nErrors: 0 out of 12\n") is None          # the harness's verdict is no error
     assert first_error("ERROR: Cannot open file 3.hex! Exiting...") == "ERROR: Cannot open file 3.hex! Exiting..."
+
+
+def test_a_link_that_fails_is_said_by_what_ld_found_not_by_collect2():
+    stderr = ("/usr/bin/ld: warning: /tmp/x/step.elf has a LOAD segment with RWX permissions\n"
+              "/tmp/x/OptimizerNetwork.o: in function `.L445':\n"
+              "OptimizerNetwork.c:(.text._sgd_closure+0x1cc): relocation truncated to fit: R_RISCV_RVC_JUMP against "
+              "`mchan_channel_wait'\n"
+              "collect2: error: ld returned 1 exit status\n")
+    assert _first_error(stderr) == ("OptimizerNetwork.c:(.text._sgd_closure+0x1cc): relocation truncated to fit: "
+                                    "R_RISCV_RVC_JUMP against `mchan_channel_wait'")
+    compiled = "a.c:3:1: error: expected ';'"
+    assert _first_error(f"{compiled}\ncollect2: error: ld returned 1\n") == compiled
+    assert _first_error("collect2: error: ld returned 1 exit status\n") == "collect2: error: ld returned 1 exit status"
 
 
 def test_l3_buffers_lie_from_the_end_of_the_ram_down_in_allocation_order():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -153,3 +154,42 @@ def _nm_undefined(kit, path: Path) -> list[tuple[int, str, str]]:
     nm = kit.compiler.cc.with_name(kit.compiler.cc.name.replace("gcc", "nm"))
     done = subprocess.run([str(nm), "--undefined-only", str(path)], capture_output=True, text=True, check=True)
     return [(0, "U", line.split()[-1]) for line in done.stdout.splitlines() if line.strip()]
+
+
+class _Linked(Exception):
+    """Raised in place of gvsoc's run: the step was built and linked."""
+
+
+def _load_addresses(elf: Path) -> list[int]:
+    """Where each loaded segment of a 32-bit little-endian ELF is loaded from (its physical address)."""
+    data = elf.read_bytes()
+    offset, size, count = struct.unpack_from("<I", data, 0x1C)[0], *struct.unpack_from("<HH", data, 0x2A)
+    headers = [struct.unpack_from("<8I", data, offset + k * size) for k in range(count)]
+    return [header[3] for header in headers if header[0] == 1]      # PT_LOAD
+
+
+def test_a_ds_cnn_step_links_and_loads_from_words(shared_models, monkeypatch):
+    """DS-CNN's graph-order step (its optimizer network calls a static DMA wait from more than a KiB away) links:
+    with each generated object behind an `. = ALIGN(1024)` of one output section, ld's relaxation shortened that
+    call and the padding then put its target out of reach (`relocation truncated to fit: R_RISCV_RVC_JUMP`), so
+    its calibration refused to run. And every segment loads from a word: the runtime copies the L1 data that
+    follows the generated code word by word (from a half-word, a step computed wrong numbers)."""
+    from ckpt.deeploy_identity import Flavour, deeploy_flavour
+    from ckpt.gvsoc import train_run
+    from ckpt.pipeline import calibrate
+
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("DS-CNN's training step needs Deeploy's training branch")
+    monkeypatch.delenv("GVSOC_INSTALL", raising=False)
+    monkeypatch.setattr(calibrate, "_cached_calibration", lambda *a: None)     # built here, never a cached run
+    monkeypatch.setattr(train_run, "_cached", lambda key: None)
+    loads = []
+
+    def linked(command, *args):
+        elf = next(Path(a.split("=", 1)[1]) for a in command if a.startswith("--binary="))
+        loads.extend(_load_addresses(elf))
+        raise _Linked
+    monkeypatch.setattr(train_run, "_simulate", linked)
+    with pytest.raises(_Linked):
+        calibrate.measured_costs(shared_models / "dscnn_train", "siracusa", setup_for("siracusa"))
+    assert loads and all(address % 4 == 0 for address in loads), [hex(a) for a in loads]

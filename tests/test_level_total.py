@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from types import SimpleNamespace
 
+import pytest
 from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt import deeploy_bridge
 from ckpt.errors import InfeasibleBudget
+from ckpt.pipeline import level_total
 from ckpt.pipeline.level_total import LiveProbe, _bounded_by, probed_live_budgets
 from ckpt.replay.graph_view import GraphView, NodeView
 from ckpt.replay.onnx_graph import rewired_aliases
 from ckpt.replay.plan import plan_replay
 from ckpt.schedule_file import clone_of
+from ckpt.solver.budget import parse_total
 from ckpt.solver.graph.baselines import reorder
 from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.graph.schedule import Decisions
@@ -263,3 +267,42 @@ def test_the_live_budget_search_ends_only_where_its_interval_closes_or_its_tries
     probed_live_budgets(start % ceiling + 1, ceiling, total, counted, tries=256)
     assert len(calls) == len(set(calls)) and all(0 < b <= ceiling for b in calls)
     assert len(calls) < 256     # closed before the tries ran out: each step settles an eighth or a schedule
+
+
+GRAPH_ORDER_TOTAL = 10**6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_refusal_states_the_smallest_total_a_schedule_found_needs_and_advises_one_a_solve_fits(data):
+    """After a refusal at a total, `_checked` solves again at the total it would state. Each solve at a total
+    either fits (its answer's total at most that) or misses, naming the total its closest schedule needs, which
+    is more, and which a solve at that total need not find again (the search is no monotone function of the
+    total). The refusal then names the least total of any schedule found on the way, and advises a total a solve
+    was seen to fit (else that least total, said as not checked)."""
+    first = data.draw(st.integers(101, 10_000), label="closest total of the first refusal")
+    schedules = [first]      # the totals schedules found need
+    fitted = []              # the totals a solve was seen to fit
+
+    def solve_at(loaded, total, code, options, starts, progress):
+        if data.draw(st.booleans(), label=f"a solve at {total.nbytes} fits"):
+            schedules.append(data.draw(st.integers(1, total.nbytes), label="its answer's total"))
+            fitted.append(total.nbytes)
+            return SimpleNamespace(total=schedules[-1])
+        schedules.append(total.nbytes + data.draw(st.integers(1, 5_000), label="the closest total it found"))
+        raise level_total.MissedTotal("missed", floor=schedules[-1], proven=False)
+
+    def graph_order_total(loaded, code):
+        schedules.append(GRAPH_ORDER_TOTAL)
+        return GRAPH_ORDER_TOTAL
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(level_total, "_solve_total", solve_at)
+        patch.setattr(level_total, "_graph_order_total", graph_order_total)
+        err = level_total.MissedTotal("missed", floor=first, proven=False)
+        stated = level_total._checked(None, parse_total("L3=100"), 0, OPTIONS, [], lambda e: None, err)
+    smallest = min(schedules)
+    if fitted:
+        assert stated.floor == fitted[0] and (stated is err or f"need is {smallest} B" in stated.problem)
+    else:
+        assert stated.floor == smallest and f"need is {smallest} B (no solve at it was checked" in stated.problem

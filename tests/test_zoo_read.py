@@ -3,6 +3,7 @@ ranges (merged, the graph order first and the budgets from the largest down), an
 points (their overheads over its baseline), and each point's code runs and checks from its replay report."""
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from bench_support import bench_module
 
 from ckpt.errors import CkptError
+from ckpt.examples import write_example
+from ckpt.pipeline.calibrate import CALIBRATION_FORMAT, KIND
 from ckpt.pipeline.row import empty_row
 
 zoo = bench_module("zoo")
@@ -125,3 +128,43 @@ def test_a_point_replayed_whole_but_not_recorded_is_read_from_its_schedule_and_r
     assert [r.label for r in read.rows] == ["baseline", "0.8"]
     rebuilt = next(r for r in read.rows if r.label == "0.8")
     assert replace(rebuilt, seconds=None) == replace(finished["0.8"], seconds=None)
+
+
+class _Swept(Exception):
+    """Raised by the stand-in of run_sweep once it has the sweep's options."""
+
+
+@pytest.mark.parametrize("given, costs", [((), "auto"), (("--costs", "estimate"), "estimate"),
+                                          (("--costs", "gvsoc"), "gvsoc")])
+def test_the_points_are_solved_with_the_costs_given(split, tmp_path, monkeypatch, given, costs):
+    """`--costs` reaches the sweep as `ckpt sweep --costs` takes it (auto unless given)."""
+    seen = []
+
+    def swept(model, folder, options, progress):
+        seen.append(options.costs)
+        raise _Swept
+    monkeypatch.setattr(zoo, "run_sweep", swept)
+    monkeypatch.setattr(zoo, "deeploy_flavour", lambda: zoo.Flavour.TRAINING_BRANCH)
+    monkeypatch.setattr("sys.argv", ["zoo.py", "--model", str(split), "--budgets", "0.9", *given,
+                                     "--outdir", str(tmp_path / "out")])
+    with pytest.raises(_Swept):
+        zoo.main()
+    assert seen == [costs] and not (tmp_path / "out").exists()
+
+
+def test_another_models_calibration_is_refused_before_any_work(split, tmp_path, monkeypatch, capsys):
+    """A cost file is checked against each model the bench sweeps before anything runs: one line, exit 1."""
+    other = tmp_path / "other"
+    write_example("mlp", other, layers=2)
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"kind": KIND, "format": CALIBRATION_FORMAT, "target": "siracusa", "setup": {},
+                                 "model_sha256": hashlib.sha256((other / "network.onnx").read_bytes()).hexdigest(),
+                                 "step_cycles": 1000, "node_cycles": {}, "errors": 0, "total": 1, "code_bytes": 0,
+                                 "key": "0" * 64}))
+    monkeypatch.setattr(zoo, "run_sweep", lambda *a: pytest.fail("swept with another model's calibration"))
+    monkeypatch.setattr("sys.argv", ["zoo.py", "--model", str(split), "--costs", str(costs), "--outdir",
+                                     str(tmp_path / "out")])
+    assert zoo.run_bench(zoo.main) == 1
+    out = capsys.readouterr()
+    assert f"'{costs}' is a calibration of another model" in out.err and out.out == ""
+    assert not (tmp_path / "out").exists()
