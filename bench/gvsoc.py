@@ -205,11 +205,15 @@ def layout_band(model: str, target: str, home: str, count: int, kit, sources) ->
                                        False, NOISE_TIMEOUT, pad=pad)
                 if found.status is SimStatus.MEASURED:
                     cycles[label], layers[label] = found.cycles, dict(found.layer_cycles or {})
+                else:
+                    progress(f"layout band: {label} not measured: {found.reason}")
                 continue
             run = simulate_step(where, data.feeds, data.golden or host.outputs, sources, kit,
-                                host.stats.levels[TARGET_TABLE[target].on_chip].peak, pad=pad)
+                                host.stats.levels[TARGET_TABLE[target].on_chip].peak, pad=pad, timeout=NOISE_TIMEOUT)
             if isinstance(run, GvsocRun):
                 cycles[label], layers[label] = run.cycles, dict(run.layers or {})
+            else:
+                progress(f"layout band: {label} not measured: {run.reason}")
     return LayoutBand(cycles, layers)
 
 
