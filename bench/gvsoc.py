@@ -5,8 +5,11 @@ recomputes, the predicted step cycles (the calibrated graph-order step + the rec
 ones, both overheads over the baseline, their difference, the step's Errors on gvsoc, and the gvsoc seconds the
 point took (building the step and simulating it, both flows). Then, with --noise N, the layout band: the graph
 order's step built N more times with its own network moved by a few bytes (gvsoc.step's pad; everything else stays
-where it is), the largest change of the step's cycles and of one layer's; a point whose prediction misses the rule
-but lies inside that band is marked "in band" (the device's figure stands; the difference is printed).
+where it is), and N more times with a few no-ops run once at its init, before the harness starts its timer (no
+layer's code, data or place changes: only the state the step starts from, its instruction caches, their
+replacement LFSRs and the clocks' phases), the largest change of the step's cycles and of one layer's; a point
+whose prediction misses the rule but lies inside that band is marked "in band" (the device's figure stands; the
+difference is printed).
 Run: python bench/gvsoc.py [--model DIR] [--range 0.7:0.9] [--noise 2] [--jobs N] [--outdir DIR] [--smoke]
 (--smoke: a small CCT example, the baseline and one point, no noise runs). Skips, saying why, without gvsoc.
 With --cct-train, every CCT of Deeploy's CCT_Train tests in the shared models instead (CCT2_LP, FT1, FT2, LoRA1,
@@ -21,6 +24,8 @@ calibrated ones, the change of every other probed layer and the change outside t
 """
 from __future__ import annotations
 
+import re
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -52,6 +57,8 @@ SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
 SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}
 CCT_TRAIN = ("cct2_lp", "cct2_ft1", "cct2_lora1", "cct2_ft2", "cct2_lora2")   # Deeploy's CCT_Train tests
 PADS = (4, 8, 12, 68, 260, 1028)   # bytes put before the schedule's network (gvsoc.step's pad; not multiples of 16)
+NOPS = (1, 2, 3, 5, 8, 13)         # no-ops run once at the step's init, before its timer (history_moved)
+_INIT = re.compile(r"^void Init\w*Network\(.*\)\s*\{$", re.M)
 NOISE_TIMEOUT = 3600.0             # seconds a layout-band run may go silent before it is taken as hung
 
 
@@ -135,21 +142,43 @@ def cct_train_table(results: dict[str, object]) -> None:
 
 @dataclass(frozen=True)
 class LayoutBand:
-    """The graph order's step built with the schedule's own code moved by a few bytes (gvsoc.step's pad): its
-    cycles per move, and the largest change over the unmoved build, in % of it."""
+    """The graph order's step built unmoved and perturbed (its own code moved by a few bytes, or a few no-ops run at
+    its init): its cycles per build, and the largest change over the unmoved build, in % of it."""
 
-    cycles: dict[int, int]                    # pad (B) -> step cycles (a split step: its train network's)
-    layers: dict[int, dict[str, int]]         # pad (B) -> each probed layer's cycles
+    cycles: dict[str, int]                    # build ("unmoved", "moved by 4 B", "3 no-ops at init") -> step cycles
+    layers: dict[str, dict[str, int]]         # build -> each probed layer's cycles (a split step: its train network)
 
     @property
     def width_pct(self) -> float:
-        base = self.cycles.get(0)
+        base = self.cycles.get(UNMOVED)
         return max((100.0 * abs(c - base) / base for c in self.cycles.values()), default=0.0) if base else 0.0
 
 
+UNMOVED = "unmoved"
+
+
+def history_moved(source: str, nops: int) -> str:
+    """The generated network's C with `nops` no-ops run once at the start of its init function, which the harness
+    calls before it starts its timer: what each layer runs and where its code and data sit stay as they are, only
+    the state the step starts from changes (what the instruction caches hold, where their replacement LFSRs stand,
+    the clocks' phases). ValueError where the source has no init function."""
+    found = _INIT.search(source)
+    if found is None:
+        raise ValueError("the generated network has no Init...Network function to run the no-ops in")
+    nop = f'__asm__ volatile(".option push\\n.option norvc\\n.rept {nops}\\n nop\\n.endr\\n.option pop");'
+    return f"{source[:found.end()]}\n{nop}{source[found.end():]}"
+
+
+def _history_code(code: Path, network: str, nops: int, out: Path) -> Path:
+    """A copy of the code folder `code` whose `network` runs `nops` no-ops at its init (history_moved)."""
+    shutil.copytree(code, out)
+    (out / network).write_text(history_moved((code / network).read_text(), nops))
+    return out
+
+
 def layout_band(model: str, target: str, home: str, count: int, kit, sources) -> LayoutBand:
-    """The graph order's step on gvsoc, unmoved and moved by the first `count` PADS (a split step: the train
-    network moved; both networks run by the branch's harness)."""
+    """The graph order's step on gvsoc, unmoved, moved by the first `count` PADS and started after the first `count`
+    NOPS (a split step: the train network moved; both networks run by the branch's harness)."""
     lowered = deeploy_bridge.lower(model, target)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     order = [n.name for n in lowered.model.graph.node]
@@ -165,31 +194,39 @@ def layout_band(model: str, target: str, home: str, count: int, kit, sources) ->
             data = step_data(folder, read_model(model), lowered.io_names)
             deeploy_bridge.deploy(lowered.model, order, target, tiled=True, setup=setup, code_dir=code)
             host = run_code(code, data.feeds, sources)
-        for pad in (0, *PADS[:count]):
-            progress(f"layout band: the graph order's step, its network moved by {pad} B")
+        network = "TrainingNetwork.c" if split is not None else "Network.c"
+        builds = [(UNMOVED, 0, 0), *((f"moved by {pad} B", pad, 0) for pad in PADS[:count]),
+                  *((f"{nops} no-ops at init", 0, nops) for nops in NOPS[:count])]
+        for label, pad, nops in builds:
+            progress(f"layout band: the graph order's step, {label}")
+            where = _history_code(code, network, nops, Path(tmp) / f"nops-{nops}") if nops else code
             if split is not None:
-                found = simulate_split("tiled", code, host, split, order, sources, kit, Path(tmp) / f"{pad}.log",
+                found = simulate_split("tiled", where, host, split, order, sources, kit, Path(tmp) / f"{label}.log",
                                        False, NOISE_TIMEOUT, pad=pad)
                 if found.status is SimStatus.MEASURED:
-                    cycles[pad], layers[pad] = found.cycles, dict(found.layer_cycles or {})
+                    cycles[label], layers[label] = found.cycles, dict(found.layer_cycles or {})
+                else:
+                    progress(f"layout band: {label} not measured: {found.reason}")
                 continue
-            run = simulate_step(code, data.feeds, data.golden or host.outputs, sources, kit,
-                                host.stats.levels[TARGET_TABLE[target].on_chip].peak, pad=pad)
+            run = simulate_step(where, data.feeds, data.golden or host.outputs, sources, kit,
+                                host.stats.levels[TARGET_TABLE[target].on_chip].peak, pad=pad, timeout=NOISE_TIMEOUT)
             if isinstance(run, GvsocRun):
-                cycles[pad], layers[pad] = run.cycles, dict(run.layers or {})
+                cycles[label], layers[label] = run.cycles, dict(run.layers or {})
+            else:
+                progress(f"layout band: {label} not measured: {run.reason}")
     return LayoutBand(cycles, layers)
 
 
 def band_table(band: LayoutBand) -> None:
-    """The layout band: each move's step cycles and the layer it moved most."""
-    print("\n| network moved by B | step cycles | vs unmoved % | largest layer change (cycles) | that layer |")
+    """The layout band: each build's step cycles and the layer it changed most."""
+    print("\n| graph order's step | step cycles | vs unmoved % | largest layer change (cycles) | that layer |")
     print("|---|---|---|---|---|")
-    base, base_layers = band.cycles.get(0), band.layers.get(0, {})
-    for pad, cycles in band.cycles.items():
-        change = max(((abs(c - base_layers.get(name, c)), name) for name, c in band.layers[pad].items()),
+    base, base_layers = band.cycles.get(UNMOVED), band.layers.get(UNMOVED, {})
+    for label, cycles in band.cycles.items():
+        change = max(((abs(c - base_layers.get(name, c)), name) for name, c in band.layers[label].items()),
                      default=(0, "-"))
         moved = 100.0 * (cycles - base) / base if base else 0.0
-        print(f"| {pad} | {cycles} | {moved:+.3f} | {change[0]} | {change[1][:60]} |")
+        print(f"| {label} | {cycles} | {moved:+.3f} | {change[0]} | {change[1][:60]} |")
     print(f"\nlayout band: +-{band.width_pct:.3f}% of the graph order's step (the largest change over the unmoved "
           "build); a prediction outside the rule but inside it is marked \"in band\"")
 
@@ -201,7 +238,8 @@ def main() -> int:
     parser.add_argument("--range", type=budget_range, default=None,
                         help="budget fractions LOW:HIGH, step 0.1 (default 0.7:0.9; with --cct-train 0.7:0.7)")
     parser.add_argument("--noise", type=int, default=2,
-                        help=f"layout-moved builds of the graph order, the layout band (<= {len(PADS)})")
+                        help=f"the layout band: the graph order's step built N times with its network moved and "
+                        f"N times with no-ops at its init (N <= {len(PADS)})")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
