@@ -103,16 +103,17 @@ Stage = Callable[[Attempt, Found], Found]
 
 
 def greedy_start(attempt: Attempt, found: Found) -> Found:
-    """The cheaper of the two heuristics' schedules (or a given schedule, when cheaper still); under a cost cap
-    the plain order, cost 0. The eviction walk first: it takes a fraction of the greedy's time, and near the floor,
-    where the greedy finds nothing, it often finds a schedule (its answer is there if the greedy runs out of time)."""
+    """The greedy heuristic's schedule, else the eviction walk's (or a given schedule, when cheaper); under a cost
+    cap the plain order, cost 0. The walk runs first: it takes a fraction of the greedy's time, and its schedule is
+    there where the greedy finds none (near the floor) or runs out of time. Where both find one, the greedy's is
+    kept even if the walk's costs less as it is: polished, the greedy's tends to cost less."""
     attempt.progress(Step("greedy heuristic"))
     if attempt.options.objective is not Objective.COST:
         return replace(found, start=Decisions(frozenset()))
     budget, deadline = attempt.options.budget, attempt.plan.at(GREEDY_UNTIL)
     walked = evicting(attempt.staged, budget, deadline=deadline)
-    start = greedy(attempt.staged, budget, deadline=deadline)
-    start = attempt.cheaper(start, walked, *fitting(attempt.staged, attempt.incumbents, budget))
+    start = greedy(attempt.staged, budget, deadline=deadline) or walked
+    start = attempt.cheaper(start, *fitting(attempt.staged, attempt.incumbents, budget))
     if start is not None:
         attempt.progress(Incumbent(attempt.cost(start), "greedy"))
     return replace(found, start=start)
