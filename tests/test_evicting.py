@@ -1,5 +1,6 @@
 """The eviction walk (solver/realise/evicting.py): every schedule it returns fits by the replay and lies in the
 MILP's space, it never finds one where the exact model proves none, and it finds one where the greedy cannot."""
+import pulp
 import pytest
 from graphs import make_graph, random_graphs, shaped_graphs
 from hypothesis import HealthCheck, given, settings
@@ -7,9 +8,12 @@ from hypothesis import strategies as st
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.graph.baselines import baselines, reorder
+from ckpt.solver.graph.schedule import needed_retentions
 from ckpt.solver.graph.simulate import memory_trace, unready_read
 from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model import milp
 from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy, outside_space
@@ -66,3 +70,23 @@ def test_near_the_floor_the_heuristics_find_the_schedule_the_greedy_alone_misses
     assert memory_trace(graph, result.seq).peak_bytes <= floor
     exact = solve(graph, SolveOptions(budget=floor, backend=EXACT))
     assert result.planned_cost >= exact.planned_cost
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=st.one_of(random_graphs(max_ops=10), shaped_graphs()), squeeze=st.floats(0.0, 0.6))
+def test_the_walks_schedule_handed_to_the_exact_model_is_a_feasible_start_of_its_cost(graph, squeeze):
+    """The models start from the heuristics' schedule (solver/model/model_run.py): the values it is handed as must
+    satisfy every constraint of the exact model, at the schedule's own cost, or HiGHS drops the start."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    order = staged(graph)
+    found = evicting(order, budget)
+    if found is None:
+        return
+    model = milp.build(Problem(order), budget)
+    values = milp.start_values(model, set(found.recomputes), needed_retentions(order, found.sequence(order)))
+    assert {key for key in found.recomputes} <= set(model.R)
+    for var in model.lp.variables():
+        var.varValue = values.get(var.name, 0.0)
+    assert model.lp.valid(1e-6)
+    assert pulp.value(model.lp.objective) == pytest.approx(found.cost(order))
