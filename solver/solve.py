@@ -1,15 +1,15 @@
 """solve(): a TrainGraph and a budget in, the cheapest recompute schedule that fits out.
 
-Several solvers sit behind this one signature (`method`): the exact MILP (warm-started from the greedy
-heuristic) and the greedy heuristic alone. Each is a tuple of stages with one signature (solver/stages.py), so a
-benchmark can run any of them, or a prefix of one (`stages=`).
+Several solvers sit behind this one signature (`method`): the exact MILP (warm-started from the heuristics'
+schedule: the greedy's, else the eviction walk's) and the heuristics alone. Each is a tuple of stages with one
+signature (solver/stages.py), so a benchmark can run any of them, or a prefix of one (`stages=`).
 
 The schedule space: a fixed stage order (a memory-minimising list order, or the graph's own; `order=search`
 solves a local search's orders one by one, solver/order_search.py), any op recomputed in any later stage, one
 version of a buffer at a time; views are re-made where they are read (solver.views), or, with `views=fixed`,
 made once. A proof ("optimal", "infeasible") is relative to that space, and the result says which (`space`).
 
-Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The greedy heuristic runs
+Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The heuristics run
 until half of it (on large graphs its schedule may be all there is), the lower bound until 80%, the focused
 model until 90%, the exact model until the end; when the models are too big to be built, handed to HiGHS and
 run at all in the last fifth (judged by their size, `time_plan.models_fit`), the bound runs until 90% instead and

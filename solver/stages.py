@@ -37,6 +37,7 @@ from ckpt.solver.model.time_plan import (
     limit_for_models,
     models_fit,
 )
+from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
 
 NO_BOUND = Bound(0.0, ())
@@ -102,12 +103,16 @@ Stage = Callable[[Attempt, Found], Found]
 
 
 def greedy_start(attempt: Attempt, found: Found) -> Found:
-    """The greedy heuristic (or a given schedule, when cheaper); under a cost cap the plain order, cost 0."""
+    """The greedy heuristic's schedule, else the eviction walk's (or a given schedule, when cheaper); under a cost
+    cap the plain order, cost 0. The walk runs first: it takes a fraction of the greedy's time, and its schedule is
+    there where the greedy finds none (near the floor) or runs out of time. Where both find one, the greedy's is
+    kept even if the walk's costs less as it is: polished, the greedy's tends to cost less."""
     attempt.progress(Step("greedy heuristic"))
     if attempt.options.objective is not Objective.COST:
         return replace(found, start=Decisions(frozenset()))
-    budget = attempt.options.budget
-    start = greedy(attempt.staged, budget, deadline=attempt.plan.at(GREEDY_UNTIL))
+    budget, deadline = attempt.options.budget, attempt.plan.at(GREEDY_UNTIL)
+    walked = evicting(attempt.staged, budget, deadline=deadline)
+    start = greedy(attempt.staged, budget, deadline=deadline) or walked
     start = attempt.cheaper(start, *fitting(attempt.staged, attempt.incumbents, budget))
     if start is not None:
         attempt.progress(Incumbent(attempt.cost(start), "greedy"))
@@ -117,7 +122,7 @@ def greedy_start(attempt: Attempt, found: Found) -> Found:
 def greedy_answer(attempt: Attempt, found: Found) -> Found:
     """The greedy schedule, polished: the answer of `--method greedy`."""
     if found.start is None:
-        raise InfeasibleBudget(f"the greedy heuristic found no schedule for {attempt.options.budget} B "
+        raise InfeasibleBudget(f"the heuristics found no schedule for {attempt.options.budget} B "
                                "(not proven infeasible)", "use --method milp or raise the budget", proven=False)
     polished = polish(attempt.staged, found.start, attempt.options.budget, attempt.plan.at())
     return replace(found, answer=Answer(polished, HEURISTIC))
