@@ -85,6 +85,7 @@ def test_bench_runs_at_its_smallest_size(smoke: Smoke, tmp_path):
     check(smoke, tmp_path)
 
 
+@pytest.mark.slow      # the bench smoke runs every hostile case through the CLI: CI runs it, not the fast tier
 def test_the_hostile_bench_runs_its_smoke_cases_and_skips_saying_why_where_a_fixture_cannot_be_made(tmp_path):
     """Its two split-step cases read SimpleMLP's split step from the shared models: without them they are
     skipped, each saying why, and the other six still run."""

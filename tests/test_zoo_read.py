@@ -111,6 +111,7 @@ def test_the_prediction_tolerance_is_ten_percent_or_a_tenth_of_a_point(predicted
     assert zoo.within(predicted, measured) == verdict
 
 
+@pytest.mark.slow      # it runs a whole sweep (solve and replay) first: CI runs it, not the fast tier
 def test_a_point_replayed_whole_but_not_recorded_is_read_from_its_schedule_and_report(tmp_path):
     """A sweep stopped between a point's replay report (written last by the replay) and its point.json: the point
     is read from its seq.json and report.json as the sweep would have recorded it (MobileNetV1's 0.8 last time)."""
