@@ -104,18 +104,29 @@ def conv_grad_w_zeroing() -> Found | None:
 def _conv_grad_x_origins(constraint: type) -> dict[str, list[int]]:
     """What the installed ConvGradX tile constraint `constraint` hands two tiles side by side of a stride-1 3x3
     ConvGradX padded by 1 (dX [1, 1, 4, 4] cut in two along its width): Deeploy's per-tile replacements."""
-    names, shapes = {"grad_out": "dy", "weight": "w", "grad_in": "dx"}, {"dy": (1, 2, 4, 4), "w": (2, 1, 3, 3),
-                                                                           "dx": (1, 1, 4, 4)}
+    replacement, _ = conv_grad_x_tiling(constraint, ((1, 2, 4, 4), (2, 1, 3, 3), (1, 1, 4, 4)),
+                                        [(0, 4, w, 2) for w in (0, 2)], 1)
+    return replacement.perTileReplacements
+
+
+def conv_grad_x_tiling(constraint: type, shapes: tuple[tuple[int, ...], ...], cuts: list[tuple[int, int, int, int]],
+                       pad: int) -> tuple:
+    """(per-tile replacements, load schedule) that the ConvGradX tile constraint `constraint` serialises for a
+    stride-1 ConvGradX of (dY, W, dX) `shapes`, padded by `pad` on every side, with dX cut at `cuts` ((h0, hsize,
+    w0, wsize) each): a solution of the tiler's shape without running the tiler."""
+    dims = dict(zip(("dy", "w", "dx"), shapes))
     level = SimpleNamespace(addrSpace=None, multiBufferCoefficient=1)
-    tensors = {name: SimpleNamespace(memoryConstraints={"L1": level}) for name in shapes}
+    tensors = {name: SimpleNamespace(memoryConstraints={"L1": level}) for name in dims}
     solution = SimpleNamespace(tensorMemoryConstraints=tensors,
                                inputTensorMemoryConstraints={k: tensors[k] for k in ("dy", "w")},
                                outputTensorMemoryConstraints={"dx": tensors["dx"]})
-    ctxt = SimpleNamespace(lookup=lambda name: SimpleNamespace(shape=shapes[name]))
-    cubes = [AbsoluteHyperRectangle(HyperRectangle((0, 0, 0, w), (1, 1, 4, 2)), (0, 0, 0, w)) for w in (0, 2)]
-    replacement, _ = constraint.serializeTilingSolution(solution, cubes, "L1", ctxt,
-                                                        {**names, "pads": [1, 1, 1, 1], "strides": [1, 1]})
-    return replacement.perTileReplacements
+    ctxt = SimpleNamespace(lookup=lambda name: SimpleNamespace(shape=dims[name]))
+    channels = dims["dx"][1]
+    cubes = [AbsoluteHyperRectangle(HyperRectangle((0, 0, h, w), (1, channels, hs, ws)), (0, 0, h, w))
+             for h, hs, w, ws in cuts]
+    return constraint.serializeTilingSolution(solution, cubes, "L1", ctxt,
+                                              {"grad_out": "dy", "weight": "w", "grad_in": "dx",
+                                               "pads": [pad] * 4, "strides": [1, 1]})
 
 
 IM2COL_ROW = re.compile(r"h_off\s*=\s*\(int32_t\)\s*h\s*\+\s*pad_t\b")

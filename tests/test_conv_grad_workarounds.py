@@ -11,7 +11,6 @@ no stride; with ckpt's mapping it goes to the general one.
 from __future__ import annotations
 
 import subprocess
-from types import SimpleNamespace
 
 import numpy as np
 import onnx_graphsurgeon as gs
@@ -47,20 +46,9 @@ def _grad_x(dy: np.ndarray, w: np.ndarray, height: int, width: int) -> np.ndarra
 def _tiles(constraint: type, dy_shape, w_shape, dx_shape, cuts) -> tuple[dict, list]:
     """What `constraint` (a ConvGradX tile constraint class) hands the tiles of dX cut at `cuts` ((h0, hsize, w0,
     wsize) each): its per-tile replacements and each tile's dY cube."""
-    from Deeploy.TilingExtension.TilingCodegen import AbsoluteHyperRectangle, HyperRectangle
+    from ckpt.deeploy_bridge.defect_probes import conv_grad_x_tiling
 
-    shapes = {"dy": dy_shape, "w": w_shape, "dx": dx_shape}
-    level = SimpleNamespace(addrSpace=None, multiBufferCoefficient=1)
-    tensors = {name: SimpleNamespace(memoryConstraints={"L1": level}) for name in shapes}
-    solution = SimpleNamespace(tensorMemoryConstraints=tensors,
-                               inputTensorMemoryConstraints={k: tensors[k] for k in ("dy", "w")},
-                               outputTensorMemoryConstraints={"dx": tensors["dx"]})
-    ctxt = SimpleNamespace(lookup=lambda name: SimpleNamespace(shape=shapes[name]))
-    cubes = [AbsoluteHyperRectangle(HyperRectangle((0, 0, h, w), (1, dx_shape[1], hs, ws)), (0, 0, h, w))
-             for h, hs, w, ws in cuts]
-    replacement, schedule = constraint.serializeTilingSolution(
-        solution, cubes, "L1", ctxt, {"grad_out": "dy", "weight": "w", "grad_in": "dx", "pads": [PAD] * 4,
-                                      "strides": [1, 1]})
+    replacement, schedule = conv_grad_x_tiling(constraint, (dy_shape, w_shape, dx_shape), cuts, PAD)
     return replacement.perTileReplacements, [load["grad_out"] for load in schedule.inputLoadSchedule]
 
 
