@@ -77,6 +77,7 @@ def test_what_runs_cheaper_than_the_plan_is_said_with_what_the_proof_is_about(ml
     assert "planned cost" in note and moved.cost_lower_bound == result.cost_lower_bound
 
 
+@pytest.mark.slow  # two whole runs in subprocesses
 def test_same_inputs_give_byte_identical_files(mlp_dir, tmp_path):
     for name in ("a.json", "b.json"):
         assert ckpt("solve", str(mlp_dir), "--budget", "0.75", "-o", str(tmp_path / name)).returncode == 0

@@ -214,6 +214,7 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_made(ml
     assert sorted(p.name for p in out.iterdir()) == ["seq.json"] and (out / "seq.json").read_text() == "the user's own"
 
 
+@pytest.mark.slow  # runs whole commands in subprocesses
 def test_a_sweep_on_a_full_disk_names_its_lock_and_leaves_no_folder(mlp, tmp_path):
     """Its first write is the lock's: refused, it is named, and the folder the sweep made is gone."""
     done = _on_a_full_disk([sys.executable, "-m", "ckpt", "sweep", "0.9:0.9", "--model", str(mlp), "--target",

@@ -160,6 +160,7 @@ def test_a_sweep_interrupted_again_removes_a_half_made_replay_left_by_a_killed_o
     assert not replay.exists()
 
 
+@pytest.mark.slow  # runs whole commands in subprocesses
 def test_a_sweep_interrupted_before_its_first_point_says_nothing_is_kept(tmp_path):
     import sys
 

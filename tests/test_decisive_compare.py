@@ -6,6 +6,7 @@ import argparse
 import subprocess
 import sys
 
+import pytest
 from bench_support import bench_module
 
 from ckpt.paths import REPO_ROOT
@@ -49,6 +50,7 @@ def test_compare_names_every_cell_worse_than_the_stored_grid_and_no_other():
     assert worse == {("a", 0.9), ("a", 0.5), ("b", 0.9), ("b", 0.4)}
 
 
+@pytest.mark.slow  # runs whole commands in subprocesses
 def test_a_grid_stored_and_compared_with_itself_is_no_worse(tmp_path):
     grid = tmp_path / "grid.md"
     args = [sys.executable, str(BENCH / "decisive.py"), "--smoke", "--grid", "--graphs", "mlp", "--targets", "none",

@@ -43,6 +43,7 @@ def test_replay_writes_graph_order_and_report_with_the_predicted_peak(mlp, tmp_p
     assert "activation peak: predicted" in run.stdout and "gvsoc" not in run.stdout
 
 
+@pytest.mark.slow  # two whole runs in subprocesses
 def test_replay_is_byte_identical_run_to_run(mlp, tmp_path):
     folder, seq = mlp
     for name in ("a", "b"):
