@@ -9,7 +9,6 @@ model, the exact model, each stopping once a schedule meets the bound (solver/so
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -22,6 +21,7 @@ from ckpt.solver.graph.baselines import Baselines
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import RunSequence, memory_trace
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.model_run import ModelRun, run_model
 from ckpt.solver.model.options import Focus, Method, Objective
@@ -265,7 +265,7 @@ def from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadli
     found = floor.schedule
     met = found is not None and found.cost(staged) <= as_cheap_as(floor.cost)
     for n, sketch in enumerate(reversed(floor.sketches if not met else ())):
-        if n and deadline is not None and time.perf_counter() + MIN_STAGE_SECONDS >= deadline:
+        if n and deadline is not None and clock.now() + MIN_STAGE_SECONDS >= deadline:
             break     # the newest is always tried (as the only one once was); the others while time is left
         found = cheapest(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))
     return polish(staged, found, budget, deadline) if found is not None else None
