@@ -246,6 +246,27 @@ def _solved(lp: pulp.LpProblem, solver: pulp.LpSolver) -> _Report:
     interrupted = model.getModelStatus() == highspy.HighsModelStatus.kInterrupt
     lp_status, sol_status = (pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound) \
         if interrupted and not feasible else (lp.status, lp.sol_status)
-    return _Report(lp_status, sol_status, values, mip_gap=float(info.mip_gap),
+    gap = float(info.mip_gap)
+    held = _objective_of_values(lp)
+    if feasible and held is not None and _stale(held, float(info.objective_function_value), lp):
+        # HiGHS 1.16, given a start (setSolution) and presolving, can end "optimal" at a better objective while
+        # the values it returns are still the start's: what is held is a schedule, proven only to the dual bound
+        sol_status = pulp.LpSolutionIntegerFeasible
+        bound = float(info.mip_dual_bound)
+        gap = (held - bound) / abs(held) if held and math.isfinite(bound) else math.inf
+    return _Report(lp_status, sol_status, values, mip_gap=gap,
                    mip_dual_bound=float(info.mip_dual_bound), primal_feasible=feasible,
                    time_limit_hit=interrupted or model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit)
+
+
+def _objective_of_values(lp: pulp.LpProblem) -> float | None:
+    """The objective of the values read back (None: some variable has none)."""
+    if any(var.varValue is None for var in lp.objective):
+        return None
+    return float(lp.objective.value())
+
+
+def _stale(held: float, reported: float, lp: pulp.LpProblem) -> bool:
+    """Whether the values held are worse than the objective HiGHS reports for them, beyond rounding."""
+    worse = held - reported if lp.sense == pulp.LpMinimize else reported - held
+    return worse > 1e-6 * max(1.0, abs(reported))
