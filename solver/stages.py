@@ -190,8 +190,8 @@ def focused_stage(attempt: Attempt, found: Found) -> Found:
 
 
 def exact_stage(attempt: Attempt, found: Found) -> Found:
-    """The exact model until the end of the limit; its answer polished when not proven, and bounded by the
-    best proof either has."""
+    """The exact model until the end of the limit; its answer polished when not proven (or the best schedule known
+    before it, when cheaper: the focused model's, say), and bounded by the best proof either has."""
     if not attempt.models:
         return _without_models(attempt, found)
     options, plan, budget = attempt.options, attempt.plan, attempt.options.live_budget
@@ -205,8 +205,8 @@ def exact_stage(attempt: Attempt, found: Found) -> Found:
     chosen, booked, outcome = ran.decisions, ran.booked, ran.outcome
     if budget is not None:
         solver_bound = attempt.cost(chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
-        if outcome.status is not RunStatus.OPTIMAL:
-            better = attempt.cheaper(polish(attempt.staged, chosen, budget, plan.at()), found.polished)
+        if outcome.status is not RunStatus.OPTIMAL:   # the start too: HiGHS may return a dearer incumbent
+            better = attempt.cheaper(polish(attempt.staged, chosen, budget, plan.at()), found.polished, found.start)
             chosen, booked = better, (booked if better == chosen else None)
         outcome = attempt.bounded(outcome, chosen, max(found.floor.cost, solver_bound))
     return replace(found, answer=Answer(chosen, replace(outcome, timed_out=timed_out), booked, ran.sizes))
