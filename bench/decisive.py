@@ -22,8 +22,8 @@ holds them: on a loaded machine those say what the wall-clock seconds cannot.
 as bench/decisive_grid.md. --compare PATH (a --store table or a --json output) prints every cell whose status or gap
 got worse against it (decided -> a gap -> no schedule; a larger gap), and, for a --json output, every answer that
 changed.
-Run: python bench/decisive.py [--time-limit 20] [--step 0.02] [--load 1] [--graphs cct2_ft2,...] [--order search]
-       [--json OUT] [--compare OUT] [--smoke]   (the smallest run: two generated graphs, a few budgets)
+Run: python bench/decisive.py [--time-limit 20] [--clock wall|cpu] [--step 0.02] [--load 1] [--graphs cct2_ft2,...]
+       [--order search] [--json OUT] [--compare OUT] [--smoke]   (the smallest run: two generated graphs, a few budgets)
      python bench/decisive.py --grid --graphs zoo --targets none,siracusa [--fractions 0.9,0.8,0.7,0.6,0.5,0.4]
        [--store bench/decisive_grid.md] [--compare bench/decisive_grid.md]
 """
@@ -49,6 +49,7 @@ from ckpt.paths import shared_models
 from ckpt.pipeline.load import load_for_target
 from ckpt.solver.graph.baselines import baselines
 from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.options import Clock
 from ckpt.solver.model.records import SolveOptions, Status
 from ckpt.solver.solve import solve
 
@@ -92,13 +93,14 @@ def cpu_seconds() -> float:
     return used.user + used.system + used.children_user + used.children_system
 
 
-def cell(graph, budget: int, limit: float, order: str = "minmem", cpu: list[float] | None = None
-         ) -> tuple[str, int | None, float | None, float]:
+def cell(graph, budget: int, limit: float, order: str = "minmem", cpu: list[float] | None = None,
+         clock: str = "wall") -> tuple[str, int | None, float | None, float]:
     """Status, cost (None: no schedule), gap to the proven bound (None: no bound), seconds; the CPU seconds
     are appended to `cpu` if given."""
     start, used = time.perf_counter(), cpu_seconds()
     try:
-        result = solve(graph, SolveOptions(budget=budget, order=order, backend=BackendOptions(time_limit=limit)))
+        result = solve(graph, SolveOptions(budget=budget, order=order,
+                                           backend=BackendOptions(time_limit=limit, clock=Clock(clock))))
         status, cost, gap = ("optimal" if result.status is Status.OPTIMAL else "other"), result.recompute_cost, \
             result.gap
     except InfeasibleBudget as err:
@@ -130,8 +132,8 @@ def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
         print(line, flush=True)
 
     for target in args.targets.split(","):
-        say(f"\n### target {target}: status and seconds per budget (limit {args.time_limit:g} s, one thread, "
-            f"load {args.load})")
+        say(f"\n### target {target}: status and seconds per budget (limit {args.time_limit:g} s "
+            f"{'CPU' if args.clock == 'cpu' else 'wall'}, one thread, load {args.load})")
         say("| graph | ops | " + " | ".join(f"{f:g}" for f in fractions) + " |")
         say("|---|---|" + "---|" * len(fractions))
         for name in names:
@@ -143,7 +145,8 @@ def grid(args, scratch: Path) -> tuple[list[dict], list[str]]:
             peak, row = baselines(graph).graph_order_peak, []
             for fraction in fractions:
                 cpu: list[float] = []
-                status, cost, gap, seconds = cell(graph, int(fraction * peak), args.time_limit, args.order, cpu)
+                status, cost, gap, seconds = cell(graph, int(fraction * peak), args.time_limit, args.order, cpu,
+                                                  args.clock)
                 row.append({"graph": name, "target": target, "fraction": fraction, "status": status, "cost": cost,
                             "gap": gap, "seconds": round(seconds, 2), "cpu": round(cpu[0], 2),
                             "load": round(os.getloadavg()[0], 1)})
@@ -219,6 +222,9 @@ def write_atomically(path: Path, text: str) -> None:
 def main() -> int:
     parser = BenchParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=time_limit, default=20.0)
+    parser.add_argument("--clock", choices=[c.value for c in Clock], default=Clock.WALL.value,
+                        help="what --time-limit counts: wall seconds, or each solve's CPU seconds (the same work "
+                             "under any load: for paired runs on a busy machine)")
     parser.add_argument("--step", type=float, default=0.02)
     parser.add_argument("--graphs", default=",".join(GRAPHS))
     parser.add_argument("--grid", action="store_true", help="graph x budget tables, one per --targets")
@@ -235,7 +241,7 @@ def main() -> int:
     parser.add_argument("--store", default=None, help="with --grid: write its tables to this file")
     args = parse_args(parser, SMOKE)
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
-            args.graphs, "--order", args.order]
+            args.graphs, "--order", args.order, "--clock", args.clock]
     copy += ["--grid", "--targets", args.targets, "--fractions", args.fractions] if args.grid else []
     others = [subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.load)]
     cells, lines, started = [], [], time.perf_counter()
@@ -252,7 +258,7 @@ def main() -> int:
             print("| budget | bytes | status | cost | gap | s |\n|---|---|---|---|---|---|", flush=True)
             for fraction in fractions:
                 budget = int(fraction * base.graph_order_peak)
-                status, cost, gap, seconds = cell(graph, budget, args.time_limit, args.order)
+                status, cost, gap, seconds = cell(graph, budget, args.time_limit, args.order, clock=args.clock)
                 cells.append({"graph": name, "fraction": fraction, "status": status, "cost": cost, "gap": gap,
                               "seconds": round(seconds, 2)})
                 print(f"| {fraction:.2f} | {budget} | {status} | {'-' if cost is None else cost} | {gap_text(gap)} "

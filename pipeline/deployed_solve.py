@@ -19,7 +19,6 @@ The CLI only parses arguments and prints.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.simulate import RunSequence
 from ckpt.solver.memory.heap import GRANULE, heap_bytes
 from ckpt.solver.memory.static_arena import arena_layout
+from ckpt.solver.model import clock
 from ckpt.solver.model.options import Policy
 from ckpt.solver.model.records import SolveOptions, SolveResult
 from ckpt.solver.policies.policies import branch_order, policy_result, top_k
@@ -114,7 +114,8 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
     home = on_chip_home(loaded, request.on_chip_code) if request.on_chip and request.total is None else None
     if home is not None:
         refuse_beyond_floor(loaded, home)
-    result, options, checked = _solve_deployed(loaded, request, starts, progress)
+    with clock.reading(request.options.backend.clock):   # every deadline of the solve on the clock asked for
+        result, options, checked = _solve_deployed(loaded, request, starts, progress)
     if home is not None and request.budget is not None and checked.levels:
         refuse_over(home, checked.levels[home.level]["arena"], request.budget.text)
     if request.persist_on_chip:
@@ -216,7 +217,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
         return _solve_total(loaded, request, starts, progress)
     limit = request.budget.nbytes
     live = limit
-    deadline = None if options.backend.time_limit is None else time.perf_counter() + options.backend.time_limit
+    deadline = None if options.backend.time_limit is None else clock.now() + options.backend.time_limit
     best_over: tuple[int, SolveResult] | None = None
     fits_above, none_below = None, None          # live budgets known to give a schedule / to give none
     for _ in range(MAX_TIGHTENINGS):
@@ -273,7 +274,7 @@ def _deployed_floor(loaded: LoadedModel, request: SolveRequest, options: SolveOp
                             f"raise the budget to {heap} B", proven=True, floor=heap)
 
 def _spent(deadline: float | None) -> bool:
-    return deadline is not None and deadline - time.perf_counter() <= 0
+    return deadline is not None and deadline - clock.now() <= 0
 
 
 def _solve_total(loaded: LoadedModel, request: SolveRequest, starts: list[RunSequence],
@@ -330,7 +331,7 @@ def _cannot_fit(request: SolveRequest, limit: int, best_over: tuple[int, SolveRe
 
 
 def _left(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.5, deadline - time.perf_counter())
+    return None if deadline is None else max(0.5, deadline - clock.now())
 
 
 def schedule_of(loaded: LoadedModel, budget: Budget | None, result: SolveResult, options: SolveOptions,

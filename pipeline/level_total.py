@@ -25,7 +25,6 @@ total any of them needs.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -40,6 +39,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
 from ckpt.solver.memory.heap import GRANULE
 from ckpt.solver.memory.resident import arena_resident, real_sequence, resident_order, resident_sequence
+from ckpt.solver.model import clock
 from ckpt.solver.model.options import StageOrder
 from ckpt.solver.model.records import SolveOptions, SolveResult, Status
 from ckpt.solver.realise.result import planned_sequence, result_on
@@ -203,7 +203,7 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
     answers at tightened arena budgets and the `--budget` schedules of the live budgets `probed_live_budgets`
     tries (a layout that misses its live maximum is no monotone function of either budget, so neither search
     alone finds every schedule that fits). A refusal states the smallest total any of them needs."""
-    began = time.perf_counter()
+    began = clock.now()
     limit = options.backend.time_limit
     deadline = None if limit is None else began + limit
     model = level_model(loaded, total.level, code, options)
@@ -222,7 +222,7 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
         real = result_on(loaded.graph, result, real_sequence(result.seq)) if on_model else result
         level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home,
                                  loaded.persistent_io)[loaded.home_level]
-        timed = replace(real, seconds=time.perf_counter() - began)
+        timed = replace(real, seconds=clock.now() - began)
         return LevelAnswer(timed if result is proof else _bounded_by(timed, proof, options), solved_at, level, code)
 
     first = answered(proof, budget)
@@ -329,7 +329,7 @@ def _live_start(loaded: LoadedModel, model: LevelModel, budget: int) -> int:
 
 
 def _spent(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() >= deadline
+    return deadline is not None and clock.now() >= deadline
 
 
 def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: SolveOptions,
@@ -339,7 +339,7 @@ def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: Sol
     total is never worse than it. None when it does not fit or none is found in its share of the time."""
     if options.order is StageOrder.SEARCH:
         return None
-    share = None if deadline is None else LIVE_SHARE * max(deadline - time.perf_counter(), 0.0)
+    share = None if deadline is None else LIVE_SHARE * max(deadline - clock.now(), 0.0)
     progress(Step(f"live-byte schedule at the arena's budget {budget} B (a warm start)"))
     try:
         found = solve(graph, replace(options, budget=budget, explain=False,
@@ -354,7 +354,7 @@ def _live_answer(graph: TrainGraph, model: LevelModel, budget: int, options: Sol
 
 def _timed(options: SolveOptions, deadline: float | None, share: float = 1.0) -> SolveOptions:
     """`options` with `share` of the time left before `deadline` (half a second at least)."""
-    left = None if deadline is None else max(0.5, share * (deadline - time.perf_counter()))
+    left = None if deadline is None else max(0.5, share * (deadline - clock.now()))
     return replace(options, backend=replace(options.backend, time_limit=left))
 
 

@@ -17,7 +17,6 @@ The search knows the solver only as `exact(order, seconds)`, so it sits below so
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -26,6 +25,7 @@ from ckpt.errors import InfeasibleBudget
 from ckpt.events import Progress, Step, ignore
 from ckpt.solver.graph.baselines import reorder
 from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.model import clock
 from ckpt.solver.realise.greedy import greedy, polish
 
 R = TypeVar("R")
@@ -74,11 +74,11 @@ def search(graph: TrainGraph, budget: int, start: list[str], exact: Callable[[li
            cost: Callable[[R], int], seconds: float | None, progress: Progress = ignore) -> Searched[R]:
     """Local search from `start` (see the module doc); `exact` raises InfeasibleBudget where an order has no
     schedule, and `cost` reads an answer's recompute cost."""
-    began = time.perf_counter()
+    began = clock.now()
     deadline = None if seconds is None else began + seconds
 
     def left() -> float | None:
-        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+        return None if deadline is None else max(0.0, deadline - clock.now())
 
     def solved(order: list[str], share: float) -> R | None:
         limit = left()
@@ -94,7 +94,7 @@ def search(graph: TrainGraph, budget: int, start: list[str], exact: Callable[[li
         current = math.inf if best is None else cost(best)
         here, screen = screened_cost(graph, order, budget, deadline), []
         for candidate in moves(graph, order):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock.now() > deadline:
                 break
             guess = screened_cost(graph, candidate, budget, deadline)
             if guess < here or (math.isinf(here) and best is None and not math.isinf(guess)):

@@ -9,7 +9,8 @@ solves a local search's orders one by one, solver/order_search.py), any op recom
 version of a buffer at a time; views are re-made where they are read (solver.views), or, with `views=fixed`,
 made once. A proof ("optimal", "infeasible") is relative to that space, and the result says which (`space`).
 
-Time: `backend.time_limit` bounds the whole solve in wall-clock seconds (`TimePlan`). The heuristics run
+Time: `backend.time_limit` bounds the whole solve in seconds of `backend.clock` (`TimePlan`; wall-clock seconds by
+default, or the solve's CPU seconds: solver/model/clock.py). The heuristics run
 until half of it (on large graphs its schedule may be all there is), the lower bound until 80%, the focused
 model until 90%, the exact model until the end; when the models are too big to be built, handed to HiGHS and
 run at all in the last fifth (judged by their size, `time_plan.models_fit`), the bound runs until 90% instead and
@@ -21,7 +22,6 @@ solver/model/watchdog.py).
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -34,6 +34,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
 from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.options import Objective, StageOrder, Views
 from ckpt.solver.model.records import Answer, SolveOptions, SolveResult
@@ -51,16 +52,17 @@ def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
     order to solve over instead of the one `options.order` makes of `graph` (names of ops the solve does not
     stage, such as re-made views, are passed over): a model of another graph is solved in that graph's order
     (solver.resident), so a proof on it is over the same schedules; `--order search` starts from it."""
-    plan = TimePlan(time.perf_counter(), options.backend.time_limit)
-    run = _Run(options, plan, progress, stages or STAGES[options.method], order)
-    if options.views is Views.FIXED:
-        return run.solve(graph, incumbents or [])
-    views = collapsed(graph)
-    if not views.view_ops:
-        return run.solve(graph, incumbents or [])
-    names = {graph.ops[i].name for i in views.view_ops}
-    starts = [[(n, f) for n, f in seq if n not in names] for seq in incumbents or []]
-    return expanded_result(graph, views, run.solve(views.without_views, starts))
+    with clock.reading(options.backend.clock):
+        plan = TimePlan(clock.now(), options.backend.time_limit)
+        run = _Run(options, plan, progress, stages or STAGES[options.method], order)
+        if options.views is Views.FIXED:
+            return run.solve(graph, incumbents or [])
+        views = collapsed(graph)
+        if not views.view_ops:
+            return run.solve(graph, incumbents or [])
+        names = {graph.ops[i].name for i in views.view_ops}
+        starts = [[(n, f) for n, f in seq if n not in names] for seq in incumbents or []]
+        return expanded_result(graph, views, run.solve(views.without_views, starts))
 
 
 def stage_order(graph: TrainGraph, options: SolveOptions) -> list[str]:
@@ -112,7 +114,7 @@ class _Run:
         quiet = replace(options, explain=False)
 
         def exact(order: list[str], seconds: float | None) -> SolveResult:
-            return _Run(quiet, TimePlan(time.perf_counter(), seconds), ignore, self.stages).over(graph, order,
+            return _Run(quiet, TimePlan(clock.now(), seconds), ignore, self.stages).over(graph, order,
                                                                                                  incumbents)
 
         found = order_search.search(graph, options.budget, self.first_order(graph), exact,
@@ -120,7 +122,7 @@ class _Run:
         if found.result is None:
             raise InfeasibleBudget(f"no schedule fits {options.budget} B over the {found.solved} stage order(s) "
                                    "the search solved (not proven for other orders)", "raise the budget", proven=False)
-        return replace(found.result, seconds=time.perf_counter() - plan.start,
+        return replace(found.result, seconds=clock.now() - plan.start,
                        space=f"stage order found by a local search from minmem ({found.solved} orders solved; a "
                              f"proof holds for that order), views {options.views.value}, one version of a buffer "
                              "at a time")

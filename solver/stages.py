@@ -9,7 +9,6 @@ model, the exact model, each stopping once a schedule meets the bound (solver/so
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -22,6 +21,7 @@ from ckpt.solver.graph.baselines import Baselines
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import RunSequence, memory_trace
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.model_run import ModelRun, run_model
 from ckpt.solver.model.options import Focus, Method, Objective
@@ -190,8 +190,8 @@ def focused_stage(attempt: Attempt, found: Found) -> Found:
 
 
 def exact_stage(attempt: Attempt, found: Found) -> Found:
-    """The exact model until the end of the limit; its answer polished when not proven, and bounded by the
-    best proof either has."""
+    """The exact model until the end of the limit; its answer polished when not proven (or the best schedule known
+    before it, when cheaper: the focused model's, say), and bounded by the best proof either has."""
     if not attempt.models:
         return _without_models(attempt, found)
     options, plan, budget = attempt.options, attempt.plan, attempt.options.live_budget
@@ -205,8 +205,8 @@ def exact_stage(attempt: Attempt, found: Found) -> Found:
     chosen, booked, outcome = ran.decisions, ran.booked, ran.outcome
     if budget is not None:
         solver_bound = attempt.cost(chosen) * (1 - outcome.gap) if outcome.gap is not None else 0.0
-        if outcome.status is not RunStatus.OPTIMAL:
-            better = attempt.cheaper(polish(attempt.staged, chosen, budget, plan.at()), found.polished)
+        if outcome.status is not RunStatus.OPTIMAL:   # the start too: HiGHS may return a dearer incumbent
+            better = attempt.cheaper(polish(attempt.staged, chosen, budget, plan.at()), found.polished, found.start)
             chosen, booked = better, (booked if better == chosen else None)
         outcome = attempt.bounded(outcome, chosen, max(found.floor.cost, solver_bound))
     return replace(found, answer=Answer(chosen, replace(outcome, timed_out=timed_out), booked, ran.sizes))
@@ -265,7 +265,7 @@ def from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadli
     found = floor.schedule
     met = found is not None and found.cost(staged) <= as_cheap_as(floor.cost)
     for n, sketch in enumerate(reversed(floor.sketches if not met else ())):
-        if n and deadline is not None and time.perf_counter() + MIN_STAGE_SECONDS >= deadline:
+        if n and deadline is not None and clock.now() + MIN_STAGE_SECONDS >= deadline:
             break     # the newest is always tried (as the only one once was); the others while time is left
         found = cheapest(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))
     return polish(staged, found, budget, deadline) if found is not None else None

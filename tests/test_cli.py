@@ -137,3 +137,24 @@ def test_inspect_prints_the_floor(mlp_dir):
     run = ckpt_here("inspect", str(mlp_dir))
     assert run.returncode == 0, run.stderr
     assert "single-op lower bound" in run.stdout and "peak, min-memory order" in run.stdout
+
+
+def test_the_time_limit_counts_cpu_seconds_with_clock_cpu(mlp_dir, tmp_path, monkeypatch):
+    """--clock cpu reaches every deadline of the solve: the solver's own and the pipeline's across its attempts."""
+    from ckpt.pipeline import deployed_solve
+    from ckpt.solver.model import clock
+    from ckpt.solver.model.options import Clock
+
+    seen, real = [], deployed_solve.solve
+
+    def spied(graph, options, *args, **kwargs):
+        seen.append((options.backend.clock, clock.current()))
+        return real(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(deployed_solve, "solve", spied)
+    run = ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "--clock", "cpu", "-o", str(tmp_path / "seq.json"))
+    assert run.returncode == 0, run.stderr
+    assert seen and all(s == (Clock.CPU, Clock.CPU) for s in seen)
+    refused = ckpt_here("solve", str(mlp_dir), "--policy", "top-k", "--k", "1", "--clock", "cpu",
+                        "-o", str(tmp_path / "top.json"))
+    assert refused.returncode != 0 and "--clock cpu" in refused.stderr

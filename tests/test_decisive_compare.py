@@ -99,7 +99,7 @@ def test_a_model_the_target_crashes_lowering_is_a_row_saying_so_and_the_grid_goe
 
     monkeypatch.setattr(bench, "graph_of", graph_of)
     args = argparse.Namespace(fractions="0.9", graphs="crashes,mlp", targets="siracusa", zoo_dir=None,
-                              time_limit=5.0, order="minmem", load=0)
+                              time_limit=5.0, order="minmem", load=0, clock="wall")
     cells, lines = bench.grid(args, tmp_path)
     assert "| crashes | - | not lowered: IndexError while lowering: list index out of range |" in lines
     assert [c["graph"] for c in cells] == ["mlp"] and cells[0]["status"] == "optimal"

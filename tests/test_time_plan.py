@@ -140,3 +140,21 @@ def test_a_bound_that_used_its_share_to_the_end_ran_out_of_time(resnet, monkeypa
     budget = int(0.7 * baselines(resnet).graph_order_peak)
     result = solve(resnet, SolveOptions(budget=budget, backend=BackendOptions(time_limit=limit)))
     assert result.timed_out and result.models_need is not None
+
+
+def test_the_exact_model_s_dearer_answer_never_replaces_a_cheaper_schedule_known(monkeypatch):
+    """The exact model, stopped by its limit, can hold a dearer schedule than its warm start (HiGHS may not keep
+    the start): the answer is the cheapest known, here the start it was given."""
+    graph = chain(6)
+    budget = int(0.6 * baselines(graph).graph_order_peak)
+    attempt = stages.Attempt(graph, baselines(graph), SolveOptions(budget=budget), TimePlan(time.perf_counter(), None),
+                             lambda event: None)
+    cheap = stages.greedy(graph, budget)
+    dear = Decisions(cheap.recomputes | {(t, 0) for t in range(2, len(graph.ops)) if (t, 0) not in cheap.recomputes})
+    assert memory_trace(graph, dear.sequence(graph)).peak_bytes <= budget and dear.cost(graph) > cheap.cost(graph)
+    stopped = stages.Outcome(stages.RunStatus.FEASIBLE, 0.5, 1.0, 0.0, True, True)
+    ran = stages.ModelRun(stopped, dear, None, stages.Sizes())
+    monkeypatch.setattr(stages, "run_model", lambda *args, **kwargs: ran)
+    monkeypatch.setattr(stages, "polish", lambda graph, decisions, *args: decisions)   # (it would drop the extras)
+    found = stages.exact_stage(attempt, stages.Found(start=cheap))
+    assert found.answer.decisions == cheap

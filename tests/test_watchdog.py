@@ -44,7 +44,8 @@ def _knapsack() -> pulp.LpProblem:
 def test_a_run_in_the_child_answers_as_one_in_this_process(monkeypatch):
     monkeypatch.setattr(backends, "WATCHED_VARIABLES", 0)     # (so small a model would run here otherwise)
     children = []
-    monkeypatch.setattr(watchdog, "in_child", lambda work, seconds: children.append(seconds) or in_child(work, seconds))
+    monkeypatch.setattr(watchdog, "in_child",
+                        lambda work, seconds, cpu=False: children.append(seconds) or in_child(work, seconds))
     here, there = _knapsack(), _knapsack()
     at_home = run(here, BackendOptions(time_limit=None, gap=0.0))     # no limit: no child
     assert children == []

@@ -42,12 +42,12 @@ form: every binding point, every segment checked while it recomputes.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 from ckpt.events import Incumbent, LowerBound, Progress, ignore
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace, plain_sequence
+from ckpt.solver.model import clock
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import RELAXATION_GAP, Relaxation, Span
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
@@ -102,7 +102,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     thread keeps the answer independent of the machine). `progress` hears each raise of the bound and each
     schedule found as it happens: the rounds can take most of a solve's time. `any_schedule`: stop at the
     first schedule that fits, whatever it costs (a feasibility probe: the bound proven by then still holds)."""
-    deadline = _Deadline(time.perf_counter() + (math.inf if seconds is None else seconds), threads)
+    deadline = _Deadline(clock.now() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
     best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress, any_schedule=any_schedule), 0
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
@@ -308,7 +308,7 @@ def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: 
     that meets the bound, if one does by `until` (quick next to an exact placement, and often at the bound; `found`
     keeps whatever fits)."""
     for sketch in reversed([*found.sketches, found.sketch]):
-        if until is not None and time.perf_counter() > until:
+        if until is not None and clock.now() > until:
             return None
         if sketch in found.repaired:        # the same repair again would give the same schedule
             continue
@@ -385,7 +385,7 @@ def as_cheap_as(bound: float) -> float:
 
 
 def _left(deadline: _Deadline) -> float:
-    return deadline.at - time.perf_counter()
+    return deadline.at - clock.now()
 
 
 def _share(deadline: _Deadline, share: float) -> float | None:

@@ -15,14 +15,13 @@ with every test, until they meet or the time is up; a budget none decides in its
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 from ckpt.solver.bounds.bounds import binding_points, lower_bound, point_bound
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace, plain_sequence
-from ckpt.solver.model import milp
+from ckpt.solver.model import clock, milp
 from ckpt.solver.model.backends import BackendOptions, RunStatus, run
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.time_plan import MIN_STAGE_SECONDS
@@ -51,7 +50,7 @@ def smallest_feasible_budget(staged: TrainGraph, floor: int, seconds: float | No
     """Between `floor` (proven: no schedule fits below it) and the stage order's own peak: the largest budget
     shown infeasible and the smallest peak of a schedule found, each closed in on by bisection (module doc),
     until they meet or the time is up."""
-    deadline = math.inf if seconds is None else time.perf_counter() + seconds
+    deadline = math.inf if seconds is None else clock.now() + seconds
     search = _Search(staged, Problem(staged), deadline, threads, floor,
                      memory_trace(staged, plain_sequence(staged)).peak_bytes)
     search.by_greedy(search.low)             # the floor itself often fits: then nothing is left to search
@@ -78,7 +77,7 @@ class _Search:
         return self.low >= self.high
 
     def before_deadline(self) -> bool:
-        return time.perf_counter() < self.deadline
+        return clock.now() < self.deadline
 
     def bisect(self, test, undecided_fits: bool) -> None:
         """Halve the range with `test` (budget -> True: fits, False: cannot, None: undecided, which counts as
@@ -102,14 +101,14 @@ class _Search:
         return False
 
     def by_greedy(self, budget: int) -> bool | None:
-        left = self.deadline - time.perf_counter()
+        left = self.deadline - clock.now()
         return self.found(greedy(self.staged, budget, deadline=None if math.isinf(left) else self.deadline)) \
             or None
 
     def by_single_points(self, budget: int) -> bool | None:
         """False when the relaxation at one binding point alone has no answer (highest level first)."""
         for t in binding_points(self.problem, budget):
-            left = self.deadline - time.perf_counter()
+            left = self.deadline - clock.now()
             if left <= 0:
                 return None
             if math.isinf(point_bound(self.problem, budget, [t], min(SINGLE_SECONDS, left), threads=self.threads
@@ -125,14 +124,14 @@ class _Search:
     def probe(self, budget: int, share: float) -> bool | None:
         """Every test on `budget`, on at least PROBE_SECONDS or `share` of the time left."""
         self.tried.add(budget)
-        left = self.deadline - time.perf_counter()
+        left = self.deadline - clock.now()
         seconds = min(max(PROBE_SECONDS, share * left), left)
         if seconds <= 0:
             return None
-        began = time.perf_counter()
+        began = clock.now()
         if self.by_greedy(budget):
             return True
-        bound = lower_bound(self.problem, budget, max(seconds - (time.perf_counter() - began), 0.1),
+        bound = lower_bound(self.problem, budget, max(seconds - (clock.now() - began), 0.1),
                             threads=self.threads, any_schedule=True)
         if math.isinf(bound.cost):
             return self.refuted(budget)
@@ -149,13 +148,13 @@ def _exactly(problem: Problem, budget: int, deadline: float, threads: int | None
     that fits, False when it proves none does, None when it does neither by `deadline`. Where the greedy
     heuristic finds nothing and the relaxation's answer does not fit, this is what decides a small graph's
     budgets."""
-    if deadline - time.perf_counter() < MIN_STAGE_SECONDS:
+    if deadline - clock.now() < MIN_STAGE_SECONDS:
         return None
     try:
         model = milp.build(problem, budget, deadline=deadline)
     except milp.BuildTimedOut:
         return None
-    left = deadline - time.perf_counter()
+    left = deadline - clock.now()
     if left < MIN_STAGE_SECONDS:
         return None
     any_cost = sum(problem.graph.op_cost.values()) * problem.n     # more than any schedule costs

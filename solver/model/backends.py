@@ -11,7 +11,6 @@ import contextlib
 import math
 import os
 import sys
-import time
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -19,8 +18,8 @@ import highspy
 import pulp
 
 from ckpt.errors import CkptError
-from ckpt.solver.model import watchdog
-from ckpt.solver.model.options import Backend
+from ckpt.solver.model import clock, watchdog
+from ckpt.solver.model.options import Backend, Clock
 
 KILL_SHARE = 1.1      # a HiGHS run is killed once it has run this share of its time limit...
 KILL_SECONDS = 1.0    # ...plus this: far past where it should have stopped
@@ -43,8 +42,10 @@ class BackendOptions:
     gap: float = 1e-4
     threads: int | None = 1          # None: the solver's choice (HiGHS: one per core, load-dependent paths)
     verbose: bool = False
-    ends_by: float | None = None     # time.perf_counter() at which the whole solve ends: a watched run still
+    ends_by: float | None = None     # clock.now() at which the whole solve ends: a watched run still
                                      # going then is killed, whatever its own time limit allows
+    clock: Clock = Clock.WALL        # what time_limit counts, for a whole solve (solver/model/clock.py); a
+                                     # single run reads the clock of the solve it is part of
 
     @property
     def backend(self) -> Backend:
@@ -85,10 +86,12 @@ def _quiet_stdout(enabled: bool):
 class _HiGHSWithStart(pulp.HiGHS):
     """PuLP's highspy interface, plus handing HiGHS a known feasible solution before it starts."""
 
-    def __init__(self, start: dict[str, float] | None, stop_at: float | None = None, **kwargs) -> None:
+    def __init__(self, start: dict[str, float] | None, stop_at: float | None = None,
+                 cpu_limit: float | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.start = start
         self.stop_at = stop_at
+        self.cpu_limit = cpu_limit
 
     def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
         with _quiet_stdout(enabled=not self.msg):
@@ -107,14 +110,35 @@ class _HiGHSWithStart(pulp.HiGHS):
             solution.col_value = [self.start.get(v.name, 0.0) for v in lp.variables()]
             solution.value_valid = True
             lp.solverModel.setSolution(solution)
+        if self.cpu_limit is not None:
+            _interrupt_after_cpu(lp.solverModel, self.cpu_limit)
         lp.solverModel.run()
+
+
+def _interrupt_after_cpu(model: highspy.Highs, seconds: float) -> None:
+    """Have HiGHS stop as at its time limit once this run has used `seconds` of CPU: HiGHS's own limit counts
+    wall seconds. Asked at its interrupt points (each simplex iteration, each node of the search): as often as
+    it reads its own clock."""
+    ends = clock.own_cpu_seconds() + seconds
+
+    def past_limit(event) -> None:
+        if clock.own_cpu_seconds() > ends:
+            event.interrupt()
+
+    model.cbSimplexInterrupt += past_limit
+    model.cbIpmInterrupt += past_limit
+    model.cbMipInterrupt += past_limit
 
 
 def make_solver(options: BackendOptions, start: dict[str, float] | None = None,
                 stop_at: float | None = None) -> pulp.LpSolver:
-    common = dict(msg=options.verbose, timeLimit=options.time_limit, gapRel=options.gap, threads=options.threads)
+    """The solver for one run; on the CPU clock (of the solve this run is part of), HiGHS counts its time limit
+    in CPU seconds (CBC cannot: its limit stays in wall seconds)."""
+    cpu = clock.current() is Clock.CPU and options.backend is Backend.HIGHS and options.time_limit is not None
+    common = dict(msg=options.verbose, timeLimit=None if cpu else options.time_limit, gapRel=options.gap,
+                  threads=options.threads)
     if options.backend is Backend.HIGHS:
-        return _HiGHSWithStart(start, stop_at, **common, random_seed=0)
+        return _HiGHSWithStart(start, stop_at, options.time_limit if cpu else None, **common, random_seed=0)
     return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
 
 
@@ -128,14 +152,15 @@ def run(lp: pulp.LpProblem, options: BackendOptions, start: dict[str, float] | N
         for var in lp.variables():
             var.setInitialValue(start.get(var.name, 0.0), check=False)
     solver = make_solver(options, start, stop_at)
-    began = time.perf_counter()
+    began = clock.now()
     if _watched(lp, options):
-        report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options))
+        report = watchdog.in_child(lambda: _solved(lp, solver), kill_after(options),
+                                   cpu=clock.current() is Clock.CPU)
         if report is not None:
             report.apply_to(lp)
     else:
         report = _solved(lp, solver)
-    seconds = time.perf_counter() - began
+    seconds = clock.now() - began
     if report is None:
         return Outcome(status=RunStatus.NO_SOLUTION, gap=None, seconds=seconds, timed_out=True)
     status = report.status()
@@ -159,7 +184,7 @@ def kill_after(options: BackendOptions) -> float:
     work (it looks at the clock between steps): only a run far past it is killed, or one still going when
     the whole solve must end (a short run's overrun would otherwise carry the solve past its limit)."""
     seconds = KILL_SHARE * options.time_limit + KILL_SECONDS
-    return seconds if options.ends_by is None else max(0.0, min(seconds, options.ends_by - time.perf_counter()))
+    return seconds if options.ends_by is None else max(0.0, min(seconds, options.ends_by - clock.now()))
 
 
 @dataclass(frozen=True)
@@ -215,7 +240,33 @@ def _solved(lp: pulp.LpProblem, solver: pulp.LpSolver) -> _Report:
     if not isinstance(model, highspy.Highs):
         return _Report(lp.status, lp.sol_status, values)
     info = model.getInfo()
-    return _Report(lp.status, lp.sol_status, values, mip_gap=float(info.mip_gap),
-                   mip_dual_bound=float(info.mip_dual_bound),
-                   primal_feasible=info.primal_solution_status == 2,   # kSolutionStatusFeasible
-                   time_limit_hit=model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit)
+    feasible = info.primal_solution_status == 2   # kSolutionStatusFeasible
+    # a run stopped by the CPU clock's interrupt ends as one stopped by HiGHS's own time limit (PuLP reads an
+    # interrupted run as holding a solution even when it has none)
+    interrupted = model.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    lp_status, sol_status = (pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound) \
+        if interrupted and not feasible else (lp.status, lp.sol_status)
+    gap = float(info.mip_gap)
+    held = _objective_of_values(lp)
+    if feasible and held is not None and _stale(held, float(info.objective_function_value), lp):
+        # HiGHS 1.16, given a start (setSolution) and presolving, can end "optimal" at a better objective while
+        # the values it returns are still the start's: what is held is a schedule, proven only to the dual bound
+        sol_status = pulp.LpSolutionIntegerFeasible
+        bound = float(info.mip_dual_bound)
+        gap = (held - bound) / abs(held) if held and math.isfinite(bound) else math.inf
+    return _Report(lp_status, sol_status, values, mip_gap=gap,
+                   mip_dual_bound=float(info.mip_dual_bound), primal_feasible=feasible,
+                   time_limit_hit=interrupted or model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit)
+
+
+def _objective_of_values(lp: pulp.LpProblem) -> float | None:
+    """The objective of the values read back (None: some variable has none)."""
+    if any(var.varValue is None for var in lp.objective):
+        return None
+    return float(lp.objective.value())
+
+
+def _stale(held: float, reported: float, lp: pulp.LpProblem) -> bool:
+    """Whether the values held are worse than the objective HiGHS reports for them, beyond rounding."""
+    worse = held - reported if lp.sense == pulp.LpMinimize else reported - held
+    return worse > 1e-6 * max(1.0, abs(reported))

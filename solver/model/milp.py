@@ -7,11 +7,11 @@ solution checker, so what the MILP books is what `booked_levels` computes from i
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import pulp
 
+from ckpt.solver.model import clock
 from ckpt.solver.model.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.model.linear import at_least, at_most, equal
 from ckpt.solver.model.problem import Problem
@@ -24,8 +24,8 @@ class BuildTimedOut(Exception):
 
 
 def stop_if_past(deadline: float | None) -> None:
-    """Raise BuildTimedOut once `deadline` (time.perf_counter()) has passed: model builds call it between steps."""
-    if deadline is not None and time.perf_counter() > deadline:
+    """Raise BuildTimedOut once `deadline` (clock.now()) has passed: model builds call it between steps."""
+    if deadline is not None and clock.now() > deadline:
         raise BuildTimedOut()
 
 
@@ -33,7 +33,7 @@ def stop_if_past(deadline: float | None) -> None:
 class Model:
     problem: Problem
     lp: pulp.LpProblem
-    deadline: float | None = None          # time.perf_counter() by which the build must be done
+    deadline: float | None = None          # clock.now() by which the build must be done
     R: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)
     S: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)
     F: dict[tuple[int, str, int], pulp.LpVariable] = field(default_factory=dict)
@@ -61,7 +61,7 @@ class Model:
 
 def build(problem: Problem, budget: int | None, cost_cap: int | None = None, deadline: float | None = None) -> Model:
     """Minimise recompute cost under `budget`; with budget None, minimise the peak under `cost_cap`. Raises
-    BuildTimedOut if the model is not built by `deadline` (time.perf_counter())."""
+    BuildTimedOut if the model is not built by `deadline` (clock.now())."""
     lp = pulp.LpProblem("ckpt", pulp.LpMinimize)
     m = Model(problem, lp, deadline=deadline)
     for family in (_decisions, _dependencies, _retention_needs_a_source, _pins_hold_their_buffer,

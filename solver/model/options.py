@@ -48,3 +48,10 @@ class Policy(StrEnum):
     SOLVE = "solve"                  # ckpt's own: the cheapest schedule under the budget
     BRANCH_RULE = "branch-rule"      # ckpt's recompute set for the budget, ordered by the branch's rule
     TOP_K = "top-k"                  # K forward nodes by bytes freed per cycle, ordered by the branch's rule
+
+
+class Clock(StrEnum):
+    """What a time limit counts (solver/model/clock.py)."""
+
+    WALL = "wall"              # seconds of the wall clock: what a user waits
+    CPU = "cpu"                # CPU seconds of the solve: the same work whatever else the machine runs

@@ -6,11 +6,11 @@ and solves one relaxation over the points it is given.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import pulp
 
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Backend, BackendOptions, RunStatus, run
 from ckpt.solver.model.linear import at_least, at_most
 from ckpt.solver.model.milp import BuildTimedOut, stop_if_past
@@ -47,20 +47,20 @@ class Relaxation:
     M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
     U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op run again after point s
     answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
-    deadline: float | None = None           # time.perf_counter() by which the build must be done
+    deadline: float | None = None           # clock.now() by which the build must be done
 
     def solve(self, seconds: float | None, target: float | None = None) -> float:
         """The bound on the cost this relaxation proves (inf: infeasible; 0: none, not built in time). HiGHS
         stops early at an answer costing `target` or less (a bound that low is proven already); with headroom
         the answer is all that is wanted, so a looser gap does."""
-        began = time.perf_counter()
+        began = clock.now()
         self.deadline = None if seconds is None else began + seconds
         try:
             self.build()
         except BuildTimedOut:            # the strongest form over every point can take minutes to build
             return 0.0
         if seconds is not None:          # the build counts against the time given
-            seconds -= time.perf_counter() - began
+            seconds -= clock.now() - began
             if seconds <= 0:
                 return 0.0
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP

@@ -6,9 +6,9 @@ the same path under any load.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.problem import Problem
 
@@ -33,7 +33,7 @@ class TimePlan:
     def left(self, until: float = 1.0) -> float | None:
         """Seconds left until `until` of the limit (None: no limit)."""
         deadline = self.at(until)
-        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+        return None if deadline is None else max(0.0, deadline - clock.now())
 
     def allows(self, until: float = 1.0, overhead: float = 0.0) -> bool:
         """Whether a stage that needs `overhead` seconds before it does any work can still start."""
@@ -41,7 +41,7 @@ class TimePlan:
         return left is None or left >= MIN_STAGE_SECONDS + overhead
 
     def at(self, until: float = 1.0) -> float | None:
-        """The time.perf_counter() of that deadline (None: no limit)."""
+        """The clock.now() of that deadline (None: no limit)."""
         return None if self.limit is None else self.start + until * (1 - RESERVE_SHARE) * self.limit
 
     def backend(self, options: BackendOptions, until: float = 1.0) -> BackendOptions:

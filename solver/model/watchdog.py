@@ -3,12 +3,15 @@
 Why: HiGHS checks its time limit only at certain places, and some of its loops never reach one (HiGHS 1.16's
 presolve after a restart, `strengthenInequalities`, looped for minutes on a 1,600-variable bound model whose
 limit was 11 s). Such a run would hang a solve, and a sweep with it. A forked child shares the built model
-without copying it; its answer comes back pickled through a pipe.
+without copying it; its answer comes back pickled through a pipe. On the CPU clock (solver/model/clock.py) the
+limit is the child's CPU seconds, which the kernel enforces (RLIMIT_CPU): the parent waits as long as that takes.
 """
 from __future__ import annotations
 
+import math
 import os
 import pickle
+import resource
 import select
 import signal
 import time
@@ -29,14 +32,18 @@ def can_fork() -> bool:
     return hasattr(os, "fork")
 
 
-def in_child(work: Callable[[], T], seconds: float) -> T | None:
+def in_child(work: Callable[[], T], seconds: float, cpu: bool = False) -> T | None:
     """`work()` run in a forked child: its result, or None if it had not finished after `seconds` (the child is
-    killed then) or died without a word. An exception in the child is raised here."""
+    killed then) or died without a word. An exception in the child is raised here. `cpu`: `seconds` of the
+    child's CPU time (rounded up to a whole second), not of the wall clock."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:                                         # the child: do the work, send the result, leave
         os.close(read_end)
         try:
+            if cpu:    # past it the kernel kills the child (SIGXCPU, then SIGKILL a second later)
+                whole = max(1, math.ceil(seconds))
+                resource.setrlimit(resource.RLIMIT_CPU, (whole, whole + 1))
             try:
                 payload = pickle.dumps(work())
             except BaseException as err:                 # noqa: BLE001 - every failure goes back to the parent
@@ -48,7 +55,7 @@ def in_child(work: Callable[[], T], seconds: float) -> T | None:
     os.close(write_end)
     payload = None          # also when Ctrl-C or SIGTERM stops the wait: the child is then killed, not orphaned
     try:
-        payload = _read_until(read_end, time.monotonic() + seconds)
+        payload = _read_until(read_end, math.inf if cpu else time.monotonic() + seconds)
     finally:
         os.close(read_end)
         if payload is None:
@@ -67,7 +74,7 @@ def _read_until(fd: int, deadline: float) -> bytes | None:
     chunks = []
     while True:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not select.select([fd], [], [], None if math.isinf(left) else left)[0]:
             return None
         chunk = os.read(fd, 1 << 16)
         if not chunk:

@@ -16,13 +16,13 @@ count is never trusted (it books a dropped buffer until it is dropped, not until
 from __future__ import annotations
 
 import bisect
-import time
 from dataclasses import dataclass
 
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.memo import per_graph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.model import clock
 from ckpt.solver.realise.greedy import outside_space
 
 MAX_WALKS = 32       # walks, each keeping held what made the one before it stuck
@@ -98,7 +98,7 @@ def _through(graph: TrainGraph, alias: str, view: str) -> bool:
 
 def evicting(graph: TrainGraph, budget: int, deadline: float | None = None) -> Decisions | None:
     """Decisions whose replayed peak fits `budget`, found by walks of the stages (see the module doc), or None
-    if they get stuck or `deadline` (a time.perf_counter()) passes. A walk that gets stuck in a stage that had
+    if they get stuck or `deadline` (a clock.now()) passes. A walk that gets stuck in a stage that had
     to make dropped buffers again is walked again with those buffers held until that stage, until one gets through
     or a walk gets stuck with nothing new to hold."""
     kept: frozenset[tuple[str, int]] = frozenset()
@@ -133,7 +133,7 @@ class _Walk:
 
     def run(self) -> Decisions:
         for t in range(len(self.graph.ops)):
-            if self.deadline is not None and time.perf_counter() > self.deadline:
+            if self.deadline is not None and clock.now() > self.deadline:
                 raise _Stuck
             self.stage(t)
         return Decisions(frozenset(self.recomputes))

@@ -10,7 +10,6 @@ nothing in time.
 from __future__ import annotations
 
 import bisect
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.memo import per_graph
 from ckpt.solver.graph.schedule import Decisions, version_spans
 from ckpt.solver.graph.simulate import MemoryTrace, RunSequence, memory_trace, stages_of
+from ckpt.solver.model import clock
 
 MAX_STEPS = 400
 
@@ -26,7 +26,7 @@ MAX_STEPS = 400
 def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadline: float | None = None
            ) -> Decisions | None:
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there (by `deadline`,
-    a time.perf_counter(), if given). `start`: the recomputes to begin from (say, a near miss to repair)."""
+    a clock.now(), if given). `start`: the recomputes to begin from (say, a near miss to repair)."""
     decisions = start or Decisions(frozenset())
     if outside_space(graph, decisions):
         return None               # outside the space, and adding recomputes cannot bring it back
@@ -34,7 +34,7 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
     for _ in range(MAX_STEPS):
         if result.peak_bytes <= budget:
             return decisions
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and clock.now() > deadline:
             return None
         step = _best_step(graph, decisions, result, budget)
         if step is None:
@@ -45,14 +45,14 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
 
 def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None) -> Decisions:
     """Drop recomputes the schedule does not need, dearest first, until none can go (or `deadline`, a
-    time.perf_counter(), passes): whatever still fits without one goes without it. A time-limited solver or
+    clock.now(), passes): whatever still fits without one goes without it. A time-limited solver or
     the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time."""
     cost = graph.op_cost
     dropped = True
     while dropped:
         dropped = False
         for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock.now() > deadline:
                 return decisions
             trial = Decisions(decisions.recomputes - {key})
             seq = trial.sequence(graph)

@@ -14,13 +14,12 @@ The relaxation says which ops run again between two points, not where: an answer
 from __future__ import annotations
 
 import math
-import time
 
 from ckpt.errors import CkptError
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace
-from ckpt.solver.model import milp
+from ckpt.solver.model import clock, milp
 from ckpt.solver.model.backends import Backend, BackendOptions, run
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import Relaxation, Span
@@ -65,7 +64,7 @@ def moved_earlier(graph: TrainGraph, answer: list[Span], budget: int, deadline: 
     placed = _first_reader_stages(graph, answer)
     now = _replayed_excess(graph, _decisions(placed), budget)
     while now:
-        if now < 0 or (deadline is not None and time.perf_counter() > deadline):
+        if now < 0 or (deadline is not None and clock.now() > deadline):
             return None
         best, best_excess = None, now
         for (first, op), stage in sorted(placed.items()):
@@ -116,7 +115,7 @@ def walked(problem: Problem, budget: int, points: list[int], answer: list[Span],
     segments. Where the kept segments force a much dearer answer, the step is solved again with twice as
     many free, short of all of them. Not a bound: the kept segments are one answer's choice. `chained`: as in
     the relaxation."""
-    ends = None if seconds is None else time.perf_counter() + seconds
+    ends = None if seconds is None else clock.now() + seconds
     graph, points = problem.graph, sorted(points)
     for _ in range(WALK_STEPS):
         sketch = by_first_reader(graph, answer)
@@ -139,7 +138,7 @@ def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: l
     """One step of a walk: the answer over `points`, where point k is new, with the segments around it free."""
     width = WALK_WIDTH
     while True:
-        left = None if ends is None else ends - time.perf_counter()
+        left = None if ends is None else ends - clock.now()
         if left is not None and left <= 0:
             return None
         free = range(k - width, k + width)
@@ -185,7 +184,7 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
     known already costs it): a placement no cheaper is of no use, and the cap lets HiGHS prune early. The
     producers let a chain's input be remade rather than kept (a residual CNN at 0.5 needs that); going further
     up costs ten times the time and found nothing more here."""
-    began = time.perf_counter()
+    began = clock.now()
     spans = _with_input_producers(graph, answer)
     allowed = frozenset((t, s.op) for s in spans for t in range(max(s.first, s.op) + 1, s.last + 1))
     problem = Problem(graph, only=allowed)
@@ -195,7 +194,7 @@ def placed_exactly(graph: TrainGraph, answer: list[Span], budget: int, seconds: 
         return None
     if below is not None:
         model.lp += model.recompute_cost() <= below - 1, "cheaper_than_known"   # costs are whole cycles
-    left = None if seconds is None else seconds - (time.perf_counter() - began)
+    left = None if seconds is None else seconds - (clock.now() - began)
     if left is not None and left <= 0:
         return None
     outcome = run(model.lp, BackendOptions(name=Backend.HIGHS, time_limit=left, gap=1e-6, threads=threads),

@@ -1,7 +1,6 @@
 """A schedule made a SolveResult: the sequence that runs, its figures, and what is proven of it."""
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 from ckpt.solver.graph.baselines import Baselines, baselines
@@ -9,6 +8,7 @@ from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import RunSequence, check_in_place, check_ready, drop_dead, memory_trace
 from ckpt.solver.graph.views import Collapsed, expanded, view_cost
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.options import Objective
 from ckpt.solver.model.records import Answer, SolveOptions, SolveResult, Status, space_of
@@ -36,7 +36,7 @@ def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePla
         booked_peak_bytes=answer.booked, baselines=base, persistent_bytes=staged.persistent_bytes,
         recomputes=sum(flag for _, flag in seq), recompute_cost=cost, planned_cost=planned,
         base_cost=sum(staged.op_cost.values()), status=status_of(outcome, options.backend.gap), gap=outcome.gap,
-        seconds=time.perf_counter() - plan.start, variables=sizes.variables, constraints=sizes.constraints,
+        seconds=clock.now() - plan.start, variables=sizes.variables, constraints=sizes.constraints,
         variables_unpruned=sizes.unpruned, space=space_of(options), timed_out=outcome.timed_out,
         models_need=answer.models_need)
 
