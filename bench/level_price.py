@@ -58,12 +58,13 @@ def layer_pairs(model: Path) -> list[LayerPair]:
     moved = on_chip_tensors(loaded.graph, split_levels(loaded.graph, inputs, home, loaded.persistent_io),
                             home.default)
     kinds = {op.name: op.op_type for op in loaded.graph.ops}
-    return [LayerPair(model.name, kinds[name], moved[name], cycles, split.node_cycles[name])
+    return [LayerPair(model.name, kinds[name], moved[name], cycles, split.node_cycles[name],
+                      off_chip.node_tiles.get(name, 1))
             for name, cycles in sorted(off_chip.node_cycles.items()) if name in split.node_cycles]
 
 
 def _saving(pairs: list[LayerPair], price) -> int:
-    return sum(price.saving(p.op_type, p.moved, p.off_chip) for p in pairs)
+    return sum(price.saving(p.op_type, p.moved, p.off_chip, p.tiles) for p in pairs)
 
 
 def within(predicted: float, measured: float) -> str:

@@ -120,3 +120,25 @@ def test_moving_a_tensor_on_chip_never_predicts_more_cycles(layers, price, data)
     assert more.measured_step <= fewer.measured_step <= costs.measured_step
     for op in graph.ops:
         assert 1 <= measured_price(more, op.name) <= measured_price(fewer, op.name) <= measured_price(costs, op.name)
+
+
+def test_a_layer_cut_into_many_tiles_saves_the_per_tensor_part_once_per_tile():
+    """A layer moves each tensor it keeps off chip once per tile (CCT's 512 B accumulators: 128 tiles of one
+    element, ~790,000 cycles all off chip): the calibration's tiles multiply the price's part per tensor, not its
+    part per byte; a layer the calibration read no tiles for takes one."""
+    layers = [("InPlaceAccumulatorV2", (512, 512), 789_421, 0), ("InPlaceAccumulatorV2", (512, 512), 9_528, 0)]
+    graph, levels = _graph(layers)
+    price = LevelPrice(1500.0, 1.0)
+    costs = CostModel(measured={"op0": 789_421, "op1": 9_528}, measured_step=800_000, tiles={"op0": 128})
+    priced = priced_at_levels(costs, graph, levels, "L2", price, "split")
+    assert costs.measured["op0"] - priced.measured["op0"] == 2 * (128 * 1500 + 512)
+    assert costs.measured["op1"] - priced.measured["op1"] == 2 * (1500 + 512)
+    assert price.saving("Relu", (10, 20), 10**6, tiles=4) == 2 * 4 * 1500 + 30
+
+
+def test_the_fit_counts_each_tensor_once_per_tile():
+    made = LevelPrice(1500.0, 1.5)
+    layers = [LayerPair("a", "Relu", moved, 10**8, 10**8 - made.saving("Relu", moved, 10**8, tiles), tiles)
+              for moved in ((10_000,), (4, 400)) for tiles in (1, 3, 128)]
+    found = fit_level_price(layers, min_type_bytes=10**9)
+    assert abs(found.per_tensor - 1500) < 1 and abs(found.per_byte - 1.5) < 1e-3
