@@ -21,14 +21,19 @@ class LevelMemory:
     code: int = 0                           # the step's own code and data there (on chip), where counted
     home_arena: int | None = None           # split home: of the code's arena, the whole network's blocks (from
                                             # address 0; the layers' tiles lie above): what ckpt predicts there
+    tiles: int = 0                          # a split home's prediction: the layers' tiles above its arena, where
+                                            # counted (replay.predict.predicted_split_tiles)
 
     @property
     def total(self) -> int | None:
-        """What the level must hold: static + arena (+ the step's code where counted)."""
-        return None if self.arena is None or self.static is None else self.static + self.arena + self.code
+        """What the level must hold: static + arena (+ the step's code and the tiles above the arena where
+        counted)."""
+        if self.arena is None or self.static is None:
+            return None
+        return self.static + self.arena + self.code + self.tiles
 
     def document(self) -> dict:
         """The form a schedule file keeps a predicted level in."""
         found = {"static": self.static, "arena": self.arena, "live_max": self.live_max, "total": self.total,
                  "activations_at_peak": self.activations_at_peak}
-        return {**found, "code": self.code} if self.code else found
+        return {**found, **({"code": self.code} if self.code else {}), **({"tiles": self.tiles} if self.tiles else {})}

@@ -10,9 +10,10 @@ step, summed over its layers) beside the one the price gives, fitted on all mode
 the fitted price is printed in targets.py's form (SIRACUSA_LEVEL_PRICE). The second table (`--point MODEL=DIR`, a
 replayed split point: DIR/seq.json and DIR/replay/report.json) predicts each point's train cycles with the op costs
 ckpt solves the split home with (the model's split calibration, or where its graph order overflows L2 its all-L3
-calibration priced by targets.py's price) and sets them beside the measured ones, both as an overhead over the
-all-L3 graph order (its calibration), and says whether the prediction holds within max(10% of the measured
-overhead, 0.1 points). Needs the training branch and gvsoc.
+calibration priced by targets.py's price; a split+ point's with the tensors its replay brought on chip priced as
+well) and sets them beside the measured ones, both as an overhead over the all-L3 graph order (its calibration),
+says whether the prediction holds within max(10% of the measured overhead, 0.1 points), and sets the optimizer's
+predicted cycles per update beside its measured ones. Needs the training branch and gvsoc.
 
 Run: python bench/level_price.py [--model DIR ...] [--point MODEL_DIR=POINT_DIR ...] [--smoke]
 (--smoke: SimpleMLP's pair alone, no point.)
@@ -32,6 +33,7 @@ from ckpt.errors import CkptError
 from ckpt.paths import shared_models
 from ckpt.pipeline.calibrate import calibrate, measured_costs
 from ckpt.pipeline.split_costs import load_split
+from ckpt.pipeline.split_plus import priced_on_chip
 from ckpt.replay.predict import split_home_of
 from ckpt.solver.graph.costs import measured_price
 from ckpt.solver.graph.level_price import LayerPair, fit_level_price, on_chip_tensors
@@ -58,12 +60,13 @@ def layer_pairs(model: Path) -> list[LayerPair]:
     moved = on_chip_tensors(loaded.graph, split_levels(loaded.graph, inputs, home, loaded.persistent_io),
                             home.default)
     kinds = {op.name: op.op_type for op in loaded.graph.ops}
-    return [LayerPair(model.name, kinds[name], moved[name], cycles, split.node_cycles[name])
+    return [LayerPair(model.name, kinds[name], moved[name], cycles, split.node_cycles[name],
+                      off_chip.node_tiles.get(name, 1))
             for name, cycles in sorted(off_chip.node_cycles.items()) if name in split.node_cycles]
 
 
 def _saving(pairs: list[LayerPair], price) -> int:
-    return sum(price.saving(p.op_type, p.moved, p.off_chip) for p in pairs)
+    return sum(price.saving(p.op_type, p.moved, p.off_chip, p.tiles) for p in pairs)
 
 
 def within(predicted: float, measured: float) -> str:
@@ -71,18 +74,25 @@ def within(predicted: float, measured: float) -> str:
 
 
 def point_row(model: Path, point: Path) -> str:
-    """One replayed split point: predicted against measured train cycles, overheads over the all-L3 graph order."""
+    """One replayed split (or split+) point: predicted against measured train cycles, overheads over the all-L3
+    graph order; the optimizer's cycles per update beside them. A split+ point is predicted with the tensors its
+    replay brought on chip (report.json's setup), priced as a solve prices them (pipeline.split_plus)."""
     setup = setup_for(TARGET, SPLIT_HOME)
-    costs = measured_costs(model, TARGET, setup, progress=progress)
+    loaded = load_split(model, TARGET, setup)
+    costs = measured_costs(model, TARGET, setup, progress=progress, loaded=loaded)
     seq = json.loads((point / "seq.json").read_text())["seq"]
-    measured = json.loads((point / "replay" / "report.json").read_text())["gvsoc"]["tiled"]["cycles"]
+    report = json.loads((point / "replay" / "report.json").read_text())
+    measured, optimizer = (report["gvsoc"]["tiled"][k] for k in ("cycles", "optimizer_cycles"))
+    brought = frozenset(report["deeploy"]["tiled"]["setup"].get("on_chip_persistent", ()))
+    priced = "all-L3 priced" if "priced" in costs.source else "split"
+    costs = priced_on_chip(costs, loaded, brought) if brought else costs
     base = calibrate(model, TARGET, setup_for(TARGET, "L3"), progress=progress).step_cycles
     recomputed = [name for name, flag in seq if flag]
     predicted = costs.measured_step + sum(measured_price(costs, name) for name in recomputed)
     over_p, over_m = 100 * (predicted - base) / base, 100 * (measured - base) / base
-    priced = "priced" in costs.source
-    return (f"| {model.name} {point.name} | {len(recomputed)} | {'all-L3 priced' if priced else 'split'} | "
-            f"{base:,} | {predicted:,} | {measured:,} | {over_p:+.2f}% | {over_m:+.2f}% | {within(over_p, over_m)} |")
+    return (f"| {model.name} {point.name} | {len(recomputed)} | {len(brought)} | {priced} | {base:,} | "
+            f"{predicted:,} | {measured:,} | {over_p:+.2f}% | {over_m:+.2f}% | {within(over_p, over_m)} | "
+            f"{costs.measured_optimizer or 0:,} | {optimizer or 0:,} |")
 
 
 def main() -> int:
@@ -121,9 +131,9 @@ def main() -> int:
     print(f"fitted price: {json.dumps(price.as_dict(), sort_keys=True)}")
     if points:
         print()
-        print("| point | recomputes | costs | all-L3 graph order | predicted | measured | overhead predicted | "
-              "measured | within |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| point | recomputes | split+ on chip | costs | all-L3 graph order | predicted | measured | "
+              "overhead predicted | measured | within | optimizer predicted | measured |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for model, point in points:
             print(point_row(model, point), flush=True)
     return 0

@@ -57,6 +57,9 @@ LEVEL_LEGEND = {"static": "the constants the generated tiled code keeps in {leve
 DETAIL_TAIL = [
     Column("capacity B", ("on_chip_capacity",), "the bytes the chip's {on_chip} gives the step"),
     Column("persistent", ("persistent_bytes",), "bytes live through the whole step (weights' gradients, state)"),
+    Column("split+ on chip", ("persist_on_chip", "persist_on_chip_bytes"),
+           "--persist-on-chip auto: how many persistent tensors (Deeploy's names; an in-place copy is named apart "
+           "from its tensor) the point brings into {on_chip}, and their bytes (a shared copy counted once)"),
     Column("clones", ("clones_kept",), "recompute clones the replayed graph keeps"),
     Column("cost", ("recompute_cost",), "the recomputes' cycles by ckpt's cost model"),
     Column("cost +%", ("cost_increase_pct",), "that cost over the baseline step (%), ckpt's cost model"),
@@ -158,6 +161,8 @@ def _cell(row: PointRow, column: Column) -> str:
     cells = [_field(row, key) for key in column.keys]
     if column.keys == ("overhead_pct", "overhead_pct_predicted"):
         return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]})"
+    if column.keys == ("persist_on_chip", "persist_on_chip_bytes"):
+        return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]} B)"
     return ", ".join(cells)
 
 
@@ -272,7 +277,7 @@ def terminal_table(rows: list[PointRow], target: str | None = None, said: list[s
 
 def _shown_details(rows: list[PointRow], target: str | None) -> list[Column]:
     """The detail columns sweep.md shows: a split step's and gvsoc's comparison only where a row has them."""
-    optional = {"optimizer_cycles", "optimizer_cycles_predicted", "device_check"}
+    optional = {"optimizer_cycles", "optimizer_cycles_predicted", "device_check", "persist_on_chip"}
     return [c for c in detail_columns(rows, target)
             if not set(c.keys) & optional or any(_cell(r, c) != "-" for r in rows)]
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from ckpt import deeploy_bridge
@@ -21,6 +21,7 @@ from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
+from ckpt.deeploy_bridge.tile_counts import code_tiles_into
 from ckpt.errors import CkptError
 from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
@@ -40,7 +41,7 @@ from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
-CALIBRATION_FORMAT = 3
+CALIBRATION_FORMAT = 4  # 4: node_tiles
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
@@ -62,10 +63,13 @@ class Calibration:
     key: str                           # what it was measured with (model, setup, kernels, kit), hashed
     optimizer_cycles: int = 0          # a split step: its optimizer network per update (step_cycles and
                                        # node_cycles are then its train network's, per mini-batch)
+    node_tiles: dict[str, int] = field(default_factory=dict)   # per node that tiles into the chip's level from off
+                                       # chip: its tiles there, read from the generated code (a layer moves each
+                                       # tensor it keeps off chip once per tile: what the level price counts)
 
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
-                         measured_optimizer=self.optimizer_cycles or None,
+                         measured_optimizer=self.optimizer_cycles or None, tiles=dict(self.node_tiles) or None,
                          per_clone=TARGET_TABLE[self.target].clone_cycles,
                          source=f"gvsoc calibration {self.key[:12]} + {TARGET_TABLE[self.target].clone_cycles} "
                                 "cycles per recompute")
@@ -81,7 +85,7 @@ class Calibration:
         if not isinstance(doc, dict):
             raise CkptError(f"'{where}' is not a calibration this ckpt wrote (not an object)", way_out)
         names = [f.name for f in fields(cls)]
-        needed = [f.name for f in fields(cls) if f.default is MISSING]
+        needed = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
         missing, unknown = [n for n in needed if n not in doc], [k for k in doc if k not in names]
         if missing or unknown:
             what = f"lacks \"{missing[0]}\"" if missing else f"has the field \"{unknown[0]}\", which ckpt never writes"
@@ -99,6 +103,10 @@ class Calibration:
                 raise CkptError(f"'{where}': \"{name}\" is {json.dumps(value)[:40]}, not {wanted}", way_out)
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in doc["node_cycles"].values()):
             raise CkptError(f"'{where}' has cycles that are not counts", way_out)
+        tiles = doc.get("node_tiles", {})
+        if not isinstance(tiles, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                  for v in tiles.values()):
+            raise CkptError(f"'{where}': \"node_tiles\" is not an object of tile counts >= 1", way_out)
         if doc["target"] not in SIMULATED_TARGETS:
             raise CkptError(f"'{where}': \"target\" is {json.dumps(doc['target'])[:40]}, not one of "
                             f"{', '.join(SIMULATED_TARGETS)}", way_out)
@@ -169,13 +177,15 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         estimate = ESTIMATE_SCALE * sum(load_graph(lowered.model).op_cost.values())
         run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak,
                             timeout=timeout or simulation_timeout(estimate))
+        tiles = code_tiles_into(code, chip.on_chip)
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
         raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
     code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
-                        node_cycles(run.layers, order), run.errors, run.total, code_bytes, key)
+                        node_cycles(run.layers, order), run.errors, run.total, code_bytes, key,
+                        node_tiles=_known(tiles, order))
     unknown = [name for name in found.node_cycles if name not in set(order)]
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
@@ -203,6 +213,7 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
         estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.first_update().n_network_runs
         run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
                              timeout or simulation_timeout(estimate))
+        tiles = code_tiles_into(code, chip.on_chip)
     if run.status is not SimStatus.MEASURED:
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if not run.layer_cycles:
@@ -211,7 +222,12 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
     code_bytes = run.on_chip.static - run.on_chip.test_data - static
     nodes = {name: cycles for name, cycles in run.layer_cycles.items() if name in set(order)}
     return Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles, nodes, run.errors,
-                       run.total, code_bytes, key, run.optimizer_cycles or 0)
+                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order))
+
+
+def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
+    """The tile counts of the lowered graph's nodes (the code's other tables, e.g. the optimizer's, left out)."""
+    return {name: count for name, count in sorted(tiles.items()) if name in set(order)}
 
 
 def _cached_calibration(path: Path, key: str) -> Calibration | None:

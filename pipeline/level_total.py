@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ckpt import deeploy_bridge
+from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.events import Incumbent, Progress, Step
 from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.load import LoadedModel
-from ckpt.replay.predict import predicted_levels
+from ckpt.replay.predict import predicted_levels, predicted_split_tiles
 from ckpt.solver.budget import LevelTotal
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.simulate import RunSequence, memory_trace, plain_sequence
@@ -44,7 +45,7 @@ from ckpt.solver.model.options import StageOrder
 from ckpt.solver.model.records import SolveOptions, SolveResult, Status
 from ckpt.solver.realise.result import planned_sequence, result_on
 from ckpt.solver.solve import solve, stage_order
-from ckpt.targets import TARGET_TABLE
+from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 LIVE_SHARE = 0.25        # of the time left, at most, for a live-byte answer: the warm start, each --budget probe
 MAX_TIGHTENINGS = 12     # solves spent bringing a layout that misses its live maximum under the total
@@ -66,16 +67,19 @@ class LevelModel:
     code: int
     graph: TrainGraph                 # the arena model (solver.memory.resident)
     order: tuple[str, ...]            # its stage order: the real graph's, between the synthetic ops
+    tiles: int = 0                    # a split home: the layers' tiles above the arena (the same for every schedule)
 
     @property
     def static(self) -> int:
-        return self.constants + self.code
+        return self.constants + self.code + self.tiles
 
     def parts(self) -> str:
         """The static part in words."""
-        if not self.code:
+        if not self.code and not self.tiles:
             return f"constants {self.constants} B"
-        return f"constants {self.constants} B + the step's code and data {self.code} B = {self.static} B"
+        found = [f"constants {self.constants} B"] + ([f"the step's code and data {self.code} B"] if self.code else [])
+        found += [f"the tiler's tiles of what stays off chip {self.tiles} B"] if self.tiles else []
+        return " + ".join(found) + f" = {self.static} B"
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ class LevelAnswer:
     result: SolveResult               # on the real graph; status, gap and bound about the total asked for
     arena_budget: int                 # the live budget it was solved with: on the arena model, or on the graph
                                       # itself for a `--budget` schedule (probed_live_budgets)
-    level: LevelMemory             # the home level as the schedule deploys it (static: constants only)
+    level: LevelMemory             # the home level as the schedule deploys it (static: constants only; a split
+                                   # home's tiles above the arena included)
     code: int
 
     @property
@@ -102,7 +107,15 @@ def level_model(loaded: LoadedModel, level: str, code: int, options: SolveOption
                                                                           else f" ({' or '.join(homes)} with --home)"))
     resident = arena_resident(loaded.graph, *loaded.arena_io(), deeploy_bridge.ALIGNMENT)
     order = resident_order(stage_order(loaded.graph, options))
-    return LevelModel(level, loaded.home_constants(), code, resident, tuple(order))
+    return LevelModel(level, loaded.home_constants(), code, resident, tuple(order), split_tiles(loaded))
+
+
+def split_tiles(loaded: LoadedModel) -> int:
+    """A split home's tiles above its on-chip arena (replay.predict.predicted_split_tiles), 0 for another home."""
+    if loaded.home != SPLIT_HOME:
+        return 0
+    setup = setup_for(loaded.target, SPLIT_HOME, weights=loaded.weights)
+    return predicted_split_tiles(loaded.lowered, loaded.weights, loaded.persistent_io, setup.size(setup.innermost))
 
 
 def solve_level_total(loaded: LoadedModel, total: LevelTotal, code: int, options: SolveOptions,
@@ -178,7 +191,7 @@ def _graph_order_total(loaded: LoadedModel, code: int) -> int:
     """The home level's total of the graph order without recompute."""
     plain = [(op.name, 0) for op in loaded.graph.ops]
     return predicted_levels(loaded.lowered, plain, loaded.weights, loaded.home,
-                            loaded.persistent_io)[loaded.home_level].total + code
+                            loaded.persistent_io)[loaded.home_level].total + code + split_tiles(loaded)
 
 
 def _restated(err: InfeasibleBudget, total: LevelTotal, fits: int, smallest: int, checked: bool) -> InfeasibleBudget:
@@ -220,8 +233,8 @@ def _solve_total(loaded: LoadedModel, total: LevelTotal, code: int, options: Sol
 
     def answered(result: SolveResult, solved_at: int, on_model: bool = True) -> LevelAnswer:
         real = result_on(loaded.graph, result, real_sequence(result.seq)) if on_model else result
-        level = predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home,
-                                 loaded.persistent_io)[loaded.home_level]
+        level = replace(predicted_levels(loaded.lowered, real.seq, loaded.weights, loaded.home,
+                                         loaded.persistent_io)[loaded.home_level], tiles=model.tiles)
         timed = replace(real, seconds=clock.now() - began)
         return LevelAnswer(timed if result is proof else _bounded_by(timed, proof, options), solved_at, level, code)
 

@@ -97,6 +97,9 @@ class PointRow:
     code_errors: str = "-"           # the generated (tiled) code run on this host, "N/M" (target none: the host
                                      # executor's); "not run", "failed", "-"
     gvsoc_errors: str = "-"          # the deployed step on gvsoc, "N/M"; "failed" (reason); "-": not simulated
+    persist_on_chip: int | None = None        # split+ (--persist-on-chip auto): the persistent tensors (Deeploy's
+                                              # names) the schedule brings on chip; None: no split+
+    persist_on_chip_bytes: int | None = None  # ... and their bytes (a copy sharing another's bytes counted once)
 
     @property
     def peak(self) -> int | None:
@@ -151,12 +154,15 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, fou
                seconds: float | None, check: str, reason: str, schedule: str) -> PointRow:
     """A point with a schedule (`found`, written at `schedule`), before (or without) its replay."""
     predicted, solver = found.predicted, found.solver
+    plus = predicted.split_plus
     return replace(empty_row(label, fraction, budget_bytes, solver.status, reason),
                    predicted_peak=predicted.peak_bytes, heap=predicted.heap_bytes,
                    non_tiled_arena=predicted.arena_bytes,
                    persistent_bytes=predicted.persistent_bytes, recomputes=predicted.recomputes,
                    recompute_cost=predicted.recompute_cost, cost_increase_pct=predicted.cost_increase_pct,
                    cycles_predicted=predicted.step_cycles, optimizer_cycles_predicted=predicted.optimizer_cycles,
+                   persist_on_chip=len(plus["tensors"]) if plus else None,
+                   persist_on_chip_bytes=plus["bytes"] if plus else None,
                    check=check, gap=_finite(solver.gap),
                    seconds=None if seconds is None else round(seconds, 1), schedule=schedule)
 

@@ -110,6 +110,25 @@ def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: Wei
     return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
 
 
+def predicted_split_tiles(lowered: LoweredGraph, weights: WeightUpdate, persistent_io: frozenset[str],
+                          innermost: int, on_chip: frozenset[str] = frozenset()) -> int:
+    """The bytes the tiler puts above the split home's on-chip arena: the tiles, per layer, of the tensors it reads
+    or writes off chip, each counted once (an in-place copy moves with its tensor) at its bytes there and at most the
+    `innermost` level's size (a tile moved into the chip's level is cut again into the innermost's), the largest
+    layer's sum, at most the innermost level's size. A recompute reads the same tensors as its original, so every
+    schedule of the graph has the same figure. Where the tiler moves whole tensors this is its figure (the built-in
+    MLP, DS-CNN; SimpleMLP 32 B over); where it cuts a layer's tensors finer, an upper bound (CCT)."""
+    split = _SplitBlocks.of(lowered, [(name, 0) for name in lowered.node_order], weights)
+    graph, name = split.graph, deeploy_bridge.deeploy_tensor_name
+    brought = {t for t in graph.tensor_bytes if name(t) in on_chip}
+    levels = split_levels(graph, split.inputs, split.home, persistent_io, brought)
+    largest = 0
+    for op in graph.ops:
+        roots = {graph.root(t) for t in (*op.inputs, *op.outputs) if levels.get(t) == split.home.persistent}
+        largest = max(largest, sum(min(split.constant_bytes(r), innermost) for r in roots if r in graph.tensor_bytes))
+    return min(largest, innermost)
+
+
 @dataclass(frozen=True)
 class _SplitBlocks:
     """A schedule's rewired graph and its whole-network blocks, for laying out the split home's levels."""

@@ -87,14 +87,15 @@ class SplitStep:
 
 def optimizer_layers(optimizer: onnx.ModelProto, io: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """Each train-network buffer (Deeploy's name; `io`: the train graph's I/O names -> Deeploy's) -> the op types of
-    the `optimizer` graph's layers that read or write it, one per layer (its inputs by name; an update writes the
-    weight its layer reads first)."""
+    the `optimizer` graph's layers that read or write it, one per transfer: one per layer that reads it (its inputs
+    by name), and one more for an update, which writes back the weight its layer reads first (off chip, a second
+    transfer of it)."""
     found: dict[str, tuple[str, ...]] = {}
     outputs = {o.name for o in optimizer.graph.output}
     for node in optimizer.graph.node:
-        touched = {io[name] for name in node.input if name in io}
+        touched = [io[name] for name in dict.fromkeys(node.input) if name in io]
         if node.input and node.input[0] in io and outputs & set(node.output):
-            touched.add(io[node.input[0]])
+            touched.append(io[node.input[0]])
         for name in touched:
             found[name] = (*found.get(name, ()), node.op_type)
     return found

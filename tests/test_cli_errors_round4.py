@@ -21,6 +21,7 @@ from ckpt.examples import write_example
 from ckpt.gvsoc import run as gvsoc_run
 from ckpt.gvsoc.kit import find_kit
 from ckpt.gvsoc.run import simulation_timeout
+from ckpt.pipeline.calibrate import CALIBRATION_FORMAT
 from ckpt.pipeline.row import empty_row
 from ckpt.solver.graph.model_file import open_model
 from ckpt.solver.graph.step_pair import pair_mismatch
@@ -323,11 +324,12 @@ def test_cost_files_are_checked_field_by_field(mlp, tmp_path, body, message):
     ({"target": "gap9"}, '"target" is "gap9", not one of siracusa'),
     ({"key": None}, 'it lacks "key"'),
     ({"extra": 1}, 'it has the field "extra", which ckpt never writes'),
+    ({"node_tiles": {"fc0_Gemm": 0}}, '"node_tiles" is not an object of tile counts >= 1'),
 ])
 def test_a_calibration_is_checked_field_by_field(mlp, tmp_path, change, message):
-    doc = {"kind": "ckpt calibration", "format": 3, "model_sha256": open_model(mlp).sha256, "target": "siracusa",
-           "setup": {}, "step_cycles": 1000, "node_cycles": {"fc0_Gemm": 10}, "errors": 0, "total": 10,
-           "code_bytes": 100, "key": "k"}
+    doc = {"kind": "ckpt calibration", "format": CALIBRATION_FORMAT, "model_sha256": open_model(mlp).sha256,
+           "target": "siracusa", "setup": {}, "step_cycles": 1000, "node_cycles": {"fc0_Gemm": 10}, "errors": 0,
+           "total": 10, "code_bytes": 100, "key": "k"}
     for key, value in change.items():
         doc.pop(key) if value is None else doc.__setitem__(key, value)
     (tmp_path / "cal.json").write_text(json.dumps(doc))

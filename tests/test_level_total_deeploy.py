@@ -179,3 +179,27 @@ def test_a_total_a_budget_schedule_fits_is_met_at_no_more_cost_where_the_layout_
     answer, _ = solve_and_document(total_request(model, total, options=LONGER))   # probes solved to optimality
     assert answer.predicted.checked_bytes == answer.predicted.levels["L3"]["total"] <= total
     assert answer.predicted.recompute_cost <= point.predicted.recompute_cost
+
+
+def test_a_split_homes_total_counts_the_tilers_tiles_above_its_arena(mlp):
+    """--home split --budget-total L2=...: Deeploy's tiler puts each layer's tiles of what stays off chip (here the
+    weights) above the on-chip arena; the total counts them (the built-in MLP's graph order: arena + tiles is the
+    arena Deeploy's tiled code reserves in L2), says them in a refusal, and writes them in the schedule's levels."""
+    from ckpt import deeploy_bridge
+    from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.targets import SPLIT_HOME
+
+    loaded = load_for_target(mlp, "siracusa", home=SPLIT_HOME)
+    tiles = level_model(loaded, "L2", 0, OPTIONS).tiles
+    order = list(loaded.lowered.node_order)
+    predicted = predicted_levels(loaded.lowered, [(n, 0) for n in order], loaded.weights, SPLIT_HOME,
+                                 loaded.persistent_io)["L2"]
+    figures = deeploy_bridge.deploy(loaded.lowered.model, order, "siracusa", tiled=True,
+                                    setup=setup_for("siracusa", SPLIT_HOME))
+    assert tiles > 0 and predicted.arena + tiles == figures.arena["L2"]
+    with pytest.raises(InfeasibleBudget) as refused:
+        solve_and_document(total_request(mlp, predicted.static + predicted.arena, "L2", home=SPLIT_HOME))
+    assert f"the tiler's tiles of what stays off chip {tiles} B" in str(refused.value)
+    doc, _ = solve_and_document(total_request(mlp, 10**6, "L2", home=SPLIT_HOME))
+    level = doc.predicted.levels["L2"]
+    assert level["tiles"] == tiles and level["total"] == level["static"] + level["arena"] + tiles

@@ -61,3 +61,27 @@ def test_one_point_siracusa_sweep_with_deeploy_figures_and_ci_files(cct1, loweri
     assert "@pytest.mark.recompute" in cases and "mark.singlebuffer" not in cases   # not in the singlebuffer job
     workflow = (emitted / ".github" / "workflows" / "ci-platform-siracusa-tiled-recompute.yml").read_text()
     assert 'training and recompute"' in workflow and "test_siracusa_training_recompute.py" in workflow
+
+
+@pytest.mark.slow
+def test_a_split_plus_sweep_tabulates_what_each_point_brings_on_chip_as_its_replay_brings_it(lowering_cache,
+                                                                                          tmp_path):
+    """`ckpt sweep --home split --persist-on-chip auto` (one budget, estimated costs, no host check, no gvsoc): each
+    point's row counts the persistent tensors its schedule brings on chip, and its replay brought those very
+    tensors (read from the Deeploy setup its report records); sweep.md shows the column."""
+    model, outdir = tmp_path / "mlp", tmp_path / "sweep"
+    write_example("mlp", model, layers=2, width=32)
+    run = subprocess.run([sys.executable, "-m", "ckpt", "sweep", "0.98:0.98", "--model", str(model), "--target",
+                          "siracusa", "--home", "split", "--persist-on-chip", "auto", "--costs", "estimate",
+                          "--no-verify", "--no-simulate", "--jobs", "1", "-o", str(outdir)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = {row["label"]: row for row in json.loads((outdir / "sweep.json").read_text())["points"]}
+    for label in ("baseline", "0.98"):
+        row = rows[label]
+        report = json.loads((outdir / row["schedule"]).with_name("replay").joinpath("report.json").read_text())
+        brought = report["deeploy"]["tiled"]["setup"]["on_chip_persistent"]
+        assert row["persist_on_chip"] == len(brought) > 0 and row["persist_on_chip_bytes"] > 0, label
+        seq = json.loads((outdir / row["schedule"]).read_text())
+        assert sorted(seq["predicted"]["split_plus"]["tensors"]) == sorted(brought)
+    assert "| split+ on chip |" in (outdir / "sweep.md").read_text()

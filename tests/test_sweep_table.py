@@ -86,3 +86,24 @@ def test_a_failed_gvsoc_run_is_the_rows_errors_not_the_hosts():
     failed = GvsocRecord("tiled", SimStatus.FAILED, "the step did not finish on gvsoc (exit code 139)")
     cycles, errors, reason = _gvsoc(failed, True)
     assert cycles is None and errors == "failed" and "exit code 139" in reason
+
+
+def test_a_split_plus_point_says_how_many_persistent_tensors_it_brings_on_chip_and_their_bytes():
+    """sweep.md's details and the CSV carry split+'s count and bytes, from the schedule's `predicted.split_plus`
+    (the SimpleMLP 0.9 point's record); a sweep without split+ shows no such column in sweep.md."""
+    import json
+    from pathlib import Path
+
+    from ckpt.pipeline.row import solved_row
+    from ckpt.schedule_file import Schedule
+
+    doc = json.loads((Path(__file__).parent / "data" / "simplemlp_split_plus_0.9.json").read_text())
+    row = solved_row("0.9", 0.9, 2160, Schedule.from_dict(doc), 0.0, "bit-identical", "", "points/1/seq.json")
+    assert (row.persist_on_chip, row.persist_on_chip_bytes) == (6, 4880)
+    rows = [*_rows(), replace(_rows()[1], label="0.8", persist_on_chip=6, persist_on_chip_bytes=4880)]
+    text = markdown_table(rows, "siracusa")
+    details = text.partition("## Every figure")[2].partition("## Legend")[0]
+    assert "| split+ on chip |" in details and "| 6 (4,880 B) |" in details
+    names = next(csv.reader(io.StringIO(csv_text(rows, "siracusa"))))
+    assert "persist_on_chip" in names and "persist_on_chip_bytes" in names
+    assert "split+ on chip" not in markdown_table(_rows(), "siracusa").partition("## Legend")[0]

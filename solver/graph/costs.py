@@ -38,6 +38,8 @@ class CostModel:
     measured_step: int | None = None            # the calibration's whole graph-order step, cycles
     measured_optimizer: int | None = None       # a split step's: its optimizer network per update, cycles
     per_clone: int = 0                          # cycles a recompute of a measured op adds beyond them (see above)
+    tiles: dict[str, int] | None = None         # op name -> the tiles its layer moves into the chip's level from off
+                                                # chip where measured (a calibration's; absent: one)
     source: str = "estimate"                    # what the costs are, as a schedule records it
 
     def coefficients(self, op_type: str) -> tuple[float, float]:

@@ -3,9 +3,11 @@
 A calibration measures each layer's cycles at one home. Where the split home's graph order cannot run on chip (its
 activations overflow the chip: the models the split home is for), its layers are measured with every tensor off
 chip, and each layer is priced for the split home from there: a tensor the split home keeps on chip spares the
-layer its transfers from off chip, a fixed part per tensor (the uDMA's set-up and wait) and a part per byte (its
-bandwidth), at a rate of the layer's own op type where the calibrations that fit the price move enough bytes of it,
-else a rate shared by the rest. The price is data, fitted (`fit_level_price`) from pairs of calibrations of the same
+layer its transfers from off chip, a fixed part per tensor and tile (the uDMA's set-up and wait: the layer moves each
+tensor it keeps off chip once per tile it cuts into the chip's level, so a layer the tiler cuts into many tiles pays
+it many times; the calibration reads the tiles from its generated code) and a part per byte (its bandwidth), at a rate
+of the layer's own op type where the calibrations that fit the price move enough bytes of it, else a rate shared by
+the rest. The price is data, fitted (`fit_level_price`) from pairs of calibrations of the same
 models, every tensor off chip against the split home, layer by layer (bench/level_price.py), and kept per target
 (targets.py). Its rates are never negative and a layer's saving never exceeds its measured cycles, so moving a
 tensor on chip never predicts more cycles.
@@ -25,21 +27,23 @@ MIN_TYPE_BYTES = 64 * 1024     # an op type gets a rate of its own where the fit
 
 @dataclass(frozen=True)
 class LevelPrice:
-    """Cycles a layer saves per tensor it finds on chip instead of off chip, and per byte of those tensors."""
+    """Cycles a layer saves per tensor (and per tile the layer moves it in) it finds on chip instead of off chip, and
+    per byte of those tensors."""
 
-    per_tensor: float
+    per_tensor: float                                 # per tensor and per tile
     per_byte: float                                   # op types without their own rate
     per_byte_by_type: Mapping[str, float] = field(default_factory=dict)
 
-    def per_layer(self, op_type: str, nbytes: int) -> float:
-        """What one layer of `op_type` saves with one tensor of `nbytes` it reads or writes on chip (no rate is
-        taken below 0)."""
-        return max(0.0, self.per_tensor) + max(0.0, self.per_byte_by_type.get(op_type, self.per_byte)) * nbytes
+    def per_layer(self, op_type: str, nbytes: int, tiles: int = 1) -> float:
+        """What one layer of `op_type`, moving `tiles` tiles into the chip's level, saves with one tensor of
+        `nbytes` it reads or writes on chip (no rate is taken below 0)."""
+        return (max(0.0, self.per_tensor) * max(1, tiles)
+                + max(0.0, self.per_byte_by_type.get(op_type, self.per_byte)) * nbytes)
 
-    def saving(self, op_type: str, moved: Sequence[int], cycles: int) -> int:
-        """What a layer of `op_type` measured at `cycles` off chip saves with the tensors of `moved` bytes on
-        chip: never below 0, never all its cycles (a layer still makes its call)."""
-        found = sum(self.per_layer(op_type, nbytes) for nbytes in moved)
+    def saving(self, op_type: str, moved: Sequence[int], cycles: int, tiles: int = 1) -> int:
+        """What a layer of `op_type` measured at `cycles` off chip, in `tiles` tiles, saves with the tensors of
+        `moved` bytes on chip: never below 0, never all its cycles (a layer still makes its call)."""
+        found = sum(self.per_layer(op_type, nbytes, tiles) for nbytes in moved)
         return int(min(max(0, cycles - 1), round(found)))
 
     def as_dict(self) -> dict:
@@ -83,14 +87,16 @@ def on_chip_tensors(graph: TrainGraph, levels: Mapping[str, str], on_chip: str) 
 def priced_at_levels(costs: CostModel, graph: TrainGraph, levels: Mapping[str, str], on_chip: str,
                      price: LevelPrice, home: str) -> CostModel:
     """`costs` (measured with every tensor off chip) priced for a deployment that keeps `levels`: each measured
-    op's cycles less its saving (`LevelPrice.saving`), and the step less the savings of the ops it ran once each."""
+    op's cycles less its saving (`LevelPrice.saving`, at the tiles the costs' calibration read for it), and the step
+    less the savings of the ops it ran once each."""
     if costs.measured is None:
         return costs
     kinds = {op.name: op.op_type for op in graph.ops}
     moved = on_chip_tensors(graph, levels, on_chip)
+    tiles = costs.tiles or {}
     measured, saved = {}, 0
     for name, cycles in costs.measured.items():
-        cut = price.saving(kinds[name], moved[name], int(cycles)) if name in kinds else 0
+        cut = price.saving(kinds[name], moved[name], int(cycles), tiles.get(name, 1)) if name in kinds else 0
         measured[name] = int(cycles) - cut
         saved += cut
     step = None if costs.measured_step is None else max(1, costs.measured_step - saved)
@@ -107,13 +113,15 @@ class LayerPair:
     moved: tuple[int, ...]
     off_chip: int
     on_chip: int
+    tiles: int = 1            # the tiles the layer moves into the chip's level off chip (the calibration's)
 
 
 def fit_level_price(layers: Iterable[LayerPair], min_type_bytes: int = MIN_TYPE_BYTES) -> LevelPrice:
-    """Least squares of each layer's saving (off-chip cycles less on-chip cycles) on its tensors and bytes on
-    chip, each model weighted by its whole saving (a small model counts as much as a large one); an op type whose
-    layers move at least `min_type_bytes` gets its own rate per byte. A rate that comes out negative is dropped
-    (its layers then take the shared one, the tensors none) and the rest fitted again: no rate is negative."""
+    """Least squares of each layer's saving (off-chip cycles less on-chip cycles) on its tensors (times its tiles)
+    and bytes on chip, each model weighted by its whole saving (a small model counts as much as a large one); an op
+    type whose layers move at least `min_type_bytes` gets its own rate per byte. A rate that comes out negative is
+    dropped (its layers then take the shared one, the tensors none) and the rest fitted again: no rate is
+    negative."""
     layers = [p for p in layers if p.moved]
     per_type: dict[str, int] = {}
     for p in layers:
@@ -143,7 +151,7 @@ def _feature(pair: LayerPair, column: str, typed: frozenset[str]) -> float:
     """A layer's entry in a column of the fit: its tensors on chip, or its bytes on chip under its own type's rate
     (`typed`: the types that have one) or the shared one."""
     if column == "tensor":
-        return float(len(pair.moved))
+        return float(len(pair.moved) * max(1, pair.tiles))
     if column == "byte":
         return 0.0 if pair.op_type in typed else float(sum(pair.moved))
     return float(sum(pair.moved)) if pair.op_type == column else 0.0

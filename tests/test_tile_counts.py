@@ -1,0 +1,50 @@
+"""The tiles each layer moves into a level, read from Deeploy's generated code (deeploy_bridge.tile_counts), and
+the calibration that keeps them for the level price (pipeline.calibrate)."""
+from __future__ import annotations
+
+import pytest
+
+from ckpt.deeploy_bridge.tile_counts import code_tiles_into, tiles_into
+from ckpt.errors import CkptError
+from ckpt.pipeline.calibrate import CALIBRATION_FORMAT, KIND, Calibration
+
+# as the training branch writes them (CCT's split step at 0.6: an accumulator cut into 128 one-element tiles, a
+# Conv into 3 tiles of L2, each with its tiles of L1 per tile of L2)
+CODE = """
+static PI_L2 uint8_t DeeployNetwork_TILING_CODEGEN_L2_node_1_tokenizer_Conv_Conv_numTiles[2] = {0, 3};
+static PI_L1 uint8_t DeeployNetwork_TILING_CODEGEN_L1_node_1_tokenizer_Conv_Conv_numTiles[4] = {0, 4, 8, 12};
+static PI_L1 uint8_t DeeployNetwork_TILING_CODEGEN_L1_GradientAccumulator31_InPlaceAccumulatorV2_backward_numTiles[129] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128};
+static PI_L2 uint8_t DeeployNetwork_TILING_CODEGEN_L2_GradientAccumulator31_InPlaceAccumulatorV2_backward_numTiles[2] = {0, 128};
+static PI_L1 uint8_t DeeployNetwork_TILING_CODEGEN_L1_node_5_Relu_Relu_numTiles[2] = {0, 2};
+"""  # noqa: E501
+
+
+def test_the_tiles_into_a_level_are_the_last_offset_of_that_levels_table():
+    assert tiles_into(CODE, "L2") == {"node_1_tokenizer_Conv_Conv": 3,
+                                      "GradientAccumulator31_InPlaceAccumulatorV2_backward": 128}
+    assert tiles_into(CODE, "L1") == {"node_1_tokenizer_Conv_Conv": 12,
+                                      "GradientAccumulator31_InPlaceAccumulatorV2_backward": 128, "node_5_Relu_Relu": 2}
+
+
+def test_a_code_folder_is_read_across_its_c_files(tmp_path):
+    (tmp_path / "TrainingNetwork.c").write_text(CODE)
+    (tmp_path / "OptimizerNetwork.c").write_text(
+        "static PI_L2 uint8_t DeeployNetwork_TILING_CODEGEN_L2_sgd_w_numTiles[2] = {0, 5};")
+    (tmp_path / "TrainingNetwork.h").write_text("TILING_CODEGEN_L2_not_code_numTiles[2] = {0, 9};")
+    assert code_tiles_into(tmp_path, "L2") == {"node_1_tokenizer_Conv_Conv": 3, "sgd_w": 5,
+                                               "GradientAccumulator31_InPlaceAccumulatorV2_backward": 128}
+
+
+def _doc(**extra) -> dict:
+    return {"kind": KIND, "format": CALIBRATION_FORMAT, "model_sha256": "0" * 64, "target": "siracusa", "setup": {},
+            "step_cycles": 1000, "node_cycles": {"a": 10, "b": 20}, "errors": 0, "total": 1, "code_bytes": 0,
+            "key": "0" * 64, **extra}
+
+
+def test_a_calibrations_tiles_reach_its_costs_and_bad_ones_are_refused():
+    costs = Calibration.from_doc(_doc(node_tiles={"a": 128}), "cal.json").cost_model()
+    assert costs.tiles == {"a": 128}
+    assert Calibration.from_doc(_doc(), "cal.json").cost_model().tiles is None    # none read: one tile each
+    for bad in ({"a": 0}, {"a": "3"}, [1]):
+        with pytest.raises(CkptError, match="node_tiles"):
+            Calibration.from_doc(_doc(node_tiles=bad), "cal.json")
