@@ -133,15 +133,17 @@ def _repeated(value: np.ndarray, elements: int | None) -> np.ndarray:
 def deploy_split(base: onnx.ModelProto, order, step: SplitStep, target: str, tiled: bool, setup: DeeploySetup,
                  code_dir: Path) -> tuple[MemoryFigures, MemoryFigures]:
     """Both networks' code in `code_dir` (the train graph in `order`: a node list or a replay scheduler): the
-    optimizer first, whose L1 arena the train network's must hold (its deployment, the same at every point, is
-    kept: deeploy_bridge.deploy_cache). Returns (train, optimizer) figures."""
+    optimizer first, whose borrowed arenas (DeeploySetup.optimizer_borrows) the train network's must hold (its
+    deployment, the same at every point, is kept: deeploy_bridge.deploy_cache). Returns (train, optimizer)
+    figures."""
     setup_of_optimizer = replace(setup, weights=WeightUpdate.OUT_OF_PLACE)
-    role = optimizer_role(step.io, step.optimizer, step.elements)
+    role = replace(optimizer_role(step.io, step.optimizer, step.elements), borrowed=setup.optimizer_borrows)
     optimizer = cached_deploy(step.optimizer, target, tiled, setup_of_optimizer, role, code_dir,
                               lambda: deeploy_bridge.deploy(step.optimizer, None, target, tiled=tiled,
                                                             setup=setup_of_optimizer, code_dir=code_dir, role=role,
                                                             already_lowered=False))
-    floor = (("L1", optimizer.arena["L1"]),) if tiled and optimizer.arena.get("L1") else ()
+    floor = tuple((level, optimizer.arena[level]) for level in role.borrowed if optimizer.arena.get(level)) \
+        if tiled else ()
     train = deeploy_bridge.deploy(base, order, target, tiled=tiled, setup=setup, code_dir=code_dir,
                                   role=TrainRole(step.on_chip, floor))
     return train, optimizer

@@ -22,7 +22,7 @@ from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import FlowFigures
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, setup_for
 from ckpt.deeploy_bridge.split_step import optimizer_role
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.gvsoc.probes import instrument
@@ -30,6 +30,7 @@ from ckpt.hostexec.executor import HostExecutor
 from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.row import step_levels
 from ckpt.replay.report import ReplayReport
+from ckpt.targets import SPLIT_HOME
 
 TRAIN_IO = {"x": "input_0", "y": "input_1", "w": "input_2", "v": "input_3", "w_grad.accumulation.buffer": "input_4",
             "v_grad.accumulation.buffer": "input_5", "lazy_reset_grad": "input_6", "loss": "output_0"}
@@ -127,6 +128,10 @@ def test_a_split_steps_levels_hold_both_networks_the_borrowed_arena_once():
     assert (levels["L2"].arena, levels["L2"].static) == (200, 4)
     assert (levels["L3"].total, levels["L3"].predicted_arena) == (5100, 5000)
     assert step_levels(train, None) == train
+    split = FlowFigures(arena={"L1": 1500, "L2": 200, "L3": 0}, static={"L1": 4, "L2": 4, "L3": 0},
+                        setup=setup_for("siracusa", SPLIT_HOME))
+    on_chip = {**train, "L2": LevelMemory(arena=3000, static=20)}
+    assert (step_levels(on_chip, split)["L2"].arena, step_levels(on_chip, split)["L2"].static) == (3000, 24)
 
 
 def test_an_accumulator_whose_flag_deeploy_made_an_alias_writes_its_buffer_back():
