@@ -20,6 +20,7 @@ from Deeploy.DeeployTypes import NodeMapper, NodeTemplate
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
 from .defects import CONV_GRAD_W_GUARD, Defect
+from .template_cache import template_text
 from .tile_flag import FLAG, flagged_constraint
 
 OP = "ConvGradW"
@@ -28,7 +29,7 @@ GUARD = CONV_GRAD_W_GUARD
 
 def guarded(binding) -> bool:
     """Whether `binding`'s template zeroes the weight gradient behind the tileIdxPtr guard."""
-    source = getattr(getattr(getattr(binding, "template", None), "template", None), "source", "") or ""
+    source = template_text(getattr(binding, "template", None))
     return bool(GUARD.search(source))
 
 
@@ -45,7 +46,7 @@ def _restarting_template(template: NodeTemplate) -> NodeTemplate:
             return ctxt, operatorRepresentation, names
 
     Restarting.__name__ = f"Restarting{base.__name__}"
-    return Restarting(GUARD.sub(f"${{{FLAG}}}", template.template.source))
+    return Restarting(GUARD.sub(f"${{{FLAG}}}", template_text(template)))
 
 
 def _first_tiles(loads: list[dict], key: str) -> list[int]:

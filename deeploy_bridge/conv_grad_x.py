@@ -22,6 +22,7 @@ from Deeploy.DeeployTypes import NodeMapper
 from Deeploy.TilingExtension.TilerExtension import TilingReadyNodeBindings
 
 from .defects import IM2COL_KERNEL, Defect
+from .template_cache import template_text
 
 OP = "ConvGradX"
 AXES = (("padding_y_top", "offset_grad_in_h", "offset_grad_out_h"),
@@ -30,7 +31,7 @@ AXES = (("padding_y_top", "offset_grad_in_h", "offset_grad_out_h"),
 
 def im2col_tiled(binding) -> bool:
     """Whether `binding`'s template calls the tiled im2col ConvGradX kernel."""
-    source = getattr(getattr(getattr(binding, "template", None), "template", None), "source", "") or ""
+    source = template_text(getattr(binding, "template", None))
     return IM2COL_KERNEL in source and "ConvGradX" in source
 
 

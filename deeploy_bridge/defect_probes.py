@@ -26,6 +26,7 @@ from .conv_grad_x import im2col_tiled
 from .defects import Defect, Found
 from .pw_conv_grad_w import OP as PW_OP
 from .pw_conv_grad_w import pointwise
+from .template_cache import template_text
 
 
 def _source_line(obj, pattern: str) -> tuple[str, int]:
@@ -80,7 +81,7 @@ STATIC = re.compile(r"^\s*static\b", re.MULTILINE)
 
 def layernorm_grad_zeroing() -> Found | None:
     binding = layernorm_grad_binding()
-    source = getattr(getattr(getattr(binding, "template", None), "template", None), "source", "") or ""
+    source = template_text(getattr(binding, "template", None))
     if not STATIC.search(source):     # a template with no C `static` state starts every call afresh
         return None
     file, line = _source_line(FloatLayernormTemplate, r"^\s*static\b")

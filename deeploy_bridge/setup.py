@@ -85,6 +85,18 @@ class DeeploySetup:
         return found
 
     @property
+    def optimizer_borrows(self) -> tuple[str, ...]:
+        """The arenas a split step's optimizer network takes from its train network's (the two never run at once,
+        deeploy_bridge.split_step): the innermost level's always (nothing outlives a layer there), and the on-chip
+        default level's under a split home where nothing that persists was brought there (split+): that arena then
+        holds only what a mini-batch makes or the harness writes again before each run of the train network (its
+        data, the reset flag, the loss), never a weight or an accumulator the optimizer reads."""
+        shared = [self.innermost]
+        if self.home == SPLIT_HOME and not self.on_chip_persistent and self.default_mem_level != self.innermost:
+            shared.insert(0, self.default_mem_level)
+        return tuple(shared)
+
+    @property
     def level_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.levels)
 

@@ -51,3 +51,16 @@ def _compile_text_once(template, text, filename):
 
 
 mako_template._compile_text = _compile_text_once
+
+
+def template_text(node_template) -> str:
+    """The text a Deeploy NodeTemplate's mako template was made from ("" where it has none). Read from the text the
+    template keeps, not mako's `Template.source`: that looks the compiled module up in a registry of weak references
+    to each template's module record, and with a module shared here the record of a template that is gone (the
+    last one made from that text) takes the entry with it, so `source` of a template still alive raised KeyError
+    (MobileNetV1's tiled split replay, reading a ConvGradX binding's kernel)."""
+    template = getattr(node_template, "template", None)
+    text = getattr(template, "_source", None)
+    if text is None and template is not None:
+        text = template.source       # made from a file: mako keeps no text, its registry has it
+    return text or ""

@@ -32,6 +32,7 @@ from ckpt.errors import CkptError
 
 from .defects import CONV_GRAD_W_GUARD, IM2COL_KERNEL, Bound, Defect, Found, pointwise_parser
 from .softmax_axis import SUFFIX
+from .template_cache import template_text
 
 __all__ = ["ENV", "Defect", "Found", "Bound", "defects_found", "wanted", "active", "is_active", "key", "bound"]
 
@@ -122,7 +123,7 @@ def _strided_pointwise(node) -> bool:
 
 
 def _source(template) -> str:
-    return getattr(getattr(template, "template", None), "source", "") or ""
+    return template_text(template)
 
 
 def _guarded(template) -> bool:

@@ -81,11 +81,21 @@ def name_address(address: int, layout: list[RamBuffer], ram_size: int = RAM_SIZE
     return f"in none of the step's L3 buffers (they lie at {low:#x}-{ram_size:#x})"
 
 
+_EXIT = re.compile(r"Platform returned an error \(exitcode: (\d+)\)")
+# what a step's exit code says where nothing before it did: the branch's dory_mem.c (TargetLibraries/PULPOpen)
+# exits with -4 when pi_fs_open gives no file, after a printf without a newline that never reaches the log
+_EXIT_CODES = {256 - 4: "pmsis_exit(-4): Deeploy's dory_mem.c could not open a data file on the flash (pi_fs_open "
+                        "found no such file, or the L2 heap had no room left for the file's descriptor)"}
+
+
 def diagnosis(log: str, network_c: str | None) -> str | None:
-    """One line: the first error of the log and, where it names an L3 address, the buffer that holds it."""
+    """One line: the first error of the log and, where it names an L3 address, the buffer that holds it; where no
+    line says what went wrong, what the step's exit code means, where ckpt knows it."""
     error = first_error(log)
     if error is None:
-        return None
+        code = _EXIT.findall(log)
+        said = _EXIT_CODES.get(int(code[-1])) if code else None
+        return f"{_EXIT.search(log).group(0)}: {said}" if said else None
     address = _ADDRESS.search(error)
     if address is None or network_c is None or "/ram" not in error:
         return error

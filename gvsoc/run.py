@@ -80,6 +80,7 @@ class OnChipNeed:
     test_data: int = 0          # of `static`: the harness's inputs and expected outputs (not part of a step)
     readback: int = 0           # the buffer the harness allocates to read an output back from L3
     compact: bool = False       # counted with the generated code compiled for size (gvsoc.step.COMPACT)
+    probed: bool = True         # counted with every layer probed (False: built without probes to fit)
 
     @property
     def total(self) -> int:
@@ -179,7 +180,8 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_to_fit(
-                lambda compact: build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad, compact),
+                lambda compact, _: build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad,
+                                              compact),
                 lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback))
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
@@ -318,24 +320,27 @@ def _store_run(key: str, run: GvsocRun) -> None:
 
 def _does_not_fit(need: OnChipNeed) -> str:
     code = f", its generated code compiled for size ({' '.join(COMPACT)})" if need.compact else ""
+    code += " and built without its per-layer probes" if not need.probed else ""
     return (f"the step does not fit Siracusa's L2 with the harness's data{code}: it needs {need.total:,} B "
             f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
             f"{need.heap + need.readback:,} B allocated), {need.total - need.capacity:,} B more than the "
             f"{need.capacity:,} B there")
 
 
-def build_to_fit(build: Callable[[bool], DeviceStep], need_of: Callable[[int], OnChipNeed]
-                 ) -> DeviceStep | OnChipNeed:
-    """The step `build(compact)` gives, its generated code compiled like the kernels where the step then fits L2
-    (`need_of(its static L2 bytes)`), else compiled for size (COMPACT) where it then fits; where neither fits, what
-    the compact build needs. StepBuildError and SdkBuildError pass through."""
-    for compact in (False, True):
+def build_to_fit(build: Callable[[bool, bool], DeviceStep], need_of: Callable[[int], OnChipNeed],
+                 layers_needed: bool = True) -> DeviceStep | OnChipNeed:
+    """The step `build(compact, probed)` gives, its generated code compiled like the kernels and every layer probed
+    where the step then fits L2 (`need_of(its static L2 bytes)`), else compiled for size (COMPACT) where it then
+    fits, else, unless its per-layer cycles are `layers_needed` (a calibration's, a bench's), compact and without
+    probes (their counters and code) where it then fits; where none fits, what the last build tried needs.
+    StepBuildError and SdkBuildError pass through."""
+    for compact, probed in ((False, True), (True, True), *(() if layers_needed else ((True, False),))):
         try:
-            step = build(compact)
+            step = build(compact, probed)
         except L2Overflow as exc:
-            need = replace(need_of(L2_CAPACITY + exc.overflow), compact=compact)
+            need = replace(need_of(L2_CAPACITY + exc.overflow), compact=compact, probed=probed)
             continue
-        need = replace(need_of(step.l2_static_bytes), compact=compact)
+        need = replace(need_of(step.l2_static_bytes), compact=compact, probed=probed)
         if need.fits:
             return step
     return need

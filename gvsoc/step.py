@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ckpt.coderun.build import TRAIN_HARNESS, TRAIN_HARNESS_DIR
@@ -110,6 +110,7 @@ class DeviceStep:
     network_frame: int = 0            # the largest stack frame of the generated network's functions (bytes)
     relaxed: bool = True              # linked with ld's relaxation (False: only without it did it link)
     compact: bool = False             # the generated networks were compiled COMPACT
+    probed: bool = True               # each layer probed (False: built without probes, `layers` empty)
 
     @property
     def l2_static_bytes(self) -> int:
@@ -169,21 +170,25 @@ NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "Run
 
 def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, timer_stops: int,
                         sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
-                        pad: int = 0, compact: bool = False) -> DeviceStep:
+                        pad: int = 0, compact: bool = False, probed: bool = True) -> DeviceStep:
     """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
     with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
     cycles over the run (the train network runs once per mini-batch, the optimizer once per update); when the
     harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c).
-    `pad`, `compact`: as build_step's."""
+    `pad`, `compact`: as build_step's; `probed` False: the networks as Deeploy wrote them, no layer probed (their
+    counters and the code reading them take L2; the step's own cycles are still timed by the harness)."""
     layers: list[str] = []
     probed_files = []
     for stem, run in NETWORKS:
         source = Path(code_dir) / f"{stem}.c"
         if source.is_file():
-            probed = instrument(source.read_text(), run, len(layers))
-            atomic_write(out / source.name, probed.source)
+            if probed:
+                instrumented = instrument(source.read_text(), run, len(layers))
+                atomic_write(out / source.name, instrumented.source)
+                layers += instrumented.layers
+            else:
+                atomic_write(out / source.name, source.read_text())
             probed_files.append(out / source.name)
-            layers += probed.layers
     harness = sources.root / TRAIN_HARNESS_DIR
     flags = [*sdk.compile_flags(kit), *OPTIMISE, f"-DNUM_CORES={cores}", f"-DCKPT_PROBE_COUNT={len(layers)}",
              "-DCKPT_PROBE_SUM", *include_flags(sources, data_dir, Path(code_dir), harness / "inc", kernels.folder)]
@@ -196,7 +201,8 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    return _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad, compact)
+    step = _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad, compact)
+    return replace(step, probed=probed)
 
 
 def linker_script(sdk: SdkLibrary, generated: list[str], pad: str | None = None) -> str:

@@ -86,12 +86,13 @@ class TrainGvsocRun:
 
 
 def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
-                      kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None, pad: int = 0
-                      ) -> TrainGvsocRun | NotSimulated:
+                      kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None, pad: int = 0,
+                      layers_needed: bool = True) -> TrainGvsocRun | NotSimulated:
     """Build `code_dir`'s two networks with the harness and `run`'s data, and run them on gvsoc (see the module
     doc). `heap_peak`: the most the networks keep allocated in L2 at once; `timeout`: seconds before the run is
     taken as hung (gvsoc.run.simulation_timeout of every network run's cycles); `pad`: see
-    gvsoc.step.build_step."""
+    gvsoc.step.build_step; `layers_needed` False: a step that fits L2 only without its per-layer probes is built
+    without them (gvsoc.run.build_to_fit; its `layers` then empty)."""
     missing = training_harness_missing(sources)
     if missing:
         return NotSimulated(missing)
@@ -99,7 +100,7 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
     manifest = CodeManifest.read(code_dir)
     key = _run_key(code_dir, run, start, sources, kit, heap_peak, pad)
     cached = _cached(key)
-    if cached is not None:
+    if cached is not None and (cached.on_chip.probed or not layers_needed):
         return cached
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_train_") as scratch:
@@ -114,15 +115,15 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_to_fit(
-                lambda compact: build_training_step(code_dir, manifest.cores, files.folder, bool(files.flash_files),
-                                                    run.n_batches + run.n_steps, sources, kit, sdk, kernels, work,
-                                                    pad, compact),
-                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY))
+                lambda compact, probed: build_training_step(code_dir, manifest.cores, files.folder,
+                                                            bool(files.flash_files), run.n_batches + run.n_steps,
+                                                            sources, kit, sdk, kernels, work, pad, compact, probed),
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY), layers_needed)
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
         if isinstance(step, OnChipNeed):
             return NotSimulated(_does_not_fit(step), on_chip=step)
-        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact, probed=step.probed)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",

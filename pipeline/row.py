@@ -207,16 +207,16 @@ def _chip_memory(report: ReplayReport) -> OnChipNeed | None:
 
 def step_levels(train: dict[str, LevelMemory], optimizer: FlowFigures | None) -> dict[str, LevelMemory]:
     """The tiled flow's levels for the whole step: a split step's two networks together (each level's constants
-    and arenas added, but the innermost arena, which the optimizer borrows from the train network: the larger);
-    a one-network step's as they are."""
+    and arenas added, but the arenas the optimizer borrows from the train network (DeeploySetup.optimizer_borrows):
+    the larger); a one-network step's as they are."""
     if optimizer is None:
         return dict(train)
-    shared = optimizer.setup.innermost
+    shared = optimizer.setup.optimizer_borrows
     found = {}
     for name in sorted(set(train) | set(optimizer.arena) | set(optimizer.static)):
         own = train.get(name) or LevelMemory(arena=0, static=0)
         arena, static = optimizer.arena.get(name, 0), optimizer.static.get(name, 0)
-        merged = max(own.arena or 0, arena) if name == shared else (own.arena or 0) + arena
+        merged = max(own.arena or 0, arena) if name in shared else (own.arena or 0) + arena
         found[name] = replace(own, arena=merged if own.arena is not None or arena else own.arena,
                               static=(own.static or 0) + static if own.static is not None or static else own.static)
     return found

@@ -329,6 +329,8 @@ class GvsocRecord:
                                           "compressed jump): its code differs from a relaxed build's")
         compact = (f"; its generated code compiled for size ({' '.join(COMPACT)}): compiled like the kernels, it "
                    "left the step no room in L2" if self.on_chip is not None and self.on_chip.compact else "")
+        if self.on_chip is not None and not self.on_chip.probed:
+            compact += "; built without its per-layer probes (with them, the step had no room in L2): no layer's cycles"
         if self.optimizer_cycles is not None:
             return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
                            f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "

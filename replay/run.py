@@ -409,7 +409,7 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
         if split is not None:
             return simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
                                   kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress,
-                                  lowered.target)
+                                  lowered.target, layers_needed=False)   # the step's cycles are what it reports
         return simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                              data.golden, verification.outputs, plan.order, sources, kit,
                              outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)

@@ -134,15 +134,17 @@ def _repeated(value: np.ndarray, elements: int | None) -> np.ndarray:
 def deploy_split(base: onnx.ModelProto, order, step: SplitStep, target: str, tiled: bool, setup: DeeploySetup,
                  code_dir: Path) -> tuple[MemoryFigures, MemoryFigures]:
     """Both networks' code in `code_dir` (the train graph in `order`: a node list or a replay scheduler): the
-    optimizer first, whose L1 arena the train network's must hold (its deployment, the same at every point, is
-    kept: deeploy_bridge.deploy_cache). Returns (train, optimizer) figures."""
+    optimizer first, whose borrowed arenas (DeeploySetup.optimizer_borrows) the train network's must hold (its
+    deployment, the same at every point, is kept: deeploy_bridge.deploy_cache). Returns (train, optimizer)
+    figures."""
     setup_of_optimizer = replace(setup, weights=WeightUpdate.OUT_OF_PLACE)
-    role = optimizer_role(step.io, step.optimizer, step.elements)
+    role = replace(optimizer_role(step.io, step.optimizer, step.elements), borrowed=setup.optimizer_borrows)
     optimizer = cached_deploy(step.optimizer, target, tiled, setup_of_optimizer, role, code_dir,
                               lambda: deeploy_bridge.deploy(step.optimizer, None, target, tiled=tiled,
                                                             setup=setup_of_optimizer, code_dir=code_dir, role=role,
                                                             already_lowered=False))
-    floor = (("L1", optimizer.arena["L1"]),) if tiled and optimizer.arena.get("L1") else ()
+    floor = tuple((level, optimizer.arena[level]) for level in role.borrowed if optimizer.arena.get(level)) \
+        if tiled else ()
     train = deeploy_bridge.deploy(base, order, target, tiled=tiled, setup=setup, code_dir=code_dir,
                                   role=TrainRole(step.on_chip, floor))
     return train, optimizer
@@ -278,9 +280,11 @@ def run_split_code(flow: str, code_dir: Path, base: onnx.ModelProto, step: Split
 
 def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, step: SplitStep, nodes: list[str],
                    sources: KernelSources | NoSources, kit: GvsocKit | NoKit, log: Path, record_time: bool,
-                   timeout: float, progress=lambda m: None, target: str = "siracusa", pad: int = 0) -> GvsocRecord:
+                   timeout: float, progress=lambda m: None, target: str = "siracusa", pad: int = 0,
+                   layers_needed: bool = True) -> GvsocRecord:
     """One flow's split step on gvsoc, or why not; a run longer than `timeout` seconds is taken as hung. `pad`: see
-    gvsoc.step.build_step."""
+    gvsoc.step.build_step; `layers_needed` False: the step may be built without its per-layer probes where only so
+    it fits L2 (gvsoc.run.build_to_fit)."""
     if simulation_gap(target):
         return not_simulated(flow, simulation_gap(target))
     if isinstance(kit, NoKit):
@@ -294,7 +298,8 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
              "running its first mini-batch and one update on the model")
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
     run = step.run.first_update()             # the host ran every mini-batch; the device's figures are per run
-    found = simulate_training(code_dir, run, step.data.feeds, sources, kit, heap, timeout=timeout, pad=pad)
+    found = simulate_training(code_dir, run, step.data.feeds, sources, kit, heap, timeout=timeout, pad=pad,
+                              layers_needed=layers_needed)
     if found.log is not None:                    # gvsoc ran: its output is kept, even when it printed nothing
         log.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(log, found.log)             # kept beside the report, a failed run's above all

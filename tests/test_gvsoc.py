@@ -161,16 +161,18 @@ def test_the_on_chip_need_counts_code_data_and_heap():
     assert not OnChipNeed(1_000_000, 1_097_153, 2_097_152).fits
 
 
-def _builds(static_of: dict[bool, int | None]):
-    """A step builder whose static L2 bytes are `static_of[compact]` (None: the link overflows L2 by 1,000 B), and
-    the compact values it was asked for."""
+def _builds(static_of: dict, probes: int = 0):
+    """A step builder whose static L2 bytes are `static_of[compact]` (None: the link overflows L2 by 1,000 B), less
+    `probes` bytes when built without probes, and the compact values it was asked for (with `probes`: the
+    (compact, probed) pairs)."""
     asked = []
 
-    def build(compact: bool) -> DeviceStep:
-        asked.append(compact)
+    def build(compact: bool, probed: bool) -> DeviceStep:
+        asked.append((compact, probed) if probes else compact)
         if static_of[compact] is None:
             raise L2Overflow(1000)
-        return DeviceStep(Path("step.elf"), (), L2_BASE + static_of[compact], compact=compact)
+        return DeviceStep(Path("step.elf"), (), L2_BASE + static_of[compact] - (0 if probed else probes),
+                          compact=compact, probed=probed)
     return build, asked
 
 
@@ -188,6 +190,30 @@ def test_a_step_whose_code_leaves_no_room_is_built_again_with_its_code_compiled_
     assert isinstance(need, OnChipNeed) and need.compact and need.static == 1_700_000
     assert "its generated code compiled for size (-Os -msave-restore)" in _does_not_fit(need)
     assert "compiled for size" not in _does_not_fit(need_of(1_700_000))
+
+
+def test_a_step_that_fits_only_without_its_probes_is_built_so_where_its_layers_are_not_needed():
+    """A replay needs the step's cycles, a calibration each layer's: only the first drops the probes to fit."""
+    need_of = lambda static: OnChipNeed(static, 500_000, L2_CAPACITY)    # noqa: E731
+    build, asked = _builds({False: 1_700_000, True: 1_620_000}, probes=40_000)
+    need = build_to_fit(build, need_of)
+    assert asked == [(False, True), (True, True)] and isinstance(need, OnChipNeed) and need.probed
+    assert "without its per-layer probes" not in _does_not_fit(need)
+    build, asked = _builds({False: 1_700_000, True: 1_620_000}, probes=40_000)
+    step = build_to_fit(build, need_of, layers_needed=False)
+    assert asked == [(False, True), (True, True), (True, False)] and isinstance(step, DeviceStep)
+    assert step.compact and not step.probed
+    build, asked = _builds({False: 1_700_000, True: 1_400_000}, probes=40_000)
+    step = build_to_fit(build, need_of, layers_needed=False)      # it fits with them: they stay
+    assert asked == [(False, True), (True, True)] and step.probed
+    build, asked = _builds({False: 1_700_000, True: 1_700_000}, probes=40_000)
+    need = build_to_fit(build, need_of, layers_needed=False)
+    assert isinstance(need, OnChipNeed) and not need.probed and need.static == 1_660_000
+    assert "compiled for size (-Os -msave-restore) and built without its per-layer probes" in _does_not_fit(need)
+    args = ("tiled", SimStatus.MEASURED, None, 0, 1, 1234, {}, "the host")
+    assert "without its per-layer probes" in GvsocRecord(*args, OnChipNeed(100, 200, 2_097_152, compact=True,
+                                                                          probed=False)).line
+    assert "probes" not in GvsocRecord(*args, OnChipNeed(100, 200, 2_097_152, compact=True)).line
 
 
 def test_a_record_says_when_its_code_was_compiled_for_size():

@@ -97,3 +97,12 @@ def test_stack_frames_are_read_from_gcc_stack_usage():
     with pytest.raises(StepBuildError, match="only known at run time"):
         stack_frames("/x/Network.c:1:1:RunNetwork\t16\tdynamic\n")
 
+
+
+def test_a_step_that_exits_with_a_code_deeploys_runtime_gives_is_said_by_what_the_code_means():
+    """MobileNetV1's split step at 0.23 ended in its Init with exit code 252 and no other line: dory_mem.c's
+    "Cannot open file" is printed without a newline."""
+    log = "Initializing TrainingNetwork...\nInput error: Platform returned an error (exitcode: 252)\n"
+    said = diagnosis(log, None)
+    assert said.startswith("Platform returned an error (exitcode: 252): pmsis_exit(-4)") and "dory_mem.c" in said
+    assert diagnosis("Input error: Platform returned an error (exitcode: 1)\n", None) is None

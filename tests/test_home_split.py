@@ -505,3 +505,45 @@ def test_split_plus_counts_a_constant_at_the_size_deeploy_broadcasts_it_to(tmp_p
     blocks = _SplitBlocks.of(lowered, [(n, 0) for n in lowered.node_order], DEFAULT_SETUP.weights)
     root = blocks.graph.root(scale[0])
     assert blocks.constant_bytes(root) == 32768                           # split+'s room and layout count it so
+
+
+def test_a_split_steps_optimizer_borrows_the_on_chip_arena_unless_something_that_persists_lives_there():
+    """The two networks never run at once: under a split home the train network's L2 arena holds only what a
+    mini-batch makes or the harness writes again before each run, so the optimizer takes it as its own; where split+
+    brought a weight there, or the home keeps every weight on chip, it does not."""
+    split = setup_for("siracusa", SPLIT_HOME)
+    assert split.optimizer_borrows == ("L2", "L1")
+    assert setup_for("siracusa", SPLIT_HOME, persist_on_chip=True, on_chip_persistent=("input_3",)
+                     ).optimizer_borrows == ("L1",)
+    assert setup_for("siracusa", SPLIT_HOME, persist_on_chip=True).optimizer_borrows == ("L2", "L1")  # none brought
+    assert setup_for("siracusa", "L2").optimizer_borrows == ("L1",)
+    assert setup_for("siracusa", "L3").optimizer_borrows == ("L1",)
+
+
+@pytest.mark.deeploy
+def test_a_split_steps_optimizer_runs_in_the_train_networks_on_chip_arena_and_still_updates_right(
+        branch, shared_models, lowering_cache, deeploy_checkout, tmp_path):
+    """The optimizer's generated code allocates no arena of its own (both are the train network's, which holds as
+    much as it needs), and the step run by the harness on this host still matches the goldens."""
+    import re
+
+    from ckpt.coderun.run import NotRun
+    from ckpt.coderun.train_run import run_training
+    from ckpt.deeploy_bridge import lower
+    from ckpt.replay.split_run import deploy_split, split_code_record, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    code = Path(tmp_path) / "code"
+    train, optimizer = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True,
+                                    setup_for("siracusa", SPLIT_HOME), code)
+    source = (code / "OptimizerNetwork.c").read_text()
+    for level in ("L1", "L2"):
+        taken = re.search(rf"DeeployOptNetwork_MEMORYARENA_{level} = \(int8_t\*\) (\S+);", source)
+        assert taken and taken.group(1) == f"DeeployNetwork_MEMORYARENA_{level}", level
+        assert train.arena[level] >= optimizer.arena[level] > 0, level
+    outcome = run_training(code, step.run, step.data.feeds, deeploy_checkout)
+    record = split_code_record("tiled", outcome, step, NotRun("not compared here"), False)
+    assert record.harness.errors == 0 and record.golden.errors == 0, record.reason

@@ -22,7 +22,7 @@ from ckpt.coderun.manifest import CodeManifest, Port
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import FlowFigures
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, setup_for
 from ckpt.deeploy_bridge.split_step import optimizer_role
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.gvsoc.probes import instrument
@@ -30,6 +30,7 @@ from ckpt.hostexec.executor import HostExecutor
 from ckpt.memory_levels import LevelMemory
 from ckpt.pipeline.row import step_levels
 from ckpt.replay.report import ReplayReport
+from ckpt.targets import SPLIT_HOME
 
 TRAIN_IO = {"x": "input_0", "y": "input_1", "w": "input_2", "v": "input_3", "w_grad.accumulation.buffer": "input_4",
             "v_grad.accumulation.buffer": "input_5", "lazy_reset_grad": "input_6", "loss": "output_0"}
@@ -127,6 +128,10 @@ def test_a_split_steps_levels_hold_both_networks_the_borrowed_arena_once():
     assert (levels["L2"].arena, levels["L2"].static) == (200, 4)
     assert (levels["L3"].total, levels["L3"].predicted_arena) == (5100, 5000)
     assert step_levels(train, None) == train
+    split = FlowFigures(arena={"L1": 1500, "L2": 200, "L3": 0}, static={"L1": 4, "L2": 4, "L3": 0},
+                        setup=setup_for("siracusa", SPLIT_HOME))
+    on_chip = {**train, "L2": LevelMemory(arena=3000, static=20)}
+    assert (step_levels(on_chip, split)["L2"].arena, step_levels(on_chip, split)["L2"].static) == (3000, 24)
 
 
 def test_an_accumulator_whose_flag_deeploy_made_an_alias_writes_its_buffer_back():
@@ -290,3 +295,51 @@ def test_an_update_moves_its_weight_twice_and_its_gradient_once():
                               [helper.make_tensor_value_info("w_new", TensorProto.FLOAT, [4])])
     found = optimizer_layers(helper.make_model(graph), {"w": "input_2", "g": "input_4"})
     assert found == {"input_2": ("SGD", "SGD"), "input_4": ("SGD",)}
+
+
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+@pytest.mark.slow
+def test_a_split_step_that_fits_l2_only_without_its_probes_runs_so_on_gvsoc_where_its_layers_are_not_needed(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    """SimpleMLP's split step told it holds as much L2 as leaves room for it built without probes and compact only:
+    a replay's run (its layers not needed) is built so, runs with 0 errors, its record says so and has no layer's
+    cycles; a calibration's (layers needed) is refused with the bytes."""
+    from ckpt.deeploy_bridge import lower
+    from ckpt.gvsoc.kernels import device_kernels
+    from ckpt.gvsoc.kit import NoKit, find_kit
+    from ckpt.gvsoc.run import L2_CAPACITY, NotSimulated
+    from ckpt.gvsoc.sdk import sdk_library
+    from ckpt.gvsoc.step import build_training_step
+    from ckpt.gvsoc.train_run import DEVICE_SECTION, simulate_training
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    kit = find_kit()
+    if isinstance(kit, NoKit):
+        pytest.skip(kit.reason)
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    code = tmp_path / "code"
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup_for("siracusa", SPLIT_HOME), code)
+    run = step.run.first_update()
+    files = write_training_data(CodeManifest.read(code), run, step.data.feeds, sorted((code / "hex").glob("*.hex")),
+                                tmp_path / "data", DEVICE_SECTION)
+    sdk = sdk_library(kit, deeploy_checkout)
+    kernels = device_kernels(deeploy_checkout, kit, sdk, CodeManifest.read(code).cores)
+    static = {probed: build_training_step(code, CodeManifest.read(code).cores, files.folder, bool(files.flash_files),
+                                          run.n_batches + run.n_steps, deeploy_checkout, kit, sdk, kernels,
+                                          tmp_path / f"probed-{probed}", compact=True, probed=probed).l2_static_bytes
+              for probed in (True, False)}
+    assert static[False] < static[True]                        # the probes' counters and code take L2
+    heap = L2_CAPACITY - static[False]                         # room for the step without its probes, no more
+    refused = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
+    assert isinstance(refused, NotSimulated) and "does not fit" in refused.reason
+    ran = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600,
+                            layers_needed=False)
+    assert not isinstance(ran, NotSimulated), ran.reason
+    assert (ran.errors, ran.total) == (0, 1) and ran.train_per_batch > 0 and ran.optimizer_per_update > 0
+    assert ran.on_chip.compact and not ran.on_chip.probed and not ran.layers
+    again = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
+    assert isinstance(again, NotSimulated)                     # its cached run does not serve one needing layers

@@ -40,3 +40,18 @@ def test_a_shared_module_renders_what_mako_alone_renders(pieces, a, b):
     text = "".join(pieces)
     twice = [Template(text).render(a=a, b=b) for _ in range(2)]
     assert twice[0] == twice[1] == _uncached_render(text, a=a, b=b)
+
+
+def test_a_templates_text_is_read_after_another_template_of_that_text_is_gone():
+    """mako's `source` looks the shared module up through the last template made from its text: once that one is
+    collected it raised KeyError for one still alive (a MobileNetV1 replay, reading a ConvGradX binding)."""
+    import gc
+
+    from Deeploy.DeeployTypes import NodeTemplate
+
+    text = "x = ${y}; // template_cache text"
+    kept, gone = NodeTemplate(text), NodeTemplate(text)
+    del gone
+    gc.collect()
+    assert template_cache.template_text(kept) == text
+    assert template_cache.template_text(object()) == ""
