@@ -24,7 +24,6 @@ calibrated ones, the change of every other probed layer and the change outside t
 """
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from ckpt.coderun.run import run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.examples import write_example
+from ckpt.gvsoc.draws import NOPS, history_moved
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.paths import shared_models
@@ -57,8 +57,6 @@ SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
 SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}
 CCT_TRAIN = ("cct2_lp", "cct2_ft1", "cct2_lora1", "cct2_ft2", "cct2_lora2")   # Deeploy's CCT_Train tests
 PADS = (4, 8, 12, 68, 260, 1028)   # bytes put before the schedule's network (gvsoc.step's pad; not multiples of 16)
-NOPS = (1, 2, 3, 5, 8, 13)         # no-ops run once at the step's init, before its timer (history_moved)
-_INIT = re.compile(r"^void Init\w*Network\(.*\)\s*\{$", re.M)
 NOISE_TIMEOUT = 3600.0             # seconds a layout-band run may go silent before it is taken as hung
 
 
@@ -155,18 +153,6 @@ class LayoutBand:
 
 
 UNMOVED = "unmoved"
-
-
-def history_moved(source: str, nops: int) -> str:
-    """The generated network's C with `nops` no-ops run once at the start of its init function, which the harness
-    calls before it starts its timer: what each layer runs and where its code and data sit stay as they are, only
-    the state the step starts from changes (what the instruction caches hold, where their replacement LFSRs stand,
-    the clocks' phases). ValueError where the source has no init function."""
-    found = _INIT.search(source)
-    if found is None:
-        raise ValueError("the generated network has no Init...Network function to run the no-ops in")
-    nop = f'__asm__ volatile(".option push\\n.option norvc\\n.rept {nops}\\n nop\\n.endr\\n.option pop");'
-    return f"{source[:found.end()]}\n{nop}{source[found.end():]}"
 
 
 def _history_code(code: Path, network: str, nops: int, out: Path) -> Path:

@@ -97,6 +97,10 @@ class PointRow:
     code_errors: str = "-"           # the generated (tiled) code run on this host, "N/M" (target none: the host
                                      # executor's); "not run", "failed", "-"
     gvsoc_errors: str = "-"          # the deployed step on gvsoc, "N/M"; "failed" (reason); "-": not simulated
+    cycles_draws: list[int] = field(default_factory=list)      # run from several starting states (gvsoc.draws):
+    optimizer_draws: list[int] = field(default_factory=list)   # each draw's cycles and optimizer cycles, of which
+                                                               # `cycles` (`optimizer_cycles`) is the median;
+                                                               # gvsoc_errors is then the worst draw's; empty: one
 
     @property
     def peak(self) -> int | None:
@@ -184,6 +188,8 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    optimizer_cycles=tiled.optimizer_cycles if tiled is not None and tiled.status is SimStatus.MEASURED
                    else None,
                    device_state=dict(tiled.state) if tiled is not None else {},
+                   cycles_draws=list(tiled.draws) if tiled is not None and cycles is not None else [],
+                   optimizer_draws=list(tiled.optimizer_draws) if tiled is not None and cycles is not None else [],
                    home=home_level, levels=levels, on_chip=_on_chip(report, home_level, levels),
                    on_chip_parts=_on_chip_parts(report, home_level, levels),
                    on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,
