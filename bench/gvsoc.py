@@ -18,7 +18,9 @@ and each point's on gvsoc (recomputes, cycles, their overhead, Errors, whether t
 order's code's outputs bit for bit, or why a point has no schedule).
 `--home L3|L2|split` deploys each point with that home (a split step of the training branch with `split`, run with
 the branch installed); the calibration and every point then use it.
-Each point's predicted overhead is held to max(10% of the measured one, 0.1 points) (column "within").
+Each point's predicted overhead is held to max(10% of the measured one, 0.1 points) (column "within"); with
+--draws N the calibration and every point run from N starting states (ckpt's --gvsoc-draws) and the overheads are
+of their medians.
 The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
 calibrated ones, the change of every other probed layer and the change outside the probes.
 """
@@ -39,7 +41,7 @@ from ckpt.coderun.run import run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.examples import write_example
-from ckpt.gvsoc.draws import NOPS, history_moved
+from ckpt.gvsoc.draws import MAX_DRAWS, NOPS, history_moved
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.paths import shared_models
@@ -79,7 +81,9 @@ def points_table(result, band_pct: float | None = None) -> None:
             else row.overhead_pct_predicted - row.overhead_pct
         ratio = "-" if not row.cycles or not row.cycles_predicted else f"{row.cycles_predicted / row.cycles:.4f}"
         seconds = result.point_seconds.get(row.label, {}).get("gvsoc")
-        print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {row.cycles or '-'} | "
+        measured = f"{row.cycles or '-'}" + (f" ({min(row.cycles_draws)}..{max(row.cycles_draws)})"
+                                             if row.cycles_draws else "")
+        print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {measured} | "
               f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | "
               f"{within(row.overhead_pct_predicted, row.overhead_pct, band_pct)} | {ratio} | "
               f"{row.errors} | {'-' if seconds is None else f'{seconds:.1f}'} |")
@@ -226,6 +230,9 @@ def main() -> int:
     parser.add_argument("--noise", type=int, default=2,
                         help=f"the layout band: the graph order's step built N times with its network moved and "
                         f"N times with no-ops at its init (N <= {len(PADS)})")
+    parser.add_argument("--draws", type=int, choices=range(1, MAX_DRAWS + 1), default=1, metavar="N",
+                        help="run the calibration and each point from N starting states (--gvsoc-draws): the overheads "
+                        "and the verdict are of the medians")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
@@ -245,7 +252,8 @@ def main() -> int:
         fractions = tuple(parse_range(args.range or "0.7:0.9"))
         options = SweepOptions(fractions=fractions, target="siracusa", jobs=args.jobs,
                                costs="gvsoc", solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
-                               replay=ReplayOptions(target="siracusa", deeploy=setup_for("siracusa", args.home)))
+                               replay=ReplayOptions(target="siracusa", deeploy=setup_for("siracusa", args.home),
+                                                    gvsoc_draws=args.draws))
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
         print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}), home {args.home}; "
               f"{result.seconds:.0f} s in all\n")
