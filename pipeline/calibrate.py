@@ -88,7 +88,7 @@ class Calibration:
         if not isinstance(doc, dict):
             raise CkptError(f"'{where}' is not a calibration this ckpt wrote (not an object)", way_out)
         names = [f.name for f in fields(cls)]
-        needed = [f.name for f in fields(cls) if f.default is MISSING]
+        needed = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
         missing, unknown = [n for n in needed if n not in doc], [k for k in doc if k not in names]
         if missing or unknown:
             what = f"lacks \"{missing[0]}\"" if missing else f"has the field \"{unknown[0]}\", which ckpt never writes"

@@ -247,3 +247,11 @@ def test_simplemlps_calibration_and_replay_of_two_draws_on_gvsoc(split, deeploy_
     assert len(tiled["draws"]) == 2 and tiled["cycles"] == drawn.median_count(tiled["draws"])
     assert tiled["optimizer_cycles"] == drawn.median_count(tiled["optimizer_draws"])
     assert "median of 2 draws" in replayed.stdout
+
+
+def test_a_calibration_written_before_draws_still_reads():
+    found = calibrate.Calibration(calibrate.KIND, calibrate.CALIBRATION_FORMAT, "m", "siracusa", {}, 110, {"a": 5},
+                                  0, 4, 100, "k" * 64)
+    doc = json.loads(found.to_json())
+    del doc["draws"], doc["optimizer_draws"]
+    assert calibrate.Calibration.from_doc(doc, "c.json") == found
