@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from ckpt.files import atomic_write
+
 NOPS = (1, 2, 3, 5, 8, 13, 21, 34)     # no-ops at init per draw after the first (draw k: NOPS[k - 1])
 MAX_DRAWS = len(NOPS) + 1
 _INIT = re.compile(r"^void Init\w*Network\(.*\)\s*\{$", re.M)
@@ -44,7 +46,7 @@ def drawn_code(code_dir: Path, network: str, draw: int, out: Path) -> Path:
     (draw 0: the code as it is)."""
     shutil.copytree(code_dir, out)
     if draw:
-        (out / network).write_text(history_moved((Path(code_dir) / network).read_text(), draw_nops(draw)))
+        atomic_write(out / network, history_moved((Path(code_dir) / network).read_text(), draw_nops(draw)))
     return out
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from cli_support import ckpt_here
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt.budgets.table import markdown_table
@@ -40,6 +40,7 @@ counts = st.integers(min_value=0, max_value=10**9)
 # --------------------------------------------------------------------------- the median and the spread
 
 
+@settings(deadline=None)
 @given(st.lists(counts, min_size=1, max_size=9))
 def test_the_median_lies_within_the_draws_and_ignores_their_order(values):
     found = drawn.median_count(values)
@@ -49,11 +50,13 @@ def test_the_median_lies_within_the_draws_and_ignores_their_order(values):
     assert below <= len(values) // 2 and above <= len(values) // 2       # as many draws on either side
 
 
+@settings(deadline=None)
 @given(st.lists(counts, min_size=1, max_size=9, unique=True).filter(lambda v: len(v) % 2 == 1))
 def test_an_odd_number_of_draws_gives_one_of_them(values):
     assert drawn.median_count(values) == sorted(values)[len(values) // 2]
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=1, max_value=6).flatmap(
     lambda n: st.lists(st.lists(counts, min_size=n, max_size=n), min_size=1, max_size=5)))
 def test_lists_take_their_median_position_by_position(draws):
@@ -71,6 +74,7 @@ def _run(errors: int, cycles: int, layers: dict[str, int] | None, log: str = "")
     return GvsocRun(errors, 4, cycles, layers, NEED, log or f"Errors: {errors} out of 4", {"simulate": 1.0})
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), counts, counts), min_size=2, max_size=7))
 def test_a_run_of_draws_is_their_median_and_their_worst_errors(draws):
     runs = [_run(e, c, {"a": a, "b": 7}) for e, c, a in draws]
