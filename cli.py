@@ -30,6 +30,7 @@ from ckpt.cli_common import (
     check_home,
     deeploy_root_option,
     given,
+    gvsoc_draws_option,
     gvsoc_options,
     gvsoc_options_unused,
     gvsoc_timeout_option,
@@ -275,11 +276,13 @@ def _policy_ignores(policy: str, **options: object) -> list[tuple[bool, str, str
 @click.option("--gvsoc", "gvsoc", type=click.Path(file_okay=False), default=None,
               help="gvsoc's install folder [default: $GVSOC_INSTALL, else the one beside the shared models].")
 @gvsoc_timeout_option
+@gvsoc_draws_option
 @one_line_errors
-def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc, gvsoc_timeout):
+def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc, gvsoc_timeout, gvsoc_draws):
     """Measure MODEL's op costs: the graph order's generated step on gvsoc, each layer's cycles (cached)."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
+    from ckpt.gvsoc.draws import spread_text
     from ckpt.pipeline.calibrate import calibrate
 
     if output is not None:
@@ -289,11 +292,15 @@ def calibrate_command(model, target, weights, home, output, deeploy_root, gvsoc,
         refuse_inputs_as_output(output, source, example="costs.json")
     found = calibrate(source, target, setup_for(target, home, weights=tiled_weights(weights, target, None)),
                       Path(gvsoc) if gvsoc else None, Path(deeploy_root) if deeploy_root else None, progress,
-                      gvsoc_timeout)
+                      gvsoc_timeout, draws=gvsoc_draws)
     top = sorted(found.node_cycles.items(), key=lambda item: -item[1])[:5]
-    click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles, Errors: {found.errors} out of "
-               f"{found.total}; {len(found.node_cycles)} layers measured, {sum(found.node_cycles.values()):,} cycles "
-               f"in them")
+    worst = " (the worst draw's)" if found.draws else ""
+    click.echo(f"graph-order step on gvsoc ({target}): {found.step_cycles:,} cycles{spread_text(found.draws)}, "
+               f"Errors: {found.errors} out of {found.total}{worst}; {len(found.node_cycles)} layers measured, "
+               f"{sum(found.node_cycles.values()):,} cycles in them")
+    if found.optimizer_cycles:
+        click.echo(f"optimizer network: {found.optimizer_cycles:,} cycles per update"
+                   f"{spread_text(found.optimizer_draws)}")
     for name, cycles in top:
         click.echo(f"  {cycles:>12,}  {100 * cycles / found.step_cycles:5.1f}%  {name}")
     if output is not None:
@@ -407,8 +414,8 @@ def example_command(kind, output, overwrite, **options):
 @optimizer_option
 @one_line_errors
 def replay_command(schedule, target, model, outdir, overwrite, allocator, weights, home, persist_on_chip, steps, force,
-                   no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout, simulate_non_tiled, record_time,
-                   optimizer):
+                   no_verify, deeploy_root, gvsoc, no_simulate, gvsoc_timeout, gvsoc_draws, simulate_non_tiled,
+                   record_time, optimizer):
     """Replay SCHEDULE: the rewired graph, its order, Deeploy's figures and code, and a check."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import refuse_input_folder
@@ -435,6 +442,7 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
         (steps > 1 and (no_verify or no_code), f"--steps {steps}", "the steps run the generated code, and "
          + (no_code or "--no-verify skips its run"), "drop --steps" + ("" if no_code else ", or --no-verify")),
         *gvsoc_options_unused(replayed_on, no_simulate, no_verify, gvsoc=gvsoc, gvsoc_timeout=gvsoc_timeout,
+                              gvsoc_draws=gvsoc_draws if gvsoc_draws > 1 else None,
                               simulate_non_tiled=simulate_non_tiled),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
@@ -461,7 +469,8 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                             deeploy=setup, steps=steps, optimizer=optimizer, on_chip_code=code,
-                            gvsoc_timeout=gvsoc_timeout, simulate_non_tiled=simulate_non_tiled)
+                            gvsoc_timeout=gvsoc_timeout, simulate_non_tiled=simulate_non_tiled,
+                            gvsoc_draws=gvsoc_draws)
     model = model_or_default(model)
     optimizer_path(model, optimizer)                 # a graph that is not this step's optimizer, before any work
     if uses_deeploy(schedule_target(solved, target)):
@@ -554,7 +563,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
                   allocator, weights, home, persist_on_chip, no_carry, costs, no_verify, deeploy_root, gvsoc,
-                  no_simulate, gvsoc_timeout, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
+                  no_simulate, gvsoc_timeout, gvsoc_draws, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
@@ -588,6 +597,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         (ci_test_name is not None and len(models) > 1, "--ci-test-name", "it names one model's test, and "
          f"{len(models)} models are swept", "drop --ci-test-name (each model gets Models/Training/<folder>)"),
         *gvsoc_options_unused(target, no_simulate, no_verify, gvsoc=gvsoc, gvsoc_timeout=gvsoc_timeout,
+                              gvsoc_draws=gvsoc_draws if gvsoc_draws > 1 else None,
                               simulate_non_tiled=simulate_non_tiled),
         (deeploy_root is not None and (no_verify or no_code), "--deeploy-root",
          no_code or "--no-verify skips building the generated code", "drop --deeploy-root"),
@@ -615,7 +625,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
                              deeploy=setup_for(target, home, allocator=Allocator(allocator), weights=weights,
                                                persist_on_chip=persist_on_chip == "auto"),
-                             gvsoc_timeout=gvsoc_timeout,
+                             gvsoc_timeout=gvsoc_timeout, gvsoc_draws=gvsoc_draws,
                              simulate_non_tiled=simulate_non_tiled))
     sources = [model_or_default(m) for m in models] if models else [model_or_default(None)]
     for source in sources:

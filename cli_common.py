@@ -22,6 +22,7 @@ from ckpt.deeploy_bridge.setup import (
 )
 from ckpt.errors import DISK_FULL, CkptError, unwritable
 from ckpt.events import Event
+from ckpt.gvsoc.draws import MAX_DRAWS
 from ckpt.gvsoc.gap9 import find_gap9_gvsoc
 from ckpt.paths import model_files
 from ckpt.targets import simulation_gap
@@ -217,9 +218,17 @@ gvsoc_timeout_option = click.option(
          "predicted cycles at the slowest rate gvsoc simulates, times the processes per core on a busy host].")
 
 
+gvsoc_draws_option = click.option(
+    "--gvsoc-draws", "gvsoc_draws", type=click.IntRange(1, MAX_DRAWS), default=1, show_default=True, metavar="N",
+    help="Run each step on gvsoc from N starting states (the same code, a few no-ops at its init: the instruction "
+         "caches start elsewhere) and report the median cycles, per step and per layer, with the least and most; "
+         "Errors are the worst draw's. N times the gvsoc time; each draw is cached.")
+
+
 def gvsoc_options(func):
-    """--gvsoc DIR, --gvsoc-timeout S, --simulate-non-tiled and --no-simulate: where gvsoc comes from, how long a
-    run may take, which flows run on it, or not to run it."""
+    """--gvsoc DIR, --gvsoc-timeout S, --gvsoc-draws N, --simulate-non-tiled and --no-simulate: where gvsoc comes
+    from, how long a run may take, from how many starting states, which flows run on it, or not to run it."""
+    func = gvsoc_draws_option(func)
     func = gvsoc_timeout_option(func)
     func = click.option("--simulate-non-tiled", "simulate_non_tiled", is_flag=True,
                         help="Run the non-tiled flow's step on gvsoc too (by default only the tiled flow's, what "

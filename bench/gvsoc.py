@@ -18,13 +18,14 @@ and each point's on gvsoc (recomputes, cycles, their overhead, Errors, whether t
 order's code's outputs bit for bit, or why a point has no schedule).
 `--home L3|L2|split` deploys each point with that home (a split step of the training branch with `split`, run with
 the branch installed); the calibration and every point then use it.
-Each point's predicted overhead is held to max(10% of the measured one, 0.1 points) (column "within").
+Each point's predicted overhead is held to max(10% of the measured one, 0.1 points) (column "within"); with
+--draws N the calibration and every point run from N starting states (ckpt's --gvsoc-draws) and the overheads are
+of their medians.
 The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
 calibrated ones, the change of every other probed layer and the change outside the probes.
 """
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from ckpt.coderun.run import run_code
 from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.examples import write_example
+from ckpt.gvsoc.draws import MAX_DRAWS, NOPS, history_moved
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import GvsocRun, simulate_step
 from ckpt.paths import shared_models
@@ -57,8 +59,6 @@ SMOKE = {"range": "0.8:0.8", "noise": 0, "time_limit": 30.0}
 SMALL = {"blocks": 1, "embed_dim": 32, "heads": 2, "image_size": 16, "conv_channels": 8}
 CCT_TRAIN = ("cct2_lp", "cct2_ft1", "cct2_lora1", "cct2_ft2", "cct2_lora2")   # Deeploy's CCT_Train tests
 PADS = (4, 8, 12, 68, 260, 1028)   # bytes put before the schedule's network (gvsoc.step's pad; not multiples of 16)
-NOPS = (1, 2, 3, 5, 8, 13)         # no-ops run once at the step's init, before its timer (history_moved)
-_INIT = re.compile(r"^void Init\w*Network\(.*\)\s*\{$", re.M)
 NOISE_TIMEOUT = 3600.0             # seconds a layout-band run may go silent before it is taken as hung
 
 
@@ -81,7 +81,9 @@ def points_table(result, band_pct: float | None = None) -> None:
             else row.overhead_pct_predicted - row.overhead_pct
         ratio = "-" if not row.cycles or not row.cycles_predicted else f"{row.cycles_predicted / row.cycles:.4f}"
         seconds = result.point_seconds.get(row.label, {}).get("gvsoc")
-        print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {row.cycles or '-'} | "
+        measured = f"{row.cycles or '-'}" + (f" ({min(row.cycles_draws)}..{max(row.cycles_draws)})"
+                                             if row.cycles_draws else "")
+        print(f"| {row.label} | {row.recomputes} | {row.cycles_predicted or '-'} | {measured} | "
               f"{_pct(row.overhead_pct_predicted)} | {_pct(row.overhead_pct)} | {_pct(diff)} | "
               f"{within(row.overhead_pct_predicted, row.overhead_pct, band_pct)} | {ratio} | "
               f"{row.errors} | {'-' if seconds is None else f'{seconds:.1f}'} |")
@@ -157,18 +159,6 @@ class LayoutBand:
 UNMOVED = "unmoved"
 
 
-def history_moved(source: str, nops: int) -> str:
-    """The generated network's C with `nops` no-ops run once at the start of its init function, which the harness
-    calls before it starts its timer: what each layer runs and where its code and data sit stay as they are, only
-    the state the step starts from changes (what the instruction caches hold, where their replacement LFSRs stand,
-    the clocks' phases). ValueError where the source has no init function."""
-    found = _INIT.search(source)
-    if found is None:
-        raise ValueError("the generated network has no Init...Network function to run the no-ops in")
-    nop = f'__asm__ volatile(".option push\\n.option norvc\\n.rept {nops}\\n nop\\n.endr\\n.option pop");'
-    return f"{source[:found.end()]}\n{nop}{source[found.end():]}"
-
-
 def _history_code(code: Path, network: str, nops: int, out: Path) -> Path:
     """A copy of the code folder `code` whose `network` runs `nops` no-ops at its init (history_moved)."""
     shutil.copytree(code, out)
@@ -240,6 +230,9 @@ def main() -> int:
     parser.add_argument("--noise", type=int, default=2,
                         help=f"the layout band: the graph order's step built N times with its network moved and "
                         f"N times with no-ops at its init (N <= {len(PADS)})")
+    parser.add_argument("--draws", type=int, choices=range(1, MAX_DRAWS + 1), default=1, metavar="N",
+                        help="run the calibration and each point from N starting states (--gvsoc-draws): the overheads "
+                        "and the verdict are of the medians")
     parser.add_argument("--time-limit", type=seconds, default=60.0)
     parser.add_argument("--jobs", type=jobs, default=0)
     parser.add_argument("--outdir", default=None, help="sweep folder (default: a fresh temporary one)")
@@ -259,7 +252,8 @@ def main() -> int:
         fractions = tuple(parse_range(args.range or "0.7:0.9"))
         options = SweepOptions(fractions=fractions, target="siracusa", jobs=args.jobs,
                                costs="gvsoc", solve=SolveOptions(backend=BackendOptions("highs", args.time_limit)),
-                               replay=ReplayOptions(target="siracusa", deeploy=setup_for("siracusa", args.home)))
+                               replay=ReplayOptions(target="siracusa", deeploy=setup_for("siracusa", args.home),
+                                                    gvsoc_draws=args.draws))
         result = run_sweep(model, Path(args.outdir) if args.outdir else Path(tmp) / "sweep", options, progress)
         print(f"model {model} on gvsoc's Siracusa model ({kit.compiler.version}), home {args.home}; "
               f"{result.seconds:.0f} s in all\n")

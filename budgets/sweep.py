@@ -221,7 +221,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
                                      options.replay.gvsoc, options.replay.deeploy_root, board.note,
-                                     options.replay.gvsoc_timeout, loaded if loaded.split_home else None)
+                                     options.replay.gvsoc_timeout, loaded if loaded.split_home else None,
+                                     options.replay.gvsoc_draws)
     if costs is not None:
         board.note(f"{name}: op costs from {costs.source} (graph-order step {costs.measured_step} cycles)")
     plus_code = measured_code_bytes(source, options.target, replace(options.replay.deeploy, persist_on_chip=False),

@@ -30,7 +30,8 @@ MAIN = [Column("point", ("label",), "the budget as given (a fraction of the base
         Column("fits {on_chip}", ("fits_on_chip",), "whether that fits the chip's {on_chip} (no: by how many bytes "
                                                    "it misses)"),
         Column("train cycles", ("cycles",), "the deployed (tiled) step's cycles on gvsoc, measured (a split step: "
-                                            "its train network per mini-batch)"),
+                                            "its train network per mini-batch); run from several starting states "
+                                            "(--gvsoc-draws), their median and, in brackets, the least and most"),
         Column("+% (pred)", ("overhead_pct", "overhead_pct_predicted"),
                "train cycles over the baseline's, measured on gvsoc, and in brackets as predicted from the "
                "calibrated op costs (%)"),
@@ -67,7 +68,8 @@ DETAIL_TAIL = [
                                                  "the recomputes' measured costs"),
     Column("opt cycles pred", ("optimizer_cycles_predicted",), "a split step: its optimizer network's cycles as "
                                                                "the calibration measured them"),
-    Column("opt cycles", ("optimizer_cycles",), "a split step: its optimizer network's cycles on gvsoc"),
+    Column("opt cycles", ("optimizer_cycles",), "a split step: its optimizer network's cycles on gvsoc (several "
+                                                "draws: their median, the least and most in brackets)"),
     Column("Errors", ("errors",), "the verdict: gvsoc's Errors when simulated, else the generated code's on this "
                                   "host; failed / not run: see the point's line"),
     Column("host Errors", ("host_errors",), "ckpt's numpy host executor against the goldens, same rule"),
@@ -163,6 +165,9 @@ def _cell(row: PointRow, column: Column) -> str:
         return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]})"
     if column.keys == ("persist_on_chip", "persist_on_chip_bytes"):
         return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]} B)"
+    draws = {("cycles",): row.cycles_draws, ("optimizer_cycles",): row.optimizer_draws}.get(column.keys)
+    if draws and cells[0] != "-":
+        return f"{cells[0]} ({min(draws):,}..{max(draws):,})"
     return ", ".join(cells)
 
 

@@ -52,6 +52,7 @@ def include_flags(sources: KernelSources, *extra: Path) -> list[str]:
 MEASURING_MODULES = ("harness.py", "kernels.py", "objects.py", "probes.py", "run.py", "sdk.py", "step.py",
                      "train_run.py")
 NON_MEASURING_MODULES = ("__init__.py", "diagnosis.py",  # what a failed run said, after the run
+                         "draws.py",                      # the no-ops of a draw: its run's key hashes the moved code
                          "gap9.py",                       # GAP9's launch, never a Siracusa run
                          "kit.py")                        # where the pieces are; their identity is keyed apart
 

@@ -46,6 +46,7 @@ from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
 from ckpt.gvsoc.diagnosis import diagnosis
+from ckpt.gvsoc.draws import drawn_code, median_count, median_layers
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
@@ -110,6 +111,8 @@ class GvsocRun:
     seconds: dict[str, float] = field(default_factory=dict)   # build, simulate
     cached: bool = False                        # served from the run cache: the same step ran before
     relaxed: bool = True                        # linked with ld's relaxation (gvsoc.step.DeviceStep)
+    draws: list[int] = field(default_factory=list)   # several draws (gvsoc.draws): each one's step cycles, of
+                                                     # which `cycles` is the median; empty: one draw
 
 
 @dataclass(frozen=True)
@@ -152,18 +155,55 @@ def simulation_timeout(predicted_cycles: int | None, load: float | None = None) 
 
 def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
                   sources: KernelSources, kit: GvsocKit, heap_peak: int, *, timeout: float | None = None,
-                  keep: Path | None = None, pad: int = 0) -> GvsocRun | NotSimulated:
+                  keep: Path | None = None, pad: int = 0, draws: int = 1) -> GvsocRun | NotSimulated:
     """Build `code_dir`'s step and run it on gvsoc (see the module doc). `heap_peak`: the most the code keeps
-    allocated in L2 at once. `timeout`: seconds before the run is taken as hung (default: the floor of
-    `simulation_timeout`). `keep`: a folder to keep the ELF, its map and gvsoc's log in. `pad`: see
-    gvsoc.step.build_step. A run that fails carries gvsoc's output (`NotSimulated.log`)."""
+    allocated in L2 at once. `timeout`: seconds before each run is taken as hung (default: the floor of
+    `simulation_timeout`). `keep`: a folder to keep the ELF, its map and gvsoc's log in (the first draw's). `pad`:
+    see gvsoc.step.build_step. `draws`: runs from as many starting states (gvsoc.draws), their median kept and each
+    draw's cycles beside it (`GvsocRun.draws`); the first that fails is the answer. A run that fails carries gvsoc's
+    output (`NotSimulated.log`)."""
     timeout = simulation_timeout(None) if timeout is None else timeout
     missing = harness_missing(sources)
     if missing:
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()        # gvsoc runs in another folder: every path it is given is absolute
+    runs = []
+    for draw in range(draws):
+        if draw == 0:
+            run = _simulate_draw(code_dir, feeds, expected, sources, kit, heap_peak, timeout, keep, pad, 0)
+        else:
+            with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_draw_") as moved:
+                code = drawn_code(code_dir, "Network.c", draw, Path(moved) / "code")
+                run = _simulate_draw(code, feeds, expected, sources, kit, heap_peak, timeout, None, pad, draw)
+        if isinstance(run, NotSimulated):
+            return run
+        runs.append(run)
+    return median_run(runs)
+
+
+def median_run(runs: list[GvsocRun]) -> GvsocRun:
+    """One run of several draws of the same step: the median cycles (the step's and each layer's), the worst
+    draw's Errors and its log, each draw's step cycles in `draws` (empty for one draw)."""
+    if len(runs) == 1:
+        return runs[0]
+    worst = runs[max(range(len(runs)), key=lambda i: (runs[i].errors, -i))]      # the first of the worst
+    seconds: dict[str, float] = {}
+    for run in runs:
+        for stage, value in run.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + value
+    return replace(runs[0], errors=worst.errors, total=worst.total, cycles=median_count([r.cycles for r in runs]),
+                   layers=median_layers([r.layers for r in runs]), log=worst.log, seconds=seconds,
+                   cached=all(r.cached for r in runs), relaxed=all(r.relaxed for r in runs),
+                   draws=[r.cycles for r in runs])
+
+
+def _simulate_draw(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                   sources: KernelSources, kit: GvsocKit, heap_peak: int, timeout: float, keep: Path | None,
+                   pad: int, draw: int) -> GvsocRun | NotSimulated:
+    """One draw of the step in `code_dir` (already moved to draw `draw`'s starting state), from the run cache where
+    it ran before."""
     manifest = CodeManifest.read(code_dir)
-    key = _run_key(code_dir, manifest, feeds, expected, sources, kit, heap_peak, pad)
+    key = _run_key(code_dir, manifest, feeds, expected, sources, kit, heap_peak, pad, draw)
     cached = _cached_run(key)
     if cached is not None:
         return cached
@@ -277,10 +317,11 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndarray],
              expected: Mapping[str, np.ndarray], sources: KernelSources, kit: GvsocKit, heap_peak: int,
-             pad: int) -> str:
+             pad: int, draw: int = 0) -> str:
+    """The run cache's key of one draw: draw 0 (the step as generated) keeps the key runs had before draws."""
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
                                         "device": device_fingerprint(), "layout": LAYOUT, "l2_heap": heap_peak,
-                                        "pad": pad}).encode())
+                                        "pad": pad, **({"draw": draw} if draw else {})}).encode())
     files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
              *sorted((code_dir / "hex").glob("*.hex"))]
     for path in files:

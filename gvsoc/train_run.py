@@ -22,7 +22,7 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.files import atomic_write
+from ckpt.gvsoc.draws import drawn_code, median_counts, median_layers
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
@@ -75,6 +76,9 @@ class TrainGvsocRun:
     seconds: dict[str, float] = field(default_factory=dict)
     cached: bool = False
     relaxed: bool = True                      # linked with ld's relaxation (gvsoc.step.DeviceStep)
+    train_draws: list[int] = field(default_factory=list)       # several draws (gvsoc.draws): each one's train
+    optimizer_draws: list[int] = field(default_factory=list)   # cycles per mini-batch and optimizer cycles per
+                                                               # update; empty: one draw
 
     @property
     def train_per_batch(self) -> int:
@@ -87,18 +91,65 @@ class TrainGvsocRun:
 
 def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
                       kit: GvsocKit, heap_peak: int, *, timeout: float, keep: Path | None = None, pad: int = 0,
-                      layers_needed: bool = True) -> TrainGvsocRun | NotSimulated:
+                      layers_needed: bool = True, draws: int = 1) -> TrainGvsocRun | NotSimulated:
     """Build `code_dir`'s two networks with the harness and `run`'s data, and run them on gvsoc (see the module
-    doc). `heap_peak`: the most the networks keep allocated in L2 at once; `timeout`: seconds before the run is
+    doc). `heap_peak`: the most the networks keep allocated in L2 at once; `timeout`: seconds before each run is
     taken as hung (gvsoc.run.simulation_timeout of every network run's cycles); `pad`: see
     gvsoc.step.build_step; `layers_needed` False: a step that fits L2 only without its per-layer probes is built
-    without them (gvsoc.run.build_to_fit; its `layers` then empty)."""
+    without them (gvsoc.run.build_to_fit; its `layers` then empty); `draws`: runs from as many starting states
+    (gvsoc.draws: the train network's init moves), their median kept (median_training_run); the first that fails is
+    the answer."""
     missing = training_harness_missing(sources)
     if missing:
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()
+    runs = []
+    for draw in range(draws):
+        if draw == 0:
+            found = _simulate_draw(code_dir, run, start, sources, kit, heap_peak, timeout, keep, pad, 0,
+                                   layers_needed)
+        else:
+            with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_draw_") as moved:
+                code = drawn_code(code_dir, f"{NETWORKS[0][0]}.c", draw, Path(moved) / "code")
+                found = _simulate_draw(code, run, start, sources, kit, heap_peak, timeout, None, pad, draw,
+                                       layers_needed)
+        if isinstance(found, NotSimulated):
+            return found
+        runs.append(found)
+    return median_training_run(runs)
+
+
+def median_training_run(runs: list[TrainGvsocRun]) -> TrainGvsocRun:
+    """One run of several draws of the same split step: per mini-batch and per update the median cycles, each
+    layer's median, the worst draw's Errors and log, each draw's figures in `train_draws` and `optimizer_draws`
+    (empty for one draw). Draws whose weights end differently keep the first's state with an entry saying so (a
+    comparison with another run's state then says they differ)."""
+    if len(runs) == 1:
+        return runs[0]
+    worst = runs[max(range(len(runs)), key=lambda i: (runs[i].errors, -i))]      # the first of the worst
+    seconds: dict[str, float] = {}
+    for found in runs:
+        for stage, value in found.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + value
+    state = dict(runs[0].state)
+    if any(found.state != runs[0].state for found in runs):
+        state["draws"] = "the draws' weights differ"
+    return replace(runs[0], errors=worst.errors, total=worst.total,
+                   train_cycles=median_counts([r.train_cycles for r in runs]),
+                   optimizer_cycles=median_counts([r.optimizer_cycles for r in runs]),
+                   layers=median_layers([r.layers for r in runs]), state=state, log=worst.log, seconds=seconds,
+                   cached=all(r.cached for r in runs), relaxed=all(r.relaxed for r in runs),
+                   train_draws=[r.train_per_batch for r in runs],
+                   optimizer_draws=[r.optimizer_per_update for r in runs])
+
+
+def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
+                   kit: GvsocKit, heap_peak: int, timeout: float, keep: Path | None, pad: int, draw: int,
+                   layers_needed: bool) -> TrainGvsocRun | NotSimulated:
+    """One draw of the split step in `code_dir` (already moved to draw `draw`'s starting state), from the run cache
+    where it ran before."""
     manifest = CodeManifest.read(code_dir)
-    key = _run_key(code_dir, run, start, sources, kit, heap_peak, pad)
+    key = _run_key(code_dir, run, start, sources, kit, heap_peak, pad, draw)
     cached = _cached(key)
     if cached is not None and (cached.on_chip.probed or not layers_needed):
         return cached
@@ -148,10 +199,11 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
 
 
 def _run_key(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], sources: KernelSources,
-             kit: GvsocKit, heap_peak: int, pad: int) -> str:
+             kit: GvsocKit, heap_peak: int, pad: int, draw: int = 0) -> str:
+    """The run cache's key of one draw: draw 0 (the step as generated) keeps the key runs had before draws."""
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
                                         "device": device_fingerprint(), "layout": LAYOUT, "pad": pad,
-                                        "l2_heap": heap_peak,
+                                        "l2_heap": heap_peak, **({"draw": draw} if draw else {}),
                                         "run": [run.n_steps, run.n_accum, run.grad_start, run.n_grads,
                                                 list(run.losses), run.tolerance, run.learning_rate]}).encode())
     files = sorted(p for p in code_dir.rglob("*") if p.is_file())

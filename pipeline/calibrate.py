@@ -66,13 +66,20 @@ class Calibration:
     node_tiles: dict[str, int] = field(default_factory=dict)   # per node that tiles into the chip's level from off
                                        # chip: its tiles there, read from the generated code (a layer moves each
                                        # tensor it keeps off chip once per tile: what the level price counts)
+    draws: list[int] = field(default_factory=list)   # measured from several starting states (gvsoc.draws): each
+    optimizer_draws: list[int] = field(default_factory=list)   # draw's step (optimizer) cycles, of which the
+                                       # figures above are the medians (each layer's too); empty: one draw
 
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
                          measured_optimizer=self.optimizer_cycles or None, tiles=dict(self.node_tiles) or None,
                          per_clone=TARGET_TABLE[self.target].clone_cycles,
-                         source=f"gvsoc calibration {self.key[:12]} + {TARGET_TABLE[self.target].clone_cycles} "
-                                "cycles per recompute")
+                         source=f"gvsoc calibration {self.key[:12]}{self._drawn} + "
+                                f"{TARGET_TABLE[self.target].clone_cycles} cycles per recompute")
+
+    @property
+    def _drawn(self) -> str:
+        return f" (median of {len(self.draws)} draws)" if self.draws else ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
@@ -101,7 +108,9 @@ class Calibration:
             if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
                 wanted = {str: "a string", dict: "an object", int: "an integer >= 0"}[kind]
                 raise CkptError(f"'{where}': \"{name}\" is {json.dumps(value)[:40]}, not {wanted}", way_out)
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in doc["node_cycles"].values()):
+        counts = [*doc["node_cycles"].values(), *doc.get("draws", []), *doc.get("optimizer_draws", [])]
+        if not all(isinstance(doc.get(name, []), list) for name in ("draws", "optimizer_draws")) \
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
             raise CkptError(f"'{where}' has cycles that are not counts", way_out)
         tiles = doc.get("node_tiles", {})
         if not isinstance(tiles, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
@@ -117,19 +126,21 @@ def is_calibration(doc: object) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == KIND
 
 
-def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: str) -> str:
+def _key(model_sha: str, target: str, setup: DeeploySetup, kernels: str, kit: str, draws: int = 1) -> str:
+    """What a calibration is measured with, hashed; one draw keeps the key calibrations had before draws."""
     blob = json.dumps({"format": CALIBRATION_FORMAT, "cache": CACHE_FORMAT, "model": model_sha, "target": target,
                        "setup": setup.as_dict(), "kernels": kernels, "kit": kit, "device": device_fingerprint(),
-                       "layout": LAYOUT}, sort_keys=True)
+                       "layout": LAYOUT, **({"draws": draws} if draws > 1 else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
               deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-              timeout: float | None = None, loaded: LoadedModel | None = None) -> Calibration:
+              timeout: float | None = None, loaded: LoadedModel | None = None, draws: int = 1) -> Calibration:
     """The model's calibration, measured now unless cached (see the module doc); CkptError when it cannot be.
-    `timeout`: seconds the gvsoc run may take (default: scaled from the built-in estimate of its cycles); `loaded`:
-    the model as the caller loaded it for a split home (else loaded here to check its graph order fits)."""
+    `timeout`: seconds each gvsoc run may take (default: scaled from the built-in estimate of its cycles); `loaded`:
+    the model as the caller loaded it for a split home (else loaded here to check its graph order fits); `draws`:
+    the step run from as many starting states, each figure their median (gvsoc.draws), the Errors the worst's."""
     if target not in SIMULATED_TARGETS:
         raise CkptError(f"ckpt measures op costs on gvsoc's model of {', '.join(SIMULATED_TARGETS)}, not {target}",
                         "solve with --costs estimate or a cost file")
@@ -147,7 +158,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         raise CkptError(f"cannot calibrate: {sources.reason}",
                         "give the Deeploy checkout, or solve with --costs estimate")
     model_sha, chip = open_model(source).sha256, TARGET_TABLE[target]
-    key = _key(model_sha, target, setup, sources.fingerprint, kit.identity)
+    key = _key(model_sha, target, setup, sources.fingerprint, kit.identity, draws)
     cached = cache_root() / "calibration" / f"{key[:32]}.entry"
     known = _cached_calibration(cached, key)
     if known is not None:
@@ -158,7 +169,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     split = split_step(folder, read_model(source), lowered.io_names, None, lowered.model)
     if split is not None:
         found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress,
-                                   timeout)
+                                   timeout, draws)
         write_entry(cached, key, found.to_json().encode())
         return found
     data = step_data(folder, read_model(source), lowered.io_names)
@@ -173,10 +184,10 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         graph_order_outputs(lowered.model, target, setup, True, sources, data.feeds, ran=host.outputs)
         expected = data.golden or host.outputs
-        progress("calibrating: running it on gvsoc (once per model; cached)")
+        progress(f"calibrating: running it on gvsoc{_times(draws)} (once per model; cached)")
         estimate = ESTIMATE_SCALE * sum(load_graph(lowered.model).op_cost.values())
         run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak,
-                            timeout=timeout or simulation_timeout(estimate))
+                            timeout=timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
@@ -185,7 +196,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
                         node_cycles(run.layers, order), run.errors, run.total, code_bytes, key,
-                        node_tiles=_known(tiles, order))
+                        node_tiles=_known(tiles, order), draws=list(run.draws))
     unknown = [name for name in found.node_cycles if name not in set(order)]
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
@@ -196,7 +207,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
 
 def _split_calibration(base, split: SplitStep, order: list[str], target: str, setup: DeeploySetup,
                        sources: KernelSources, kit: GvsocKit, model_sha: str, key: str, progress,
-                       timeout: float | None) -> Calibration:
+                       timeout: float | None, draws: int = 1) -> Calibration:
     """A split step's calibration: the graph order's two networks run by the training harness on this host, then
     on gvsoc; each train-network layer's cycles per mini-batch, the optimizer's per update."""
     chip = TARGET_TABLE[target]
@@ -209,10 +220,10 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
         if host.status is not CodeStatus.RAN:
             raise CkptError(f"cannot calibrate: the graph order's code did not run on this host ({host.reason})",
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
-        progress("calibrating: running them on gvsoc (once per model; cached)")
+        progress(f"calibrating: running them on gvsoc{_times(draws)} (once per model; cached)")
         estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.first_update().n_network_runs
         run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
-                             timeout or simulation_timeout(estimate))
+                             timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
     if run.status is not SimStatus.MEASURED:
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
@@ -222,12 +233,17 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
     code_bytes = run.on_chip.static - run.on_chip.test_data - static
     nodes = {name: cycles for name, cycles in run.layer_cycles.items() if name in set(order)}
     return Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles, nodes, run.errors,
-                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order))
+                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order), list(run.draws),
+                       list(run.optimizer_draws))
 
 
 def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
     """The tile counts of the lowered graph's nodes (the code's other tables, e.g. the optimizer's, left out)."""
     return {name: count for name, count in sorted(tiles.items()) if name in set(order)}
+
+
+def _times(draws: int) -> str:
+    return f" from {draws} starting states" if draws > 1 else ""
 
 
 def _cached_calibration(path: Path, key: str) -> Calibration | None:
@@ -267,17 +283,19 @@ COSTS_CHOICES = ("auto", "estimate", "gvsoc")   # or a cost file's path
 
 def resolve_costs(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                   deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                  timeout: float | None = None, loaded: LoadedModel | None = None) -> CostModel | None:
+                  timeout: float | None = None, loaded: LoadedModel | None = None, draws: int = 1
+                  ) -> CostModel | None:
     """The op costs `--costs` names: None for the built-in estimate, a cost file's, or the model's calibration
-    (`gvsoc`: measured now if not cached, its gvsoc run held to `timeout` where given; `auto`: the calibration
-    when gvsoc is at hand, else the estimate, said through `progress`). `loaded`: the model as the caller loaded it
-    for `setup`'s home (measured_costs)."""
-    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded)[0]
+    (`gvsoc`: measured now if not cached, its gvsoc run held to `timeout` where given, from `draws` starting states;
+    `auto`: the calibration when gvsoc is at hand, else the estimate, said through `progress`). `loaded`: the model
+    as the caller loaded it for `setup`'s home (measured_costs)."""
+    return costs_and_why(costs, source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded, draws)[0]
 
 
 def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                   deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                  timeout: float | None = None, loaded: LoadedModel | None = None) -> tuple[CostModel | None, str]:
+                  timeout: float | None = None, loaded: LoadedModel | None = None, draws: int = 1
+                  ) -> tuple[CostModel | None, str]:
     """`resolve_costs`, with why the costs are ckpt's estimate where they are (what leaves a table's predicted
     cycles empty); "" where they are measured or a cost file's."""
     if costs == "estimate":
@@ -288,19 +306,20 @@ def costs_and_why(costs: str, source: str | Path, target: str, setup: DeeploySet
         if target not in SIMULATED_TARGETS:
             return None, f"the op costs are ckpt's estimate: {simulation_gap(target)}"
         try:
-            return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded), ""
+            return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded, draws), ""
         except CkptError as err:
             progress(f"op costs: the built-in estimate ({err})")
             return None, f"the op costs are ckpt's estimate: {err.problem}"
-    return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded), ""
+    return measured_costs(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded, draws), ""
 
 
 def measured_costs(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
                    deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
-                   timeout: float | None = None, loaded: LoadedModel | None = None) -> CostModel:
-    """The op costs of the model's calibration for `setup`; for a split home whose graph order overflows the chip
-    (no calibration of it can run), the calibration with every tensor off chip, priced per tensor level
-    (pipeline.split_costs) on `loaded` (the model as the caller loaded it for the split home; else loaded here)."""
+                   timeout: float | None = None, loaded: LoadedModel | None = None, draws: int = 1) -> CostModel:
+    """The op costs of the model's calibration for `setup` (from `draws` starting states); for a split home whose
+    graph order overflows the chip (no calibration of it can run), the calibration with every tensor off chip,
+    priced per tensor level (pipeline.split_costs) on `loaded` (the model as the caller loaded it for the split
+    home; else loaded here)."""
     if setup.home == SPLIT_HOME:
         loaded = loaded or load_split(source, target, setup)
         overflow = graph_order_overflow(loaded, setup)
@@ -309,9 +328,9 @@ def measured_costs(source: str | Path, target: str, setup: DeeploySetup, gvsoc: 
                      "level")
             off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator,
                                  weights=setup.weights)
-            found = calibrate(source, target, off_chip, gvsoc, deeploy_root, progress, timeout)
+            found = calibrate(source, target, off_chip, gvsoc, deeploy_root, progress, timeout, draws=draws)
             return priced_for_split(found.cost_model(), loaded)
-    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded).cost_model()
+    return calibrate(source, target, setup, gvsoc, deeploy_root, progress, timeout, loaded, draws).cost_model()
 
 
 def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,

@@ -100,6 +100,10 @@ class PointRow:
     persist_on_chip: int | None = None        # split+ (--persist-on-chip auto): the persistent tensors (Deeploy's
                                               # names) the schedule brings on chip; None: no split+
     persist_on_chip_bytes: int | None = None  # ... and their bytes (a copy sharing another's bytes counted once)
+    cycles_draws: list[int] = field(default_factory=list)      # run from several starting states (gvsoc.draws):
+    optimizer_draws: list[int] = field(default_factory=list)   # each draw's cycles and optimizer cycles, of which
+                                                               # `cycles` (`optimizer_cycles`) is the median;
+                                                               # gvsoc_errors is then the worst draw's; empty: one
 
     @property
     def peak(self) -> int | None:
@@ -190,6 +194,8 @@ def replayed_row(row: PointRow, report: ReplayReport, gvsoc_asked: bool) -> Poin
                    optimizer_cycles=tiled.optimizer_cycles if tiled is not None and tiled.status is SimStatus.MEASURED
                    else None,
                    device_state=dict(tiled.state) if tiled is not None else {},
+                   cycles_draws=list(tiled.draws) if tiled is not None and cycles is not None else [],
+                   optimizer_draws=list(tiled.optimizer_draws) if tiled is not None and cycles is not None else [],
                    home=home_level, levels=levels, on_chip=_on_chip(report, home_level, levels),
                    on_chip_parts=_on_chip_parts(report, home_level, levels),
                    on_chip_capacity=_chip_memory(report).capacity if _chip_memory(report) else None,

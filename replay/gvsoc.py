@@ -42,9 +42,10 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
                   feeds: Mapping[str, np.ndarray], golden: Mapping[str, np.ndarray] | None,
                   host_outputs: Mapping[str, np.ndarray], nodes: list[str], sources: KernelSources | NoSources,
                   kit: GvsocKit | NoKit, log: Path, record_time: bool, progress: Callable[[str], None],
-                  timeout: float | None = None) -> GvsocRecord:
+                  timeout: float | None = None, draws: int = 1) -> GvsocRecord:
     """One flow's step on gvsoc, or why not (see the module doc); gvsoc's output is kept at `log`, whether the run
-    succeeded or failed (it says why). `timeout`: seconds before the run is taken as hung."""
+    succeeded or failed (it says why). `timeout`: seconds before a run is taken as hung; `draws`: runs from as many
+    starting states, their median kept (gvsoc.draws)."""
     if simulation_gap(target):
         return not_simulated(flow, simulation_gap(target))
     if isinstance(kit, NoKit):
@@ -58,7 +59,7 @@ def simulate_flow(flow: str, code_dir: Path, code_run: CodeRunRecord | None, tar
     progress(f"gvsoc: building the {flow.replace('_', '-')} step for Siracusa and running it on the model")
     log.parent.mkdir(parents=True, exist_ok=True)
     heap_peak = _on_chip_peak(code_run, TARGET_TABLE[target].on_chip)
-    outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak, timeout=timeout)
+    outcome = simulate_step(code_dir, feeds, expected, sources, kit, heap_peak, timeout=timeout, draws=draws)
     if isinstance(outcome, NotSimulated):
         status = SimStatus.FAILED if outcome.failed else SimStatus.NOT_SIMULATED
         ran = outcome.log is not None                # gvsoc ran: its output is kept, even when it printed nothing
@@ -81,4 +82,4 @@ def _measured(flow: str, run: GvsocRun, against: str, nodes: list[str], log: Pat
     return GvsocRecord(flow, SimStatus.MEASURED, None, run.errors, run.total, run.cycles,
                        node_cycles(run.layers or {}, nodes), against, run.on_chip, log.name,
                        {k: round(v, 3) for k, v in run.seconds.items()} if record_time else None,
-                       relaxed=run.relaxed)
+                       relaxed=run.relaxed, draws=list(run.draws))

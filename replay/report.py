@@ -16,6 +16,7 @@ from ckpt.coderun.run import RuntimeStats
 from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
+from ckpt.gvsoc.draws import spread_text
 from ckpt.gvsoc.run import OnChipNeed
 from ckpt.gvsoc.step import COMPACT
 from ckpt.hostexec.compare import VerifyResult, WorstElement
@@ -319,6 +320,9 @@ class GvsocRecord:
     state: dict[str, str] = field(default_factory=dict)   # a split step: each train-network input when the run
                                                           # ended, "<bytes>:<fnv1a>" (the device's weights)
     relaxed: bool = True               # linked with ld's relaxation; False: only without it (gvsoc.step), said
+    draws: list[int] = field(default_factory=list)   # run from several starting states (gvsoc.draws): each draw's
+    optimizer_draws: list[int] = field(default_factory=list)   # cycles (and optimizer cycles), of which `cycles`
+                                                               # (`optimizer_cycles`) is the median; empty: one draw
 
     @property
     def line(self) -> str:
@@ -331,12 +335,14 @@ class GvsocRecord:
                    "left the step no room in L2" if self.on_chip is not None and self.on_chip.compact else "")
         if self.on_chip is not None and not self.on_chip.probed:
             compact += "; built without its per-layer probes (with them, the step had no room in L2): no layer's cycles"
+        worst = " (the worst draw's)" if self.draws else ""
         if self.optimizer_cycles is not None:
-            return head + (f"Errors: {self.errors} out of {self.total} ({self.expected}); train network "
-                           f"{self.cycles:,} cycles per mini-batch, optimizer {self.optimizer_cycles:,} per update "
+            return head + (f"Errors: {self.errors} out of {self.total}{worst} ({self.expected}); train network "
+                           f"{self.cycles:,} cycles per mini-batch{spread_text(self.draws)}, optimizer "
+                           f"{self.optimizer_cycles:,} per update{spread_text(self.optimizer_draws)} "
                            f"({self.batches} mini-batches, {self.updates} updates){compact}{linked}")
-        return head + (f"Errors: {self.errors} out of {self.total} against {self.expected}; {self.cycles:,} cycles"
-                       f"{compact}{linked}")
+        return head + (f"Errors: {self.errors} out of {self.total}{worst} against {self.expected}; {self.cycles:,} "
+                       f"cycles{spread_text(self.draws)}{compact}{linked}")
 
 
 @dataclass(frozen=True)

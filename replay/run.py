@@ -121,6 +121,7 @@ class ReplayOptions:
     gvsoc_timeout: float | None = None     # seconds a step may run on gvsoc (None: scaled from its cycles)
     simulate_non_tiled: bool = False       # the non-tiled flow on gvsoc too (the tiled flow is what is deployed)
     on_chip_code: int | None = None        # split+: the step's own code and data on chip (measured; None: not counted)
+    gvsoc_draws: int = 1                   # each step on gvsoc run from this many starting states, its median kept
 
 
 @dataclass
@@ -409,10 +410,11 @@ def _simulate(lowered: LoweredGraph | None, plan: ReplayPlan, outdir: Path, flow
         if split is not None:
             return simulate_split(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), split, plan.order, sources,
                                   kit, outdir / GVSOC_LOGS[flow], options.record_time, timeout, progress,
-                                  lowered.target, layers_needed=False)   # the step's cycles are what it reports
+                                  lowered.target, layers_needed=False,   # the step's cycles are what it reports
+                                  draws=options.gvsoc_draws)
         return simulate_flow(flow, outdir / CODE_DIRS[flow], code_runs.get(flow), lowered.target, data.feeds,
                              data.golden, verification.outputs, plan.order, sources, kit,
-                             outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout)
+                             outdir / GVSOC_LOGS[flow], options.record_time, progress, timeout, options.gvsoc_draws)
 
     return {flow: simulated(flow) if flow == "tiled" or options.simulate_non_tiled or isinstance(kit, NoKit)
             else not_simulated(flow, NON_TILED_ON_REQUEST)

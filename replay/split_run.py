@@ -281,10 +281,11 @@ def run_split_code(flow: str, code_dir: Path, base: onnx.ModelProto, step: Split
 def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, step: SplitStep, nodes: list[str],
                    sources: KernelSources | NoSources, kit: GvsocKit | NoKit, log: Path, record_time: bool,
                    timeout: float, progress=lambda m: None, target: str = "siracusa", pad: int = 0,
-                   layers_needed: bool = True) -> GvsocRecord:
+                   layers_needed: bool = True, draws: int = 1) -> GvsocRecord:
     """One flow's split step on gvsoc, or why not; a run longer than `timeout` seconds is taken as hung. `pad`: see
     gvsoc.step.build_step; `layers_needed` False: the step may be built without its per-layer probes where only so
-    it fits L2 (gvsoc.run.build_to_fit)."""
+    it fits L2 (gvsoc.run.build_to_fit); `draws`: runs from as many starting states, their median kept
+    (gvsoc.draws)."""
     if simulation_gap(target):
         return not_simulated(flow, simulation_gap(target))
     if isinstance(kit, NoKit):
@@ -299,7 +300,7 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
     heap = code_run.stats.levels["L2"].peak if code_run.stats and "L2" in code_run.stats.levels else 0
     run = step.run.first_update()             # the host ran every mini-batch; the device's figures are per run
     found = simulate_training(code_dir, run, step.data.feeds, sources, kit, heap, timeout=timeout, pad=pad,
-                              layers_needed=layers_needed)
+                              layers_needed=layers_needed, draws=draws)
     if found.log is not None:                    # gvsoc ran: its output is kept, even when it printed nothing
         log.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(log, found.log)             # kept beside the report, a failed run's above all
@@ -311,7 +312,8 @@ def simulate_split(flow: str, code_dir: Path, code_run: CodeRunRecord | None, st
                        _per_run(found.layers or {}, nodes, run), HARNESS_RULE, found.on_chip, log.name,
                        {k: round(v, 3) for k, v in found.seconds.items()} if record_time else None,
                        optimizer_cycles=found.optimizer_per_update, batches=run.n_batches,
-                       updates=run.n_steps, state=dict(found.state), relaxed=found.relaxed)
+                       updates=run.n_steps, state=dict(found.state), relaxed=found.relaxed,
+                       draws=list(found.train_draws), optimizer_draws=list(found.optimizer_draws))
 
 
 def _per_run(layers: dict[str, int], nodes: list[str], run: TrainingRun) -> dict[str, int]:
