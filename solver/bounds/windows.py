@@ -1,0 +1,77 @@
+"""A proof that no schedule fits, from a few neighbouring points: where a budget is infeasible for a local reason.
+
+The point relaxation (solver/model/relaxation.py) holds for any set of points: every schedule over the stage
+order maps onto it. So if the relaxation over a handful of neighbouring binding points, with memory checked
+while their segments recompute, has no answer at all, no schedule fits the budget. Near the smallest feasible
+budget the reason is often local: a backward op whose inputs, allocation and the gradients held across it
+leave no room for the recompute the next op needs. The relaxation over every binding point finds it too, but
+it is a model of every point (a residual CNN: a hundred thousand variables, seconds to build and presolve),
+where a window of three points is a few hundred variables and a fraction of a second.
+
+Which windows? Those around the points with the least room left once what the point's own op must hold is
+counted (its inputs, the views still read, what cannot run again and is read later, its allocation): they
+come first, each asked only whether any answer exists (no objective: HiGHS stops at the first one), and the
+scan stops at the first proof, at `most` windows, or when its time is up. It proves nothing where no window
+is infeasible: that is the cost of a scan, not a verdict.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.relaxation import Relaxation
+
+WIDTH = 1             # stages either side of the tight point: a window of three
+MOST_WINDOWS = 8      # windows tried at most, tightest first
+WINDOW_SHARE = 0.5    # of the scan's time left, the most one window gets (a feasible one can be slow to answer)
+
+
+def infeasible_window(problem: Problem, budget: int, binding: list[int], seconds: float | None,
+                      threads: int | None = 1, most: int = MOST_WINDOWS) -> tuple[int, ...] | None:
+    """Stages over which the relaxation, checked while each segment recomputes, has no answer: a proof that no
+    schedule over the stage order fits `budget`. `binding`: the stages whose op alone goes over it (each
+    window is around one). None: no window tried within `seconds` proved it."""
+    deadline = math.inf if seconds is None else time.perf_counter() + seconds
+    for window in windows(problem, budget, binding, most):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        model = Relaxation(problem, budget, list(window), chained=frozenset(window), threads=threads,
+                           feasibility=True)
+        if math.isinf(model.solve(None if math.isinf(left) else WINDOW_SHARE * left)):
+            return window
+    return None
+
+
+def windows(problem: Problem, budget: int, binding: list[int], most: int = MOST_WINDOWS
+            ) -> Iterator[tuple[int, ...]]:
+    """Each stage of a window is a point, so every segment is one stage long and checked in op order (the
+    tightest check); the windows are around the binding stages with the least room left, tightest first."""
+    seen: set[tuple[int, ...]] = set()
+    for t in sorted(binding, key=lambda t: (budget - held_at(problem, t), t)):
+        window = tuple(range(max(0, t - WIDTH), min(problem.n, t + WIDTH + 1)))
+        if len(window) > 1 and window not in seen:
+            seen.add(window)
+            yield window
+            if len(seen) >= most:
+                return
+
+
+def held_at(problem: Problem, t: int) -> int:
+    """Bytes op t's first run holds whatever the schedule: its allocation, its inputs, the buffers views still
+    read, and the buffers read after it that nothing can make again by then; and the next op's inputs made
+    before it (each kept through op t, or remade in the one stage between them)."""
+    g = problem.graph
+    read = g.ops[t].inputs + (g.ops[t + 1].inputs if t + 1 < problem.n else ())
+    held = {g.root(y) for y in read if g.is_activation(y)}
+    held |= {g.root(v) for v in problem.pins
+             if problem.producer(v) < t and any(j >= t for j in g.readers.get(v, ()))}
+    for x in problem.buffers:
+        i = problem.producer(x)
+        if i < t and (not problem.recomputable(i) or t >= g.deadline[i]) \
+                and any(j > t for j in g.readers.get(x, ())):
+            held.add(x)
+    return problem.alloc[t] + sum(g.buffer_bytes(x) for x in held
+                                  if x in problem.tensor_id and problem.producer(x) < t)
