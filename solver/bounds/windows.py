@@ -1,18 +1,18 @@
-"""A proof that no schedule fits, from a few neighbouring points: where a budget is infeasible for a local reason.
+"""A proof that no schedule fits, from two neighbouring stages: where a budget is infeasible for a local reason.
 
 The point relaxation (solver/model/relaxation.py) holds for any set of points: every schedule over the stage
-order maps onto it. So if the relaxation over a handful of neighbouring binding points, with memory checked
-while their segments recompute, has no answer at all, no schedule fits the budget. Near the smallest feasible
-budget the reason is often local: a backward op whose inputs, allocation and the gradients held across it
-leave no room for the recompute the next op needs. The relaxation over every binding point finds it too, but
-it is a model of every point (a residual CNN: a hundred thousand variables, seconds to build and presolve),
-where a window of three points is a few hundred variables and a fraction of a second.
+order maps onto it. So if the relaxation over a stage and the next, with memory checked while the stage
+between them recomputes, has no answer at all, no schedule fits the budget. Near the smallest feasible budget
+the reason is often local: an op whose inputs and allocation, with the next op's inputs held across it, leave
+no room, and remaking those inputs in between does not fit either. The relaxation over every binding point
+finds it too, but it is a model of every point (a residual CNN: a hundred thousand variables, seconds to build
+and presolve), where a window of two stages is a few thousand variables and a fraction of a second.
 
-Which windows? Those around the points with the least room left once what the point's own op must hold is
-counted (its inputs, the views still read, what cannot run again and is read later, its allocation): they
-come first, each asked only whether any answer exists (no objective: HiGHS stops at the first one), and the
-scan stops at the first proof, at `most` windows, or when its time is up. It proves nothing where no window
-is infeasible: that is the cost of a scan, not a verdict.
+Which windows? Those at the stages with the least room left once what must be held there is counted (the
+op's inputs and allocation, the views still read, what cannot run again and is read later, and the next op's
+inputs made before it): they come first, each asked only whether any answer exists (no objective: HiGHS
+stops at the first one), and the scan stops at the first proof, at `most` windows, or when its time is up. It
+proves nothing where no window is infeasible: that is the cost of a scan, not a verdict.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import Relaxation
 
-WIDTH = 1             # stages either side of the tight point: a window of three
 MOST_WINDOWS = 8      # windows tried at most, tightest first
 WINDOW_SHARE = 0.5    # of the scan's time left, the most one window gets (a feasible one can be slow to answer)
 
@@ -32,7 +31,7 @@ def infeasible_window(problem: Problem, budget: int, binding: list[int], seconds
                       threads: int | None = 1, most: int = MOST_WINDOWS) -> tuple[int, ...] | None:
     """Stages over which the relaxation, checked while each segment recomputes, has no answer: a proof that no
     schedule over the stage order fits `budget`. `binding`: the stages whose op alone goes over it (each
-    window is around one). None: no window tried within `seconds` proved it."""
+    window starts at one). None: no window tried within `seconds` proved it."""
     deadline = math.inf if seconds is None else time.perf_counter() + seconds
     for window in windows(problem, budget, binding, most):
         left = deadline - time.perf_counter()
@@ -47,16 +46,11 @@ def infeasible_window(problem: Problem, budget: int, binding: list[int], seconds
 
 def windows(problem: Problem, budget: int, binding: list[int], most: int = MOST_WINDOWS
             ) -> Iterator[tuple[int, ...]]:
-    """Each stage of a window is a point, so every segment is one stage long and checked in op order (the
-    tightest check); the windows are around the binding stages with the least room left, tightest first."""
-    seen: set[tuple[int, ...]] = set()
-    for t in sorted(binding, key=lambda t: (budget - held_at(problem, t), t)):
-        window = tuple(range(max(0, t - WIDTH), min(problem.n, t + WIDTH + 1)))
-        if len(window) > 1 and window not in seen:
-            seen.add(window)
-            yield window
-            if len(seen) >= most:
-                return
+    """A binding stage and the next, both points, so the segment between them is one stage long and checked
+    in op order (the tightest check); the stages with the least room left first."""
+    tightest = sorted((t for t in binding if t + 1 < problem.n), key=lambda t: (budget - held_at(problem, t), t))
+    for t in tightest[:most]:
+        yield t, t + 1
 
 
 def held_at(problem: Problem, t: int) -> int:
