@@ -63,7 +63,7 @@ WALK_SHARE = 0.15        # of the rounds' time, kept for walking their newest an
 WALK_NEAR = 0.1          # ... when a schedule known before costs at most this much more than the points alone prove
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
 LAST_RESORT_PRESENCE = 2000   # ... judged by its presence variables (a residual CNN: ~1,200; a 2-block CCT: ~5,000)
-WINDOWS_SHARE = 0.5      # of the bound's time, the most the window proof takes when no schedule is known
+WINDOWS_SHARE = 0.7      # of the bound's time, the most the window proof takes when no schedule is known
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ from collections.abc import Iterator
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import Relaxation
 
-MOST_WINDOWS = 8      # windows tried at most, tightest first
-WINDOW_SHARE = 0.5    # of the scan's time left, the most one window gets (a feasible one can be slow to answer)
+MOST_WINDOWS = 8      # windows tried at most, tightest first: a proof, where there is one, is among the first
 
 
 def infeasible_window(problem: Problem, budget: int, binding: list[int], seconds: float | None,
@@ -39,7 +38,7 @@ def infeasible_window(problem: Problem, budget: int, binding: list[int], seconds
             return None
         model = Relaxation(problem, budget, list(window), chained=frozenset(window), threads=threads,
                            feasibility=True)
-        if math.isinf(model.solve(None if math.isinf(left) else WINDOW_SHARE * left)):
+        if math.isinf(model.solve(None if math.isinf(left) else left)):
             return window
     return None
 
