@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ckpt.events import Incumbent, LowerBound, Progress, ignore
+from ckpt.solver.bounds.windows import infeasible_window
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace, plain_sequence
 from ckpt.solver.model import clock
@@ -62,6 +63,7 @@ WALK_SHARE = 0.15        # of the rounds' time, kept for walking their newest an
 WALK_NEAR = 0.1          # ... when a schedule known before costs at most this much more than the points alone prove
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
 LAST_RESORT_PRESENCE = 2000   # ... judged by its presence variables (a residual CNN: ~1,200; a 2-block CCT: ~5,000)
+WINDOWS_SHARE = 0.7      # of the bound's time, the most the window proof takes when no schedule is known
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,16 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
     bound proves (often the case at the strongest single point). HiGHS runs on `threads` (see backends: one
     thread keeps the answer independent of the machine). `progress` hears each raise of the bound and each
     schedule found as it happens: the rounds can take most of a solve's time. `any_schedule`: stop at the
-    first schedule that fits, whatever it costs (a feasibility probe: the bound proven by then still holds)."""
+    first schedule that fits, whatever it costs (a feasibility probe: the bound proven by then still holds).
+    With no schedule known (`enough` infinite), a few windows of neighbouring stages are asked first whether
+    any schedule fits at all (solver/bounds/windows.py): below the smallest feasible budget the reason is
+    often local, and a window proves it in a fraction of the time the rounds take."""
     deadline = _Deadline(clock.now() + (math.inf if seconds is None else seconds), threads)
     levels = _binding_levels(problem, budget)
+    if math.isinf(enough) and levels:
+        window = infeasible_window(problem, budget, list(levels), _share(deadline, WINDOWS_SHARE), threads)
+        if window is not None:
+            return Bound(math.inf, window)
     best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress, any_schedule=any_schedule), 0
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:

@@ -38,6 +38,7 @@ class Relaxation:
     kept: frozenset[Span] = frozenset()     # with `free`: what the other segments recompute, as an answer had it
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
     excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
+    feasibility: bool = False               # no objective: only whether any answer exists (inf: none does)
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
@@ -92,6 +93,8 @@ class Relaxation:
             self._kept_outside_free()
         for n, answer in enumerate(self.excluded):
             self._not_again(n, answer)
+        if self.feasibility:
+            return
         cost = self.problem.graph.op_cost
         self.lp += pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (_, i), v in self.D.items())
 
