@@ -260,8 +260,8 @@ def _solved(lp: pulp.LpProblem, solver: pulp.LpSolver) -> _Report:
 
 
 def _objective_of_values(lp: pulp.LpProblem) -> float | None:
-    """The objective of the values read back (None: some variable has none)."""
-    if any(var.varValue is None for var in lp.objective):
+    """The objective of the values read back (None: a model without an objective, or some variable has none)."""
+    if lp.objective is None or any(var.varValue is None for var in lp.objective):
         return None
     return float(lp.objective.value())
 
