@@ -17,10 +17,13 @@ line-buffered, so what it printed is there even when it is stopped), and a run t
 its timeout is taken as hung: stopped, its report saying how long it was silent and what it printed last.
 
 Before anything runs, the step's L2 is counted: what the ELF places in L2 (code, data, the harness's expected
-outputs), what the code allocates there at run time (its peak as the same code measured on the host), and the
-largest buffer the harness allocates to read an output back. A step whose generated code, compiled like the
-kernels, leaves it no room is built again with that code compiled for size (gvsoc.step, COMPACT; its record says
-so: its cycles are of that code). A step that cannot fit either way is not run, and says by how much.
+outputs), what the code allocates there at run time (its peak as the same code measured on the host), the
+largest buffer the harness allocates to read an output back, and what the runtime allocates there for itself
+(runtime_heap: its drivers, the readfs mount, and a record and cache block per data file Init loads, which
+Deeploy's dory_mem.c never closes, so they stay allocated for the whole run). A step whose generated code,
+compiled like the kernels, leaves it no room is built again with that code compiled for size (gvsoc.step,
+COMPACT; its record says so: its cycles are of that code). A step that cannot fit either way is not run, and
+says by how much.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -66,6 +69,15 @@ from ckpt.paths import cache_root
 
 L2_END = 0x1C200000          # the end of Siracusa's shared L2 banks: pulpos's L2 heap runs up to it
 L2_CAPACITY = L2_END - L2_BASE
+# What pulp-sdk's runtime allocates in L2 for itself, from the same heap as the code (pi_l2_malloc), measured on the
+# kit's Siracusa with pi_l2_malloc wrapped (MobileNetV1's split step, 2026-12-06): the drivers and the readfs mount
+# take RUNTIME_FIXED, then the readfs header read whole (read_fs.c's mount: the 12-byte main header and, per file,
+# 12 bytes and its NUL-terminated name, rounded up to 8); each file dory_mem.c's load_file_to_ram/_to_local opens
+# keeps a 128-byte pi_read_fs_file_t and its 136-byte cache block (READ_FS_THRESHOLD_BLOCK_FULL) to the end, as
+# they never call pi_fs_close: 420 files (MobileNetV1's Init) hold 110,880 B of L2.
+RUNTIME_FIXED = 480
+READFS_HEADER, READFS_FILE_HEADER = 12, 12
+OPEN_FILE = 128 + 136
 RUN_FORMAT = 3          # 3: one checked entry per run (ckpt.cached)
 _ERRORS = re.compile(r"Errors:\s*(\d+)\s+out of\s+(\d+)")
 _RUNTIME = re.compile(r"Runtime:\s*(\d+)\s+cycles")
@@ -82,20 +94,30 @@ class OnChipNeed:
     readback: int = 0           # the buffer the harness allocates to read an output back from L3
     compact: bool = False       # counted with the generated code compiled for size (gvsoc.step.COMPACT)
     probed: bool = True         # counted with every layer probed (False: built without probes to fit)
+    runtime: int = 0            # what the runtime allocates in L2 for itself (runtime_heap; 0 in older records)
 
     @property
     def total(self) -> int:
         """What this run needs: the step and the harness's data."""
-        return self.static + self.heap + self.readback
+        return self.static + self.heap + self.readback + self.runtime
 
     @property
     def step(self) -> int:
-        """What the step alone needs (code, its data, its L2 allocations), as deployed without a test harness."""
-        return self.static - self.test_data + self.heap
+        """What the step alone needs (code, its data, its L2 allocations and the runtime's), as deployed without a
+        test harness."""
+        return self.static - self.test_data + self.heap + self.runtime
 
     @property
     def fits(self) -> bool:
         return self.total <= self.capacity
+
+
+def runtime_heap(flash_files: Sequence[str | Path]) -> int:
+    """Bytes pulp-sdk's runtime allocates in L2 for itself while a step whose Init loads `flash_files` (readfs
+    files, each opened once) runs: see RUNTIME_FIXED."""
+    names = [Path(f).name for f in flash_files]
+    header = READFS_HEADER + sum(READFS_FILE_HEADER + len(n.encode()) + 1 for n in names)
+    return RUNTIME_FIXED + -(-header // 8) * 8 + OPEN_FILE * len(names)
 
 
 @dataclass
@@ -216,18 +238,20 @@ def _simulate_draw(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Ma
         except ValueError as exc:
             return NotSimulated(f"the harness cannot run this code: {exc}")
         readback = max((p.nbytes for p in manifest.outputs), default=0)
+        runtime = runtime_heap(data.flash_files)
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_to_fit(
                 lambda compact, _: build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad,
                                               compact),
-                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback))
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback, runtime=runtime))
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
         if isinstance(step, OnChipNeed):
             return NotSimulated(_does_not_fit(step), on_chip=step)
-        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback, step.compact)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback, step.compact,
+                          runtime=runtime)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
@@ -364,7 +388,8 @@ def _does_not_fit(need: OnChipNeed) -> str:
     code += " and built without its per-layer probes" if not need.probed else ""
     return (f"the step does not fit Siracusa's L2 with the harness's data{code}: it needs {need.total:,} B "
             f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
-            f"{need.heap + need.readback:,} B allocated), {need.total - need.capacity:,} B more than the "
+            f"{need.heap + need.readback:,} B allocated, {need.runtime:,} B by the runtime for itself: drivers, file "
+            f"system, open files), {need.total - need.capacity:,} B more than the "
             f"{need.capacity:,} B there")
 
 

@@ -50,6 +50,7 @@ from ckpt.gvsoc.run import (
     failed_reason,
     gvsoc_command,
     hung_reason,
+    runtime_heap,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
 from ckpt.gvsoc.step import LAYOUT, NETWORKS, StepBuildError, build_training_step
@@ -162,6 +163,7 @@ def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndar
                                         work / "data", DEVICE_SECTION)
         except ValueError as exc:
             return NotSimulated(f"the harness cannot run this code: {exc}")
+        runtime = runtime_heap(files.flash_files)
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
@@ -169,12 +171,13 @@ def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndar
                 lambda compact, probed: build_training_step(code_dir, manifest.cores, files.folder,
                                                             bool(files.flash_files), run.n_batches + run.n_steps,
                                                             sources, kit, sdk, kernels, work, pad, compact, probed),
-                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY), layers_needed)
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, runtime=runtime), layers_needed)
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
         if isinstance(step, OnChipNeed):
             return NotSimulated(_does_not_fit(step), on_chip=step)
-        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact, probed=step.probed)
+        need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact, probed=step.probed,
+                          runtime=runtime)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",

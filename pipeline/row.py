@@ -90,7 +90,8 @@ class PointRow:
     device_state: dict[str, str] = field(default_factory=dict)   # a split step on gvsoc: its weights' hashes at the end
     on_chip_parts: dict[str, int] = field(default_factory=dict)  # what `on_chip` is made of: code (and data),
                                                                  # constants, arena (the home's and what is
-                                                                 # allocated on chip)
+                                                                 # allocated on chip), runtime (gvsoc.run's
+                                                                 # runtime_heap, where counted)
     device_check: str = "-"          # ... against the baseline's (graph order) on gvsoc: bit-identical, differs, -
     non_tiled_arena: int | None = None   # the non-tiled flow's arena: what its generated code allocates where it
                                          # ran, else ckpt's layout (None: the code mallocs on the heap)
@@ -250,8 +251,10 @@ def _on_chip_parts(report: ReplayReport, home: str | None, levels: dict[str, Lev
     level = levels.get(home) or LevelMemory(arena=0, static=0)
     constants, arena = level.static or 0, level.arena or 0
     if chip is not None and chip.is_on_chip(home):          # the constants are in the program, the arena allocated
-        return {"code": need.static - need.test_data - constants, "constants": constants, "arena": need.heap}
-    return {"code": need.static - need.test_data, "constants": constants, "arena": need.heap + arena}
+        parts = {"code": need.static - need.test_data - constants, "constants": constants, "arena": need.heap}
+    else:
+        parts = {"code": need.static - need.test_data, "constants": constants, "arena": need.heap + arena}
+    return parts | ({"runtime": need.runtime} if need.runtime else {})     # its drivers, file system, open files
 
 
 def _finite(value: float | None) -> float | None:

@@ -107,3 +107,19 @@ def test_a_split_plus_point_says_how_many_persistent_tensors_it_brings_on_chip_a
     names = next(csv.reader(io.StringIO(csv_text(rows, "siracusa"))))
     assert "persist_on_chip" in names and "persist_on_chip_bytes" in names
     assert "split+ on chip" not in markdown_table(_rows(), "siracusa").partition("## Legend")[0]
+
+
+def test_a_steps_on_chip_parts_name_what_the_runtime_holds_and_add_up_to_its_on_chip_bytes():
+    """A split step's on-chip bytes count what pulp-sdk's runtime allocates in L2 for itself (gvsoc.run.runtime_heap):
+    its parts say so, and still add up to the whole."""
+    from types import SimpleNamespace
+
+    from ckpt.gvsoc.run import OnChipNeed
+    from ckpt.pipeline.row import _on_chip, _on_chip_parts
+
+    need = OnChipNeed(static=775_168, heap=1_251_940, capacity=2_097_152, test_data=1_000, runtime=119_664)
+    levels = {"L3": LevelMemory(arena=3_113_816, static=53_880)}
+    report = SimpleNamespace(gvsoc={"tiled": SimpleNamespace(on_chip=need)},
+                             model=SimpleNamespace(target="siracusa"), memory=SimpleNamespace(levels=levels))
+    parts = _on_chip_parts(report, "L2", levels)
+    assert parts["runtime"] == 119_664 and sum(parts.values()) == _on_chip(report, "L2") == need.step
