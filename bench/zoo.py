@@ -62,7 +62,7 @@ from ckpt.paths import shared_models
 from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import SCHEDULE, SOLVED
-from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
+from ckpt.pipeline.row import BASELINE, INFEASIBLE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
 from ckpt.replay.folder import REPORT
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions
@@ -128,7 +128,8 @@ class SweepRead:
 
     @classmethod
     def merged(cls, reads: list[SweepRead]) -> SweepRead:
-        """One sweep of the points of `reads` (the first that replayed a label gives it, else the first)."""
+        """One sweep of the points of `reads`: a label is given by the first that replayed it, else by the first
+        that proved it infeasible (a longer solve's proof beats another sweep's "no schedule"), else the first."""
         bases = {(r.cycles, r.optimizer_cycles) for read in reads for r in read.rows if r.status == BASELINE}
         if len(bases) > 1:      # each point's overhead is over its own sweep's graph order: say they differ
             progress(f"the merged sweeps measured different graph orders (train, optimizer cycles): {sorted(bases)}")
@@ -136,7 +137,7 @@ class SweepRead:
         for read in reads:
             for row in read.rows:
                 held = chosen.get(row.label)
-                if held is None or (held[0].replayed_peak is None and row.replayed_peak is not None):
+                if held is None or _decided(row) > _decided(held[0]):
                     chosen[row.label] = (row, read)
         return cls(_in_order([row for row, _ in chosen.values()]),
                    {label: read.seconds[label] for label, (_, read) in chosen.items() if label in read.seconds},
@@ -172,6 +173,11 @@ def _replayed_unrecorded(folder: Path, recorded: set[str]) -> list[PointRow]:
                          "not verified", "", f"points/{point.name}/{SCHEDULE}")
         rows.append(replayed_row(row, ReplayReport.read(report), gvsoc_asked=True))
     return rows
+
+
+def _decided(row: PointRow) -> int:
+    """How far a point was taken: 2 replayed, 1 proven infeasible (no schedule exists), 0 neither."""
+    return 2 if row.replayed_peak is not None else 1 if row.status == INFEASIBLE else 0
 
 
 def _in_order(rows: list[PointRow]) -> list[PointRow]:

@@ -28,7 +28,16 @@ from ckpt.events import as_lines
 from ckpt.files import write_json
 from ckpt.pipeline.deployed_solve import Checked, SolveRequest, schedule_of, solve_model, with_split_plus
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, replayed_row, row_from_json, solved_row
+from ckpt.pipeline.row import (
+    BASELINE,
+    INFEASIBLE,
+    PointCheck,
+    PointRow,
+    empty_row,
+    replayed_row,
+    row_from_json,
+    solved_row,
+)
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.budget import Budget
@@ -231,7 +240,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
-        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
+        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, INFEASIBLE,
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
     say("solve")
@@ -242,7 +251,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
                                        split_plus_code=task.split_plus_code)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
-                               "infeasible" if err.proven else "no schedule", str(err)), \
+                               INFEASIBLE if err.proven else "no schedule", str(err)), \
             time.perf_counter() - start
     return schedule, None, result.seconds
 

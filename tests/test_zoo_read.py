@@ -43,8 +43,8 @@ def _folder(root: Path, rows, *, finished: bool, runs: dict[str, dict] | None = 
     if finished:
         base = next(r for r in rows if r.status == "baseline")
         rows = [replace(r, overhead_pct=None if r.cycles is None else 100 * (r.cycles - base.cycles) / base.cycles,
-                        overhead_pct_predicted=100 * (r.cycles_predicted - base.cycles_predicted)
-                        / base.cycles_predicted) for r in rows]
+                        overhead_pct_predicted=None if r.cycles_predicted is None
+                        else 100 * (r.cycles_predicted - base.cycles_predicted) / base.cycles_predicted) for r in rows]
         (root / "sweep.json").write_text(json.dumps({"points": [asdict(r) for r in rows]}))
     return root
 
@@ -62,6 +62,21 @@ def test_sweeps_over_two_ranges_are_one_table_from_the_graph_order_down(tmp_path
     assert next(r for r in merged.rows if r.label == "0.6").cycles == 1180
     assert merged.replays["0.6"] == low / "points" / "0.6" / "replay"
     assert [r.label for r in merged.run] == ["baseline", "0.9", "0.7", "0.6", "0.4", "0.2"]
+
+
+def test_a_longer_solves_proof_of_infeasibility_beats_another_sweeps_no_schedule(tmp_path):
+    """0.3 without a schedule in the first sweep (its time limit ran out) and proven infeasible in a second one
+    (a longer time limit): the table says infeasible whichever folder comes first; a replayed point still wins."""
+    base = _row("baseline", None, 1000, 1000)
+    undecided = empty_row("0.3", 0.3, 12633, "no schedule", "no schedule found within the time limit")
+    proven = empty_row("0.3", 0.3, 12633, "infeasible", "no schedule fits 12633 B")
+    short = _folder(tmp_path / "short", [base, _row("0.9", 0.9, 1040, 1040), undecided], finished=True)
+    long = _folder(tmp_path / "long", [base, proven, _row("0.9", 0.9, 0, 1040, replayed=False)], finished=True)
+    for reads in ([short, long], [long, short]):
+        merged = zoo.SweepRead.merged([zoo.SweepRead.of(f) for f in reads])
+        point = {r.label: r for r in merged.rows}
+        assert (point["0.3"].status, point["0.3"].reason) == ("infeasible", "no schedule fits 12633 B")
+        assert point["0.9"].replayed_peak == 40000
 
 
 def test_merged_sweeps_that_measured_different_graph_orders_say_so(tmp_path, capsys):
