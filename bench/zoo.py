@@ -116,12 +116,13 @@ class SweepRead:
                 stored_rows.append(stored["row"])
         if doc.is_file():
             stored_rows = json.loads(doc.read_text())["points"]
-        elif not stored_rows:
+        elif not stored_rows and not _unsolvable(folder, set()):
             raise CkptError(f"{folder} holds no sweep (no sweep.json, no finished point)",
                             "give the folder `ckpt sweep` wrote")
         rows = [row_from_json(_stored(p)) for p in stored_rows]
         if not doc.is_file():        # interrupted: the points replayed whole, the overheads over the baseline
-            rows = with_overheads(rows + _replayed_unrecorded(folder, {r.label for r in rows}))
+            rows = rows + _replayed_unrecorded(folder, {r.label for r in rows})
+            rows = with_overheads(rows + _unsolvable(folder, {r.label for r in rows}))
         replays = {r.label: folder / "points" / r.label / "replay" for r in rows
                    if (folder / "points" / r.label / "replay" / "report.json").is_file()}
         return cls(_in_order(rows), found, replays)
@@ -172,6 +173,18 @@ def _replayed_unrecorded(folder: Path, recorded: set[str]) -> list[PointRow]:
         row = solved_row(point.name, found.budget.fraction, found.budget.bytes, found, solved.get("seconds"),
                          "not verified", "", f"points/{point.name}/{SCHEDULE}")
         rows.append(replayed_row(row, ReplayReport.read(report), gvsoc_asked=True))
+    return rows
+
+
+def _unsolvable(folder: Path, recorded: set[str]) -> list[PointRow]:
+    """The rows of an interrupted sweep's points whose solve found no schedule (proven infeasible, or not found in
+    its time): their solved.json holds the row, and nothing follows it (a long solve's proof, the sweep stopped
+    during another point's replay)."""
+    rows = []
+    for solved in sorted((folder / "points").glob(f"*/{SOLVED}")):
+        stored = json.loads(solved.read_text())
+        if stored.get("label") not in recorded and stored.get("schedule") is None and stored.get("row"):
+            rows.append(row_from_json(stored["row"]))
     return rows
 
 
@@ -335,9 +348,10 @@ def named_folder(text: str) -> tuple[str, str]:
     """NAME=DIR: a model's sweep folder (finished, or the points an interrupted one finished)."""
     name, sep, folder = text.partition("=")
     if not sep or not name or not (Path(folder, "sweep.json").is_file()
-                                   or any(Path(folder, "points").glob("*/point.json"))):
+                                   or any(Path(folder, "points").glob("*/point.json"))
+                                   or any(Path(folder, "points").glob(f"*/{SOLVED}"))):
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DIR with a sweep in DIR (its sweep.json, or the "
-                                         "points/<label>/point.json of an interrupted one)")
+                                         f"points/<label>/point.json or {SOLVED} of an interrupted one)")
     return name, folder
 
 

@@ -103,6 +103,23 @@ def test_an_interrupted_sweep_gives_its_finished_points_with_their_overheads(tmp
         zoo.SweepRead.of(tmp_path / "empty")
 
 
+def test_an_interrupted_sweeps_point_proven_infeasible_is_read_from_its_solve(tmp_path):
+    """A long solve proved 0.3 infeasible, then the sweep stopped while replaying another point: 0.3's row is in its
+    solved.json alone (no point.json follows a point without a schedule), and the table gives it."""
+    folder = _folder(tmp_path / "s", [_row("baseline", None, 2000, 2000)], finished=False)
+    proven = empty_row("0.3", 0.3, 12633, "infeasible", "no schedule fits 12633 B")
+    (folder / "points" / "0.3").mkdir()
+    (folder / "points" / "0.3" / "solved.json").write_text(json.dumps({"label": "0.3", "schedule": None,
+                                                                       "row": asdict(proven)}))
+    (folder / "points" / "0.5").mkdir()         # solved, its replay not finished: not a row yet
+    (folder / "points" / "0.5" / "solved.json").write_text(json.dumps({"label": "0.5", "schedule": {}, "row": None}))
+    read = zoo.SweepRead.of(folder)
+    assert [(r.label, r.status) for r in read.rows] == [("baseline", "baseline"), ("0.3", "infeasible")]
+    (folder / "points" / "baseline" / "point.json").unlink()
+    assert [r.label for r in zoo.SweepRead.of(folder).rows] == ["0.3"]
+    assert zoo.named_folder(f"m={folder}") == ("m", str(folder))
+
+
 def test_a_points_line_shows_both_flows_bit_identity_and_whether_the_prediction_holds(tmp_path):
     runs = {"non_tiled": {"golden": {"errors": 0, "compared": 2736}, "graph_order": "bit-identical"},
             "tiled": {"golden": {"errors": 2, "compared": 2736}, "graph_order": "differs"}}
