@@ -62,7 +62,7 @@ from ckpt.paths import shared_models
 from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
 from ckpt.pipeline.load import load_for_target
 from ckpt.pipeline.point import SCHEDULE, SOLVED
-from ckpt.pipeline.row import BASELINE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
+from ckpt.pipeline.row import BASELINE, INFEASIBLE, PointRow, replayed_row, row_from_json, solved_row, with_overheads
 from ckpt.replay.folder import REPORT
 from ckpt.replay.report import ReplayReport
 from ckpt.replay.run import ReplayOptions
@@ -116,19 +116,21 @@ class SweepRead:
                 stored_rows.append(stored["row"])
         if doc.is_file():
             stored_rows = json.loads(doc.read_text())["points"]
-        elif not stored_rows:
+        elif not stored_rows and not _unsolvable(folder, set()):
             raise CkptError(f"{folder} holds no sweep (no sweep.json, no finished point)",
                             "give the folder `ckpt sweep` wrote")
         rows = [row_from_json(_stored(p)) for p in stored_rows]
         if not doc.is_file():        # interrupted: the points replayed whole, the overheads over the baseline
-            rows = with_overheads(rows + _replayed_unrecorded(folder, {r.label for r in rows}))
+            rows = rows + _replayed_unrecorded(folder, {r.label for r in rows})
+            rows = with_overheads(rows + _unsolvable(folder, {r.label for r in rows}))
         replays = {r.label: folder / "points" / r.label / "replay" for r in rows
                    if (folder / "points" / r.label / "replay" / "report.json").is_file()}
         return cls(_in_order(rows), found, replays)
 
     @classmethod
     def merged(cls, reads: list[SweepRead]) -> SweepRead:
-        """One sweep of the points of `reads` (the first that replayed a label gives it, else the first)."""
+        """One sweep of the points of `reads`: a label is given by the first that replayed it, else by the first
+        that proved it infeasible (a longer solve's proof beats another sweep's "no schedule"), else the first."""
         bases = {(r.cycles, r.optimizer_cycles) for read in reads for r in read.rows if r.status == BASELINE}
         if len(bases) > 1:      # each point's overhead is over its own sweep's graph order: say they differ
             progress(f"the merged sweeps measured different graph orders (train, optimizer cycles): {sorted(bases)}")
@@ -136,7 +138,7 @@ class SweepRead:
         for read in reads:
             for row in read.rows:
                 held = chosen.get(row.label)
-                if held is None or (held[0].replayed_peak is None and row.replayed_peak is not None):
+                if held is None or _decided(row) > _decided(held[0]):
                     chosen[row.label] = (row, read)
         return cls(_in_order([row for row, _ in chosen.values()]),
                    {label: read.seconds[label] for label, (_, read) in chosen.items() if label in read.seconds},
@@ -172,6 +174,23 @@ def _replayed_unrecorded(folder: Path, recorded: set[str]) -> list[PointRow]:
                          "not verified", "", f"points/{point.name}/{SCHEDULE}")
         rows.append(replayed_row(row, ReplayReport.read(report), gvsoc_asked=True))
     return rows
+
+
+def _unsolvable(folder: Path, recorded: set[str]) -> list[PointRow]:
+    """The rows of an interrupted sweep's points whose solve found no schedule (proven infeasible, or not found in
+    its time): their solved.json holds the row, and nothing follows it (a long solve's proof, the sweep stopped
+    during another point's replay)."""
+    rows = []
+    for solved in sorted((folder / "points").glob(f"*/{SOLVED}")):
+        stored = json.loads(solved.read_text())
+        if stored.get("label") not in recorded and stored.get("schedule") is None and stored.get("row"):
+            rows.append(row_from_json(stored["row"]))
+    return rows
+
+
+def _decided(row: PointRow) -> int:
+    """How far a point was taken: 2 replayed, 1 proven infeasible (no schedule exists), 0 neither."""
+    return 2 if row.replayed_peak is not None else 1 if row.status == INFEASIBLE else 0
 
 
 def _in_order(rows: list[PointRow]) -> list[PointRow]:
@@ -329,9 +348,10 @@ def named_folder(text: str) -> tuple[str, str]:
     """NAME=DIR: a model's sweep folder (finished, or the points an interrupted one finished)."""
     name, sep, folder = text.partition("=")
     if not sep or not name or not (Path(folder, "sweep.json").is_file()
-                                   or any(Path(folder, "points").glob("*/point.json"))):
+                                   or any(Path(folder, "points").glob("*/point.json"))
+                                   or any(Path(folder, "points").glob(f"*/{SOLVED}"))):
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DIR with a sweep in DIR (its sweep.json, or the "
-                                         "points/<label>/point.json of an interrupted one)")
+                                         f"points/<label>/point.json or {SOLVED} of an interrupted one)")
     return name, folder
 
 

@@ -362,25 +362,30 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                   "target": options.target}
         for spec in model.specs:
             # the baseline is the graph order whatever the solver options: they are not part of its key
-            key = content_key({**common, "point": spec.label, "fraction": spec.fraction,
-                               "solver": solver if spec.fraction is not None else None,
-                               "flow": options.flow.value if options.flow and spec.fraction is not None else None,
-                               "weights": _weights(options).value,
-                               "costs": model.costs.source if model.costs else "estimate",
-                               "home": options.replay.deeploy.home,
-                               **_non_tiled(options, spec), **_split_plus(options, model)})
+            parts = {**common, "point": spec.label, "fraction": spec.fraction,
+                     "solver": solver if spec.fraction is not None else None,
+                     "flow": options.flow.value if options.flow and spec.fraction is not None else None,
+                     "weights": _weights(options).value,
+                     "costs": model.costs.source if model.costs else "estimate",
+                     "home": options.replay.deeploy.home,
+                     **_non_tiled(options, spec), **_split_plus(options, model)}
+            key = content_key(parts)
+            proof_key = content_key({**parts, "solver": _proof_solver(parts["solver"])})
             folder = model.store.point(spec.label)
-            stored = folder.read(folder.solved, key)
-            record = None if stored is None else SolvedPoint.from_stored(stored)
+            record = folder.solved_record(key, proof_key)
             if record is not None:
                 records[model.name, spec.label] = record
+                if record.key != key:
+                    model.store.log(f"kept {spec.label}: {record.status}, proven before under another time limit "
+                                    f"(key {record.key[:12]})")
                 board.stage(model.name, spec.label, "solved", record.status)
                 continue
             tasks.append((model, SolveTask(spec, model.source, options.target, options.solve, str(folder.path), key,
                                            model.base.lower_bound, options.show_progress, options.flow,
                                            _weights(options), model.costs, options.replay.deeploy.home,
                                            options.replay.deeploy.allocator,
-                                           options.replay.deeploy.persist_on_chip, model.split_plus_code)))
+                                           options.replay.deeploy.persist_on_chip, model.split_plus_code,
+                                           proof_key)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 
@@ -402,6 +407,16 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
 
     run_tasks(executor, solve_point, tasks, began, done, lost, board, "solve", _logger(models))
     return records
+
+
+def _proof_solver(solver: dict | None) -> dict | None:
+    """The solver options without how long and on how many threads it runs: a proven answer is the same under any
+    of them (the key of PointFolder.solved_record)."""
+    if solver is None:
+        return None
+    backend = {name: value for name, value in solver["backend"].items()
+               if name not in ("time_limit", "ends_by", "threads", "verbose")}
+    return {**solver, "backend": backend}
 
 
 def _logger(models: list[_Model]) -> Callable[[str], None]:

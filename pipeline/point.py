@@ -28,7 +28,16 @@ from ckpt.events import as_lines
 from ckpt.files import write_json
 from ckpt.pipeline.deployed_solve import Checked, SolveRequest, schedule_of, solve_model, with_split_plus
 from ckpt.pipeline.load import LoadedModel, load_for_target
-from ckpt.pipeline.row import BASELINE, PointCheck, PointRow, empty_row, replayed_row, row_from_json, solved_row
+from ckpt.pipeline.row import (
+    BASELINE,
+    INFEASIBLE,
+    PointCheck,
+    PointRow,
+    empty_row,
+    replayed_row,
+    row_from_json,
+    solved_row,
+)
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.budget import Budget
@@ -77,13 +86,24 @@ class PointFolder:
     def record(self) -> Path:
         return self.path / RECORD
 
-    def read(self, which: Path, key: str) -> dict | None:
-        """A stored JSON record carrying `key`, or None (absent, unreadable, or another key)."""
+    def read(self, which: Path, key: str, field: str = "key") -> dict | None:
+        """A stored JSON record carrying `key` (in its `field`), or None (absent, unreadable, or another key)."""
         try:
             record = json.loads(which.read_text())
         except (OSError, ValueError):
             return None
-        return record if isinstance(record, dict) and record.get("key") == key else None
+        return record if isinstance(record, dict) and record.get(field) == key else None
+
+    def solved_record(self, key: str, proof_key: str) -> SolvedPoint | None:
+        """The point's stored solve for `key`; else one whose options differed only in how long the solver ran
+        (`proof_key`, SolveTask) and which proved its answer: a proof holds whatever time it took, so a sweep run
+        again with a longer time limit solves again only the points left undecided."""
+        stored = self.read(self.solved, key)
+        if stored is not None:
+            return SolvedPoint.from_stored(stored)
+        stored = self.read(self.solved, proof_key, "proof_key") if proof_key else None
+        record = None if stored is None else SolvedPoint.from_stored(stored)
+        return record if record is not None and record.proven else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,10 @@ class SolveTask:
     allocator: Allocator = DEFAULT_SETUP.allocator  # HEAP: a non-tiled budget is held on the first-fit heap
     persist_on_chip: bool = False    # split+: what persists brought on chip where each schedule leaves room
     split_plus_code: int | None = None   # ... beside the step's code of these bytes
+    proof_key: str = ""              # the key without how long the solver may run (PointFolder.solved_record)
+
+
+PROVEN = ("optimal", INFEASIBLE)     # a solve's outcomes that no longer solve could change
 
 
 @dataclass(frozen=True)
@@ -136,15 +160,22 @@ class SolvedPoint:
     row: PointRow | None             # the row of a point without a schedule
     seconds: float
     stored: bool = True
+    proof_key: str = ""              # the solve's key without its time limit (SolveTask)
 
     @property
     def status(self) -> str:
         return self.schedule.solver.status if self.schedule else self.row.status
 
+    @property
+    def proven(self) -> bool:
+        """The solver proved its answer (optimal within the gap, or no schedule exists)."""
+        return self.status in PROVEN
+
     def to_dict(self) -> dict:
         """The form solved.json holds."""
         return {"key": self.key, "label": self.label, "schedule": self.schedule and self.schedule.to_dict(),
-                "row": self.row and asdict(self.row), "seconds": self.seconds, "stored": self.stored}
+                "row": self.row and asdict(self.row), "seconds": self.seconds, "stored": self.stored,
+                "proof_key": self.proof_key}
 
     @classmethod
     def from_stored(cls, stored: dict) -> SolvedPoint | None:
@@ -152,7 +183,8 @@ class SolvedPoint:
         try:
             schedule = stored["schedule"] and Schedule.from_dict(stored["schedule"])
             row = stored["row"] and row_from_json(stored["row"])
-            return cls(stored["key"], stored["label"], schedule, row, stored["seconds"], stored["stored"])
+            return cls(stored["key"], stored["label"], schedule, row, stored["seconds"], stored["stored"],
+                       stored.get("proof_key", ""))
         except (KeyError, TypeError, CkptError):
             return None
 
@@ -214,7 +246,7 @@ def solve_point(task: SolveTask) -> SolvedPoint:
         schedule, row = None, empty_row(task.spec.label, task.spec.fraction, task.spec.budget_bytes, "error",
                                    str(err) if isinstance(err, CkptError) else f"{type(err).__name__}: {err}")
         seconds, stored = time.perf_counter() - start, False
-    record = SolvedPoint(task.key, task.spec.label, schedule, row, round(seconds, 3), stored)
+    record = SolvedPoint(task.key, task.spec.label, schedule, row, round(seconds, 3), stored, task.proof_key)
     if stored:
         write_json(folder.solved, record.to_dict())
     say("solved: " + (schedule.solver.status if schedule else f"{row.status} ({row.reason})"))
@@ -231,7 +263,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False), \
             None, 0.0
     if spec.budget_bytes < task.lower_bound:
-        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, "infeasible",
+        return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, INFEASIBLE,
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
     say("solve")
@@ -242,7 +274,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
                                        split_plus_code=task.split_plus_code)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
-                               "infeasible" if err.proven else "no schedule", str(err)), \
+                               INFEASIBLE if err.proven else "no schedule", str(err)), \
             time.perf_counter() - start
     return schedule, None, result.seconds
 

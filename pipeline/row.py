@@ -27,6 +27,7 @@ from ckpt.schedule_file import Schedule
 from ckpt.targets import TARGET_TABLE, uses_deeploy
 
 BASELINE = "baseline"
+INFEASIBLE = "infeasible"              # a point proven to have no schedule (below the floor, or by the solver)
 REFERENCE = "off-chip graph order"     # with the home on chip: the graph order deployed off chip, for reference
 NOT_VERIFIED = "not verified"
 

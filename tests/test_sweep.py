@@ -105,9 +105,37 @@ def test_rerun_skips_finished_points_and_resumes_new_ones(swept, mlp):
     wider = ckpt("sweep", "0.7:0.9", "--step", "0.2", "--model", str(mlp), "-o", str(outdir), *SWEEP)
     assert wider.returncode == 0, wider.stderr
     assert "1 point(s) run, 2 skipped" in wider.stdout and log_lines(outdir, "ran")[-1].startswith("ran 0.7:")
-    other_limit = ckpt("sweep", "0.9:0.9", "--model", str(mlp), "-o", str(outdir), "--target", "none",
-                       "--time-limit", "31")
-    assert "1 point(s) run, 1 skipped" in other_limit.stdout           # solver options are part of the key
+    other_method = ckpt("sweep", "0.9:0.9", "--model", str(mlp), "-o", str(outdir), "--target", "none",
+                        "--time-limit", "31", "--method", "greedy")
+    assert "1 point(s) run, 1 skipped" in other_method.stdout          # solver options are part of the key
+
+
+@pytest.mark.slow
+def test_a_longer_time_limit_solves_again_only_the_points_left_unproven(mlp, tmp_path):
+    """A point without a proof says "raise --time-limit": run so into the same folder, the sweep solves that
+    point again and keeps every proven one (optimal, or infeasible), whatever time limit proved it."""
+    outdir, sweep = tmp_path / "out", ["sweep", "0.2:0.9", "--points", "2", "--model", str(mlp), "-o",
+                                          str(tmp_path / "out")]
+    first = ckpt(*sweep, *SWEEP)
+    assert first.returncode == 0, first.stderr
+    points = outdir / "points"
+    solved = json.loads((points / "0.9" / "solved.json").read_text())
+    assert solved["schedule"]["solver"]["status"] == "optimal"
+    stamps = {label: (points / label / "solved.json").stat().st_mtime_ns for label in ("baseline", "0.9", "0.2")}
+    longer = [*SWEEP[:-1], "45"]
+    kept = ckpt(*sweep, *longer)
+    assert kept.returncode == 0, kept.stderr
+    assert "0 point(s) run, 3 skipped" in kept.stdout
+    assert {label: (points / label / "solved.json").stat().st_mtime_ns for label in stamps} == stamps
+    assert sorted(line.split(":")[0] for line in log_lines(outdir, "kept")) == ["kept 0.2", "kept 0.9"]
+    solved["schedule"]["solver"]["status"] = "feasible"        # as a run its time limit stopped leaves it
+    (points / "0.9" / "solved.json").write_text(json.dumps(solved))
+    again = ckpt(*sweep, *longer)
+    assert again.returncode == 0, again.stderr
+    resolved = json.loads((points / "0.9" / "solved.json").read_text())
+    assert resolved["schedule"]["solver"]["status"] == "optimal"
+    assert resolved["schedule"]["solver"]["time_limit"] == 45
+    assert (points / "0.2" / "solved.json").stat().st_mtime_ns == stamps["0.2"]
 
 
 @pytest.mark.slow

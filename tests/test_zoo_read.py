@@ -43,8 +43,8 @@ def _folder(root: Path, rows, *, finished: bool, runs: dict[str, dict] | None = 
     if finished:
         base = next(r for r in rows if r.status == "baseline")
         rows = [replace(r, overhead_pct=None if r.cycles is None else 100 * (r.cycles - base.cycles) / base.cycles,
-                        overhead_pct_predicted=100 * (r.cycles_predicted - base.cycles_predicted)
-                        / base.cycles_predicted) for r in rows]
+                        overhead_pct_predicted=None if r.cycles_predicted is None
+                        else 100 * (r.cycles_predicted - base.cycles_predicted) / base.cycles_predicted) for r in rows]
         (root / "sweep.json").write_text(json.dumps({"points": [asdict(r) for r in rows]}))
     return root
 
@@ -62,6 +62,21 @@ def test_sweeps_over_two_ranges_are_one_table_from_the_graph_order_down(tmp_path
     assert next(r for r in merged.rows if r.label == "0.6").cycles == 1180
     assert merged.replays["0.6"] == low / "points" / "0.6" / "replay"
     assert [r.label for r in merged.run] == ["baseline", "0.9", "0.7", "0.6", "0.4", "0.2"]
+
+
+def test_a_longer_solves_proof_of_infeasibility_beats_another_sweeps_no_schedule(tmp_path):
+    """0.3 without a schedule in the first sweep (its time limit ran out) and proven infeasible in a second one
+    (a longer time limit): the table says infeasible whichever folder comes first; a replayed point still wins."""
+    base = _row("baseline", None, 1000, 1000)
+    undecided = empty_row("0.3", 0.3, 12633, "no schedule", "no schedule found within the time limit")
+    proven = empty_row("0.3", 0.3, 12633, "infeasible", "no schedule fits 12633 B")
+    short = _folder(tmp_path / "short", [base, _row("0.9", 0.9, 1040, 1040), undecided], finished=True)
+    long = _folder(tmp_path / "long", [base, proven, _row("0.9", 0.9, 0, 1040, replayed=False)], finished=True)
+    for reads in ([short, long], [long, short]):
+        merged = zoo.SweepRead.merged([zoo.SweepRead.of(f) for f in reads])
+        point = {r.label: r for r in merged.rows}
+        assert (point["0.3"].status, point["0.3"].reason) == ("infeasible", "no schedule fits 12633 B")
+        assert point["0.9"].replayed_peak == 40000
 
 
 def test_merged_sweeps_that_measured_different_graph_orders_say_so(tmp_path, capsys):
@@ -86,6 +101,23 @@ def test_an_interrupted_sweep_gives_its_finished_points_with_their_overheads(tmp
     assert (point.overhead_pct, point.overhead_pct_predicted) == (5.0, 5.5)
     with pytest.raises(CkptError, match="no finished point"):
         zoo.SweepRead.of(tmp_path / "empty")
+
+
+def test_an_interrupted_sweeps_point_proven_infeasible_is_read_from_its_solve(tmp_path):
+    """A long solve proved 0.3 infeasible, then the sweep stopped while replaying another point: 0.3's row is in its
+    solved.json alone (no point.json follows a point without a schedule), and the table gives it."""
+    folder = _folder(tmp_path / "s", [_row("baseline", None, 2000, 2000)], finished=False)
+    proven = empty_row("0.3", 0.3, 12633, "infeasible", "no schedule fits 12633 B")
+    (folder / "points" / "0.3").mkdir()
+    (folder / "points" / "0.3" / "solved.json").write_text(json.dumps({"label": "0.3", "schedule": None,
+                                                                       "row": asdict(proven)}))
+    (folder / "points" / "0.5").mkdir()         # solved, its replay not finished: not a row yet
+    (folder / "points" / "0.5" / "solved.json").write_text(json.dumps({"label": "0.5", "schedule": {}, "row": None}))
+    read = zoo.SweepRead.of(folder)
+    assert [(r.label, r.status) for r in read.rows] == [("baseline", "baseline"), ("0.3", "infeasible")]
+    (folder / "points" / "baseline" / "point.json").unlink()
+    assert [r.label for r in zoo.SweepRead.of(folder).rows] == ["0.3"]
+    assert zoo.named_folder(f"m={folder}") == ("m", str(folder))
 
 
 def test_a_points_line_shows_both_flows_bit_identity_and_whether_the_prediction_holds(tmp_path):
