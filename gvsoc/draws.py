@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ckpt.files import atomic_write
@@ -48,6 +49,37 @@ def drawn_code(code_dir: Path, network: str, draw: int, out: Path) -> Path:
     if draw:
         atomic_write(out / network, history_moved((Path(code_dir) / network).read_text(), draw_nops(draw)))
     return out
+
+
+def each_draw(code_dir: Path, network: str, draws: int, run_one: Callable[[Path, int], object], failed: type
+               ) -> list:
+    """`run_one(code, draw)` for draws 0..draws-1: draw 0 on `code_dir` itself, each other on a moved copy of it
+    (`network` the source whose init moves). Stops at the first answer of type `failed` and returns the answers
+    so far, that one last."""
+    answers = []
+    for draw in range(draws):
+        if draw == 0:
+            answers.append(run_one(code_dir, 0))
+        else:
+            with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_draw_") as moved:
+                answers.append(run_one(drawn_code(code_dir, network, draw, Path(moved) / "code"), draw))
+        if isinstance(answers[-1], failed):
+            break
+    return answers
+
+
+def worst_draw(runs: Sequence) -> int:
+    """The index of the first draw with the most Errors (whose log a combined run keeps)."""
+    return max(range(len(runs)), key=lambda i: (runs[i].errors, -i))
+
+
+def summed_seconds(runs: Sequence) -> dict[str, float]:
+    """Each stage's seconds over all draws."""
+    seconds: dict[str, float] = {}
+    for run in runs:
+        for stage, value in run.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + value
+    return seconds
 
 
 def median_count(values: Sequence[int]) -> int:

@@ -49,7 +49,7 @@ from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
 from ckpt.gvsoc.diagnosis import diagnosis
-from ckpt.gvsoc.draws import drawn_code, median_count, median_layers
+from ckpt.gvsoc.draws import each_draw, median_count, median_layers, summed_seconds, worst_draw
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
@@ -189,18 +189,10 @@ def simulate_step(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Map
     if missing:
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()        # gvsoc runs in another folder: every path it is given is absolute
-    runs = []
-    for draw in range(draws):
-        if draw == 0:
-            run = _simulate_draw(code_dir, feeds, expected, sources, kit, heap_peak, timeout, keep, pad, 0)
-        else:
-            with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_draw_") as moved:
-                code = drawn_code(code_dir, "Network.c", draw, Path(moved) / "code")
-                run = _simulate_draw(code, feeds, expected, sources, kit, heap_peak, timeout, None, pad, draw)
-        if isinstance(run, NotSimulated):
-            return run
-        runs.append(run)
-    return median_run(runs)
+    runs = each_draw(code_dir, "Network.c", draws,
+                     lambda code, draw: _simulate_draw(code, feeds, expected, sources, kit, heap_peak, timeout,
+                                                       keep if draw == 0 else None, pad, draw), NotSimulated)
+    return runs[-1] if isinstance(runs[-1], NotSimulated) else median_run(runs)
 
 
 def median_run(runs: list[GvsocRun]) -> GvsocRun:
@@ -208,13 +200,9 @@ def median_run(runs: list[GvsocRun]) -> GvsocRun:
     draw's Errors and its log, each draw's step cycles in `draws` (empty for one draw)."""
     if len(runs) == 1:
         return runs[0]
-    worst = runs[max(range(len(runs)), key=lambda i: (runs[i].errors, -i))]      # the first of the worst
-    seconds: dict[str, float] = {}
-    for run in runs:
-        for stage, value in run.seconds.items():
-            seconds[stage] = seconds.get(stage, 0.0) + value
+    worst = runs[worst_draw(runs)]
     return replace(runs[0], errors=worst.errors, total=worst.total, cycles=median_count([r.cycles for r in runs]),
-                   layers=median_layers([r.layers for r in runs]), log=worst.log, seconds=seconds,
+                   layers=median_layers([r.layers for r in runs]), log=worst.log, seconds=summed_seconds(runs),
                    cached=all(r.cached for r in runs), relaxed=all(r.relaxed for r in runs),
                    draws=[r.cycles for r in runs])
 

@@ -33,7 +33,7 @@ from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.files import atomic_write
-from ckpt.gvsoc.draws import drawn_code, median_counts, median_layers
+from ckpt.gvsoc.draws import each_draw, median_counts, median_layers, summed_seconds, worst_draw
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.probes import layer_cycles
@@ -104,20 +104,11 @@ def simulate_training(code_dir: Path, run: TrainingRun, start: Mapping[str, np.n
     if missing:
         return NotSimulated(missing)
     code_dir = Path(code_dir).resolve()
-    runs = []
-    for draw in range(draws):
-        if draw == 0:
-            found = _simulate_draw(code_dir, run, start, sources, kit, heap_peak, timeout, keep, pad, 0,
-                                   layers_needed)
-        else:
-            with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_draw_") as moved:
-                code = drawn_code(code_dir, f"{NETWORKS[0][0]}.c", draw, Path(moved) / "code")
-                found = _simulate_draw(code, run, start, sources, kit, heap_peak, timeout, None, pad, draw,
-                                       layers_needed)
-        if isinstance(found, NotSimulated):
-            return found
-        runs.append(found)
-    return median_training_run(runs)
+    runs = each_draw(code_dir, f"{NETWORKS[0][0]}.c", draws,
+                     lambda code, draw: _simulate_draw(code, run, start, sources, kit, heap_peak, timeout,
+                                                       keep if draw == 0 else None, pad, draw, layers_needed),
+                     NotSimulated)
+    return runs[-1] if isinstance(runs[-1], NotSimulated) else median_training_run(runs)
 
 
 def median_training_run(runs: list[TrainGvsocRun]) -> TrainGvsocRun:
@@ -127,18 +118,15 @@ def median_training_run(runs: list[TrainGvsocRun]) -> TrainGvsocRun:
     comparison with another run's state then says they differ)."""
     if len(runs) == 1:
         return runs[0]
-    worst = runs[max(range(len(runs)), key=lambda i: (runs[i].errors, -i))]      # the first of the worst
-    seconds: dict[str, float] = {}
-    for found in runs:
-        for stage, value in found.seconds.items():
-            seconds[stage] = seconds.get(stage, 0.0) + value
+    worst = runs[worst_draw(runs)]
     state = dict(runs[0].state)
     if any(found.state != runs[0].state for found in runs):
         state["draws"] = "the draws' weights differ"
     return replace(runs[0], errors=worst.errors, total=worst.total,
                    train_cycles=median_counts([r.train_cycles for r in runs]),
                    optimizer_cycles=median_counts([r.optimizer_cycles for r in runs]),
-                   layers=median_layers([r.layers for r in runs]), state=state, log=worst.log, seconds=seconds,
+                   layers=median_layers([r.layers for r in runs]), state=state, log=worst.log,
+                   seconds=summed_seconds(runs),
                    cached=all(r.cached for r in runs), relaxed=all(r.relaxed for r in runs),
                    train_draws=[r.train_per_batch for r in runs],
                    optimizer_draws=[r.optimizer_per_update for r in runs])
