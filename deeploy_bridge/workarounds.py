@@ -18,25 +18,25 @@ files; it works around each where the installed Deeploy has it:
   binds the installed template with that guard replaced by a per-tile flag: zeroed at the first H/W tile of the
   layer (deeploy_bridge.conv_grad_w).
 
+A sixth, ``readfs-files-kept-open``, is in the device runtime's C (dory_mem.c never closes the data files Init
+loads): gvsoc.open_files works around it where a step is built for gvsoc, under the same variable.
+
 Each is on where the defect is found and can be turned off with $CKPT_DEEPLOY_WORKAROUNDS (`off`, or the names to
 keep, comma-separated: `softmax-grad-axis`), to see what Deeploy computes without it.
 """
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ckpt.errors import CkptError
+from ckpt.deeploy_defects import ENV, wanted
 
 from .defects import CONV_GRAD_W_GUARD, IM2COL_KERNEL, Bound, Defect, Found, pointwise_parser
 from .softmax_axis import SUFFIX
 from .template_cache import template_text
 
 __all__ = ["ENV", "Defect", "Found", "Bound", "defects_found", "wanted", "active", "is_active", "key", "bound"]
-
-ENV = "CKPT_DEEPLOY_WORKAROUNDS"
 
 
 @lru_cache(maxsize=1)
@@ -55,21 +55,6 @@ def defects_found() -> tuple[Found, ...]:
         if hit is not None:
             found.append(hit)
     return tuple(found)
-
-
-def wanted() -> frozenset[Defect] | None:
-    """The workarounds $CKPT_DEEPLOY_WORKAROUNDS keeps (None: every one, its default)."""
-    value = os.environ.get(ENV, "").strip()
-    if value in ("", "on", "all"):
-        return None
-    if value in ("off", "none"):
-        return frozenset()
-    names = {v.strip() for v in value.split(",") if v.strip()}
-    unknown = sorted(names - {d.value for d in Defect})
-    if unknown:
-        raise CkptError(f"${ENV} names no workaround {', '.join(map(repr, unknown))}",
-                        f"set it to off, on, or a comma-separated list of {', '.join(d.value for d in Defect)}")
-    return frozenset(Defect(n) for n in names)
 
 
 def active() -> tuple[Found, ...]:

@@ -49,8 +49,8 @@ def include_flags(sources: KernelSources, *extra: Path) -> list[str]:
 
 # Every module of this folder is in exactly one of these (a test checks it): those whose code decides what a step
 # computes or how it is measured key the cached kernels, runs and calibrations; the others may change freely.
-MEASURING_MODULES = ("harness.py", "kernels.py", "objects.py", "probes.py", "run.py", "sdk.py", "step.py",
-                     "train_run.py")
+MEASURING_MODULES = ("harness.py", "kernels.py", "objects.py", "open_files.py", "probes.py", "run.py", "sdk.py",
+                     "step.py", "train_run.py")
 NON_MEASURING_MODULES = ("__init__.py", "diagnosis.py",  # what a failed run said, after the run
                          "draws.py",                      # the no-ops of a draw: its run's key hashes the moved code
                          "gap9.py",                       # GAP9's launch, never a Siracusa run

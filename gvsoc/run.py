@@ -53,6 +53,7 @@ from ckpt.gvsoc.draws import each_draw, median_count, median_layers, summed_seco
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.open_files import closes_files
 from ckpt.gvsoc.probes import layer_cycles
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
 from ckpt.gvsoc.step import (
@@ -74,7 +75,8 @@ L2_CAPACITY = L2_END - L2_BASE
 # take RUNTIME_FIXED, then the readfs header read whole (read_fs.c's mount: the 12-byte main header and, per file,
 # 12 bytes and its NUL-terminated name, rounded up to 8); each file dory_mem.c's load_file_to_ram/_to_local opens
 # keeps a 128-byte pi_read_fs_file_t and its 136-byte cache block (READ_FS_THRESHOLD_BLOCK_FULL) to the end, as
-# they never call pi_fs_close: 420 files (MobileNetV1's Init) hold 110,880 B of L2.
+# they never call pi_fs_close: 420 files (MobileNetV1's Init) hold 110,880 B of L2, one where ckpt's workaround
+# closes each at the next open (gvsoc.open_files).
 RUNTIME_FIXED = 480
 READFS_HEADER, READFS_FILE_HEADER = 12, 12
 OPEN_FILE = 128 + 136
@@ -95,6 +97,7 @@ class OnChipNeed:
     compact: bool = False       # counted with the generated code compiled for size (gvsoc.step.COMPACT)
     probed: bool = True         # counted with every layer probed (False: built without probes to fit)
     runtime: int = 0            # what the runtime allocates in L2 for itself (runtime_heap; 0 in older records)
+    closes_files: bool = False  # linked with ckpt's workaround of the data files Deeploy keeps open (gvsoc.open_files)
 
     @property
     def total(self) -> int:
@@ -112,12 +115,14 @@ class OnChipNeed:
         return self.total <= self.capacity
 
 
-def runtime_heap(flash_files: Sequence[str | Path]) -> int:
+def runtime_heap(flash_files: Sequence[str | Path], closes_files: bool = False) -> int:
     """Bytes pulp-sdk's runtime allocates in L2 for itself while a step whose Init loads `flash_files` (readfs
-    files, each opened once) runs: see RUNTIME_FIXED."""
+    files, each opened once) runs: see RUNTIME_FIXED. `closes_files`: linked with ckpt's workaround, which closes
+    each file at the next open, so one file at most is open (gvsoc.open_files)."""
     names = [Path(f).name for f in flash_files]
     header = READFS_HEADER + sum(READFS_FILE_HEADER + len(n.encode()) + 1 for n in names)
-    return RUNTIME_FIXED + -(-header // 8) * 8 + OPEN_FILE * len(names)
+    kept_open = min(len(names), 1) if closes_files else len(names)
+    return RUNTIME_FIXED + -(-header // 8) * 8 + OPEN_FILE * kept_open
 
 
 @dataclass
@@ -226,20 +231,22 @@ def _simulate_draw(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Ma
         except ValueError as exc:
             return NotSimulated(f"the harness cannot run this code: {exc}")
         readback = max((p.nbytes for p in manifest.outputs), default=0)
-        runtime = runtime_heap(data.flash_files)
+        closing = bool(data.flash_files) and closes_files(sources)
+        runtime = runtime_heap(data.flash_files, closing)
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_to_fit(
                 lambda compact, _: build_step(code_dir, manifest, data, sources, kit, sdk, kernels, work, pad,
-                                              compact),
-                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback, runtime=runtime))
+                                              compact, closing),
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, data.nbytes, readback, runtime=runtime,
+                                          closes_files=closing))
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
         if isinstance(step, OnChipNeed):
             return NotSimulated(_does_not_fit(step), on_chip=step)
         need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, data.nbytes, readback, step.compact,
-                          runtime=runtime)
+                          runtime=runtime, closes_files=closing)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in data.flash_files), "image", "flash",
@@ -333,7 +340,8 @@ def _run_key(code_dir: Path, manifest: CodeManifest, feeds: Mapping[str, np.ndar
     """The run cache's key of one draw: draw 0 (the step as generated) keeps the key runs had before draws."""
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
                                         "device": device_fingerprint(), "layout": LAYOUT, "l2_heap": heap_peak,
-                                        "pad": pad, **({"draw": draw} if draw else {})}).encode())
+                                        "pad": pad, **({"draw": draw} if draw else {}),
+                                        **({"closes_files": True} if closes_files(sources) else {})}).encode())
     files = [code_dir / "Network.c", code_dir / "Network.h", code_dir / "io.json",
              *sorted((code_dir / "hex").glob("*.hex"))]
     for path in files:
@@ -377,8 +385,14 @@ def _does_not_fit(need: OnChipNeed) -> str:
     return (f"the step does not fit Siracusa's L2 with the harness's data{code}: it needs {need.total:,} B "
             f"({need.static:,} B code and data, of which {need.test_data:,} B inputs and expected outputs; "
             f"{need.heap + need.readback:,} B allocated, {need.runtime:,} B by the runtime for itself: drivers, file "
-            f"system, open files), {need.total - need.capacity:,} B more than the "
+            f"system, open files{closed_text(need)}), {need.total - need.capacity:,} B more than the "
             f"{need.capacity:,} B there")
+
+
+def closed_text(need: OnChipNeed) -> str:
+    """What the record says of ckpt's workaround of the data files Deeploy keeps open, where the step has it."""
+    return (", one at a time: ckpt closed each data file at the next open (Deeploy's readfs-files-kept-open worked "
+            "around, CKPT_DEEPLOY_WORKAROUNDS=off turns it off)") if need.closes_files else ""
 
 
 def build_to_fit(build: Callable[[bool, bool], DeviceStep], need_of: Callable[[int], OnChipNeed],

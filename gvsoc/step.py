@@ -57,6 +57,8 @@ from ckpt.gvsoc.harness import HarnessData
 from ckpt.gvsoc.kernels import DEVICE, OPTIMISE, DeviceKernels, include_flags
 from ckpt.gvsoc.kit import GvsocKit
 from ckpt.gvsoc.objects import keep, object_key, restore
+from ckpt.gvsoc.open_files import LINK_FLAGS as CLOSING_FLAGS
+from ckpt.gvsoc.open_files import UNIT as CLOSING_UNIT
 from ckpt.gvsoc.probes import instrument
 from ckpt.gvsoc.sdk import SdkLibrary
 
@@ -111,6 +113,7 @@ class DeviceStep:
     relaxed: bool = True              # linked with ld's relaxation (False: only without it did it link)
     compact: bool = False             # the generated networks were compiled COMPACT
     probed: bool = True               # each layer probed (False: built without probes, `layers` empty)
+    closes_files: bool = False        # linked with ckpt's workaround of Deeploy's files kept open (gvsoc.open_files)
 
     @property
     def l2_static_bytes(self) -> int:
@@ -145,11 +148,13 @@ def _run(command: list[str], what: str) -> subprocess.CompletedProcess:
 
 
 def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, sources: KernelSources, kit: GvsocKit,
-               sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0, compact: bool = False
-               ) -> DeviceStep:
+               sdk: SdkLibrary, kernels: DeviceKernels, out: Path, pad: int = 0, compact: bool = False,
+               closes_files: bool = False) -> DeviceStep:
     """Compile and link the step in `out` (see the module doc); StepBuildError when it does not build. `pad`:
     bytes of code and of data put just before the schedule's network (0: none), to measure how much the placement
-    of the schedule's own code moves its cycles (bench/gvsoc.py); `compact`: the network compiled COMPACT."""
+    of the schedule's own code moves its cycles (bench/gvsoc.py); `compact`: the network compiled COMPACT;
+    `closes_files`: linked with ckpt's workaround of the data files Deeploy's dory_mem.c keeps open
+    (gvsoc.open_files)."""
     probed = instrument((Path(code_dir) / "Network.c").read_text())
     atomic_write(out / "Network.c", probed.source)
     harness = sources.root / HARNESS_DIR
@@ -162,7 +167,8 @@ def build_step(code_dir: Path, manifest: CodeManifest, data: HarnessData, source
                                            *([] if data.flash_files else ["-DNOFLASH"])]),
              (harness / HARNESS_FILES[1], []),
              (DEVICE / "ckpt_probes.c", [])]
-    return _compile_and_link([], networks, units, flags, probed.layers, kit, sdk, kernels, out, pad, compact)
+    return _compile_and_link([], networks, units, flags, probed.layers, kit, sdk, kernels, out, pad, compact,
+                             closes_files)
 
 
 NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "RunOptimizerNetwork"))
@@ -170,13 +176,15 @@ NETWORKS = (("TrainingNetwork", "RunTrainingNetwork"), ("OptimizerNetwork", "Run
 
 def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool, timer_stops: int,
                         sources: KernelSources, kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
-                        pad: int = 0, compact: bool = False, probed: bool = True) -> DeviceStep:
+                        pad: int = 0, compact: bool = False, probed: bool = True, closes_files: bool = False
+                        ) -> DeviceStep:
     """Compile and link a split step (its two networks, each layer probed; the training branch's harness as it is,
     with its data in `data_dir`) in `out`; StepBuildError when it does not build. The probes sum each layer's
     cycles over the run (the train network runs once per mini-batch, the optimizer once per update); when the
     harness stops its timer for the `timer_stops`-th time, the train network's inputs are hashed (ckpt_state.c).
-    `pad`, `compact`: as build_step's; `probed` False: the networks as Deeploy wrote them, no layer probed (their
-    counters and the code reading them take L2; the step's own cycles are still timed by the harness)."""
+    `pad`, `compact`, `closes_files`: as build_step's; `probed` False: the networks as Deeploy wrote them, no layer
+    probed (their counters and the code reading them take L2; the step's own cycles are still timed by the
+    harness)."""
     layers: list[str] = []
     probed_files = []
     for stem, run in NETWORKS:
@@ -201,7 +209,8 @@ def build_training_step(code_dir: Path, cores: int, data_dir: Path, flash: bool,
               (harness / TRAIN_HARNESS[1], []),
               (DEVICE / "ckpt_probes.c", []),
               (DEVICE / "ckpt_state.c", ["-include", str(kernels.prelude)])]
-    step = _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad, compact)
+    step = _compile_and_link(stable, networks, units, flags, tuple(layers), kit, sdk, kernels, out, pad, compact,
+                             closes_files)
     return replace(step, probed=probed)
 
 
@@ -245,11 +254,12 @@ Unit = tuple[Path, list[str]]          # a C file and the flags it alone is comp
 
 def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit], flags: list[str],
                       layers: tuple[str, ...], kit: GvsocKit, sdk: SdkLibrary, kernels: DeviceKernels, out: Path,
-                      pad: int, compact: bool = False) -> DeviceStep:
+                      pad: int, compact: bool = False, closes_files: bool = False) -> DeviceStep:
     """Compile the generated networks, `stable` (the same at every point) and the schedule's `networks` (their
     frames measured), then the other `units` told the largest frame, rounded up to FRAME_QUANTUM (see the module
     doc), and link them with the kernels: the kernels first, then the runtime, the units and the networks, whose
-    code goes after the runtime's in that order, the schedule's networks last."""
+    code goes after the runtime's in that order, the schedule's networks last. `closes_files`: ckpt's unit that closes
+    each data file at the next open goes with the kernels (it is the same at every point), pi_fs_open wrapped."""
     cc = str(kit.compiler.cc)
     generated = [*stable, *networks]
     if pad:                    # just before the schedule's networks: it moves them alone
@@ -266,28 +276,31 @@ def _compile_and_link(stable: list[Unit], networks: list[Unit], units: list[Unit
     unit_objects = [_compile(cc, kit.compiler.version, [*flags, f"-DCKPT_NETWORK_FRAME={added}", *extra], source,
                              out) for source, extra in units]
     kernel_objects = [str(kernels.folder / name) for name in kernels.objects]
+    closing = [_compile(cc, kit.compiler.version, flags, CLOSING_UNIT, out)] if closes_files else []
     libs = ["-lgcc", str(kit.compiler.libc), "-lgcc"]
     script = out / "link.ld"
     own = [*(Path(o).name for o in network_objects[:len(stable)]), *(Path(o).name for o in unit_objects),
            *(Path(o).name for o in network_objects[len(stable):])]
     atomic_write(script, linker_script(sdk, own, "ckpt_pad.o" if pad else None))
     link = [cc, *sdk.compile_flags(kit), "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", f"-L{sdk.link_dir}",
-            f"-T{script}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else [])]
+            f"-T{script}", *(["-Wl,-u,ckpt_pad_data", "-Wl,-u,ckpt_pad_code"] if pad else []),
+            *(CLOSING_FLAGS if closes_files else ())]
     sdk_archive = ["-Wl,--whole-archive", str(sdk.archive), "-Wl,--no-whole-archive"]
     elf, probe_map = out / "step.elf", out / "first-link.map"
     archive = out / "kernels.a"
     _run([str(kit.compiler.ar), "rcsD", str(archive), *kernel_objects], "ar failed")
-    relaxed = _link([*link, "-o", str(elf), *sdk_archive, *unit_objects, *network_objects, str(archive), *libs,
-                     f"-Wl,-Map={probe_map}"], relax=True)
+    relaxed = _link([*link, "-o", str(elf), *closing, *sdk_archive, *unit_objects, *network_objects, str(archive),
+                     *libs, f"-Wl,-Map={probe_map}"], relax=True)
     used = _members(probe_map.read_text(), archive.name)
     first = [obj for obj in kernel_objects if Path(obj).name in used]
-    relaxed = _link([*link, "-o", str(elf), *first, *sdk_archive, *unit_objects, *network_objects, *libs,
+    relaxed = _link([*link, "-o", str(elf), *first, *closing, *sdk_archive, *unit_objects, *network_objects, *libs,
                      f"-Wl,-Map={out / 'step.map'}"], relax=relaxed)
     archive.unlink()
     probe_map.unlink()
     symbols = elf_symbols(kit, elf)
     check_runtime_reach(symbols)
-    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame, relaxed=relaxed, compact=compact)
+    return DeviceStep(elf, layers, _symbol(symbols, "__l2_shared_end"), frame, relaxed=relaxed, compact=compact,
+                      closes_files=closes_files)
 
 
 

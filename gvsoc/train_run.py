@@ -36,6 +36,7 @@ from ckpt.files import atomic_write
 from ckpt.gvsoc.draws import each_draw, median_counts, median_layers, summed_seconds, worst_draw
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
+from ckpt.gvsoc.open_files import closes_files
 from ckpt.gvsoc.probes import layer_cycles
 from ckpt.gvsoc.run import (
     _ERRORS,
@@ -151,21 +152,24 @@ def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndar
                                         work / "data", DEVICE_SECTION)
         except ValueError as exc:
             return NotSimulated(f"the harness cannot run this code: {exc}")
-        runtime = runtime_heap(files.flash_files)
+        closing = bool(files.flash_files) and closes_files(sources)
+        runtime = runtime_heap(files.flash_files, closing)
         try:
             sdk = sdk_library(kit, sources)
             kernels = device_kernels(sources, kit, sdk, manifest.cores)
             step = build_to_fit(
                 lambda compact, probed: build_training_step(code_dir, manifest.cores, files.folder,
                                                             bool(files.flash_files), run.n_batches + run.n_steps,
-                                                            sources, kit, sdk, kernels, work, pad, compact, probed),
-                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, runtime=runtime), layers_needed)
+                                                            sources, kit, sdk, kernels, work, pad, compact, probed,
+                                                            closing),
+                lambda static: OnChipNeed(static, heap_peak, L2_CAPACITY, runtime=runtime, closes_files=closing),
+                layers_needed)
         except (SdkBuildError, StepBuildError) as exc:
             return NotSimulated(str(exc), failed=True)
         if isinstance(step, OnChipNeed):
             return NotSimulated(_does_not_fit(step), on_chip=step)
         need = OnChipNeed(step.l2_static_bytes, heap_peak, L2_CAPACITY, compact=step.compact, probed=step.probed,
-                          runtime=runtime)
+                          runtime=runtime, closes_files=closing)
         built = time.perf_counter()
         command = [*gvsoc_command(kit, step.elf, work / "gvsoc"),
                    *(f"--flash-property={f}@hyperflash:readfs:files" for f in files.flash_files), "image", "flash",
@@ -195,6 +199,7 @@ def _run_key(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndarray], 
     digest = hashlib.sha256(json.dumps({"format": RUN_FORMAT, "kit": kit.identity, "kernels": sources.fingerprint,
                                         "device": device_fingerprint(), "layout": LAYOUT, "pad": pad,
                                         "l2_heap": heap_peak, **({"draw": draw} if draw else {}),
+                                        **({"closes_files": True} if closes_files(sources) else {}),
                                         "run": [run.n_steps, run.n_accum, run.grad_start, run.n_grads,
                                                 list(run.losses), run.tolerance, run.learning_rate]}).encode())
     files = sorted(p for p in code_dir.rglob("*") if p.is_file())

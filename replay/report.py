@@ -17,6 +17,7 @@ from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.errors import CkptError
 from ckpt.files import write_json
 from ckpt.gvsoc.draws import spread_text
+from ckpt.gvsoc.open_files import DORY_MEM
 from ckpt.gvsoc.run import OnChipNeed
 from ckpt.gvsoc.step import COMPACT
 from ckpt.hostexec.compare import VerifyResult, WorstElement
@@ -335,6 +336,9 @@ class GvsocRecord:
                    "left the step no room in L2" if self.on_chip is not None and self.on_chip.compact else "")
         if self.on_chip is not None and not self.on_chip.probed:
             compact += "; built without its per-layer probes (with them, the step had no room in L2): no layer's cycles"
+        if self.on_chip is not None and self.on_chip.closes_files:
+            compact += (f"; worked around Deeploy's readfs-files-kept-open ({DORY_MEM}): "
+                        "each data file closed at the next open (CKPT_DEEPLOY_WORKAROUNDS=off turns it off)")
         worst = " (the worst draw's)" if self.draws else ""
         if self.optimizer_cycles is not None:
             return head + (f"Errors: {self.errors} out of {self.total}{worst} ({self.expected}); train network "

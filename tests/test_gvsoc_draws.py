@@ -139,7 +139,7 @@ def test_a_draw_beyond_the_list_is_refused():
 # --------------------------------------------------------------------------- the cache keys
 
 
-KIT, SOURCES = SimpleNamespace(identity="kit"), SimpleNamespace(fingerprint="kernels")
+KIT, SOURCES = SimpleNamespace(identity="kit"), SimpleNamespace(fingerprint="kernels", root=TOY)   # no dory_mem.c
 
 
 def test_each_draw_has_its_own_run_key_and_draw_0_keeps_the_old_one(tmp_path):

@@ -17,8 +17,8 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RANK = {"errors": 0, "paths": 0, "events": 0, "targets": 0, "deeploy_identity": 0, "memory_levels": 0, "files": 1,
-        "live": 1,
+RANK = {"errors": 0, "paths": 0, "events": 0, "targets": 0, "deeploy_identity": 0, "deeploy_defects": 1,
+        "memory_levels": 0, "files": 1, "live": 1,
         "schedule_file": 2, "cached": 2, "solver": 3, "hostexec": 4, "coderun": 4, "examples": 5, "deeploy_bridge": 5,
         "gvsoc": 5, "replay": 6, "pipeline": 7, "budgets": 8, "ci": 9, "cli_common": 10, "cli": 11, "__main__": 12,
         "__init__": 0}

@@ -343,3 +343,54 @@ def test_a_split_step_that_fits_l2_only_without_its_probes_runs_so_on_gvsoc_wher
     assert ran.on_chip.compact and not ran.on_chip.probed and not ran.layers
     again = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
     assert isinstance(again, NotSimulated)                     # its cached run does not serve one needing layers
+
+
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+@pytest.mark.slow
+def test_a_split_step_with_the_files_init_loads_closed_at_each_next_open_runs_where_only_that_fits(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path, monkeypatch):
+    """Deeploy's dory_mem.c keeps each file Init loads open (264 B of L2 each): SimpleMLP's split step told it holds
+    as much L2 as leaves room for it with one file open at a time runs with ckpt's workaround (each file closed at
+    the next open), 0 errors, its record saying so; with $CKPT_DEEPLOY_WORKAROUNDS=off it counts every file open and
+    then fits only with its code compiled for size, or not at all."""
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_defects import ENV
+    from ckpt.gvsoc.kernels import device_kernels
+    from ckpt.gvsoc.kit import NoKit, find_kit
+    from ckpt.gvsoc.run import L2_CAPACITY, NotSimulated, runtime_heap
+    from ckpt.gvsoc.sdk import sdk_library
+    from ckpt.gvsoc.step import build_training_step
+    from ckpt.gvsoc.train_run import DEVICE_SECTION, simulate_training
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    kit = find_kit()
+    if isinstance(kit, NoKit):
+        pytest.skip(kit.reason)
+    monkeypatch.delenv(ENV, raising=False)
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    code = tmp_path / "code"
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup_for("siracusa", SPLIT_HOME), code)
+    run = step.run.first_update()
+    manifest = CodeManifest.read(code)
+    files = write_training_data(manifest, run, step.data.feeds, sorted((code / "hex").glob("*.hex")),
+                                tmp_path / "data", DEVICE_SECTION)
+    assert len(files.flash_files) >= 2
+    sdk = sdk_library(kit, deeploy_checkout)
+    kernels = device_kernels(deeploy_checkout, kit, sdk, manifest.cores)
+    static = build_training_step(code, manifest.cores, files.folder, True, run.n_batches + run.n_steps,
+                                 deeploy_checkout, kit, sdk, kernels, tmp_path / "built",
+                                 closes_files=True).l2_static_bytes
+    heap = L2_CAPACITY - static - runtime_heap(files.flash_files, closes_files=True)
+    ran = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
+    assert not isinstance(ran, NotSimulated), ran.reason
+    assert (ran.errors, ran.total) == (0, 1) and ran.train_per_batch > 0 and ran.optimizer_per_update > 0
+    assert ran.on_chip.closes_files and ran.on_chip.total == L2_CAPACITY and not ran.on_chip.compact
+    monkeypatch.setenv(ENV, "off")          # every file kept open: only compiled for size, if at all, does it fit
+    kept = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
+    assert kept.on_chip is not None and not kept.on_chip.closes_files
+    assert kept.on_chip.runtime == runtime_heap(files.flash_files) > runtime_heap(files.flash_files, True)
+    assert kept.on_chip.compact or "does not fit" in kept.reason
