@@ -297,21 +297,14 @@ def test_an_update_moves_its_weight_twice_and_its_gradient_once():
     assert found == {"input_2": ("SGD", "SGD"), "input_4": ("SGD",)}
 
 
-@pytest.mark.deeploy
-@pytest.mark.gvsoc
-@pytest.mark.slow
-def test_a_split_step_that_fits_l2_only_without_its_probes_runs_so_on_gvsoc_where_its_layers_are_not_needed(
-        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
-    """SimpleMLP's split step told it holds as much L2 as leaves room for it built without probes and compact only:
-    a replay's run (its layers not needed) is built so, runs with 0 errors, its record says so and has no layer's
-    cycles; a calibration's (layers needed) is refused with the bytes."""
+def _simplemlp_split_step_for_gvsoc(shared_models, deeploy_checkout, tmp_path):
+    """SimpleMLP's split step generated under the branch with its first update's data written for the device, and
+    the SDK and kernels built: (kit, code, run, step, files, sdk, kernels); skipped without gvsoc."""
     from ckpt.deeploy_bridge import lower
     from ckpt.gvsoc.kernels import device_kernels
     from ckpt.gvsoc.kit import NoKit, find_kit
-    from ckpt.gvsoc.run import L2_CAPACITY, NotSimulated
     from ckpt.gvsoc.sdk import sdk_library
-    from ckpt.gvsoc.step import build_training_step
-    from ckpt.gvsoc.train_run import DEVICE_SECTION, simulate_training
+    from ckpt.gvsoc.train_run import DEVICE_SECTION
     from ckpt.replay.split_run import deploy_split, split_step
     from ckpt.solver.graph.onnx_loader import read_model
 
@@ -328,12 +321,33 @@ def test_a_split_step_that_fits_l2_only_without_its_probes_runs_so_on_gvsoc_wher
                                 tmp_path / "data", DEVICE_SECTION)
     sdk = sdk_library(kit, deeploy_checkout)
     kernels = device_kernels(deeploy_checkout, kit, sdk, CodeManifest.read(code).cores)
+    return kit, code, run, step, files, sdk, kernels
+
+
+@pytest.mark.deeploy
+@pytest.mark.gvsoc
+@pytest.mark.slow
+def test_a_split_step_that_fits_l2_only_without_its_probes_runs_so_on_gvsoc_where_its_layers_are_not_needed(
+        branch, shared_models, deeploy_checkout, lowering_cache, tmp_path):
+    """SimpleMLP's split step told it holds as much L2 as leaves room for it built without probes and compact only:
+    a replay's run (its layers not needed) is built so, runs with 0 errors, its record says so and has no layer's
+    cycles; a calibration's (layers needed) is refused with the bytes."""
+    from ckpt.gvsoc.open_files import closes_files
+    from ckpt.gvsoc.run import L2_CAPACITY, NotSimulated, runtime_heap
+    from ckpt.gvsoc.step import build_training_step
+    from ckpt.gvsoc.train_run import simulate_training
+
+    kit, code, run, step, files, sdk, kernels = _simplemlp_split_step_for_gvsoc(shared_models, deeploy_checkout,
+                                                                                tmp_path)
+    closing = bool(files.flash_files) and closes_files(deeploy_checkout)       # as the run will build it
     static = {probed: build_training_step(code, CodeManifest.read(code).cores, files.folder, bool(files.flash_files),
                                           run.n_batches + run.n_steps, deeploy_checkout, kit, sdk, kernels,
-                                          tmp_path / f"probed-{probed}", compact=True, probed=probed).l2_static_bytes
+                                          tmp_path / f"probed-{probed}", compact=True, probed=probed,
+                                          closes_files=closing).l2_static_bytes
               for probed in (True, False)}
     assert static[False] < static[True]                        # the probes' counters and code take L2
-    heap = L2_CAPACITY - static[False]                         # room for the step without its probes, no more
+    # room for the step without its probes and what the runtime keeps for itself, no more
+    heap = L2_CAPACITY - static[False] - runtime_heap(files.flash_files, closes_files=closing)
     refused = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600)
     assert isinstance(refused, NotSimulated) and "does not fit" in refused.reason
     ran = simulate_training(code, run, step.data.feeds, deeploy_checkout, kit, heap, timeout=600,
@@ -354,33 +368,16 @@ def test_a_split_step_with_the_files_init_loads_closed_at_each_next_open_runs_wh
     as much L2 as leaves room for it with one file open at a time runs with ckpt's workaround (each file closed at
     the next open), 0 errors, its record saying so; with $CKPT_DEEPLOY_WORKAROUNDS=off it counts every file open and
     then fits only with its code compiled for size, or not at all."""
-    from ckpt.deeploy_bridge import lower
     from ckpt.deeploy_defects import ENV
-    from ckpt.gvsoc.kernels import device_kernels
-    from ckpt.gvsoc.kit import NoKit, find_kit
     from ckpt.gvsoc.run import L2_CAPACITY, NotSimulated, runtime_heap
-    from ckpt.gvsoc.sdk import sdk_library
     from ckpt.gvsoc.step import build_training_step
-    from ckpt.gvsoc.train_run import DEVICE_SECTION, simulate_training
-    from ckpt.replay.split_run import deploy_split, split_step
-    from ckpt.solver.graph.onnx_loader import read_model
+    from ckpt.gvsoc.train_run import simulate_training
 
-    kit = find_kit()
-    if isinstance(kit, NoKit):
-        pytest.skip(kit.reason)
     monkeypatch.delenv(ENV, raising=False)
-    folder = shared_models / "simplemlp_train"
-    lowered = lower(folder, "siracusa")
-    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
-    code = tmp_path / "code"
-    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup_for("siracusa", SPLIT_HOME), code)
-    run = step.run.first_update()
+    kit, code, run, step, files, sdk, kernels = _simplemlp_split_step_for_gvsoc(shared_models, deeploy_checkout,
+                                                                                tmp_path)
     manifest = CodeManifest.read(code)
-    files = write_training_data(manifest, run, step.data.feeds, sorted((code / "hex").glob("*.hex")),
-                                tmp_path / "data", DEVICE_SECTION)
     assert len(files.flash_files) >= 2
-    sdk = sdk_library(kit, deeploy_checkout)
-    kernels = device_kernels(deeploy_checkout, kit, sdk, manifest.cores)
     static = build_training_step(code, manifest.cores, files.folder, True, run.n_batches + run.n_steps,
                                  deeploy_checkout, kit, sdk, kernels, tmp_path / "built",
                                  closes_files=True).l2_static_bytes
