@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import strength
+from _pytest.mark.expression import Expression
 from hypothesis import settings
 
 from ckpt import paths
@@ -20,6 +22,17 @@ SHARED_MODELS = paths.shared_models()
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+
+def pytest_configure(config):
+    """A run whose marker filter keeps unmarked tests and leaves the slow ones out is the fast tier: its property
+    tests draw fewer examples (tests/strength.py). Decided before any test module is imported, in every xdist
+    worker alike."""
+    markexpr = config.getoption("markexpr")
+    if markexpr:
+        selects = Expression.compile(markexpr).evaluate
+        strength.QUICK = selects(lambda mark: False) and not selects(lambda mark: mark == "slow")
+
 
 # The modules that take longest on two workers (`pytest --durations=0`), longest first. They are collected first,
 # and the README's command (`-n 2 --dist loadscope --no-loadscope-reorder`) hands whole modules to the workers in

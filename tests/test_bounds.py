@@ -8,6 +8,7 @@ import pytest
 from graphs import chain, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt import examples
 from ckpt.errors import InfeasibleBudget
@@ -43,7 +44,7 @@ def exact_optimum(problem, budget):
     return pulp.value(model.lp.objective) or 0.0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_bound_never_exceeds_the_exact_optimum(graph, squeeze):
     base = baselines(graph)
@@ -184,7 +185,7 @@ def test_exact_placement_realises_an_answer_the_rule_cannot(tmp_path):
     assert memory_trace(graph, bound.schedule.sequence(graph)).peak_bytes <= budget
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_a_round_asked_for_another_answer_gives_a_different_one_no_cheaper(graph, squeeze):
     """What the growing rounds try when an answer cannot be placed (an answer often has equal-cost

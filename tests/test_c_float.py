@@ -7,6 +7,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.coderun.train_harness import c_float
 
@@ -22,7 +23,7 @@ def test_whole_numbers_and_zero_make_literals_that_compile(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-@settings(max_examples=200)
+@settings(max_examples=property_examples(200))
 @given(st.floats(allow_nan=False, allow_infinity=False, width=32))
 def test_a_literal_reads_back_as_the_same_float32(value):
     import numpy as np

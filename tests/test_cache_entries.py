@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 from test_cli_errors import one_line, run
 
 from ckpt.cached import discard, folder_checks_out, read_entry, seal_folder, write_entry
@@ -17,7 +18,7 @@ from ckpt.examples import write_example
 from ckpt.pipeline.calibrate import CALIBRATION_FORMAT, KIND
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(payload=st.binary(max_size=200), at=st.integers(min_value=0), flip=st.integers(min_value=1, max_value=255),
        cut=st.integers(min_value=0))
 def test_an_entry_reads_back_only_whole_and_under_its_own_key(tmp_path_factory, payload, at, flip, cut):

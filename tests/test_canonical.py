@@ -2,6 +2,7 @@
 from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.simulate import memory_trace
@@ -9,7 +10,7 @@ from ckpt.solver.realise.canonical import canonical
 from ckpt.solver.realise.greedy import greedy, outside_space
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(), squeeze=st.floats(0.0, 1.0))
 def test_canonical_keeps_cost_and_budget_and_is_its_own_fixpoint(graph, squeeze):
     base = baselines(graph)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.hostexec.compare import TRAINING_HARNESS_TOLERANCE, compare_outputs
 from ckpt.replay.closeness import OFF_UPDATE, closeness
@@ -46,7 +47,7 @@ def test_a_tiled_result_far_beyond_the_non_tiled_ones_is_off_even_below_the_upda
     assert found.tensors[0].relative < OFF_UPDATE and "non-tiled" in found.off["w"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(st.floats(min_value=1e-6, max_value=1.0), st.floats(min_value=0.0, max_value=0.5))
 def test_an_output_is_off_exactly_when_beyond_rounding_and_a_hundredth_of_its_update(update, fraction):
     """The update rule, for any update and any error that is a fraction of it (no non-tiled code beside)."""

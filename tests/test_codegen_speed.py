@@ -16,6 +16,7 @@ from Deeploy.DeeployTypes import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.deeploy_bridge import codegen_speed
 
@@ -37,7 +38,7 @@ def test_the_patch_is_applied():
     assert NetworkContainer.generateGlobalDefinitionCode is codegen_speed._generate_global_definition_code
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=property_examples(200), deadline=None)
 @given(st.permutations(NAMES), st.integers(0, 10), st.lists(st.sampled_from(NAMES), max_size=12),
        st.lists(st.sampled_from(NAMES), max_size=3))
 def test_buffer_names_are_ordered_as_deeploy_orders_them(order, split, wanted, twice):
@@ -77,7 +78,7 @@ def test_the_places_are_indexed_again_when_the_context_changes():
         codegen_speed._fix_ctxt_ordering(ctxt, ["e"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=property_examples(200), deadline=None)
 @given(st.integers(0, 60), st.integers(0, 60), st.data())
 def test_names_anywhere_in_a_large_context_are_ordered_as_deeploy_orders_them(n_global, n_local, data):
     names = [f"n{i}" for i in range(n_global + n_local)]

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
+from strength import property_examples
 
 from ckpt.hostexec import conv_training as C
 from ckpt.hostexec.training_ops import conv2d
@@ -31,7 +32,7 @@ def conv_cases(draw):
     return n, c, h, w, m, cg, kh, kw, stride, pads, dil, group, seed
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=property_examples(40), deadline=None)
 @given(case=conv_cases())
 def test_conv_grad_is_the_adjoint_of_conv(case):
     """<dY, conv(X', W)> = <dX, X'> and <dY, conv(X, W')> = <dW, W'> for every direction: ConvGrad is exactly

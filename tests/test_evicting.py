@@ -5,6 +5,7 @@ import pytest
 from graphs import make_graph, random_graphs, shaped_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.graph.baselines import baselines, reorder
@@ -28,7 +29,7 @@ def staged(graph):
     return reorder(without, list(baselines(without).min_memory_order))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=st.one_of(random_graphs(max_ops=10), shaped_graphs()), squeeze=st.floats(0.0, 0.6))
 def test_what_the_walk_returns_fits_is_valid_and_costs_no_less_than_the_exact_optimum(graph, squeeze):
     base = baselines(graph)
@@ -72,7 +73,7 @@ def test_near_the_floor_the_heuristics_find_the_schedule_the_greedy_alone_misses
     assert result.planned_cost >= exact.planned_cost
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=st.one_of(random_graphs(max_ops=10), shaped_graphs()), squeeze=st.floats(0.0, 0.6))
 def test_the_walks_schedule_handed_to_the_exact_model_is_a_feasible_start_of_its_cost(graph, squeeze):
     """The models start from the heuristics' schedule (solver/model/model_run.py): the values it is handed as must

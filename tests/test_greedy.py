@@ -3,6 +3,7 @@ import numpy as np
 from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.schedule import Decisions
@@ -32,7 +33,7 @@ def every_try(graph, decisions, budget):
     return found
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0), steps=st.integers(0, 3))
 def test_no_try_removes_more_excess_than_its_bound(graph, squeeze, steps):
     """Checked along the greedy's own path, so tries over schedules that already recompute are covered."""

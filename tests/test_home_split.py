@@ -11,6 +11,7 @@ from cli_support import ckpt_here
 from graphs import random_graphs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
@@ -132,7 +133,7 @@ def test_a_step_whose_activations_fit_l2_at_no_budget_is_refused_with_the_bytes_
     assert not (tmp_path / "sweep" / "points").exists()          # nothing solved, nothing replayed
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(random_graphs(), st.booleans(), st.integers(0, 200), st.integers(0, 200))
 def test_each_level_of_a_split_placement_stays_within_its_capacity(graph, weight_persists, chip, ram):
     from ckpt.deeploy_bridge.arena import home_blocks
@@ -228,7 +229,7 @@ def test_a_layer_with_tensors_in_both_levels_computes_each_tile_where_it_lies(br
 # --------------------------------------------------------------------------- split+: what persists brought on chip
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=property_examples(80), deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 500)), min_size=1, max_size=8), st.integers(0, 300))
 def test_what_split_plus_brings_on_chip_is_the_most_cycles_saved_that_fits_the_room(items, room):
     from itertools import combinations
@@ -268,7 +269,7 @@ def _layered_steps(draw):
     return graph, frozenset({"x"} | persistent_io), frozenset(persistent_io)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(_layered_steps(), st.integers(0, 1200), st.integers(0, 200), st.integers(1, 30), st.integers(0, 9))
 def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, reserve, per_access, per_byte):
     from ckpt.deeploy_bridge.arena import home_blocks
@@ -302,7 +303,7 @@ def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, r
         assert chosen == frozenset(candidates)      # everything fits: everything on chip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(_layered_steps(), st.integers(0, 3000), st.integers(0, 20), st.integers(0, 20))
 def test_split_plus_weighs_a_tensor_at_what_the_cost_model_prices_it_on_chip(step, per_tensor, per_byte, gemm_rate):
     """One price for one fact: what split+'s knapsack weighs a persistent tensor at is exactly what the cost model

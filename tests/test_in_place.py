@@ -5,6 +5,7 @@ import pytest
 from graphs import make_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import CkptError, InfeasibleBudget
@@ -81,7 +82,7 @@ def graphs_with_updates(draw) -> TrainGraph:
     return with_in_place_updates(make_graph(spec, sizes, persistent, costs=costs))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs_with_updates(), squeeze=st.floats(0.0, 1.0))
 def test_schedules_never_read_a_weight_after_its_update(graph, squeeze):
     base = baselines(graph)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.deeploy_bridge.minimalloc import main as minimalloc
 from ckpt.solver.memory.layout import Block, aligned, lay_out, lay_out_anonymous, live_max, overlapping
@@ -24,7 +25,7 @@ def lifetimes(draw) -> list[Block]:
     return blocks
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=property_examples(150), deadline=None)
 @given(lifetimes(), st.sampled_from([1, 4, 8]))
 def test_every_layout_is_valid_aligned_and_between_the_live_maximum_and_the_sum(blocks, alignment):
     layout = lay_out(blocks, alignment)
@@ -36,7 +37,7 @@ def test_every_layout_is_valid_aligned_and_between_the_live_maximum_and_the_sum(
     assert layout.size == max((layout.offsets[b.name] + b.size for b in sized), default=0)
 
 
-@settings(max_examples=20, deadline=None)   # a layout the greedies miss gets seconds of exact search
+@settings(max_examples=property_examples(20), deadline=None)   # a layout the greedies miss gets seconds of exact search
 @given(lifetimes(), st.randoms(use_true_random=False))
 def test_the_same_blocks_in_any_order_give_the_same_layout(blocks, shuffler):
     shuffled = list(blocks)
@@ -44,7 +45,7 @@ def test_the_same_blocks_in_any_order_give_the_same_layout(blocks, shuffler):
     assert lay_out(blocks) == lay_out(shuffled)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=property_examples(40), deadline=None)
 @given(lifetimes(), st.randoms(use_true_random=False))
 def test_blocks_under_other_names_get_an_arena_of_the_same_size_and_their_counterparts_offsets(blocks, shuffler):
     """The prediction and the generated code name their blocks differently: the anonymous layout of one list is

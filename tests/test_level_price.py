@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.replay.predict import level_price
 from ckpt.solver.graph.costs import CostModel, measured_price
@@ -105,7 +106,7 @@ _prices = st.builds(LevelPrice, st.floats(0, 10**4), st.floats(0, 50),
                     st.dictionaries(st.sampled_from(("Conv", "Gemm")), st.floats(0, 50), max_size=2))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(layers=_layers, price=_prices, data=st.data())
 def test_moving_a_tensor_on_chip_never_predicts_more_cycles(layers, price, data):
     """Pricing is monotone: a placement that keeps one more tensor on chip predicts no more cycles for any op, its

@@ -15,6 +15,7 @@ import pytest
 from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt import deeploy_bridge
 from ckpt.errors import InfeasibleBudget
@@ -104,7 +105,7 @@ def model_peak(graph: TrainGraph, seq, inputs, outputs) -> int:
     return memory_trace(arena_resident(graph, inputs, outputs, ALIGNMENT), resident_sequence(seq)).peak_bytes
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(deployed=deployed_graphs(max_outputs=1), seed=st.integers(0, 2**16), rate=st.floats(0.0, 0.4))
 def test_the_arenas_live_maximum_is_the_arena_models_live_peak(deployed, seed, rate):
     """Ops of one output each (Deeploy's lowered CCTs): equal, schedule by schedule, recomputes and all."""
@@ -113,7 +114,7 @@ def test_the_arenas_live_maximum_is_the_arena_models_live_peak(deployed, seed, r
     assert live_max(arena_blocks(graph, seq, inputs, outputs)) == model_peak(graph, seq, inputs, outputs)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(deployed=deployed_graphs(max_outputs=2), seed=st.integers(0, 2**16), rate=st.floats(0.0, 0.4))
 def test_the_arena_models_live_peak_never_exceeds_the_arenas_live_maximum(deployed, seed, rate):
     """Ops of several outputs: Deeploy keeps an unread output of a run whose other output is read to the last
@@ -169,7 +170,7 @@ def planned_schedules(graph: TrainGraph, rnd: random.Random, count: int):
     return found
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(deployed=deployed_graphs(), squeeze=st.floats(0.0, 1.0), below=st.booleans(), seed=st.integers(0, 2**16))
 def test_what_the_model_proves_holds_for_every_schedule_that_fits_the_arena(deployed, squeeze, below, seed):
     """Solved in the graph's stage order, the model's lower bound is at most the cost of every schedule of that
@@ -240,7 +241,7 @@ def _probe_of(peaks: list[int], totals: list[int]):
     return probe
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=property_examples(300), deadline=None)
 @given(live_budget_landscapes(monotone=True), st.integers(1, 10**6), st.integers(1, 200_000))
 def test_the_live_budget_search_finds_the_largest_budget_whose_schedule_fits(landscape, start, total):
     """Where totals grow with the live budget, the search reaches the schedule of the largest budget that fits
@@ -252,7 +253,7 @@ def test_the_live_budget_search_finds_the_largest_budget_whose_schedule_fits(lan
     assert (max(found) if found else None) == (max(fitting) if fitting else None)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=property_examples(300), deadline=None)
 @given(live_budget_landscapes(monotone=False), st.integers(1, 10**6), st.integers(1, 200_000))
 def test_the_live_budget_search_ends_only_where_its_interval_closes_or_its_tries_run_out(landscape, start, total):
     """Whatever the totals, the search probes each budget once and ends with the budgets it has not settled
@@ -272,7 +273,7 @@ def test_the_live_budget_search_ends_only_where_its_interval_closes_or_its_tries
 GRAPH_ORDER_TOTAL = 10**6
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=property_examples(200), deadline=None)
 @given(st.data())
 def test_a_refusal_states_the_smallest_total_a_schedule_found_needs_and_advises_one_a_solve_fits(data):
     """After a refusal at a total, `_checked` solves again at the total it would state. Each solve at a total

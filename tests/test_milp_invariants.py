@@ -4,6 +4,7 @@ import pytest
 from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.graph.baselines import baselines, reorder
@@ -43,7 +44,7 @@ def assert_sound_and_tight(graph, result, budget):
     assert by_stage == replayed.stage_peaks()
 
 
-@settings(max_examples=int(__import__("os").environ.get("CKPT_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=property_examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(), squeeze=st.floats(0.0, 1.0))
 def test_random_graphs_sound_and_tight(graph, squeeze):
@@ -83,7 +84,7 @@ def test_a_recompute_that_only_moves_an_op_later_runs_free_and_the_proof_is_abou
     assert result.planned_cost == result.cost_lower_bound == 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=property_examples(40), deadline=None)
 @given(graph=random_graphs(), picks=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), max_size=6))
 def test_accounting_matches_replay_for_arbitrary_decisions(graph, picks):
     """Tightness does not depend on the solver: any recompute decisions are booked as the replay uses them."""
@@ -151,7 +152,7 @@ def test_peak_objective_trades_cycles_for_memory():
     assert some.status == "optimal"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(graph=random_graphs(), picks=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), max_size=6))
 def test_polish_only_drops_recomputes_the_budget_does_not_need(graph, picks):
     problem = Problem(graph)

@@ -2,6 +2,7 @@
 from graphs import make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
@@ -20,7 +21,7 @@ def two_branches():
     return make_graph(spec, sizes, {"x", "w", "w_new"})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(graph=random_graphs(max_ops=10))
 def test_every_move_is_a_topological_order_of_the_same_ops(graph):
     order = list(baselines(graph).min_memory_order)
@@ -55,7 +56,7 @@ def test_the_search_only_refuses_what_it_did_not_prove():
         raise AssertionError("a budget below the single-op floor was accepted")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=8), squeeze=st.floats(0.0, 1.0))
 def test_the_search_is_never_costlier_than_its_start_and_stays_sound(graph, squeeze):
     base = baselines(graph)

@@ -18,6 +18,7 @@ from Deeploy.DeeployTypes import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.deeploy_bridge import parse_speed
 
@@ -128,7 +129,7 @@ SPEC = st.lists(st.tuples(st.sampled_from(["variable", "constant", "transient", 
                           st.booleans(), st.integers(0, 3)), min_size=1, max_size=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(SPEC)
 def test_a_context_is_copied_as_deepcopy_copies_it(spec):
     ctxt = _context(spec)

@@ -6,6 +6,7 @@ import pytest
 from graphs import random_graphs
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt import examples
 from ckpt.examples import write_example
@@ -42,7 +43,7 @@ def strongest_answer(problem, budget, points=None):
     return points, bound, (model.answer() if model.answered else None)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=property_examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(fraction=st.floats(0.28, 0.98))
 def test_a_walked_schedule_fits_and_costs_at_least_the_bound(resnet, fraction):
@@ -140,7 +141,7 @@ def test_a_recompute_whose_reader_comes_after_its_deadline_is_placed_by_its_dead
     assert model._recompute(0, 0) != 0 and model._recompute(1, 0) == 0      # the segment from stage 3 is too late
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_an_exact_placement_capped_below_a_known_cost_is_cheaper_or_none(graph, squeeze):
     """`below` only cuts off placements no cheaper than a schedule already known: the cheapest placement
@@ -160,7 +161,7 @@ def test_an_exact_placement_capped_below_a_known_cost_is_cheaper_or_none(graph, 
     assert placed_exactly(problem.graph, answer, budget, None, below=cost + 1).cost(problem.graph) == cost
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_a_stage_is_over_at_its_own_op_or_only_while_recomputes_run(graph, squeeze):
     """The stages an answer's realised schedule goes over split in two: those where the stage's own op runs above

@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.coderun.run import LevelUse, RuntimeStats
 from ckpt.hostexec.compare import VerifyResult, WorstElement
@@ -38,7 +39,7 @@ code_run = st.builds(CodeRunRecord, flow=st.sampled_from(["tiled", "non_tiled"])
                      stats=st.none() | stats, closeness=st.none() | closeness)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(code_run)
 def test_a_code_run_record_read_back_from_json_equals_the_one_written(record):
     again = record_from_json(CodeRunRecord, json.loads(json.dumps(asdict(record))))

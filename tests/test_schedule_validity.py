@@ -6,6 +6,7 @@ import pytest
 from graphs import make_graph, shaped_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 from test_milp_invariants import EXACT, assert_sound_and_tight
 
 from ckpt.errors import InfeasibleBudget
@@ -41,7 +42,7 @@ def solved(graph, fraction: float, views: str = "remade", time_limit: float = 10
         return None
 
 
-@settings(max_examples=int(__import__("os").environ.get("CKPT_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=property_examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(graph=shaped_graphs(), fraction=st.floats(0.0, 1.0), views=st.sampled_from(["remade", "fixed"]))
 def test_random_graphs_with_shapes_and_constants_give_valid_schedules(graph, fraction, views):
@@ -115,7 +116,7 @@ def test_shared_models_give_valid_schedules(shared_models: Path, name):
             assert_valid(graph, result.seq)
 
 
-@settings(max_examples=int(__import__("os").environ.get("CKPT_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=property_examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(graph=shaped_graphs(), squeeze=st.floats(0.0, 1.0))
 def test_the_booking_stays_exact_on_graphs_with_shapes_and_constants(graph, squeeze):

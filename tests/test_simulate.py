@@ -3,6 +3,7 @@ import pytest
 from graphs import chain, make_graph, random_graphs, shaped_graphs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.errors import CkptError
 from ckpt.solver.graph.baselines import baselines
@@ -76,7 +77,7 @@ def test_min_memory_order_sees_frees_through_a_view():
     assert base.min_memory_peak == 20                    # a, b, g; the other way round a, b, c is 22
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=property_examples(150), deadline=None)
 @given(st.one_of(random_graphs(max_ops=12), shaped_graphs()))
 def test_an_op_moved_later_is_judged_from_the_trace_as_its_replay_judges_it(graph):
     """The min-memory order's deferral judges each move from the current trace (only the levels between the op

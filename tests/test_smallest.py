@@ -2,6 +2,7 @@
 from graphs import random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.solver.bounds.smallest import smallest_feasible_budget
 from ckpt.solver.graph.baselines import baselines, reorder
@@ -19,7 +20,7 @@ def fits(problem: Problem, budget: int) -> bool:
     return outcome.status == "optimal"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=8), from_zero=st.booleans())
 def test_the_range_holds_the_smallest_budget_the_exact_model_fits(graph, from_zero):
     """From the single-op floor, or from 0 (a floor that proves nothing: the search's own proofs must find the

@@ -13,6 +13,7 @@ from Deeploy.TilingExtension.MemoryConstraints import (
 from Deeploy.TilingExtension.MemoryScheduler import MemoryScheduler
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.deeploy_bridge import tiler_setup
 
@@ -78,7 +79,7 @@ def _shape(node: NodeMemoryConstraint) -> list:
                          node.outputTensorMemoryConstraints)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=property_examples(200), deadline=None)
 @given(st.lists(ADD, max_size=12), st.lists(ADD, max_size=12))
 def test_adding_node_constraints_builds_what_deeploys_own_code_builds(left, right):
     ctxt = _context()
@@ -109,7 +110,7 @@ def test_a_deep_copy_keeps_what_is_shared_shared():
     assert type(copied["t0"].memoryConstraints) is type(first.memoryConstraints)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=property_examples(100), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=30), st.permutations(NAMES))
 def test_the_adjacency_matrix_is_deeploys(edges, order):
     tensor_map = {name: None for name in order}

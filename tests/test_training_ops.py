@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
+from strength import property_examples
 
 from ckpt.hostexec import training_ops as T
 
 _RUN_PARAMS = {"log": lambda *a: None, "opsets": {"": 19}, "new_ops": None, "verbose": 0}
-FAST = settings(max_examples=25, deadline=None)
+FAST = settings(max_examples=property_examples(25), deadline=None)
 
 
 def ref_op(op_type: str, inputs: list, n_out: int = 1, version: int = 19, **attrs):
@@ -306,7 +307,7 @@ def test_batched_gemm_matches_reference_gemm_per_slice(batch, m, k, n, ta, tb, b
         np.testing.assert_allclose(y[idx], ref, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=property_examples(15), deadline=None)
 @given(c=st.integers(1, 3), m_per_group=st.integers(1, 3), group=st.integers(1, 2), k=st.integers(1, 3),
        stride=st.integers(1, 2), pad=st.integers(0, 2), dilation=st.integers(1, 2), bias=st.booleans(), seed=seeds)
 def test_conv2d_matches_reference_conv(c, m_per_group, group, k, stride, pad, dilation, bias, seed):
@@ -325,7 +326,7 @@ def test_conv2d_matches_reference_conv(c, m_per_group, group, k, stride, pad, di
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=property_examples(30), deadline=None)
 @given(batch=st.integers(1, 6), classes=st.integers(2, 7), seed=st.integers(0, 1000))
 def test_the_deeploy_form_of_the_loss_gradient_scales_by_the_batch_once_more(batch, classes, seed):
     """Deeploy's SoftmaxCrossEntropyLossGrad ('deeploy' form) is the gradient of the mean loss over the batch

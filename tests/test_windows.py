@@ -5,6 +5,7 @@ import pytest
 from graphs import random_graphs, shaped_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.bounds.bounds import over_budget_points
@@ -33,7 +34,7 @@ def exact_optimum(problem: Problem, budget: int) -> float:
     return outcome.dual_bound
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=st.one_of(random_graphs(max_ops=10), shaped_graphs(max_ops=9)), squeeze=st.floats(0.0, 1.0),
        data=st.data())
 def test_any_points_checked_while_recomputing_never_refuse_a_budget_the_exact_model_fits(graph, squeeze, data):
