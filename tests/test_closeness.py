@@ -86,8 +86,8 @@ def _host_run(golden: np.ndarray, spread: float) -> np.ndarray:
 def test_a_bias_whose_exact_gradient_is_zero_is_not_off_when_the_host_run_is_as_far_from_the_goldens():
     """MobileNetV1: each block's last BatchNorm bias feeds a convolution and a BatchNorm, which removes any shift, so
     its exact gradient is 0; the goldens' update of it (~1e-10 from a zero start) is float32 noise. The code 3x that
-    noise from the goldens, ckpt's own float32 host run 1x: numerics, not off (124 of 159 outputs were flagged so);
-    without the host run beside it the rule still says off."""
+    noise from the goldens, ckpt's own float32 host run 1x: numerics, not off (17 such biases were among the 124 of
+    159 outputs flagged); without the host run beside it the rule still says off."""
     start = np.zeros(24, dtype=np.float32)
     golden = (start + RNG.uniform(-2e-10, 2e-10, size=start.shape)).astype(np.float32)
     code = compare_outputs({"b": _host_run(golden, 6.9e-10)}, {"b": golden})
