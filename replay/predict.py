@@ -105,8 +105,9 @@ def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: Wei
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
     level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
     On chip this is the activations' arena (with what persists brought there), which the code reserves from address
-    0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off chip it
-    holds the constants and the persistent graph I/O."""
+    0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Its static is
+    the constants brought there at the bytes the code declares them with (not the tables the tiler adds for the layers
+    it tiles from off chip). Off chip it holds the constants and the persistent graph I/O."""
     return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
 
 
