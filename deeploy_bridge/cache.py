@@ -16,8 +16,9 @@ from google.protobuf.message import DecodeError
 
 from ckpt.cached import read_entry, write_entry
 
-FORMAT_VERSION = 6  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes;
-#                     5: the constant plan (one copy per constant); 6: checked entries (key and content hash)
+FORMAT_VERSION = 8  # 2: per-node transient bytes; 3: key holds lowering options only; 4: constant bytes;
+#                     5: the constant plan (one copy per constant); 6: checked entries (key and content hash);
+#                     8: each constant's bytes as the code declares it (7: a draft of it, never on main)
 
 
 def cache_key(model_sha256: str, target: str, options: dict, deeploy_version: str) -> str:

@@ -32,7 +32,7 @@ from .scheduler import make_scheduler
 from .setup import DEFAULT_SETUP, TARGETS
 from .softmax_axis import along_last_axis
 from .sources import LOWERED_META_KEY, ModelLike, load_source
-from .transients import collect_transients, constant_bytes
+from .transients import collect_transients, constant_bytes, declared_constants, undeclared_constants
 from .versions import deeploy_fingerprint, deeploy_label
 
 # Lowered graphs of this process, by cache key and folder: a sweep point's solve, replay and host check share one
@@ -99,6 +99,8 @@ def _record_from_model(model: onnx.ModelProto, target: str, **extra) -> LoweredG
                         transients=meta.get("transients", {}),
                         constant_bytes=meta.get("constant_bytes", 0),
                         constants=ConstantPlan.from_dict(meta.get("constants")),
+                        constant_sizes=meta.get("constant_sizes", {}),
+                        undeclared_constants=tuple(meta.get("undeclared_constants", ())),
                         timings=StageTimings(**meta.get("timings", {})),
                         **extra)
 
@@ -189,6 +191,8 @@ def _lowered_model(source, target: str, n_cores: int, input_types: dict, opts: D
             "alias_ops": alias_ops,
             "transients": collect_transients(deployer.ctxt),
             "constant_bytes": constant_bytes(deployer.ctxt),
+            "constant_sizes": declared_constants(deployer.ctxt),
+            "undeclared_constants": undeclared_constants(deployer.ctxt),
             "constants": plan.as_dict(),
             "input_types": input_types,
             "timings": {"front_end": run.timings.front_end, "mid_end": run.timings.mid_end},

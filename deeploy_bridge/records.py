@@ -84,6 +84,9 @@ class LoweredGraph:
     timings: StageTimings = field(default_factory=StageTimings)
     constant_bytes: int = 0  # constants Deeploy deploys (static, outside any arena), with its bound types
     constants: ConstantPlan = field(default_factory=lambda: ConstantPlan())  # one copy per constant (in place)
+    constant_sizes: dict[str, int] = field(default_factory=dict)  # each constant (Deeploy's name) -> its bytes as
+                                                                  # the code declares it (transients.declared_constants)
+    undeclared_constants: tuple[str, ...] = ()                    # those Deeploy counts and the code never declares
     from_cache: bool = False  # read back (from the on-disk cache or this process's memory), not lowered now
     cache_path: Path | None = None
 

@@ -23,9 +23,25 @@ def collect_transients(ctxt) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
+def _constants(ctxt) -> dict:
+    return {name: buf for name, buf in sorted(ctxt.globalObjects.items())
+            if isinstance(buf, ConstantBuffer) and "MEMORYARENA" not in buf.name and hasattr(buf, "_type")}
+
+
+def declared_constants(ctxt) -> dict[str, int]:
+    """Each constant of Deeploy's context (Deeploy's name) -> its bytes as Deeploy sizes it and the generated code
+    declares it: its buffer's shape (a reader's copy broadcast to the reader's shape by the front end) at its bound
+    type, whatever the dtype its values are held in (Deeploy's lowering leaves some as float64 and the code declares
+    them `float32_t`). Deeploy's count holds them all; the code declares those `undeclared_constants` leaves out."""
+    return {name: buffer_bytes(buf) for name, buf in _constants(ctxt).items()}
+
+
+def undeclared_constants(ctxt) -> list[str]:
+    """The constants Deeploy counts but the code never declares (`_deploy` off: a Reshape's shape, say)."""
+    return [name for name, buf in _constants(ctxt).items() if not buf._deploy]
+
+
 def constant_bytes(ctxt) -> int:
-    """Bytes of the constants Deeploy deploys (weights and other initializers), at their bound types: the static
-    part of the home level in the tiled flow (`MemoryScheduler.getConstantTensorOffset`)."""
-    return sum(buffer_bytes(buf)
-               for buf in ctxt.globalObjects.values()
-               if isinstance(buf, ConstantBuffer) and "MEMORYARENA" not in buf.name and hasattr(buf, "_type"))
+    """Bytes of the constants Deeploy counts as deployed, at their bound types: the static part of the home level in
+    the tiled flow (`MemoryScheduler.getConstantTensorOffset`)."""
+    return sum(declared_constants(ctxt).values())

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from ckpt import deeploy_bridge
-from ckpt.deeploy_bridge.broadcast import broadcast_constant_bytes
+from ckpt.deeploy_bridge.broadcast import declared_constant_bytes
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
 from ckpt.memory_levels import LevelMemory
@@ -105,8 +105,9 @@ def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: Wei
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
     level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
     On chip this is the activations' arena (with what persists brought there), which the code reserves from address
-    0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off chip it
-    holds the constants and the persistent graph I/O."""
+    0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Its static is
+    the constants brought there at the bytes the code declares them with (not the tables the tiler adds for the layers
+    it tiles from off chip). Off chip it holds the constants and the persistent graph I/O."""
     return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
 
 
@@ -138,13 +139,16 @@ class _SplitBlocks:
     inputs: frozenset[str]
     io: frozenset[str]           # Deeploy's names of the graph I/O
     blocks: list[Block]
-    deployed: dict[str, int] = field(default_factory=dict)   # a constant Deeploy deploys larger -> its bytes there
+    deployed: dict[str, int] = field(default_factory=dict)   # a constant Deeploy declares at other bytes -> those
+    undeclared: frozenset[str] = frozenset()                 # constants Deeploy counts, its code never declares
 
     def constant_bytes(self, tensor: str) -> int:
-        """What a persistent root takes where it lives: the largest copy Deeploy deploys of it (a reader's broadcast,
-        deeploy_bridge.broadcast), at least its own bytes; the copies that share its bytes move with it."""
-        copies = [t for t in self.deployed if self.graph.root(t) == tensor]
-        return max([int(self.graph.tensor_bytes[tensor]), *(self.deployed[t] for t in copies)])
+        """What a persistent root takes where it lives: the largest copy Deeploy's code declares of it (a reader's
+        broadcast, at its bound type: deeploy_bridge.broadcast), else its own bytes; the copies that share its bytes
+        move with it."""
+        copies = [t for t in self.deployed if self.graph.root(t) == tensor and t != tensor]
+        own = self.deployed.get(tensor, int(self.graph.tensor_bytes[tensor]))
+        return max([own, *(self.deployed[t] for t in copies)])
 
     @classmethod
     def of(cls, lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate) -> _SplitBlocks:
@@ -155,7 +159,8 @@ class _SplitBlocks:
         return cls(split_home_of(lowered), found.graph, inputs,
                    frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in inputs | outputs),
                    home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs),
-                   broadcast_constant_bytes(found.model, lowered.constants))
+                   declared_constant_bytes(found.model, lowered.constant_sizes),
+                   frozenset(lowered.undeclared_constants))
 
     def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int) -> dict[str, LevelMemory]:
         name = deeploy_bridge.deeploy_tensor_name
@@ -164,9 +169,10 @@ class _SplitBlocks:
                  split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
         constants = {t for t in persistent_roots(self.graph, self.inputs) & graph_on_chip
                      if self.graph.root(t) == t}          # a copy sharing another's bytes is not held twice
-        on_chip_static = sum(self.constant_bytes(t) for t in constants)
+        on_chip_static = sum(self.constant_bytes(t) for t in constants if t not in self.undeclared)
+        counted = sum(self.constant_bytes(t) for t in constants)      # Deeploy's count of them: the undeclared too
         found = {}
-        off_chip_static = max(0, static - on_chip_static)    # Deeploy's count keeps a shared copy once
+        off_chip_static = max(0, static - counted)    # Deeploy's count keeps a shared copy once
         for level, held in ((self.home.default, on_chip_static), (self.home.persistent, off_chip_static)):
             mine = [b for b in self.blocks if where.get(b.name, self.home.default) == level]
             layout = deeploy_bridge.lay_out_home(mine)

@@ -37,6 +37,7 @@ from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.files import write_bytes, write_json
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.run import simulation_timeout
+from ckpt.hostexec.compare import VerifyResult
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.paths import INPUTS, model_files
 from ckpt.replay.closeness import closeness
@@ -336,7 +337,7 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
                                       sources, options.record_time, progress) for flow in flows}
         data = split.data
         starts = {data.back.get(w, w): data.feeds[w] for w in split.weights if w in data.feeds}
-        return _with_closeness(found, data.golden, starts)
+        return _with_closeness(found, data.golden, starts, verification.findings.golden)
     data: StepData = verification.data
     stepper = _stepper(base, lowered, plan, data) if options.steps > 1 else None
     weights = {"tiled": deployed_weights(lowered.target, Flow.TILED, options.deeploy.weights).value,
@@ -355,7 +356,8 @@ def _run_code(base: onnx.ModelProto, lowered: LoweredGraph, plan: ReplayPlan, ou
         found[flow] = code_run_record(flow, outcome, data, verification.outputs, stepper, reference,
                                       options.record_time, weights[flow])
     back = lambda d: {data.back.get(k, k): v for k, v in (d or {}).items()}  # noqa: E731 - the goldens' names
-    return _with_closeness(found, back(data.golden), _updated_from(base, data.feeds, data.back))
+    return _with_closeness(found, back(data.golden), _updated_from(base, data.feeds, data.back),
+                           verification.findings.golden)
 
 
 def _updated_from(model: onnx.ModelProto, feeds: dict, back: dict[str, str]) -> dict:
@@ -373,14 +375,16 @@ def _updated_from(model: onnx.ModelProto, feeds: dict, back: dict[str, str]) -> 
     return starts
 
 
-def _with_closeness(found: dict[str, CodeRunRecord], golden: dict | None, starts: dict) -> dict[str, CodeRunRecord]:
+def _with_closeness(found: dict[str, CodeRunRecord], golden: dict | None, starts: dict,
+                    host: VerifyResult | None = None) -> dict[str, CodeRunRecord]:
     """Each flow's code run with its outputs' closeness to the goldens (replay.closeness): the tiled flow's beside
-    the non-tiled flow's."""
+    the non-tiled flow's, each beside the host check's own float32 run (`host`: its count against the goldens)."""
     if not golden:
         return found
     non_tiled = found.get("non_tiled")
     beside = non_tiled.golden if non_tiled is not None else None
-    return {flow: replace(run, closeness=closeness(run.golden, golden, starts, beside if flow == "tiled" else None))
+    return {flow: replace(run, closeness=closeness(run.golden, golden, starts, beside if flow == "tiled" else None,
+                                                   host))
             if run.golden is not None else run for flow, run in found.items()}
 
 

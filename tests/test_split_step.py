@@ -391,3 +391,21 @@ def test_a_split_step_with_the_files_init_loads_closed_at_each_next_open_runs_wh
     assert kept.on_chip is not None and not kept.on_chip.closes_files
     assert kept.on_chip.runtime == runtime_heap(files.flash_files) > runtime_heap(files.flash_files, True)
     assert kept.on_chip.compact or "does not fit" in kept.reason
+
+
+def test_a_split_steps_code_is_held_to_the_graph_orders_on_what_it_computed_not_on_scratch_inputs():
+    """SimpleMLP's split step replayed at its solved graph order (the solver's stage order, two layers swapped from
+    the lowered node order): weights, accumulators, losses bit-identical to the graph order's code, yet the replay
+    failed its check on the final bytes of the data, labels and reset flag (input_0, input_1, input_6), which the
+    harness writes again before each mini-batch and the arena's later tenants overwrite after their last read."""
+    from ckpt.hostexec.compare import bit_identical
+    from ckpt.replay.split_run import computed
+
+    persistent = frozenset({"input_2", "input_4"})        # a weight and its accumulator
+    reference = {"loss": np.array([2.5, 2.4], np.float32), "batch0/output_0": np.ones(3, np.float32),
+                 **{f"state/input_{i}": np.full(4, i, np.float32) for i in (0, 1, 2, 4, 6)}}
+    scratch = {**reference, "state/input_0": np.full(4, 9, np.float32), "state/input_6": np.full(4, 9, np.float32)}
+    assert bit_identical(scratch, reference) == ["state/input_0", "state/input_6"]
+    assert bit_identical(computed(scratch, persistent), computed(reference, persistent)) == []
+    wrong = {**scratch, "state/input_2": np.full(4, 2.5, np.float32)}
+    assert bit_identical(computed(wrong, persistent), computed(reference, persistent)) == ["state/input_2"]
