@@ -221,3 +221,20 @@ def test_clock_cpu_reaches_every_point_solve_of_a_sweep(mlp, tmp_path, monkeypat
                     "--time-limit", "30", "-o", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     assert len(seen) >= 2 and all(s == (Clock.CPU, Clock.CPU) for s in seen)
+
+
+def test_a_proof_is_kept_whatever_clock_or_limit_gave_it():
+    """A proven point is not solved again for another --clock, as for another --time-limit: the key its proof is
+    kept under leaves out how long, on which clock, the solver ran."""
+    from dataclasses import asdict
+
+    from ckpt.budgets.sweep import _proof_solver
+    from ckpt.solver.model.backends import BackendOptions
+    from ckpt.solver.model.options import Clock
+    from ckpt.solver.model.records import SolveOptions
+
+    def key(**backend):
+        return _proof_solver(asdict(SolveOptions(backend=BackendOptions(**backend))))
+
+    assert key(time_limit=20, clock=Clock.CPU) == key(time_limit=60, clock=Clock.WALL)
+    assert key(gap=0.01) != key(gap=0.02)
