@@ -539,7 +539,11 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="Run the points on a Dask cluster through its scheduler (workers: ckpt installed, --nthreads 1, "
                    "the sweep folder on a shared filesystem).")
-@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="Solver seconds per point.")
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True,
+              help="Solver seconds per point (of --clock).")
+@click.option("--clock", type=click.Choice(values(Clock)), default=Clock.WALL.value, show_default=True,
+              help="What --time-limit counts: wall seconds, or each point's solve's CPU seconds (the same work, so "
+                   "the same answer, however many points run at once or however busy the machine is).")
 @click.option("--method", type=click.Choice(values(Method)), default=Method.MILP.value, show_default=True)
 @click.option("--solver", type=click.Choice(values(Backend)), default=Backend.HIGHS.value, show_default=True)
 @allocator_option
@@ -561,8 +565,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @click.option("--ci-test-name", default=None,
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
-def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, method, solver,
-                  allocator, weights, home, persist_on_chip, no_carry, costs, no_verify, deeploy_root, gvsoc,
+def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, clock, method,
+                  solver, allocator, weights, home, persist_on_chip, no_carry, costs, no_verify, deeploy_root, gvsoc,
                   no_simulate, gvsoc_timeout, gvsoc_draws, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
@@ -619,7 +623,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
         costs=costs, overwrite=overwrite,
         flow=Flow(flow) if flow else None,
-        solve=SolveOptions(method=method, backend=BackendOptions(solver, time_limit)),
+        solve=SolveOptions(method=method, backend=BackendOptions(solver, time_limit, clock=Clock(clock))),
         replay=ReplayOptions(target=target, verify=not no_verify,
                              deeploy_root=Path(deeploy_root) if deeploy_root else None,
                              gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,

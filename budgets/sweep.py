@@ -410,12 +410,12 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
 
 
 def _proof_solver(solver: dict | None) -> dict | None:
-    """The solver options without how long and on how many threads it runs: a proven answer is the same under any
-    of them (the key of PointFolder.solved_record)."""
+    """The solver options without how long (on which clock) and on how many threads it runs: a proven answer is
+    the same under any of them (the key of PointFolder.solved_record)."""
     if solver is None:
         return None
     backend = {name: value for name, value in solver["backend"].items()
-               if name not in ("time_limit", "ends_by", "threads", "verbose")}
+               if name not in ("time_limit", "clock", "ends_by", "threads", "verbose")}
     return {**solver, "backend": backend}
 
 

@@ -9,12 +9,14 @@ import csv
 import json
 import subprocess
 import sys
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from cli_support import ckpt, ckpt_here, interrupted_at
 
+from ckpt.budgets.executors import LocalExecutor
 from ckpt.budgets.ranges import parse_range
 from ckpt.cli_common import INTERRUPT_HOOK
 from ckpt.examples import write_example
@@ -180,3 +182,59 @@ def test_an_optimum_with_recomputes_says_it_is_proven_over_its_stage_order():
     assert "optimal (order)" in text and text.count("optimal (order)") == 2          # the cell and the note
     assert "over the schedule's stage order" in markdown_table([free, relative])
     assert "(order)" not in terminal_table([free]) and "(order)" not in markdown_table([free])
+
+
+class _HereExecutor(LocalExecutor):
+    """The sweep's tasks run in this process, one at a time (so a test's spy sees them)."""
+
+    def submit(self, fn, task):
+        future = Future()
+        future.set_result(fn(task))
+        return future
+
+    def wait_first(self, futures):
+        return set(futures)
+
+    def stop(self):
+        pass
+
+    close = stop
+
+
+def test_clock_cpu_reaches_every_point_solve_of_a_sweep(mlp, tmp_path, monkeypatch):
+    """`ckpt sweep --clock cpu`: each point's solve reads its deadlines on the CPU clock, as `ckpt solve --clock
+    cpu` does (the points run here, in this process, for the spy to see them)."""
+    from ckpt.budgets import sweep
+    from ckpt.pipeline import deployed_solve
+    from ckpt.solver.model import clock
+    from ckpt.solver.model.options import Clock
+
+    seen, real = [], deployed_solve.solve
+
+    def spied(graph, options, *args, **kwargs):
+        seen.append((options.backend.clock, clock.current()))
+        return real(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(deployed_solve, "solve", spied)
+    monkeypatch.setattr(sweep, "LocalExecutor", _HereExecutor)
+    run = ckpt_here("sweep", "0.8:0.9", "--model", str(mlp), "--target", "none", "--no-verify", "--clock", "cpu",
+                    "--time-limit", "30", "-o", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    assert len(seen) >= 2 and all(s == (Clock.CPU, Clock.CPU) for s in seen)
+
+
+def test_a_proof_is_kept_whatever_clock_or_limit_gave_it():
+    """A proven point is not solved again for another --clock, as for another --time-limit: the key its proof is
+    kept under leaves out how long, on which clock, the solver ran."""
+    from dataclasses import asdict
+
+    from ckpt.budgets.sweep import _proof_solver
+    from ckpt.solver.model.backends import BackendOptions
+    from ckpt.solver.model.options import Clock
+    from ckpt.solver.model.records import SolveOptions
+
+    def key(**backend):
+        return _proof_solver(asdict(SolveOptions(backend=BackendOptions(**backend))))
+
+    assert key(time_limit=20, clock=Clock.CPU) == key(time_limit=60, clock=Clock.WALL)
+    assert key(gap=0.01) != key(gap=0.02)
