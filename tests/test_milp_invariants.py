@@ -72,7 +72,7 @@ def test_a_recompute_that_only_moves_an_op_later_runs_free_and_the_proof_is_abou
     """The stage order runs n1 before n2; the schedule that fits recomputes n1 after n2, and its first run, then
     read by nobody, is deleted: what runs costs nothing more, while the plan over the order runs n1 twice. The
     bound and the status are the plan's (the result once gave what runs as the proven bound)."""
-    spec = [("n0", "Op", ["x"], ["t0"]), ("n1", "Op", ["x"], ["t1"]), ("n2", "Op", ["t0"], ["t2", "t2b"]),
+    spec = [("n0", "Op", ["x"], ["t0"]), ("n1", "Op", ["t0"], ["t1"]), ("n2", "Op", ["t0"], ["t2", "t2b"]),
             ("n3", "Op", ["t1", "t2"], ["t3"]), ("upd", "SGD", ["w", "t3"], ["w_new"])]
     sizes = {"x": 4, "w": 4, "t0": 4, "t1": 4, "t2": 8, "t2b": 4, "t3": 4, "w_new": 4}
     graph = make_graph(spec, sizes, {"x", "w", "w_new"}, {"w_new": "w"})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.graph.memo import per_graph
 from ckpt.solver.graph.simulate import memory_trace, plain_sequence
 
@@ -129,7 +129,15 @@ def deferred(graph: TrainGraph, order: list[str]) -> list[str]:
     anything reads it (a Transpose Deeploy split off for one backward Gemm, say); a recompute solver would then
     pay a recompute to have it late, where moving it costs nothing. Each move is judged from the current
     order's trace (`_Levels`: only the levels between the op and its reader change), which is replayed again
-    only when a move is taken."""
+    only when a move is taken.
+
+    An op that reads no activation (a weight's Transpose) moves wherever the peak does not rise, whatever the
+    summed levels say (they can rise: its one level moves from a quiet point to a busy one). The stage order is
+    also the order a stage's recomputes run in, so such an op left early is held through every chain a stage
+    rebuilds before its reader: DS-CNN's four depthwise weight Transposes, first in the list schedule, held
+    together through the stem whenever a backward stage rebuilt the forward pass. Moved, it loses no schedule:
+    each run of it in a schedule of the old order can run later, right before the next run of its reader or at
+    its new place in its stage, holding nothing longer (it reads nothing that lives)."""
     order = list(order)
     levels = _Levels(graph, order)
     for name in reversed(list(order)):          # the latest first: a moved op's producers then see its new place
@@ -142,10 +150,14 @@ def deferred(graph: TrainGraph, order: list[str]) -> list[str]:
             continue
         first = min(readers)
         peak, held = levels.moved(here, first)
-        if peak <= levels.peak and held < levels.held:
+        if peak <= levels.peak and (held < levels.held or _reads_no_activation(graph, op)):
             order = order[:here] + order[here + 1:first] + [name] + order[first:]
             levels = _Levels(graph, order)
     return order
+
+
+def _reads_no_activation(graph: TrainGraph, op: Op) -> bool:
+    return not any(graph.is_activation(graph.root(t)) for t in op.inputs)
 
 
 class _Levels:
