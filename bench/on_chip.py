@@ -250,8 +250,9 @@ def main() -> int:
     if args.smoke:
         models, fractions, budgets, earlier = models[:1], (), {}, []
     out = Path(args.output)
+    own = "".join(f"; {name}: {', '.join(map(str, found))}" for name, found in budgets.items())
     print(f"Deeploy {deeploy_label()}; target {TARGET}; budgets tried where the graph order does not fit: "
-          f"{args.range if fractions else 'none'}")
+          f"{args.range if fractions else 'none'}{own}")
     print()
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
