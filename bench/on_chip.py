@@ -162,19 +162,20 @@ def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, l
 
 
 def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float,
-           clock: Clock = Clock.WALL):
-    options = SweepOptions(fractions=fractions, target=TARGET, jobs=1,
+           clock: Clock = Clock.WALL, costs: str = "auto"):
+    options = SweepOptions(fractions=fractions, target=TARGET, jobs=1, costs=costs,
                            solve=SolveOptions(backend=BackendOptions(time_limit=time_limit, clock=clock)),
                            replay=ReplayOptions(deeploy=setup_for(TARGET, home), record_time=True))
     return run_sweep(model, out, options, progress)
 
 
 def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: float,
-            clock: Clock = Clock.WALL) -> tuple[list[Row], float]:
-    """The model's rows and the gvsoc seconds its sweeps spent."""
+            clock: Clock = Clock.WALL, costs: str = "auto", own: bool = False) -> tuple[list[Row], float]:
+    """The model's rows and the gvsoc seconds its sweeps spent. With `own` budgets (--budget: the graph order is
+    known not to fit) one sweep runs them beside the graph order: each sweep deploys the off-chip reference again."""
     name, rows, seconds = model.name, [], 0.0
     try:
-        split = _sweep(model, out / "split", SPLIT_HOME, (), time_limit, clock)
+        split = _sweep(model, out / "split", SPLIT_HOME, fractions if own else (), time_limit, clock, costs)
     except CkptError as err:                       # refused: no budget brings its activations on chip
         return [Row(name, "split", "-", None, None, None, None, f"refused: {err.problem}", "-")], seconds
     seconds += split.stage_seconds.get("gvsoc", 0.0)
@@ -185,8 +186,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     rows.append(_row(name, "split", "graph order", base, gvsoc_seconds(out / "split", base)))
     fitting = base if base.fits_on_chip and base.verified else None
     if fitting is None and fractions:
-        swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit, clock)
-        seconds += swept.stage_seconds.get("gvsoc", 0.0)
+        swept = split if own else _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit, clock, costs)
+        seconds += 0.0 if own else swept.stage_seconds.get("gvsoc", 0.0)
         points = [r for r in swept.rows if r.budget_fraction is not None and r.fits_on_chip and r.verified]
         fitting = max(points, key=lambda r: r.budget_fraction, default=None)
     if fitting is not None:
@@ -238,6 +239,8 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--clock", choices=[c.value for c in Clock], default=Clock.WALL.value,
                         help="what --time-limit counts (cpu: the same schedules however busy the machine is)")
+    parser.add_argument("--costs", default="auto", help="the op costs the split budgets are solved with, as "
+                        "ckpt sweep takes them (auto: gvsoc's where measured; estimate: ckpt solve's default)")
     parser.add_argument("--include", type=Path, help="an earlier on_chip.csv whose other models' rows are kept")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, the graph order only")
     args = parser.parse_args()
@@ -264,7 +267,7 @@ def main() -> int:
         print("| " + " | ".join(row.cells()) + " | (included)", flush=True)
     for model in models:
         found, seconds[model.name] = measure(model, out / model.name, budgets.get(model.name, fractions),
-                                             args.time_limit, Clock(args.clock))
+                                             args.time_limit, Clock(args.clock), args.costs, model.name in budgets)
         for row in found:
             seconds_cell = "" if row.gvsoc_seconds is None else f" {row.gvsoc_seconds:.0f} s gvsoc"
             print("| " + " | ".join(row.cells()) + f" |{seconds_cell}", flush=True)

@@ -198,3 +198,24 @@ def test_the_on_chip_bench_takes_a_models_own_split_budget_and_keeps_an_earlier_
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(CkptError, match="not an on_chip.csv"):
         on_chip.included_rows(tmp_path / "other.csv")
+
+
+def test_the_on_chip_bench_runs_a_models_own_budget_in_its_first_sweep_with_the_costs_asked_for(monkeypatch):
+    """Each split sweep deploys the off-chip reference again (MobileNetV1: about 14 minutes busy): with the model's
+    own budget the graph order is known not to fit, so one sweep runs the budget beside it, solved with --costs."""
+    from bench_support import bench_module
+
+    from ckpt.errors import CkptError
+
+    on_chip, calls = bench_module("on_chip"), []
+
+    def refused(model, out, home, fractions, time_limit, clock, costs="auto"):
+        calls.append((home, fractions, costs))
+        raise CkptError("stop here", "-")
+
+    monkeypatch.setattr(on_chip, "_sweep", refused)
+    rows, _ = on_chip.measure(Path("m"), Path("out"), (0.23,), 60.0, costs="estimate", own=True)
+    assert calls == [("split", (0.23,), "estimate")] and rows[0].errors == "refused: stop here"
+    calls.clear()
+    on_chip.measure(Path("m"), Path("out"), (0.6, 0.5), 60.0)
+    assert calls == [("split", (), "auto")]         # the range's sweep only where the graph order does not fit
