@@ -19,8 +19,12 @@ Writes OUT/on_chip.csv and OUT/on_chip.png (train cycles against L2 bytes, one m
 the table, with the gvsoc seconds of each row (building and running both networks).
 Needs the training branch (pip install ../shared/deeploy-train) and gvsoc.
 
-Run: python bench/on_chip.py --model DIR [--model DIR ...] -o OUT [--range 0.5:0.9] [--smoke]
-(--smoke: SimpleMLP, the graph order only.)
+Run: python bench/on_chip.py --model DIR [--model DIR ...] -o OUT [--range 0.5:0.9] [--budget NAME=0.23 ...]
+    [--clock cpu] [--include EARLIER/on_chip.csv] [--smoke]
+(--smoke: SimpleMLP, the graph order only. --budget: a model's split row at that budget alone, or at the largest of
+a range NAME=LOW:HIGH that fits, in place of --range for that model, where its largest fitting budget is known from a
+sweep and a range would solve and replay many points that do not fit. --include: the rows of an earlier run's CSV,
+of the models not run here, kept in the table, CSV and plot as they are.)
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from ckpt.pipeline.calibrate import measured_code_bytes
 from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow, empty_row, replayed_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.options import Clock
 from ckpt.solver.model.records import SolveOptions
 
 COLUMNS = ("model", "deployment", "budget", "l2_total", "l3_total", "train_cycles", "optimizer_cycles", "errors",
@@ -67,6 +72,32 @@ class Row:
 
     def cells(self) -> list[str]:
         return ["" if v is None else str(v) for v in (getattr(self, c) for c in COLUMNS)]
+
+
+NUMBERS = frozenset({"l2_total", "l3_total", "train_cycles", "optimizer_cycles"})
+
+
+def included_rows(path: Path, skip: frozenset[str] = frozenset()) -> list[Row]:
+    """The rows of an earlier run's on_chip.csv, but those of the models in `skip` (run again here); no gvsoc
+    seconds (the CSV does not keep them)."""
+    with path.open(newline="") as handle:
+        found = list(csv.DictReader(handle))
+    if found and set(found[0]) != set(COLUMNS):
+        raise CkptError(f"{path} is not an on_chip.csv: its columns are {', '.join(found[0])}",
+                        "give the on_chip.csv an earlier run of bench/on_chip.py wrote")
+    return [Row(**{c: (int(r[c]) if r[c] else None) if c in NUMBERS else r[c] for c in COLUMNS})
+            for r in found if r["model"] not in skip]
+
+
+def model_budgets(texts: list[str]) -> dict[str, tuple[float, ...]]:
+    """`--budget NAME=FRACTION` (or NAME=LOW:HIGH, a range as --range takes it) -> the model's split budgets."""
+    found = {}
+    for text in texts:
+        name, _, value = text.partition("=")
+        if not name or not value:
+            raise CkptError(f"--budget '{text}' is not NAME=FRACTION", "write e.g. --budget mobilenetv1_train=0.23")
+        found[name] = tuple(parse_range(value if ":" in value else f"{value}:{value}"))
+    return found
 
 
 def progress(message: str) -> None:
@@ -130,18 +161,21 @@ def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, l
     return _row(model.name, "split+", label, found, _gvsoc_seconds(out / "split+" / "report.json"))
 
 
-def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float):
-    options = SweepOptions(fractions=fractions, target=TARGET, jobs=1,
-                           solve=SolveOptions(backend=BackendOptions(time_limit=time_limit)),
+def _sweep(model: Path, out: Path, home: str, fractions: tuple[float, ...], time_limit: float,
+           clock: Clock = Clock.WALL, costs: str = "auto"):
+    options = SweepOptions(fractions=fractions, target=TARGET, jobs=1, costs=costs,
+                           solve=SolveOptions(backend=BackendOptions(time_limit=time_limit, clock=clock)),
                            replay=ReplayOptions(deeploy=setup_for(TARGET, home), record_time=True))
     return run_sweep(model, out, options, progress)
 
 
-def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: float) -> tuple[list[Row], float]:
-    """The model's rows and the gvsoc seconds its sweeps spent."""
+def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: float,
+            clock: Clock = Clock.WALL, costs: str = "auto", own: bool = False) -> tuple[list[Row], float]:
+    """The model's rows and the gvsoc seconds its sweeps spent. With `own` budgets (--budget: the graph order is
+    known not to fit) one sweep runs them beside the graph order: each sweep deploys the off-chip reference again."""
     name, rows, seconds = model.name, [], 0.0
     try:
-        split = _sweep(model, out / "split", SPLIT_HOME, (), time_limit)
+        split = _sweep(model, out / "split", SPLIT_HOME, fractions if own else (), time_limit, clock, costs)
     except CkptError as err:                       # refused: no budget brings its activations on chip
         return [Row(name, "split", "-", None, None, None, None, f"refused: {err.problem}", "-")], seconds
     seconds += split.stage_seconds.get("gvsoc", 0.0)
@@ -152,8 +186,8 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     rows.append(_row(name, "split", "graph order", base, gvsoc_seconds(out / "split", base)))
     fitting = base if base.fits_on_chip and base.verified else None
     if fitting is None and fractions:
-        swept = _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit)
-        seconds += swept.stage_seconds.get("gvsoc", 0.0)
+        swept = split if own else _sweep(model, out / "split", SPLIT_HOME, fractions, time_limit, clock, costs)
+        seconds += 0.0 if own else swept.stage_seconds.get("gvsoc", 0.0)
         points = [r for r in swept.rows if r.budget_fraction is not None and r.fits_on_chip and r.verified]
         fitting = max(points, key=lambda r: r.budget_fraction, default=None)
     if fitting is not None:
@@ -164,7 +198,7 @@ def measure(model: Path, out: Path, fractions: tuple[float, ...], time_limit: fl
     else:
         rows.append(Row(name, "split", "none fits", None, None, None, None, "no budget of the range fits L2", "-"))
     try:
-        on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit)
+        on_chip = _sweep(model, out / "all-L2", "L2", (), time_limit, clock)
         seconds += on_chip.stage_seconds.get("gvsoc", 0.0)
         found = next(r for r in on_chip.rows if r.status == BASELINE)
         rows.append(_row(name, "all-L2", "graph order", found, gvsoc_seconds(out / "all-L2", found)))
@@ -200,16 +234,28 @@ def main() -> int:
     parser.add_argument("--model", action="append", help="a split step's train folder (repeatable)")
     parser.add_argument("-o", "--output", required=True, help="folder for on_chip.csv, on_chip.png and the sweeps")
     parser.add_argument("--range", default="0.5:0.9", help="budgets tried where the graph order does not fit L2")
+    parser.add_argument("--budget", action="append", default=[], metavar="NAME=FRACTION",
+                        help="a model's split budget (or NAME=LOW:HIGH), in place of --range for that model")
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--clock", choices=[c.value for c in Clock], default=Clock.WALL.value,
+                        help="what --time-limit counts (cpu: the same schedules however busy the machine is)")
+    parser.add_argument("--costs", default="auto", help="the op costs the split budgets are solved with, as "
+                        "ckpt sweep takes them (auto: gvsoc's where measured; estimate: ckpt solve's default)")
+    parser.add_argument("--include", type=Path, help="an earlier on_chip.csv whose other models' rows are kept")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, the graph order only")
     args = parser.parse_args()
     models = [Path(m) for m in args.model] if args.model else [shared_models() / "simplemlp_train"]
-    fractions = tuple(parse_range(args.range))
+    try:
+        fractions, budgets = tuple(parse_range(args.range)), model_budgets(args.budget)
+        earlier = included_rows(args.include, frozenset(m.name for m in models)) if args.include else []
+    except (CkptError, OSError) as err:
+        parser.error(err.problem if isinstance(err, CkptError) else str(err))
     if args.smoke:
-        models, fractions = models[:1], ()
+        models, fractions, budgets, earlier = models[:1], (), {}, []
     out = Path(args.output)
+    own = "".join(f"; {name}: {', '.join(map(str, found))}" for name, found in budgets.items())
     print(f"Deeploy {deeploy_label()}; target {TARGET}; budgets tried where the graph order does not fit: "
-          f"{args.range if fractions else 'none'}")
+          f"{args.range if fractions else 'none'}{own}")
     print()
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
@@ -217,14 +263,18 @@ def main() -> int:
         print_needs_branch(models, len(COLUMNS), blank_before=1)
         return 0
     rows, seconds = [], {}
+    for row in earlier:
+        print("| " + " | ".join(row.cells()) + " | (included)", flush=True)
     for model in models:
-        found, seconds[model.name] = measure(model, out / model.name, fractions, args.time_limit)
+        found, seconds[model.name] = measure(model, out / model.name, budgets.get(model.name, fractions),
+                                             args.time_limit, Clock(args.clock), args.costs, model.name in budgets)
         for row in found:
             seconds_cell = "" if row.gvsoc_seconds is None else f" {row.gvsoc_seconds:.0f} s gvsoc"
             print("| " + " | ".join(row.cells()) + f" |{seconds_cell}", flush=True)
         rows.extend(found)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
+    rows = earlier + rows
     writer.writerow(COLUMNS)
     writer.writerows(row.cells() for row in rows)
     out.mkdir(parents=True, exist_ok=True)

@@ -172,3 +172,50 @@ def test_benches_read_the_shared_models_where_CKPT_SHARED_MODELS_says(tmp_path, 
     run = run_bench("solvers", "--budgets", "0.9", "--solvers", "highs", "--time-limit", "10", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert re.match(rf"model {re.escape(str(shared / 'cct2_ft2'))}: 17 ops", run.stdout), run.stdout
+
+
+def test_the_on_chip_bench_takes_a_models_own_split_budget_and_keeps_an_earlier_runs_rows(tmp_path):
+    """MobileNetV1's largest fitting split budget (about 0.23) lies far below the default range's: `--budget NAME=F`
+    runs its split row at F alone, and `--include` keeps the rows of the models an earlier run measured (not run
+    again) beside it, numbers as numbers."""
+    from bench_support import bench_module
+
+    from ckpt.errors import CkptError
+
+    on_chip = bench_module("on_chip")
+    assert on_chip.model_budgets(["mobilenetv1_train=0.23", "cct_train=0.5:0.6"]) == {
+        "mobilenetv1_train": (0.23,), "cct_train": (0.6, 0.5)}
+    with pytest.raises(CkptError, match="NAME=FRACTION"):
+        on_chip.model_budgets(["0.23"])
+    earlier = tmp_path / "on_chip.csv"
+    earlier.write_text(",".join(on_chip.COLUMNS) + "\n"
+                       "resnet8_train,split,graph order (fits),1260440,627056,88699048,1617826,0/1,0/78046\n"
+                       "mobilenetv1_train,all-L2,graph order,,,,,does not fit: 1 B over,-\n")
+    rows = on_chip.included_rows(earlier, frozenset({"mobilenetv1_train"}))
+    assert [r.cells() for r in rows] == [["resnet8_train", "split", "graph order (fits)", "1260440", "627056",
+                                          "88699048", "1617826", "0/1", "0/78046"]]
+    assert rows[0].train_cycles == 88699048
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(CkptError, match="not an on_chip.csv"):
+        on_chip.included_rows(tmp_path / "other.csv")
+
+
+def test_the_on_chip_bench_runs_a_models_own_budget_in_its_first_sweep_with_the_costs_asked_for(monkeypatch):
+    """Each split sweep deploys the off-chip reference again (MobileNetV1: about 14 minutes busy): with the model's
+    own budget the graph order is known not to fit, so one sweep runs the budget beside it, solved with --costs."""
+    from bench_support import bench_module
+
+    from ckpt.errors import CkptError
+
+    on_chip, calls = bench_module("on_chip"), []
+
+    def refused(model, out, home, fractions, time_limit, clock, costs="auto"):
+        calls.append((home, fractions, costs))
+        raise CkptError("stop here", "-")
+
+    monkeypatch.setattr(on_chip, "_sweep", refused)
+    rows, _ = on_chip.measure(Path("m"), Path("out"), (0.23,), 60.0, costs="estimate", own=True)
+    assert calls == [("split", (0.23,), "estimate")] and rows[0].errors == "refused: stop here"
+    calls.clear()
+    on_chip.measure(Path("m"), Path("out"), (0.6, 0.5), 60.0)
+    assert calls == [("split", (), "auto")]         # the range's sweep only where the graph order does not fit
