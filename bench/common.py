@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -184,11 +184,21 @@ TOLERANCE_RELATIVE, TOLERANCE_POINTS = 0.10, 0.1     # a prediction holds within
 
 def within(predicted_pct: float | None, measured_pct: float | None, band_pct: float | None = None) -> str:
     """"yes" where the predicted overhead is within max(10% of the measured one, 0.1 points) of it; else "in band"
-    where it is within `band_pct` (the layout band: how far the graph order's own step moves when its code moves),
-    else "no"; "-" where either is unknown."""
+    where it is within `band_pct` of it (a measured noise band: how far the graph order's own step moves when its
+    code moves, `bench/gvsoc.py --noise`, or how far the overhead strays over the draws, `draws_band`), else "no";
+    "-" where either is unknown."""
     if predicted_pct is None or measured_pct is None:
         return "-"
     allowed = max(TOLERANCE_RELATIVE * abs(measured_pct), TOLERANCE_POINTS)
     if abs(predicted_pct - measured_pct) <= allowed + 1e-9:
         return "yes"
     return "in band" if band_pct is not None and abs(predicted_pct - measured_pct) <= band_pct + 1e-9 else "no"
+
+
+def draws_band(point_draws: Sequence[int], base_draws: Sequence[int], measured_pct: float | None) -> float | None:
+    """The draws' noise band of a point's measured overhead `measured_pct` (its median draw over the graph order's):
+    the farthest the overhead of any one of its draws over any one of the graph order's strays from it, in points.
+    None with fewer than two draws on either side (one run measures no spread)."""
+    if measured_pct is None or len(point_draws) < 2 or len(base_draws) < 2 or not all(base_draws):
+        return None
+    return max(abs(100.0 * (p - b) / b - measured_pct) for p in point_draws for b in base_draws)

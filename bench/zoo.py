@@ -7,7 +7,8 @@ the branch's harness and run on this host and on gvsoc (one mini-batch and one u
   seconds, the gvsoc seconds per point, the train network's cycles per mini-batch and the optimizer's per update at
   the graph order and at the cheapest point whose whole step fits the chip's L2 (or "none fits");
 - every point: its budget, live peak replayed (and predicted), recomputes, train and optimizer cycles, the
-  measured overhead (and the predicted one, and whether it lies within max(10% of the measured, 0.1 points)),
+  measured overhead (and the predicted one, and whether it lies within max(10% of the measured, 0.1 points), or,
+  outside it, within the draws' band where the sweep ran several draws: "in band", bench/common.py's draws_band),
   Errors on the host (ckpt's executor; each flow's generated code), whether it computes the graph order's numbers
   bit for bit, Errors on gvsoc, gvsoc seconds;
 - beside the fork (bench/fork_figures.py: how each figure is counted on ckpt's graphs): the fork's row, then ckpt's
@@ -38,6 +39,7 @@ from pathlib import Path
 from common import (
     BenchParser,
     budget_range,
+    draws_band,
     existing,
     fractions,
     jobs,
@@ -229,11 +231,13 @@ def _status(row: PointRow) -> str:
 
 def point_lines(model: Path, sweep: SweepRead) -> list[str]:
     lines = []
+    base = next((r for r in sweep.rows if r.status == BASELINE), None)
     for r in sweep.rows:
         overhead = "-" if r.overhead_pct is None else f"{r.overhead_pct:+.2f}"
         if r.overhead_pct_predicted is not None:
             overhead += f" ({r.overhead_pct_predicted:+.2f})"
-        fits = within(r.overhead_pct_predicted, r.overhead_pct) if r.status != BASELINE else "-"
+        band = draws_band(r.cycles_draws, base.cycles_draws, r.overhead_pct) if base is not None else None
+        fits = within(r.overhead_pct_predicted, r.overhead_pct, band) if r.status != BASELINE else "-"
         peak = cell(r.peak) if r.replayed_peak is None or r.predicted_peak is None \
             else f"{r.replayed_peak} ({r.predicted_peak})"
         runs = sweep.code_runs(r.label)

@@ -201,3 +201,28 @@ def test_another_models_calibration_is_refused_before_any_work(split, tmp_path, 
     out = capsys.readouterr()
     assert f"'{costs}' is a calibration of another model" in out.err and out.out == ""
     assert not (tmp_path / "out").exists()
+
+
+BASE_DRAWS, POINT_DRAWS = [96101959, 96202286, 96151065], [96708423, 96691376, 96855478]   # README 0.9, 3 draws
+
+
+def test_a_miss_within_the_draws_spread_of_the_measured_overhead_is_in_band_and_one_draw_measures_none(tmp_path):
+    """The README example's 0.9 with three draws: predicted +0.46%, measured +0.58% (medians), 0.12 points off,
+    outside the rule; one draw of the point over one of the graph order measures as little as +0.51% and as much
+    as +0.79%, so the miss lies inside what the draws alone move the overhead by: "in band". With one draw each
+    there is no spread to measure: "no"."""
+    base = replace(_row("baseline", None, 96151065, 96151065), cycles_draws=BASE_DRAWS)
+    point = replace(_row("0.9", 0.9, 96708423, 96589508), cycles_draws=POINT_DRAWS)
+    for rows, verdict in (([base, point], "in band"),
+                          ([replace(base, cycles_draws=[]), replace(point, cycles_draws=[])], "no")):
+        folder = _folder(tmp_path / verdict, rows, finished=True)
+        cells = [c.strip() for c in zoo.point_lines(Path("readme"), zoo.SweepRead.of(folder))[1].split("|")[1:-1]]
+        line = dict(zip([c.strip() for c in zoo.POINTS_HEAD.split("|")[1:-1]], cells, strict=True))
+        assert line["overhead % measured (pred)"] == "+0.58 (+0.46)" and line["within"] == verdict
+
+
+def test_the_draws_band_is_the_farthest_one_pair_of_draws_strays_from_the_medians_overhead():
+    band = zoo.draws_band(POINT_DRAWS, BASE_DRAWS, 100.0 * (96708423 - 96151065) / 96151065)
+    assert band == pytest.approx(100.0 * (96855478 - 96101959) / 96101959 - 100.0 * (96708423 - 96151065) / 96151065)
+    assert zoo.draws_band(POINT_DRAWS, BASE_DRAWS[:1], 0.58) is None and zoo.draws_band([1], [1, 2], 0.5) is None
+    assert zoo.draws_band(POINT_DRAWS, BASE_DRAWS, None) is None
