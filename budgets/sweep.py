@@ -59,7 +59,7 @@ from ckpt.pipeline.row import (
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import read_schedule
-from ckpt.solver.graph.baselines import Baselines, baselines
+from ckpt.solver.graph.baselines import STAGE_ORDER_RULES, Baselines, baselines
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.onnx_loader import model_path
 from ckpt.solver.model.records import SolveOptions
@@ -363,7 +363,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
         for spec in model.specs:
             # the baseline is the graph order whatever the solver options: they are not part of its key
             parts = {**common, "point": spec.label, "fraction": spec.fraction,
-                     "solver": solver if spec.fraction is not None else None,
+                     "solver": {**solver, "stage_order_rules": STAGE_ORDER_RULES} if spec.fraction is not None
+                     else None,
                      "flow": options.flow.value if options.flow and spec.fraction is not None else None,
                      "weights": _weights(options).value,
                      "costs": model.costs.source if model.costs else "estimate",

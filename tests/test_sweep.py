@@ -238,3 +238,26 @@ def test_a_proof_is_kept_whatever_clock_or_limit_gave_it():
 
     assert key(time_limit=20, clock=Clock.CPU) == key(time_limit=60, clock=Clock.WALL)
     assert key(gap=0.01) != key(gap=0.02)
+
+
+def test_a_sweep_run_again_under_other_stage_order_rules_solves_its_points_again(mlp, tmp_path, monkeypatch):
+    """A point's answer, proof included, holds for the stage order it was solved over: a sweep folder solved
+    before the order's rules changed is solved again, the graph order's point is not."""
+    from ckpt.budgets import sweep
+    from ckpt.pipeline import deployed_solve
+
+    seen, real = [], deployed_solve.solve
+
+    def spied(graph, options, *args, **kwargs):
+        seen.append(options.budget)
+        return real(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(deployed_solve, "solve", spied)
+    monkeypatch.setattr(sweep, "LocalExecutor", _HereExecutor)
+    args = ("sweep", "0.9:0.9", "--model", str(mlp), "--target", "none", "--no-verify", "--time-limit", "30",
+            "-o", str(tmp_path / "out"))
+    assert ckpt_here(*args).returncode == 0
+    solved = len(seen)
+    assert solved >= 1 and ckpt_here(*args).returncode == 0 and len(seen) == solved      # kept: same rules
+    monkeypatch.setattr(sweep, "STAGE_ORDER_RULES", sweep.STAGE_ORDER_RULES + 1)
+    assert ckpt_here(*args).returncode == 0 and len(seen) == 2 * solved

@@ -38,6 +38,11 @@ def single_op_lower_bound(graph: TrainGraph) -> tuple[int, str]:
     return best, best_op
 
 
+# Which rules min_memory_order and deferred follow: a proof (optimal, infeasible) holds for one stage order, so
+# whatever keeps a solve's answer keys it with this and solves again once the rules change what they return.
+STAGE_ORDER_RULES = 2           # 2: an op reading no activation runs right before its first reader
+
+
 def min_memory_order(graph: TrainGraph) -> list[str]:
     """Greedy list schedule: of the ready ops, run the one that grows memory least (ties: graph order).
 
