@@ -1,0 +1,159 @@
+"""Parking activations off chip beside recomputing them (solver/model/parking.py): the exact model's choice is the
+cheapest of every schedule and parking of a tiny graph, parking never costs more than not parking at the same
+budget, the chip's level never exceeds the budget, and without parking the solve is the one it always was."""
+import itertools
+
+import pytest
+from graphs import chain, random_graphs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.schedule import Decisions
+from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace
+from ckpt.solver.model import milp
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.problem import Problem
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.park_stage import chip_graph
+from ckpt.solver.realise.greedy import outside_space
+from ckpt.solver.solve import solve
+
+EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
+EXAMPLES = int(__import__("os").environ.get("CKPT_EXAMPLES", 30))
+
+
+@st.composite
+def priced_graphs(draw, max_ops: int = 8):
+    """A random graph, a budget between its single-op floor and its graph order's peak, and a price (whole cycles)
+    per run of each op that writes or reads an activation buffer, for parking that buffer."""
+    graph = draw(random_graphs(max_ops=max_ops))
+    prices: dict[str, dict[str, int]] = {}
+    for op in graph.ops:
+        for t in dict.fromkeys((*op.inputs, *op.outputs)):
+            root = graph.root(t)
+            if graph.buffer_bytes(root) > 0:
+                prices.setdefault(root, {})[op.name] = draw(st.integers(0, 4))
+    base = baselines(graph)
+    room = max(0, base.graph_order_peak - base.lower_bound)
+    budget = base.lower_bound + draw(st.sampled_from([0, room // 4, room // 2]) | st.integers(0, room))
+    return graph, prices, budget
+
+
+def options(budget: int) -> SolveOptions:
+    return SolveOptions(budget=budget, order="graph", views="fixed", backend=EXACT)
+
+
+def cheapest_by_enumeration(graph, prices, budget) -> int | None:
+    """The least recompute cycles plus parking cycles over every recompute set of the exact model's space and every
+    set of parked buffers (a parked buffer's producer never recomputed; the chip holds all but the parked)."""
+    problem = Problem(graph)
+    pairs = [(t, i) for i in range(problem.n) for t in problem.recompute_stages(i)]
+    parkable = [e for e in problem.buffers if e in prices]
+    best = None
+    for n in range(len(pairs) + 1):
+        for chosen in itertools.combinations(pairs, n):
+            decisions = Decisions(frozenset(chosen))
+            seq = decisions.sequence(graph)
+            try:
+                check_ready(graph, seq)
+                check_in_place(graph, seq)
+            except CkptError:
+                continue
+            if outside_space(graph, decisions, seq):
+                continue
+            rerun = {i for _, i in chosen}
+            recompute = decisions.cost(graph)
+            for k in range(len(parkable) + 1):
+                for parked in itertools.combinations(parkable, k):
+                    if any(problem.producer(e) in rerun for e in parked):
+                        continue
+                    if memory_trace(chip_graph(graph, parked), seq).peak_bytes > budget:
+                        continue
+                    park = sum(sum(prices[e].values()) + sum(prices[e].get(graph.ops[j].name, 0)
+                                                             for _, j in chosen if j != problem.producer(e))
+                               for e in parked)
+                    cost = recompute + park
+                    best = cost if best is None else min(best, cost)
+    return best
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_graphs(max_ops=4))
+def test_the_exact_models_choice_is_the_cheapest_of_every_schedule_and_parking(case):
+    graph, prices, budget = case
+    problem = Problem(graph)
+    if len([1 for i in range(problem.n) for _ in problem.recompute_stages(i)]) > 10:
+        return                                              # the enumeration's size
+    expected = cheapest_by_enumeration(graph, prices, budget)
+    try:
+        result = solve(graph, options(budget), park=prices)
+    except InfeasibleBudget:
+        assert expected is None
+        return
+    assert result.status == "optimal"
+    assert result.planned_cost + result.park_cost == expected
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_graphs())
+def test_parking_never_costs_more_and_the_chip_stays_within_the_budget(case):
+    graph, prices, budget = case
+    try:
+        plain = solve(graph, options(budget))
+    except InfeasibleBudget:
+        plain = None
+    try:
+        parked = solve(graph, options(budget), park=prices)
+    except InfeasibleBudget:
+        assert plain is None                                # parking only adds schedules
+        return
+    assert parked.peak_bytes == memory_trace(chip_graph(graph, parked.parked), parked.seq).peak_bytes <= budget
+    assert parked.booked_peak_bytes is None or parked.peak_bytes <= parked.booked_peak_bytes <= budget
+    producers = {graph.producer[e] for e in parked.parked}
+    assert not any(i in producers for _, i in parked.decisions.recomputes)     # written once
+    if plain is not None:
+        assert parked.planned_cost + parked.park_cost <= plain.planned_cost
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_graphs())
+def test_without_parking_the_solve_and_the_model_are_what_they_were(case):
+    graph, _, budget = case
+    problem = Problem(graph)
+    assert str(milp.build(problem, budget).lp) == str(milp.build(problem, budget, park=None).lp)
+    try:
+        before = solve(graph, options(budget))
+    except InfeasibleBudget:
+        with pytest.raises(InfeasibleBudget):
+            solve(graph, options(budget), park=None)
+        return
+    after = solve(graph, options(budget), park=None)
+    assert after.parked == frozenset() and after.park_cost == 0
+    assert (after.seq, after.decisions, after.peak_bytes, after.planned_cost) == \
+        (before.seq, before.decisions, before.peak_bytes, before.planned_cost)
+
+
+def test_an_activation_cheaper_to_park_than_to_recompute_is_parked():
+    """A chain at its single-op floor recomputes; with parking cheaper than a recompute, the exact model parks the
+    activations it would otherwise recompute, and the chip's peak is what is left."""
+    graph = chain(4, 8)
+    base = baselines(graph)
+    prices = {}
+    for op in graph.ops:
+        for t in (*op.inputs, *op.outputs):
+            if graph.buffer_bytes(t) > 0:
+                prices.setdefault(t, {})[op.name] = 0
+    plain = solve(graph, options(base.lower_bound))
+    parked = solve(graph, options(base.lower_bound), park=prices)
+    assert plain.planned_cost > 0 and parked.planned_cost == 0 and parked.parked
+    assert parked.peak_bytes <= base.lower_bound
+    expensive = {t: {name: 100 for name in ops} for t, ops in prices.items()}
+    assert solve(graph, options(base.lower_bound), park=expensive).parked == frozenset()
+
+
+def test_parking_is_refused_without_a_budget():
+    graph = chain(3)
+    with pytest.raises(CkptError, match="budget"):
+        solve(graph, SolveOptions(objective="peak", backend=EXACT), park={})
