@@ -1,15 +1,18 @@
 """The stages of a solve that may park activations off chip (`solve(..., park=prices)`; solver/model/parking.py).
 
-The relaxation's bound and the focused model know nothing of parking (a parked activation can make a schedule
-cheaper than the bound allows), so a parking solve runs the heuristics for a start and then the exact model with
-parking until the end of its limit; what it proves is HiGHS's own proof. `chip_graph` is the graph as the chip's
-level sees it: the parked activations take no bytes there, so the replay's peak of a parked schedule is the chip's.
+The relaxation's bound, the focused model and the single-op floor know nothing of parking (a parked activation can
+make a schedule cheaper than the bound allows, and an op whose inputs are parked needs less of the chip than the
+floor counts), so a parking solve runs the heuristics for a start (where one fits without parking) and then the exact
+model with parking until the end of its limit; what it proves is HiGHS's own proof. `chip_graph` is the graph as the
+chip's level sees it: the parked activations take no bytes there, so the replay's peak of a parked schedule is the
+chip's.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ckpt.errors import InfeasibleBudget
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.model.backends import RunStatus
 from ckpt.solver.model.model_run import run_model
@@ -43,10 +46,13 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
             ran = again
     timed_out = found.timed_out or ran is None or ran.outcome.timed_out
     if ran is not None and ran.infeasible and found.start is None:
-        raise attempt.infeasible()
+        raise InfeasibleBudget(f"no schedule fits {options.budget} B on chip, even with activations parked off chip "
+                               "(proven by the exact model)", "raise the budget")
     if ran is None or ran.decisions is None:
         if found.start is None:
-            raise attempt.infeasible(timed_out=True)
+            raise InfeasibleBudget(f"no schedule with parking was found for {options.budget} B in the time limit "
+                                   "(not proven infeasible)", "give it more --time-limit, or raise the budget",
+                                   proven=False)
         return replace(found, answer=Answer(found.start, replace(HEURISTIC, timed_out=timed_out)))
     if found.start is not None and attempt.cost(found.start) < attempt.cost(ran.decisions) + ran.park_cost:
         return replace(found, answer=Answer(found.start, replace(HEURISTIC, timed_out=timed_out)))

@@ -152,7 +152,7 @@ class _Run:
         options, plan = self.options, self.plan
         base = baselines(graph)
         staged = reorder(graph, order)
-        if options.budget is not None and options.budget < base.lower_bound:
+        if options.budget is not None and options.budget < base.lower_bound and self.park is None:
             raise infeasible_error(options, base, staged, plan, self.progress)
         plain_peak = memory_trace(staged, plain_sequence(staged)).peak_bytes
         if options.objective is Objective.COST and plain_peak <= options.budget:

@@ -4,11 +4,13 @@ budget, the chip's level never exceeds the budget, and without parking the solve
 import itertools
 
 import pytest
+from cli_support import ckpt_here
 from graphs import chain, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt.errors import CkptError, InfeasibleBudget
+from ckpt.schedule_file import Predicted, Schedule, write_schedule
 from ckpt.solver.graph.baselines import baselines
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace
@@ -26,7 +28,8 @@ EXAMPLES = int(__import__("os").environ.get("CKPT_EXAMPLES", 30))
 
 @st.composite
 def priced_graphs(draw, max_ops: int = 8):
-    """A random graph, a budget between its single-op floor and its graph order's peak, and a price (whole cycles)
+    """A random graph, a budget up to its graph order's peak (below its single-op floor too: parking an op's inputs
+    takes them off the chip), and a price (whole cycles)
     per run of each op that writes or reads an activation buffer, for parking that buffer."""
     graph = draw(random_graphs(max_ops=max_ops))
     prices: dict[str, dict[str, int]] = {}
@@ -37,7 +40,8 @@ def priced_graphs(draw, max_ops: int = 8):
                 prices.setdefault(root, {})[op.name] = draw(st.integers(0, 4))
     base = baselines(graph)
     room = max(0, base.graph_order_peak - base.lower_bound)
-    budget = base.lower_bound + draw(st.sampled_from([0, room // 4, room // 2]) | st.integers(0, room))
+    budget = base.lower_bound + draw(st.sampled_from([0, room // 4, room // 2]) | st.integers(-base.lower_bound // 2,
+                                                                                             room))
     return graph, prices, budget
 
 
@@ -157,3 +161,22 @@ def test_parking_is_refused_without_a_budget():
     graph = chain(3)
     with pytest.raises(CkptError, match="budget"):
         solve(graph, SolveOptions(objective="peak", backend=EXACT), park={})
+
+
+def test_park_auto_is_refused_without_the_split_home_and_a_live_budget(tmp_path):
+    out = str(tmp_path / "s.json")
+    done = ckpt_here("solve", "--target", "siracusa", "--park", "auto", "--budget", "0.8", "-o", out)
+    assert done.returncode == 1 and "--home split" in done.stderr and "Traceback" not in done.stderr
+    done = ckpt_here("solve", "--target", "siracusa", "--home", "split", "--park", "auto", "--objective", "peak",
+                     "-o", out)
+    assert done.returncode == 1 and "--objective peak" in done.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_a_schedule_that_parks_activations_is_refused_by_the_replay_before_any_work(tmp_path):
+    schedule = tmp_path / "parked.json"
+    write_schedule(schedule, Schedule((("n0", 0),), predicted=Predicted(
+        peak_bytes=4, parked={"tensors": ["t0"], "bytes": 4, "cycles": 10})))
+    done = ckpt_here("replay", str(schedule), "--target", "siracusa", "-o", str(tmp_path / "out"))
+    assert done.returncode == 1 and "parks 1 activation(s) off chip" in done.stderr
+    assert not (tmp_path / "out").exists()
