@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from ckpt.errors import CkptError, InfeasibleBudget
 from ckpt.schedule_file import Predicted, Schedule, write_schedule
 from ckpt.solver.graph.baselines import baselines
+from ckpt.solver.graph.costs import CostModel
+from ckpt.solver.graph.level_price import LevelPrice, park_prices, priced_at_levels
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace
 from ckpt.solver.model import milp
@@ -180,3 +182,24 @@ def test_a_schedule_that_parks_activations_is_refused_by_the_replay_before_any_w
     done = ckpt_here("replay", str(schedule), "--target", "siracusa", "-o", str(tmp_path / "out"))
     assert done.returncode == 1 and "parks 1 activation(s) off chip" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(), per_tensor=st.floats(10, 3000), per_byte=st.floats(0, 20), tiles=st.integers(1, 4),
+       pick=st.integers(0, 100))
+def test_parking_is_priced_as_the_cost_model_prices_an_off_chip_tensor(graph, per_tensor, per_byte, tiles, pick):
+    """One definition: what parking a buffer adds to each layer that writes or reads it is what the cost model
+    (priced_at_levels, the split home's pricing) adds to that layer when the buffer's level goes off chip."""
+    price = LevelPrice(per_tensor, per_byte)
+    prices = park_prices(graph, price, {op.name: tiles for op in graph.ops})
+    if not prices:
+        return
+    chosen = sorted(prices)[pick % len(prices)]
+    measured = {op.name: 10 ** 9 for op in graph.ops}                  # no layer's cap reached
+    costs = CostModel(measured=measured, tiles={op.name: tiles for op in graph.ops})
+    on_chip = {t: "L2" for t in graph.tensor_bytes if graph.buffer_bytes(graph.root(t)) > 0}
+    parked = {t: ("L3" if graph.root(t) == chosen else level) for t, level in on_chip.items()}
+    before = priced_at_levels(costs, graph, on_chip, "L2", price, "split").measured
+    after = priced_at_levels(costs, graph, parked, "L2", price, "split").measured
+    added = {name: after[name] - before[name] for name in measured if after[name] != before[name]}
+    assert added == pytest.approx({name: round(c) for name, c in prices[chosen].items()}, abs=1)
