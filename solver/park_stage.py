@@ -60,4 +60,12 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
                                         ran.sizes, parked=ran.parked, park_cost=ran.park_cost))
 
 
-PARKING_STAGES: tuple[Stage, ...] = (greedy_start, parking_stage)
+def parking_start(attempt: Attempt, found: Found) -> Found:
+    """The heuristics' schedule as the exact model's start, where one can fit without parking: below the single-op
+    floor none can, and the heuristics' share of the time goes to the exact model."""
+    if attempt.options.budget is not None and attempt.options.budget < attempt.base.lower_bound:
+        return found
+    return greedy_start(attempt, found)
+
+
+PARKING_STAGES: tuple[Stage, ...] = (parking_start, parking_stage)
