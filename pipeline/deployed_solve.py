@@ -29,7 +29,7 @@ from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
-from ckpt.pipeline.parking import park_prices_of, with_parked
+from ckpt.pipeline.parking import park_prices_of, parked_names, with_parked
 from ckpt.pipeline.split_plus import chosen_with_schedule, priced_on_chip
 from ckpt.pipeline.split_plus import step_cycles as split_plus_cycles
 from ckpt.replay.predict import predicted_levels
@@ -296,7 +296,8 @@ def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, li
         return Checked("heap_bytes", max(heap_bytes(loaded.graph, result.seq), result.peak_bytes), limit, live)
     if request.deployed_flow is Flow.NON_TILED:
         return Checked("peak_bytes", result.peak_bytes, limit, live, arena=_arena(loaded, request, result))
-    return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result, request.code_bytes))
+    return Checked("peak_bytes", result.peak_bytes, limit, live,
+                   _levels_doc(loaded, result, request.code_bytes, parked=parked_names(result)))
 
 
 def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> int | None:
@@ -306,13 +307,14 @@ def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> i
     return arena_layout(loaded.graph, result.seq).size
 
 
-def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset()
-                ) -> dict | None:
+def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset(),
+                parked: frozenset[str] = frozenset()) -> dict | None:
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering; `on_chip`: what
-    persists split+ brings on chip)."""
+    persists split+ brings on chip; `parked`: the activations parked off chip, Deeploy's names)."""
     if loaded.lowered is None:
         return None
-    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip)
+    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip,
+                              parked)
     return {name: replace(fig, code=code if name == loaded.home_level else 0).document()
             for name, fig in sorted(levels.items())}
 

@@ -33,13 +33,18 @@ def park_prices_of(loaded: LoadedModel) -> ParkPrices:
     return park_prices(loaded.graph, price, tiles)
 
 
+def parked_names(result: SolveResult) -> frozenset[str]:
+    """The activations `result` parked, by Deeploy's names."""
+    return frozenset(deeploy_bridge.deeploy_tensor_name(t) for t in result.parked)
+
+
 def with_parked(doc: Schedule, loaded: LoadedModel, result: SolveResult) -> Schedule:
     """The schedule's record naming the activations `result` parked (Deeploy's names), their bytes and the cycles they
     add, its step cycles with them."""
     if not result.parked:
         return doc
-    graph, name = loaded.graph, deeploy_bridge.deeploy_tensor_name
-    record = {"tensors": sorted(name(t) for t in result.parked),
+    graph = loaded.graph
+    record = {"tensors": sorted(parked_names(result)),
               "bytes": sum(int(graph.tensor_bytes[t]) for t in result.parked), "cycles": result.park_cost}
     step = doc.predicted.step_cycles
     return replace(doc, predicted=replace(doc.predicted, parked=record,

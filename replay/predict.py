@@ -79,12 +79,13 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
                      home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset(),
-                     on_chip: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
+                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset()
+                     ) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says; for the split home, both its levels (`predicted_split_levels`; `on_chip`: what persists brought
-    on chip, split+)."""
+    on chip, split+; `parked`: activations parked off chip, Deeploy's names)."""
     if home == SPLIT_HOME:
-        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip)
+        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
@@ -100,14 +101,15 @@ def split_home_of(lowered: LoweredGraph) -> SplitHome:
 
 
 def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
-                           persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset()
-                           ) -> dict[str, LevelMemory]:
+                           persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset(),
+                           parked: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
     level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
     On chip this is the activations' arena (with what persists brought there), which the code reserves from address
     0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Off chip it
-    holds the constants and the persistent graph I/O."""
-    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
+    holds the constants and the persistent graph I/O (and the activations `parked` there, Deeploy's names)."""
+    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights),
+                                                         parked)
 
 
 def predicted_split_tiles(lowered: LoweredGraph, weights: WeightUpdate, persistent_io: frozenset[str],
@@ -157,11 +159,13 @@ class _SplitBlocks:
                    home_blocks(plan, found.graph, inputs, outputs, lowered.persistent_inputs),
                    broadcast_constant_bytes(found.model, lowered.constants))
 
-    def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int) -> dict[str, LevelMemory]:
+    def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int,
+               parked: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
         name = deeploy_bridge.deeploy_tensor_name
         graph_on_chip = {t for t in self.graph.tensor_bytes if name(t) in on_chip}
+        graph_parked = {t for t in self.graph.tensor_bytes if name(t) in parked}
         where = {name(t): level for t, level in
-                 split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
+                 split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip, graph_parked).items()}
         constants = {t for t in persistent_roots(self.graph, self.inputs) & graph_on_chip
                      if self.graph.root(t) == t}          # a copy sharing another's bytes is not held twice
         on_chip_static = sum(self.constant_bytes(t) for t in constants)

@@ -203,3 +203,25 @@ def test_parking_is_priced_as_the_cost_model_prices_an_off_chip_tensor(graph, pe
     after = priced_at_levels(costs, graph, parked, "L2", price, "split").measured
     added = {name: after[name] - before[name] for name in measured if after[name] != before[name]}
     assert added == pytest.approx({name: round(c) for name, c in prices[chosen].items()}, abs=1)
+
+
+@pytest.mark.deeploy
+def test_a_split_solve_below_the_single_op_floor_parks_and_lays_the_parked_out_off_chip(tmp_path, lowering_cache):
+    """The built-in MLP's split step at 0.6: no schedule fits without parking (its single-op floor is above the
+    budget); with --park auto one does, the file names what it parks, and the predicted levels hold the parked in
+    L3, not in L2's arena."""
+    import json
+
+    model = tmp_path / "mlp"
+    assert ckpt_here("example", "mlp", "--layers", "2", "--width", "32", "-o", str(model)).returncode == 0
+    args = ("solve", str(model), "--target", "siracusa", "--home", "split", "--budget", "0.6", "--costs", "estimate")
+    plain = ckpt_here(*args, "-o", str(tmp_path / "plain.json"))
+    assert plain.returncode == 2 and "single-op lower bound" in plain.stderr
+    parked = ckpt_here(*args, "--park", "auto", "-o", str(tmp_path / "parked.json"))
+    assert parked.returncode == 0, parked.stderr
+    doc = json.loads((tmp_path / "parked.json").read_text())
+    predicted, budget = doc["predicted"], doc["budget"]["bytes"]
+    record = predicted["parked"]
+    assert record["tensors"] and record["bytes"] > 0 and record["cycles"] > 0
+    assert predicted["peak_bytes"] <= budget and predicted["levels"]["L2"]["activations_at_peak"] <= budget
+    assert predicted["levels"]["L3"]["arena"] >= max(record["bytes"] // len(record["tensors"]), 1)
