@@ -231,12 +231,14 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
 
 
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),
-                            weights: WeightUpdate = DEFAULT_SETUP.weights, on_chip: frozenset[str] = frozenset()
-                            ) -> dict[str, str]:
+                            weights: WeightUpdate = DEFAULT_SETUP.weights, on_chip: frozenset[str] = frozenset(),
+                            parked: frozenset[str] = frozenset()) -> dict[str, str]:
     """Each buffer of the lowered graph (Deeploy's name) -> the level the split home keeps it in
-    (solver.memory.placement; `on_chip`: what persists brought on chip, split+)."""
+    (solver.memory.placement; `on_chip`: what persists brought on chip, split+; `parked`: activations parked off
+    chip)."""
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases), weights)
     inputs, _ = io_names(lowered.model.graph)
     brought = {t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in on_chip}
-    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io, brought)
+    off = {t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in parked}
+    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io, brought, off)
     return {deeploy_bridge.deeploy_tensor_name(t): level for t, level in levels.items()}

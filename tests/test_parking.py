@@ -225,3 +225,51 @@ def test_a_split_solve_below_the_single_op_floor_parks_and_lays_the_parked_out_o
     assert record["tensors"] and record["bytes"] > 0 and record["cycles"] > 0
     assert predicted["peak_bytes"] <= budget and predicted["levels"]["L2"]["activations_at_peak"] <= budget
     assert predicted["levels"]["L3"]["arena"] >= max(record["bytes"] // len(record["tensors"]), 1)
+
+
+@pytest.fixture(scope="module")
+def branch():
+    from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
+                    "(pip install ../shared/deeploy-train)")
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_the_generated_code_keeps_each_parked_activation_where_the_solver_parked_it(branch, shared_models,
+                                                                                     lowering_cache, tmp_path):
+    """SimpleMLP's split step solved at 0.8 with --park auto (below its single-op floor: it parks): Deeploy's
+    context, after its annotation passes, gives every parked activation L3 and every other buffer the level ckpt
+    decided; the train network's arena in L3 grows by them."""
+    import json
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import setup_for
+    from ckpt.replay.predict import predicted_buffer_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / "simplemlp_train"
+    out = tmp_path / "parked.json"
+    done = ckpt_here("solve", str(folder), "--target", "siracusa", "--home", "split", "--budget", "0.8",
+                     "--costs", "estimate", "--park", "auto", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    parked = tuple(json.loads(out.read_text())["predicted"]["parked"]["tensors"])
+    assert parked
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    arenas = {}
+    for name, setup in (("split", setup_for("siracusa", "split")),
+                        ("parked", replace(setup_for("siracusa", "split"), parked=parked))):
+        train, _ = deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup,
+                                Path(tmp_path) / name)
+        arenas[name] = train.arena
+    decided = predicted_buffer_levels(lowered, step.persistent_io, parked=frozenset(parked))
+    generated = train.buffer_levels
+    assert {generated[name] for name in parked} == {"L3"}
+    compared = sorted(set(decided) & set(generated))
+    assert {name: generated[name] for name in compared} == {name: decided[name] for name in compared}
+    assert arenas["parked"]["L3"] > arenas["split"]["L3"]
