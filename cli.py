@@ -40,11 +40,11 @@ from ckpt.cli_common import (
     one_line_errors,
     optimizer_option,
     park_option,
+    parked_of,
     persist_on_chip_option,
     progress,
     refuse_ignored,
     refuse_inputs_as_output,
-    refuse_parked,
     tiled_weights,
     weights_option,
 )
@@ -434,7 +434,6 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     from ckpt.solver.graph.onnx_loader import optimizer_path
 
     solved = read_schedule(schedule)
-    refuse_parked(solved, schedule)
     folder = Path(outdir) if outdir is not None else default_outdir(Path(schedule))
     if model:
         refuse_input_folder(folder, model, optimizer)     # even with --overwrite
@@ -464,8 +463,10 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
     check_persist_on_chip(persist_on_chip, home)
     plus = persist_on_chip == "auto"
+    parked = parked_of(solved, schedule, home, persist_on_chip)
     setup = setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator), weights=chosen,
                       persist_on_chip=plus)
+    setup = replace(setup, parked=parked) if parked else setup
     code = None
     if plus and not no_simulate and not no_verify:
         from ckpt.pipeline.calibrate import measured_code_bytes

@@ -251,7 +251,7 @@ park_option = click.option(
     help="With --home split and --budget: auto lets the exact model keep each activation on chip, park it off chip "
          "for the whole step (its home then L3, its layers' transfers at the target's level price) or recompute it, "
          "whichever costs the fewest cycles within the budget (POET's paging beside rematerialisation). The schedule "
-         "file names what it parks (predicted.parked); ckpt replay does not deploy parked activations yet.")
+         "file names what it parks (predicted.parked); ckpt replay homes them in L3.")
 
 
 def check_park(park: str, home: str | None, budget_total: str | None, policy: str, objective: str,
@@ -269,13 +269,18 @@ def check_park(park: str, home: str | None, budget_total: str | None, policy: st
                         f"drop {other.split()[0]}, or drop --park")
 
 
-def refuse_parked(schedule, path: str) -> None:
-    """A schedule that parks activations off chip (`ckpt solve --park auto`) cannot be replayed yet: refused before
-    any work."""
+def parked_of(schedule, path: str, home: str, persist_on_chip: str) -> tuple[str, ...]:
+    """The activations a schedule parks off chip (`ckpt solve --park auto`: predicted.parked, Deeploy's names), which
+    the replay homes in L3 under the split home it was solved for; refused before any work under another home or
+    beside split+."""
     parked = (schedule.predicted.parked or {}).get("tensors") if schedule.predicted is not None else None
-    if parked:
-        raise CkptError(f"{path} parks {len(parked)} activation(s) off chip (predicted.parked), which ckpt's replay "
-                        "does not deploy yet", "solve it again without --park")
+    if not parked:
+        return ()
+    if home != SPLIT_HOME or persist_on_chip == "auto":
+        raise CkptError(f"{path} parks {len(parked)} activation(s) off chip (predicted.parked), which only the split "
+                        f"home it was solved for deploys{' without split+' if home == SPLIT_HOME else ''}",
+                        "replay it with --home split and without --persist-on-chip, or solve it again without --park")
+    return tuple(sorted(str(t) for t in parked))
 
 
 persist_on_chip_option = click.option(

@@ -175,13 +175,14 @@ def test_park_auto_is_refused_without_the_split_home_and_a_live_budget(tmp_path)
     assert not (tmp_path / "s.json").exists()
 
 
-def test_a_schedule_that_parks_activations_is_refused_by_the_replay_before_any_work(tmp_path):
+def test_a_schedule_that_parks_activations_is_refused_by_a_replay_under_another_home_before_any_work(tmp_path):
     schedule = tmp_path / "parked.json"
     write_schedule(schedule, Schedule((("n0", 0),), predicted=Predicted(
         peak_bytes=4, parked={"tensors": ["t0"], "bytes": 4, "cycles": 10})))
-    done = ckpt_here("replay", str(schedule), "--target", "siracusa", "-o", str(tmp_path / "out"))
-    assert done.returncode == 1 and "parks 1 activation(s) off chip" in done.stderr
-    assert not (tmp_path / "out").exists()
+    for home in (("--home", "L2"), ("--home", "split", "--persist-on-chip", "auto")):
+        done = ckpt_here("replay", str(schedule), "--target", "siracusa", *home, "-o", str(tmp_path / "out"))
+        assert done.returncode == 1 and "parks 1 activation(s) off chip" in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists()
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -273,3 +274,30 @@ def test_the_generated_code_keeps_each_parked_activation_where_the_solver_parked
     compared = sorted(set(decided) & set(generated))
     assert {name: generated[name] for name in compared} == {name: decided[name] for name in compared}
     assert arenas["parked"]["L3"] > arenas["split"]["L3"]
+
+
+@pytest.mark.deeploy
+@pytest.mark.slow
+def test_a_replay_of_a_parked_schedule_reserves_what_ckpt_predicted_in_each_level_and_computes_right(
+        branch, shared_models, lowering_cache, tmp_path):
+    """SimpleMLP's split step at 0.8 (below its single-op floor), parked: the replay homes the parked activations in
+    L3, the code's whole-network blocks in L2 and in L3 are what ckpt predicted, L2's without the parked, the budget
+    holds on the chip's peak, and the tiled code computes what the graph order does (host, both flows)."""
+    import re
+
+    folder = shared_models / "simplemlp_train"
+    out = tmp_path / "parked.json"
+    done = ckpt_here("solve", str(folder), "--target", "siracusa", "--home", "split", "--budget", "0.8",
+                     "--costs", "estimate", "--park", "auto", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    run = ckpt_here("replay", str(out), "--model", str(folder), "--target", "siracusa", "--no-simulate",
+                    "-o", str(tmp_path / "replay"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    blocks = dict(re.findall(r"^\s+(L[23]):.*whole-network blocks ([\d,]+ B \(ckpt predicted [\d,]+ B)", run.stdout,
+                             re.M))
+    assert set(blocks) == {"L2", "L3"}
+    for level, text in blocks.items():
+        replayed, predicted = re.findall(r"[\d,]+", text)
+        assert replayed == predicted, (level, text)
+    assert "activations parked in L3" in run.stdout and "fits" in run.stdout
+    assert "generated tiled code on this host: Errors: 0 out of" in run.stdout
