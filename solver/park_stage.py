@@ -2,8 +2,9 @@
 
 The relaxation's bound, the focused model and the single-op floor know nothing of parking (a parked activation can
 make a schedule cheaper than the bound allows, and an op whose inputs are parked needs less of the chip than the
-floor counts), so a parking solve runs the heuristics for a start (where one fits without parking) and then the exact
-model with parking until the end of its limit; what it proves is HiGHS's own proof. `chip_graph` is the graph as the
+floor counts), so a parking solve first finds the cheapest schedule without parking as the MILP method does, in a
+share of its limit (where one can fit), and then runs the exact model with parking from it until the end of its
+limit; what it proves is HiGHS's own proof. `chip_graph` is the graph as the
 chip's level sees it: the parked activations take no bytes there, so the replay's peak of a parked schedule is the
 chip's.
 """
@@ -16,8 +17,12 @@ from ckpt.errors import InfeasibleBudget
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.model.backends import RunStatus
 from ckpt.solver.model.model_run import run_model
+from ckpt.solver.model.options import Method
 from ckpt.solver.model.records import Answer
-from ckpt.solver.stages import HEURISTIC, Attempt, Found, Stage, greedy_start
+from ckpt.solver.model.time_plan import TimePlan
+from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage
+
+UNPARKED_SHARE = 0.5     # of a parking solve's limit, for the schedule without parking that starts the model
 
 
 def chip_graph(graph: TrainGraph, parked: Iterable[str]) -> TrainGraph:
@@ -61,11 +66,24 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
 
 
 def parking_start(attempt: Attempt, found: Found) -> Found:
-    """The heuristics' schedule as the exact model's start, where one can fit without parking: below the single-op
-    floor none can, and the heuristics' share of the time goes to the exact model."""
+    """The cheapest schedule without parking, as the exact model's start: the MILP method's own stages (heuristics,
+    bound, repair, focused and exact model) in the first `UNPARKED_SHARE` of the limit (on a large graph they find in
+    that time what the model with parking alone would not). Below the single-op floor none fits: the whole limit
+    goes to the model with parking."""
     if attempt.options.budget is not None and attempt.options.budget < attempt.base.lower_bound:
         return found
-    return greedy_start(attempt, found)
+    plan = attempt.plan
+    share = replace(attempt, plan=TimePlan(plan.start, None if plan.limit is None else UNPARKED_SHARE * plan.limit),
+                    options=replace(attempt.options, explain=False))     # no schedule without parking is no answer
+    unparked = Found()
+    try:
+        for stage in STAGES[Method.MILP]:
+            unparked = stage(share, unparked)
+            if unparked.answer is not None:
+                return replace(found, start=unparked.answer.decisions)
+    except InfeasibleBudget:
+        pass
+    return replace(found, start=unparked.start)
 
 
 PARKING_STAGES: tuple[Stage, ...] = (parking_start, parking_stage)
