@@ -28,6 +28,7 @@ from ckpt.cli_common import (
     check_allocator,
     check_gap9_gvsoc,
     check_home,
+    check_park,
     deeploy_root_option,
     given,
     gvsoc_draws_option,
@@ -38,6 +39,8 @@ from ckpt.cli_common import (
     model_or_default,
     one_line_errors,
     optimizer_option,
+    park_option,
+    parked_of,
     persist_on_chip_option,
     progress,
     refuse_ignored,
@@ -111,6 +114,7 @@ def cli() -> None:
                    "default; a proof is relative to the space chosen.")
 @home_option()
 @persist_on_chip_option
+@park_option
 @click.option("--costs", "cost_file", default="estimate", show_default=True, metavar="estimate|gvsoc|FILE",
               help="Op costs: the built-in estimate, the model's cycles measured on gvsoc (ckpt calibrate; measured "
                    "once, cached), or a cost file (a calibration, or per-op-type coefficients).")
@@ -126,8 +130,8 @@ def cli() -> None:
 @optimizer_option
 @one_line_errors
 def solve_command(model, budget, budget_total, target, flow, weights, allocator, output, objective, cost_cap, method,
-                  solver, time_limit, clock, gap, threads, order, views, home, persist_on_chip, cost_file, warm_start,
-                  record_time, policy, k, optimizer):
+                  solver, time_limit, clock, gap, threads, order, views, home, persist_on_chip, park, cost_file,
+                  warm_start, record_time, policy, k, optimizer):
     """Write the cheapest recompute schedule for MODEL that fits the budget."""
     from ckpt.deeploy_bridge.setup import setup_for
     from ckpt.files import check_output_file, write_output
@@ -159,6 +163,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
     check_persist_on_chip(persist_on_chip, home)
+    check_park(park, home, budget_total, policy, objective, persist_on_chip)
     if persist_on_chip == "auto" and (budget_total is not None or policy != "solve" or objective == "peak"):
         given_option = "--budget-total" if budget_total is not None else \
             "--objective peak" if objective == "peak" else f"--policy {policy}"
@@ -238,7 +243,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     plus = persist_on_chip == "auto"
     plus_code = measured_code_bytes(source, target, setup, progress, loaded, safe_side=True) if plus else None
     request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded,
-                      persist_on_chip=plus, split_plus_code=plus_code)
+                      persist_on_chip=plus, split_plus_code=plus_code, park=park == "auto")
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -458,8 +463,10 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     home = home or (solved.graph.home if solved.graph and solved.graph.home else DEFAULT_SETUP.default_mem_level)
     check_persist_on_chip(persist_on_chip, home)
     plus = persist_on_chip == "auto"
+    parked = parked_of(solved, schedule, home, persist_on_chip)
     setup = setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator), weights=chosen,
                       persist_on_chip=plus)
+    setup = replace(setup, parked=parked) if parked else setup
     code = None
     if plus and not no_simulate and not no_verify:
         from ckpt.pipeline.calibrate import measured_code_bytes

@@ -25,7 +25,7 @@ from ckpt.events import Event
 from ckpt.gvsoc.draws import MAX_DRAWS
 from ckpt.gvsoc.gap9 import find_gap9_gvsoc
 from ckpt.paths import model_files
-from ckpt.targets import simulation_gap
+from ckpt.targets import SPLIT_HOME, simulation_gap
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ALLOCATORS = [a.value for a in Allocator]
@@ -244,6 +244,43 @@ optimizer_option = click.option(
     "--optimizer", default=None, metavar="GRAPH",
     help="The optimizer graph of a split training step (an .onnx or a folder holding network.onnx) [default: "
          "optimizer.onnx beside the model, else the sibling folder <name>_optimizer of a <name>_train folder].")
+
+
+park_option = click.option(
+    "--park", type=click.Choice(["none", "auto"]), default="none", show_default=True,
+    help="With --home split and --budget: auto lets the exact model keep each activation on chip, park it off chip "
+         "for the whole step (its home then L3, its layers' transfers at the target's level price) or recompute it, "
+         "whichever costs the fewest cycles within the budget (POET's paging beside rematerialisation). The schedule "
+         "file names what it parks (predicted.parked); ckpt replay homes them in L3.")
+
+
+def check_park(park: str, home: str | None, budget_total: str | None, policy: str, objective: str,
+               persist_on_chip: str) -> None:
+    """--park auto is a split home's choice, made with the cheapest schedule under a live budget."""
+    if park != "auto":
+        return
+    if home != SPLIT_HOME:
+        raise CkptError(f"--park auto parks activations off chip beside a split home's, not under home {home or 'L2'}",
+                        "add --home split, or drop --park")
+    other = "--budget-total" if budget_total is not None else "--objective peak" if objective == "peak" else \
+        f"--policy {policy}" if policy != "solve" else "--persist-on-chip auto" if persist_on_chip == "auto" else None
+    if other is not None:
+        raise CkptError(f"--park auto is solved with the cheapest schedule under a live budget; {other} is not that",
+                        f"drop {other.split()[0]}, or drop --park")
+
+
+def parked_of(schedule, path: str, home: str, persist_on_chip: str) -> tuple[str, ...]:
+    """The activations a schedule parks off chip (`ckpt solve --park auto`: predicted.parked, Deeploy's names), which
+    the replay homes in L3 under the split home it was solved for; refused before any work under another home or
+    beside split+."""
+    parked = (schedule.predicted.parked or {}).get("tensors") if schedule.predicted is not None else None
+    if not parked:
+        return ()
+    if home != SPLIT_HOME or persist_on_chip == "auto":
+        raise CkptError(f"{path} parks {len(parked)} activation(s) off chip (predicted.parked), which only the split "
+                        f"home it was solved for deploys{' without split+' if home == SPLIT_HOME else ''}",
+                        "replay it with --home split and without --persist-on-chip, or solve it again without --park")
+    return tuple(sorted(str(t) for t in parked))
 
 
 persist_on_chip_option = click.option(

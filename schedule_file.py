@@ -81,6 +81,9 @@ class Predicted:
     split_plus: dict | None = None         # split+: what persists it brings on chip ({"tensors": Deeploy's names,
                                            # "bytes"}, "code": the step's code counted in its room); the levels
                                            # and cycles above are with them there
+    parked: dict | None = None             # --park auto: the activations parked off chip for the whole step
+                                           # ({"tensors": Deeploy's names, "bytes", "cycles": what parking adds,
+                                           # in step_cycles}); peak_bytes leaves them out
 
     @property
     def held_bytes(self) -> int:
@@ -111,7 +114,7 @@ class SolverRecord:
 
 # Fields written only when set: the file has them for some schedules and not others.
 _OPTIONAL = {"levels", "level", "seconds", "carried_from", "weights", "step_cycles", "costs", "home", "optimizer",
-             "optimizer_cycles", "arena_bytes", "flow", "split_plus"}
+             "optimizer_cycles", "arena_bytes", "flow", "split_plus", "parked"}
 
 
 def part_dict(part: GraphId | BudgetSpec | Predicted | SolverRecord) -> dict:

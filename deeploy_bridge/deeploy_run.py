@@ -160,7 +160,7 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
     hierarchy.setDefaultMemoryLevel(setup.default_mem_level)
     innermost = hierarchy.memoryLevels[setup.innermost]
     deployer.Platform = memory_platform_wrapper(opts.target)(deployer.Platform, hierarchy, innermost)
-    split = [persistent_pass(setup.persistent_level, opts.role, setup.on_chip_persistent)] \
+    split = [persistent_pass(setup.persistent_level, opts.role, setup.on_chip_persistent, setup.parked)] \
         if setup.persistent_mem_level else []
     deployer = MemoryDeployerWrapper(deployer, [
         AnnotateIOMemoryLevel(setup.default_mem_level),
@@ -170,6 +170,7 @@ def _memory_wrap(deployer, opts: DeployOptions, workdir: str):
     tiler = tiler_class(setup.allocator, persistent_inputs=opts.role is not None, split=bool(split))
     deployer = TilerDeployerWrapper(deployer, tiler, testName="ckpt", workDir=workdir)
     deployer.tiler.memoryAllocStrategy = setup.allocator.deeploy_strategy
+    deployer.tiler.parked = frozenset(setup.parked)
     deployer.tiler.searchStrategy = opts.search_strategy
     return deployer
 

@@ -13,7 +13,8 @@ the two: it moves what persists to the persistent level, and everything else kee
 Activations and transients are locals: they stay in the default level. The split is a fact of the buffer kinds, so
 ckpt predicts it from the graph alone (`persistent_names`), and a test reads it back from Deeploy's context.
 `split+` names what persists that ckpt brought on chip (the train network's names): those keep the default level,
-in both networks (the optimizer's I/O that is such a buffer's bytes with it).
+in both networks (the optimizer's I/O that is such a buffer's bytes with it). Activations parked off chip
+(`ckpt solve --park auto`) take the persistent level with their views, for the whole step.
 """
 from __future__ import annotations
 
@@ -26,14 +27,16 @@ from .split_step import OptimizerRole, Role, TrainRole
 class AnnotatePersistentMemoryLevel(SequentialPass):
     """Moves what persists (see the module doc) to `level`; `on_chip`: graph I/O kept in the default level."""
 
-    def __init__(self, level: str, io_persists: bool, on_chip: frozenset[str] = frozenset()) -> None:
+    def __init__(self, level: str, io_persists: bool, on_chip: frozenset[str] = frozenset(),
+                 parked: frozenset[str] = frozenset()) -> None:
         super().__init__()
-        self.level, self.io_persists, self.on_chip = level, io_persists, on_chip
+        self.level, self.io_persists, self.on_chip, self.parked = level, io_persists, on_chip, parked
 
     def apply(self, ctxt, graph):
         buffers = {**ctxt.localObjects, **ctxt.globalObjects}
         roots = {name for name, buffer in ctxt.globalObjects.items()
                  if self._persists(buffer) and _bytes_of(ctxt, name) not in self.on_chip}
+        roots |= {name for name in ctxt.localObjects if name in self.parked}
         for name, buffer in buffers.items():
             if name in roots or (hasattr(buffer, "_alias") and ctxt.dealiasBuffer(name) in roots):
                 buffer._memoryLevel = self.level
@@ -53,14 +56,17 @@ def _bytes_of(ctxt, name: str) -> str:
     return ctxt.dealiasBuffer(name) if hasattr(ctxt.lookup(name), "_alias") else name
 
 
-def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = ()) -> AnnotatePersistentMemoryLevel:
+def persistent_pass(level: str, role: Role | None, brought: tuple[str, ...] = (), parked: tuple[str, ...] = ()
+                    ) -> AnnotatePersistentMemoryLevel:
     """The pass for a network of `role` (None: a one-graph step, whose graph I/O is the harness's); `brought`: what
-    persists kept on chip (split+), named as the train network (or a one-graph step) names it."""
+    persists kept on chip (split+), named as the train network (or a one-graph step) names it; `parked`: the train
+    network's activations parked off chip with it (`ckpt solve --park auto`; the optimizer network has none)."""
     if isinstance(role, TrainRole):
-        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip) | frozenset(brought))
+        return AnnotatePersistentMemoryLevel(level, True, frozenset(role.on_chip) | frozenset(brought),
+                                             frozenset(parked))
     if isinstance(role, OptimizerRole):
         return AnnotatePersistentMemoryLevel(level, True, role.brought(brought))
-    return AnnotatePersistentMemoryLevel(level, False, frozenset(brought))
+    return AnnotatePersistentMemoryLevel(level, False, frozenset(brought), frozenset(parked))
 
 
 def buffer_levels(ctxt) -> dict[str, str]:

@@ -66,6 +66,8 @@ class DeeploySetup:
     persistent_mem_level: str | None = None   # where what persists lives, when not the default level (split home)
     persist_on_chip: bool = False             # split home: bring what persists on chip where room is left (split+)
     on_chip_persistent: tuple[str, ...] = ()  # split+: what persists that the replay brought on chip (Deeploy names)
+    parked: tuple[str, ...] = ()              # split home: activations parked off chip, in the persistent level
+                                              # for the whole step (Deeploy names; `ckpt solve --park auto`)
 
     @property
     def persistent_level(self) -> str:
@@ -117,7 +119,8 @@ class DeeploySetup:
                 "allocator": self.allocator.value, "weights": self.weights.value,
                 **({"persistent_mem_level": self.persistent_mem_level} if self.persistent_mem_level else {}),
                 **({"persist_on_chip": True} if self.persist_on_chip else {}),
-                **({"on_chip_persistent": sorted(self.on_chip_persistent)} if self.on_chip_persistent else {})}
+                **({"on_chip_persistent": sorted(self.on_chip_persistent)} if self.on_chip_persistent else {}),
+                **({"parked": sorted(self.parked)} if self.parked else {})}
 
 
 DEFAULT_SETUP = DeeploySetup()

@@ -210,10 +210,13 @@ class SplitHomeTiler(CkptLayoutTiler):
         sized = size_blocks(blocks, ctxt, None, level, self.outside.get(level, frozenset()))
         return lay_out(sized.blocks, ALIGNMENT).size
 
+    parked: frozenset[str] = frozenset()     # activations parked off chip (DeeploySetup.parked): locals homed there
+
     def assertUniformMemoryLevelAllocation(self, ctxt, defaultMemoryLevel: str) -> bool:
-        """Every local in the default level, but a view of a buffer homed elsewhere, which lives with its bytes."""
+        """Every local in the default level, but a view of a buffer homed elsewhere, which lives with its bytes, and
+        a parked activation (with its views), homed off chip for the whole step."""
         return all(buffer._memoryLevel == defaultMemoryLevel or ctxt.is_global(ctxt.dealiasBuffer(name))
-                   for name, buffer in ctxt.localObjects.items())
+                   or ctxt.dealiasBuffer(name) in self.parked for name, buffer in ctxt.localObjects.items())
 
     def computeMemoryMap(self, ctxt, tilingSolution):
         memoryMap = {}

@@ -29,6 +29,7 @@ from ckpt.events import Progress, Step, ignore
 from ckpt.pipeline.level_total import solve_level_total
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
+from ckpt.pipeline.parking import park_prices_of, parked_names, with_parked
 from ckpt.pipeline.split_plus import chosen_with_schedule, priced_on_chip
 from ckpt.pipeline.split_plus import step_cycles as split_plus_cycles
 from ckpt.replay.predict import predicted_levels
@@ -72,6 +73,7 @@ class SolveRequest:
     persist_on_chip: bool = False      # split+: what persists brought on chip where the schedule leaves room
     split_plus_code: int | None = None  # ... beside the step's code of these bytes (counted on the safe side)
     loaded: LoadedModel | None = None  # the model as `load_request` loads it, where the caller has it (its costs too)
+    park: bool = False                 # --park auto: the exact model may park activations off chip (pipeline.parking)
 
     @property
     def deployed_flow(self) -> Flow:
@@ -120,8 +122,8 @@ def solve_and_document(request: SolveRequest, progress: Progress = ignore) -> tu
         refuse_over(home, checked.levels[home.level]["arena"], request.budget.text)
     if request.persist_on_chip:
         return with_split_plus(loaded, request, result, options, checked, progress), result
-    return schedule_of(loaded, request.budget, result, options, request.record_time, checked,
-                             request.total), result
+    doc = schedule_of(loaded, request.budget, result, options, request.record_time, checked, request.total)
+    return with_parked(doc, loaded, result), result
 
 
 def with_split_plus(loaded: LoadedModel, request: SolveRequest, result: SolveResult, options: SolveOptions,
@@ -217,6 +219,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
         return _solve_total(loaded, request, starts, progress)
     limit = request.budget.nbytes
     live = limit
+    park = park_prices_of(loaded) if request.park else None
     deadline = None if options.backend.time_limit is None else clock.now() + options.backend.time_limit
     best_over: tuple[int, SolveResult] | None = None
     fits_above, none_below = None, None          # live budgets known to give a schedule / to give none
@@ -224,7 +227,7 @@ def _solve_deployed(loaded: LoadedModel, request: SolveRequest, starts: list[Run
         attempt = replace(options, budget=live, backend=replace(options.backend, time_limit=_left(deadline)),
                           explain=best_over is None)
         try:
-            result = solve(loaded.graph, attempt, progress, incumbents=starts)
+            result = solve(loaded.graph, attempt, progress, incumbents=starts, park=park)
         except InfeasibleBudget as err:
             if best_over is None:
                 raise _deployed_floor(loaded, request, options, err, progress) from None
@@ -293,7 +296,8 @@ def _checked(loaded: LoadedModel, request: SolveRequest, result: SolveResult, li
         return Checked("heap_bytes", max(heap_bytes(loaded.graph, result.seq), result.peak_bytes), limit, live)
     if request.deployed_flow is Flow.NON_TILED:
         return Checked("peak_bytes", result.peak_bytes, limit, live, arena=_arena(loaded, request, result))
-    return Checked("peak_bytes", result.peak_bytes, limit, live, _levels_doc(loaded, result, request.code_bytes))
+    return Checked("peak_bytes", result.peak_bytes, limit, live,
+                   _levels_doc(loaded, result, request.code_bytes, parked=parked_names(result)))
 
 
 def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> int | None:
@@ -303,13 +307,14 @@ def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> i
     return arena_layout(loaded.graph, result.seq).size
 
 
-def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset()
-                ) -> dict | None:
+def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset(),
+                parked: frozenset[str] = frozenset()) -> dict | None:
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering; `on_chip`: what
-    persists split+ brings on chip)."""
+    persists split+ brings on chip; `parked`: the activations parked off chip, Deeploy's names)."""
     if loaded.lowered is None:
         return None
-    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip)
+    levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip,
+                              parked)
     return {name: replace(fig, code=code if name == loaded.home_level else 0).document()
             for name, fig in sorted(levels.items())}
 

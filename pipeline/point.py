@@ -343,6 +343,8 @@ def replay_key(schedule: Schedule, replay: ReplayOptions, model_sha256: str, cod
     if not replay.deeploy.persist_on_chip and not replay.deeploy.on_chip_persistent:
         options["deeploy"].pop("persist_on_chip")
         options["deeploy"].pop("on_chip_persistent")
+    if not replay.deeploy.parked:             # nor does parking nothing
+        options["deeploy"].pop("parked")
     return content_key({"schedule": dumps(schedule), "model": model_sha256, "replay": options, "code": code})
 
 

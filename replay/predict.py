@@ -79,12 +79,13 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
                      home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset(),
-                     on_chip: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
+                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset()
+                     ) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says; for the split home, both its levels (`predicted_split_levels`; `on_chip`: what persists brought
-    on chip, split+)."""
+    on chip, split+; `parked`: activations parked off chip, Deeploy's names)."""
     if home == SPLIT_HOME:
-        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip)
+        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
@@ -100,15 +101,17 @@ def split_home_of(lowered: LoweredGraph) -> SplitHome:
 
 
 def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
-                           persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset()
-                           ) -> dict[str, LevelMemory]:
+                           persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset(),
+                           parked: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
     level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
     On chip this is the activations' arena (with what persists brought there), which the code reserves from address
     0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Its static is
     the constants brought there at the bytes the code declares them with (not the tables the tiler adds for the layers
-    it tiles from off chip). Off chip it holds the constants and the persistent graph I/O."""
-    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights))
+    it tiles from off chip). Off chip it holds the constants and the persistent graph I/O (and the activations
+    `parked` there, Deeploy's names)."""
+    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights),
+                                                         parked)
 
 
 def predicted_split_tiles(lowered: LoweredGraph, weights: WeightUpdate, persistent_io: frozenset[str],
@@ -162,11 +165,13 @@ class _SplitBlocks:
                    declared_constant_bytes(found.model, lowered.constant_sizes),
                    frozenset(lowered.undeclared_constants))
 
-    def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int) -> dict[str, LevelMemory]:
+    def levels(self, persistent_io: frozenset[str], on_chip: frozenset[str], static: int,
+               parked: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
         name = deeploy_bridge.deeploy_tensor_name
         graph_on_chip = {t for t in self.graph.tensor_bytes if name(t) in on_chip}
+        graph_parked = {t for t in self.graph.tensor_bytes if name(t) in parked}
         where = {name(t): level for t, level in
-                 split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip).items()}
+                 split_levels(self.graph, self.inputs, self.home, persistent_io, graph_on_chip, graph_parked).items()}
         constants = {t for t in persistent_roots(self.graph, self.inputs) & graph_on_chip
                      if self.graph.root(t) == t}          # a copy sharing another's bytes is not held twice
         on_chip_static = sum(self.constant_bytes(t) for t in constants if t not in self.undeclared)
@@ -233,12 +238,14 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
 
 
 def predicted_buffer_levels(lowered: LoweredGraph, persistent_io: frozenset[str] = frozenset(),
-                            weights: WeightUpdate = DEFAULT_SETUP.weights, on_chip: frozenset[str] = frozenset()
-                            ) -> dict[str, str]:
+                            weights: WeightUpdate = DEFAULT_SETUP.weights, on_chip: frozenset[str] = frozenset(),
+                            parked: frozenset[str] = frozenset()) -> dict[str, str]:
     """Each buffer of the lowered graph (Deeploy's name) -> the level the split home keeps it in
-    (solver.memory.placement; `on_chip`: what persists brought on chip, split+)."""
+    (solver.memory.placement; `on_chip`: what persists brought on chip, split+; `parked`: activations parked off
+    chip)."""
     graph = lowered.deployed(load_graph(lowered.model, aliases=lowered.aliases), weights)
     inputs, _ = io_names(lowered.model.graph)
     brought = {t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in on_chip}
-    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io, brought)
+    off = {t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in parked}
+    levels = split_levels(graph, inputs, split_home_of(lowered), persistent_io, brought, off)
     return {deeploy_bridge.deeploy_tensor_name(t): level for t, level in levels.items()}

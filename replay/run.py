@@ -103,6 +103,7 @@ from ckpt.solver.graph.simulate import MemoryTrace, check_in_place, memory_trace
 from ckpt.solver.memory.heap import heap_bytes
 from ckpt.solver.memory.layout import Layout
 from ckpt.solver.memory.static_arena import arena_layout
+from ckpt.solver.park_stage import chip_graph
 from ckpt.targets import SPLIT_HOME, simulation_gap, uses_deeploy
 
 
@@ -181,7 +182,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
     progress(f"plan: {plan.match.matched}/{plan.match.entries} entries matched, {plan.clones_kept} clones kept, "
              f"{plan.clones_pruned} pruned, {len(plan.unscheduled)} unnamed nodes placed")
     rewired = _rewire(base, view, plan, lowered, deployed_weights(target, Flow.TILED, options.deeploy.weights),
-                      schedule_flow(doc, target))
+                      schedule_flow(doc, target), frozenset(options.deeploy.parked))
     split = _split_step(model, original, lowered, options)
     if lowered is not None and options.deeploy.home == SPLIT_HOME:
         _refuse_activations_beyond_chip(lowered, doc, options, split)
@@ -205,7 +206,7 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         if lowered is not None and options.deeploy.home == SPLIT_HOME:
             rewired = replace(rewired, homes=predicted_split_levels(
                 lowered, list(doc.seq), options.deeploy.weights, split.persistent_io if split else frozenset(),
-                frozenset(options.deeploy.on_chip_persistent)))
+                frozenset(options.deeploy.on_chip_persistent), frozenset(options.deeploy.parked)))
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
         report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
@@ -221,10 +222,11 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
 
 
 def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: LoweredGraph | None,
-            weights: WeightUpdate, flow: Flow) -> _Rewired:
+            weights: WeightUpdate, flow: Flow, parked: frozenset[str] = frozenset()) -> _Rewired:
     """The rewired graph as the tiled flow deploys it (weights written as `weights` says). Its live trace counts
-    the scratch the home level of `flow` holds (none in the tiled flow's: L1 tiles); the non-tiled flow's heap
-    and arena count every op's."""
+    the scratch the home level of `flow` holds (none in the tiled flow's: L1 tiles) and not the activations `parked`
+    off chip (Deeploy's names: the split home's L3 holds them); the non-tiled flow's heap and arena count every
+    op's and every activation."""
     home = None
     if lowered:
         deployed = rewired(lowered, view, plan, weights)
@@ -236,9 +238,13 @@ def _rewire(base: onnx.ModelProto, view: GraphView, plan: ReplayPlan, lowered: L
     seq = plain_sequence(graph, plan.order)
     check_in_place(graph, seq)
     trace = memory_trace(graph, seq)
-    at_home = trace
+    at_home, home_graph = trace, graph
     if lowered is not None and lowered.home_scratch(flow) != lowered.transients:
-        at_home = memory_trace(replace(graph, scratch=rewired_scratch(plan, lowered.home_scratch(flow))), seq)
+        home_graph = replace(graph, scratch=rewired_scratch(plan, lowered.home_scratch(flow)))
+        at_home = memory_trace(home_graph, seq)
+    if parked:
+        off = [t for t in graph.tensor_bytes if deeploy_bridge.deeploy_tensor_name(t) in parked]
+        at_home = memory_trace(chip_graph(home_graph, off), seq)
     return _Rewired(model, graph, at_home, heap_bytes(graph, seq), home, arena_layout(graph, seq, trace))
 
 
@@ -256,7 +262,8 @@ def _refuse_activations_beyond_chip(lowered: LoweredGraph, doc: Schedule, option
     Deeploy's tiler would only say that its geometrical constraints are infeasible."""
     chip = split_home_of(lowered).default
     levels = predicted_split_levels(lowered, list(doc.seq), options.deeploy.weights,
-                                    split.persistent_io if split else frozenset())
+                                    split.persistent_io if split else frozenset(),
+                                    parked=frozenset(options.deeploy.parked))
     arena, capacity = levels[chip].arena, options.deeploy.size(chip)
     if arena > capacity:
         raise InfeasibleBudget(f"with --home split the replayed order's activations alone need {arena:,} B of {chip}, "

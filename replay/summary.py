@@ -30,7 +30,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
         home = setup.default_mem_level if setup.home == setup.default_mem_level else \
             f"{setup.home}: {setup.persistent_level} for what persists, {setup.default_mem_level} for the rest" \
             + (f", {len(setup.on_chip_persistent)} persistent tensors brought to {setup.default_mem_level} (split+)"
-               if setup.persist_on_chip else "")
+               if setup.persist_on_chip else "") \
+            + (f", {len(setup.parked)} activations parked in {setup.persistent_level}" if setup.parked else "")
         lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home {home}), per level "
                      "static + arena = total:")
         for level, fig in sorted(mem.levels.items()):

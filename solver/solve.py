@@ -37,24 +37,31 @@ from ckpt.solver.graph.views import collapsed
 from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.options import Objective, StageOrder, Views
+from ckpt.solver.model.parking import ParkPrices
 from ckpt.solver.model.records import Answer, SolveOptions, SolveResult
 from ckpt.solver.model.time_plan import TimePlan
+from ckpt.solver.park_stage import PARKING_STAGES, chip_graph
 from ckpt.solver.realise.result import expanded_result, result_of
 from ckpt.solver.stages import STAGES, Attempt, Found, Stage
 
 
 def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
           incumbents: list[RunSequence] | None = None, stages: tuple[Stage, ...] | None = None,
-          order: Sequence[str] | None = None) -> SolveResult:
+          order: Sequence[str] | None = None, park: ParkPrices | None = None) -> SolveResult:
     """The cheapest schedule under the budget (or the lowest peak under the cost cap). `incumbents`: schedules
     found before (say, at a tighter budget); the cheapest that fits is a start, and the answer if none is cheaper.
     `stages`: the stages to run instead of the method's (a benchmark's choice). `order`: op names in the stage
     order to solve over instead of the one `options.order` makes of `graph` (names of ops the solve does not
     stage, such as re-made views, are passed over): a model of another graph is solved in that graph's order
-    (solver.resident), so a proof on it is over the same schedules; `--order search` starts from it."""
+    (solver.resident), so a proof on it is over the same schedules; `--order search` starts from it. `park`: the
+    activations that may be parked off chip and what parking each costs (solver/model/parking.py; the exact model
+    decides, solver/park_stage.py); None parks nothing."""
+    if park is not None:
+        _check_parking(options)
     with clock.reading(options.backend.clock):
         plan = TimePlan(clock.now(), options.backend.time_limit)
-        run = _Run(options, plan, progress, stages or STAGES[options.method], order)
+        run = _Run(options, plan, progress, stages or (PARKING_STAGES if park is not None else STAGES[options.method]),
+                   order, park)
         if options.views is Views.FIXED:
             return run.solve(graph, incumbents or [])
         views = collapsed(graph)
@@ -62,7 +69,20 @@ def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
             return run.solve(graph, incumbents or [])
         names = {graph.ops[i].name for i in views.view_ops}
         starts = [[(n, f) for n, f in seq if n not in names] for seq in incumbents or []]
-        return expanded_result(graph, views, run.solve(views.without_views, starts))
+        result = run.solve(views.without_views, starts)
+        if not result.parked:
+            return expanded_result(graph, views, result)
+        return replace(expanded_result(chip_graph(graph, result.parked), views, result), baselines=baselines(graph))
+
+
+def _check_parking(options: SolveOptions) -> None:
+    """Parking is decided by the exact model under a live budget over one stage order."""
+    if options.objective is not Objective.COST or options.budget is None:
+        raise CkptError("parking activations off chip is chosen for the cheapest schedule under a budget",
+                        "give a budget (--objective cost), or drop --park")
+    if options.order is StageOrder.SEARCH:
+        raise CkptError("parking activations off chip is solved over one stage order",
+                        "use --order minmem or --order graph with --park")
 
 
 def stage_order(graph: TrainGraph, options: SolveOptions) -> list[str]:
@@ -82,9 +102,9 @@ class _Run:
     """One call of solve(): its options, time plan, listener and stages, over one stage order or several."""
 
     def __init__(self, options: SolveOptions, plan: TimePlan, progress: Progress, stages: tuple[Stage, ...],
-                 order: Sequence[str] | None = None):
+                 order: Sequence[str] | None = None, park: ParkPrices | None = None):
         self.options, self.plan, self.progress, self.stages = options, plan, progress, stages
-        self.order = order
+        self.order, self.park = order, park
 
     def solve(self, graph: TrainGraph, incumbents: list[RunSequence]) -> SolveResult:
         if self.options.order is StageOrder.SEARCH:
@@ -132,16 +152,17 @@ class _Run:
         options, plan = self.options, self.plan
         base = baselines(graph)
         staged = reorder(graph, order)
-        if options.budget is not None and options.budget < base.lower_bound:
+        if options.budget is not None and options.budget < base.lower_bound and self.park is None:
             raise infeasible_error(options, base, staged, plan, self.progress)
         plain_peak = memory_trace(staged, plain_sequence(staged)).peak_bytes
         if options.objective is Objective.COST and plain_peak <= options.budget:
             free_run = Answer(Decisions(frozenset()), Outcome(RunStatus.OPTIMAL, 0.0, 0.0))
             return result_of(staged, base, free_run, plan, options)
-        attempt, found = Attempt(staged, base, options, plan, self.progress, tuple(incumbents)), Found()
+        attempt = Attempt(staged, base, options, plan, self.progress, tuple(incumbents), self.park)
+        found = Found()
         for stage in self.stages:
             found = stage(attempt, found)
             if found.answer is not None:
-                return result_of(staged, base, found.answer, plan, options)
+                return result_of(chip_graph(staged, found.answer.parked), base, found.answer, plan, options)
         raise CkptError(f"the stages {', '.join(s.__name__ for s in self.stages)} ended without a schedule",
                         "end the stages with one that answers (greedy_answer or exact_stage)")

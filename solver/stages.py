@@ -25,6 +25,7 @@ from ckpt.solver.model import clock
 from ckpt.solver.model.backends import Outcome, RunStatus
 from ckpt.solver.model.model_run import ModelRun, run_model
 from ckpt.solver.model.options import Focus, Method, Objective
+from ckpt.solver.model.parking import ParkPrices
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Answer, Sizes, SolveOptions
 from ckpt.solver.model.time_plan import (
@@ -54,6 +55,7 @@ class Attempt:
     plan: TimePlan
     progress: Progress
     incumbents: tuple[RunSequence, ...] = ()    # schedules found before: the cheapest that fits is a start
+    park: ParkPrices | None = None              # activations that may be parked off chip (solver/park_stage.py)
 
     @cached_property
     def problem(self) -> Problem:

@@ -121,7 +121,7 @@ def test_the_solver_knows_nothing_of_deeploy():
 
 
 SOLVER_ROOMS = {"graph": 0, "memory": 1, "model": 2, "realise": 3, "bounds": 4, "policies": 5}
-SOLVER_TOP = {"solve", "stages", "order_search", "budget"}
+SOLVER_TOP = {"solve", "stages", "order_search", "budget", "park_stage"}
 
 
 def _solver_room(path: Path) -> str:

@@ -74,6 +74,24 @@ def tensor_savings(graph: TrainGraph, tensors: Iterable[str], price: LevelPrice,
     return found
 
 
+def park_prices(graph: TrainGraph, price: LevelPrice, tiles: Mapping[str, int] | None = None
+                ) -> dict[str, dict[str, float]]:
+    """Each activation buffer of `graph` -> op name -> the cycles one run of that op adds with the buffer (or a view
+    of it) parked off chip: what `price.per_layer` says the layer saves with it on chip, at the tiles the calibration
+    read for the layer (`tiles`; 1 where none), as `priced_at_levels` prices a split home. What the exact model
+    weighs parking with (solver.model.parking); no layer's measured cycles cap it here."""
+    found: dict[str, dict[str, float]] = {}
+    for op in graph.ops:
+        for name in dict.fromkeys((*op.inputs, *op.outputs)):
+            root = graph.root(name)
+            if graph.buffer_bytes(root) > 0:
+                nbytes, cut = int(graph.tensor_bytes.get(name, 0)), (tiles or {}).get(op.name, 1)
+                cycles = price.per_layer(op.op_type, nbytes, cut)
+                per_op = found.setdefault(root, {})
+                per_op[op.name] = per_op.get(op.name, 0.0) + cycles
+    return found
+
+
 def on_chip_tensors(graph: TrainGraph, levels: Mapping[str, str], on_chip: str) -> dict[str, tuple[int, ...]]:
     """Op name -> the bytes of each distinct tensor it reads or writes that `levels` keeps in `on_chip` (a tensor
     the placement does not name is taken as off chip: no saving is claimed for it)."""

@@ -38,10 +38,11 @@ def persistent_roots(graph: TrainGraph, inputs: Iterable[str], persistent_io: It
 
 
 def split_levels(graph: TrainGraph, inputs: Iterable[str], home: SplitHome, persistent_io: Iterable[str] = (),
-                 on_chip: Iterable[str] = ()) -> dict[str, str]:
+                 on_chip: Iterable[str] = (), parked: Iterable[str] = ()) -> dict[str, str]:
     """Each tensor of `graph` -> the level the split home keeps it in; `on_chip`: persistent tensors brought on chip
-    (`bring_on_chip`), which keep the default level with their views."""
-    roots = persistent_roots(graph, inputs, persistent_io) - frozenset(on_chip)
+    (`bring_on_chip`), which keep the default level with their views; `parked`: activations parked off chip
+    (solver.model.parking), which take the persistent level with their views."""
+    roots = (persistent_roots(graph, inputs, persistent_io) - frozenset(on_chip)) | frozenset(parked)
     return {t: home.persistent if t in roots or graph.root(t) in roots else home.default for t in graph.tensor_bytes}
 
 

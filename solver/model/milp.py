@@ -14,6 +14,7 @@ import pulp
 from ckpt.solver.model import clock
 from ckpt.solver.model.accounting import all_levels, decision_terms, stage_points
 from ckpt.solver.model.linear import at_least, at_most, equal
+from ckpt.solver.model.parking import ParkPrices, Relief, park_family
 from ckpt.solver.model.problem import Problem
 
 CHECK_EVERY = 4096   # iterations between two looks at the clock in the families that loop over every row
@@ -39,6 +40,9 @@ class Model:
     F: dict[tuple[int, str, int], pulp.LpVariable] = field(default_factory=dict)
     U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)
     peak: pulp.LpVariable | None = None
+    P: dict[str, pulp.LpVariable] = field(default_factory=dict)      # parked buffers (solver/model/parking.py)
+    park_cost: object = 0                                             # cycles the parked buffers add
+    relief: Relief = field(default_factory=dict)                      # parked bytes off each budget row
 
     def check_time(self) -> None:
         stop_if_past(self.deadline)
@@ -59,14 +63,19 @@ class Model:
         return pulp.lpSum(cost[self.problem.graph.ops[i].name] * v for (t, i), v in self.R.items())
 
 
-def build(problem: Problem, budget: int | None, cost_cap: int | None = None, deadline: float | None = None) -> Model:
+def build(problem: Problem, budget: int | None, cost_cap: int | None = None, deadline: float | None = None,
+          park: ParkPrices | None = None) -> Model:
     """Minimise recompute cost under `budget`; with budget None, minimise the peak under `cost_cap`. Raises
-    BuildTimedOut if the model is not built by `deadline` (clock.now())."""
+    BuildTimedOut if the model is not built by `deadline` (clock.now()). `park`: the activations that may be parked
+    off chip and their prices (solver/model/parking.py; a live budget only), added to the cost."""
     lp = pulp.LpProblem("ckpt", pulp.LpMinimize)
     m = Model(problem, lp, deadline=deadline)
     for family in (_decisions, _dependencies, _retention_needs_a_source, _pins_hold_their_buffer,
                    _one_version_at_a_time, _free_after_last_use):
         family(m)
+        m.check_time()
+    if park is not None and budget is not None:
+        m.relief = park_family(m, park)
         m.check_time()
     _memory(m, budget)
     if budget is None:
@@ -74,7 +83,7 @@ def build(problem: Problem, budget: int | None, cost_cap: int | None = None, dea
         if cost_cap is not None:
             lp += m.recompute_cost() <= cost_cap, "cost_cap"
     else:
-        lp += m.recompute_cost()
+        lp += m.recompute_cost() + m.park_cost
     return m
 
 
@@ -176,7 +185,8 @@ def _memory(m: Model, budget: int | None) -> None:
             u = pulp.LpVariable(f"U_{t}_{k}", lowBound=0)
             m.U[t, k] = u
             m.lp += equal([(1, u), (-1, change), (-1, 0 if previous is None else previous)], 0, f"level_{t}_{k}")
-            m.lp += at_most([(1, u), (-1, limit)], 0, f"budget_{t}_{k}")
+            parked = [(-c, v) for c, v in m.relief.get((t, k), ())]
+            m.lp += at_most([(1, u), (-1, limit), *parked], 0, f"budget_{t}_{k}")
             previous = u
 
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pulp
+
 from ckpt.events import Progress, Step
 from ckpt.solver.graph.schedule import Decisions, needed_retentions
 from ckpt.solver.model import milp
 from ckpt.solver.model.backends import Outcome, RunStatus, run
+from ckpt.solver.model.parking import ParkPrices, chip_level
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Sizes, SolveOptions
 from ckpt.solver.model.time_plan import HANDOVER_SECONDS_PER_VARIABLE, TimePlan
@@ -20,6 +23,8 @@ class ModelRun:
     decisions: Decisions | None
     booked: int | None                     # the peak the model booked for its schedule
     sizes: Sizes
+    parked: frozenset[str] = frozenset()   # with `park`: the activations it parked
+    park_cost: int = 0                     # ... and the cycles they add
 
     @property
     def infeasible(self) -> bool:
@@ -27,12 +32,13 @@ class ModelRun:
 
 
 def run_model(problem: Problem, budget: int | None, options: SolveOptions, plan: TimePlan, until: float,
-              start_from: Decisions | None, progress: Progress, label: str, stop_at: float | None = None
-              ) -> ModelRun | None:
-    """Build and solve one model by the plan's `until` deadline (`stop_at`: a cost at which HiGHS may stop);
-    None if it found nothing, or could not be built and run in time."""
+              start_from: Decisions | None, progress: Progress, label: str, stop_at: float | None = None,
+              park: ParkPrices | None = None) -> ModelRun | None:
+    """Build and solve one model by the plan's `until` deadline (`stop_at`: a cost at which HiGHS may stop; `park`:
+    the activations it may park off chip, solver/model/parking.py); None if it found nothing, or could not be built
+    and run in time."""
     try:
-        model = milp.build(problem, budget, options.cost_cap, deadline=plan.at(until))
+        model = milp.build(problem, budget, options.cost_cap, deadline=plan.at(until), park=park)
     except milp.BuildTimedOut:
         progress(Step(f"{label} MILP: not built in the time left"))
         return None
@@ -54,8 +60,11 @@ def run_model(problem: Problem, budget: int | None, options: SolveOptions, plan:
     if not outcome.has_answer:
         return None
     chosen = Decisions(frozenset(key for key, var in model.R.items() if var.value() > 0.5))
-    booked = max(round(u.value()) for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
-    return ModelRun(outcome, chosen, booked, sizes)
+    booked = max(round(chip_level(model.relief, t, k, u.value(), lambda v: v.value()))
+                 for (t, k), u in model.U.items() if k == t or model.R[t, k].value() > 0.5)
+    parked = frozenset(e for e, var in model.P.items() if var.value() > 0.5)
+    park_cost = round(pulp.value(model.park_cost) or 0) if parked else 0
+    return ModelRun(outcome, chosen, booked, sizes, parked, park_cost)
 
 
 def unpruned_variables(problem: Problem) -> int:

@@ -72,6 +72,8 @@ class Answer:
     booked: int | None = None              # the peak the MILP booked for it (None when no MILP gave it)
     sizes: Sizes = Sizes()
     models_need: float | None = None       # the MILP models were not run: the time limit (s) they need
+    parked: frozenset[str] = frozenset()   # activations parked off chip (solver/model/parking.py)
+    park_cost: int = 0                     # cycles parking them adds
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,16 @@ class SolveResult:
     timed_out: bool = False                # a solver run ended on its time limit: another load may answer otherwise
     models_need: float | None = None       # the MILP models were not run, too big for the time limit: the limit
                                            # (s) at which they would be (time_plan.limit_for_models)
+    parked: frozenset[str] = frozenset()   # activations parked off chip for the whole step (`park`): the chip's
+                                           # level never holds them, so `peak_bytes` leaves them out
+    park_cost: int = 0                     # cycles parking them adds to the step (their writers' and readers'
+                                           # transfers from off chip, at every run)
 
     @property
     def cost_lower_bound(self) -> int | None:
-        """The best proven lower bound on the planned cost (the relaxation's or the solver's), if any: no
-        schedule of the space costs less."""
-        return None if self.gap is None else math.floor(self.planned_cost * (1 - self.gap) + 1e-6)
+        """The best proven lower bound on the planned cost (the relaxation's or the solver's; with parking, the
+        planned cost and the parking's), if any: no schedule of the space costs less."""
+        return None if self.gap is None else math.floor((self.planned_cost + self.park_cost) * (1 - self.gap) + 1e-6)
 
     @property
     def cost_increase_pct(self) -> float:

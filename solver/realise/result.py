@@ -38,7 +38,7 @@ def result_of(staged: TrainGraph, base: Baselines, answer: Answer, plan: TimePla
         base_cost=sum(staged.op_cost.values()), status=status_of(outcome, options.backend.gap), gap=outcome.gap,
         seconds=clock.now() - plan.start, variables=sizes.variables, constraints=sizes.constraints,
         variables_unpruned=sizes.unpruned, space=space_of(options), timed_out=outcome.timed_out,
-        models_need=answer.models_need)
+        models_need=answer.models_need, parked=answer.parked, park_cost=answer.park_cost)
 
 
 def status_of(outcome: Outcome, tolerance: float) -> Status:
