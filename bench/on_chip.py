@@ -211,18 +211,29 @@ def plot(rows: list[Row], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     markers = {"all-L3": "s", "split": "o", "split+": "D", "all-L2": "^"}
+    models = list(dict.fromkeys(r.model for r in rows))
+    colour = {model: plt.get_cmap("tab10")(i % 10) for i, model in enumerate(models)}
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for model in dict.fromkeys(r.model for r in rows):
-        for r in rows:
-            if r.model == model and r.l2_total is not None and r.train_cycles is not None:
-                ax.scatter(r.l2_total, r.train_cycles, marker=markers.get(r.deployment, "x"),
-                           label=f"{model} {r.deployment} {r.budget}")
+    for r in rows:
+        if r.l2_total is not None and r.train_cycles is not None:
+            ax.scatter(r.l2_total, r.train_cycles, marker=markers.get(r.deployment, "x"), edgecolors=colour[r.model],
+                       facecolors="none" if r.deployment == "split+" else colour[r.model])
+            ax.annotate(r.budget if r.budget[:1].isdigit() else "", (r.l2_total, r.train_cycles), fontsize=6,
+                        xytext=(4, 4), textcoords="offset points")
+    # one colour per model, one marker per deployment: two legends, not one entry per point
+    model_keys = [Line2D([], [], color=colour[m], marker="o", linestyle="", label=m) for m in models]
+    shown = [d for d in markers if any(r.deployment == d and r.train_cycles is not None for r in rows)]
+    deployment_keys = [Line2D([], [], color="grey", marker=markers[d], linestyle="", label=d,
+                              markerfacecolor="none" if d == "split+" else "grey") for d in shown]
+    first = ax.legend(handles=model_keys, fontsize=7, loc="center left", title="model", title_fontsize=7)
+    ax.add_artist(first)
+    ax.legend(handles=deployment_keys, fontsize=7, loc="lower right", title="deployment", title_fontsize=7)
     ax.set_xlabel("L2 the step needs (B)")
     ax.set_ylabel("train cycles per mini-batch (gvsoc)")
     ax.set_yscale("log")
-    ax.legend(fontsize=6)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
     plt.close(fig)
