@@ -273,14 +273,14 @@ def parked_of(schedule, path: str, home: str, persist_on_chip: str) -> tuple[str
     """The activations a schedule parks off chip (`ckpt solve --park auto`: predicted.parked, Deeploy's names), which
     the replay homes in L3 under the split home it was solved for; refused before any work under another home or
     beside split+."""
-    parked = (schedule.predicted.parked or {}).get("tensors") if schedule.predicted is not None else None
+    parked = schedule.predicted.parked_tensors if schedule.predicted is not None else ()
     if not parked:
         return ()
     if home != SPLIT_HOME or persist_on_chip == "auto":
         raise CkptError(f"{path} parks {len(parked)} activation(s) off chip (predicted.parked), which only the split "
                         f"home it was solved for deploys{' without split+' if home == SPLIT_HOME else ''}",
                         "replay it with --home split and without --persist-on-chip, or solve it again without --park")
-    return tuple(sorted(str(t) for t in parked))
+    return parked
 
 
 persist_on_chip_option = click.option(
