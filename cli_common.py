@@ -248,7 +248,8 @@ optimizer_option = click.option(
 
 park_option = click.option(
     "--park", type=click.Choice(["none", "auto"]), default="none", show_default=True,
-    help="With --home split and --budget: auto lets the exact model keep each activation on chip, park it off chip "
+    help="With --home split and a live budget (solve's --budget, each point of a sweep): auto lets the exact model "
+         "keep each activation on chip, park it off chip "
          "for the whole step (its home then L3, its layers' transfers at the target's level price) or recompute it, "
          "whichever costs the fewest cycles within the budget (POET's paging beside rematerialisation). The schedule "
          "file names what it parks (predicted.parked); ckpt replay homes them in L3.")
