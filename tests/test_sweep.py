@@ -312,3 +312,25 @@ def test_park_auto_is_refused_by_a_sweep_before_any_work_where_solve_refuses_it(
         run = ckpt_here("sweep", "0.8:0.9", "--model", str(mlp), "--park", "auto", *extra, "-o", str(outdir))
         assert run.returncode == 1 and said in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert len(run.stderr.strip().splitlines()) == 1 and not outdir.exists()
+
+
+def test_a_tighter_points_parked_schedule_is_carried_by_its_recompute_and_parking_cycles_together():
+    """A sweep gives a looser point a tighter point's schedule only where it costs less in all: a schedule that
+    parks pays its parking's cycles too (they are in its step, and in the solve's bound), so fewer recompute cycles
+    bought with more parking cycles are not cheaper."""
+    from ckpt.pipeline.point import carried
+    from ckpt.schedule_file import BudgetSpec, Predicted, Schedule, SolverRecord
+
+    def schedule(recompute: int, park: int) -> Schedule:
+        parked = {"tensors": ["t"], "bytes": 64, "cycles": park} if park else None
+        return Schedule((("n", 0),), budget=BudgetSpec("0.8", 0.8, 1000),
+                        predicted=Predicted(peak_bytes=900, recompute_cost=recompute, planned_cost=recompute,
+                                            parked=parked),
+                        solver=SolverRecord(status="optimal", cost_lower_bound=recompute + park))
+
+    own = schedule(500, 0)
+    kept, note = carried(own, [("0.7", schedule(100, 1000))], 1000, 1e-4)
+    assert kept is own and note == ""
+    cheaper = schedule(100, 200)
+    kept, note = carried(own, [("0.7", cheaper)], 1000, 1e-4)
+    assert kept.predicted == cheaper.predicted and "0.7" in note
