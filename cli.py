@@ -557,6 +557,7 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
 @weights_option()
 @home_option()
 @persist_on_chip_option
+@park_option
 @click.option("--no-carry", is_flag=True,
               help="Keep each point's own schedule even where a tighter point's is cheaper.")
 @click.option("--costs", default="auto", show_default=True, metavar="auto|estimate|gvsoc|FILE",
@@ -573,8 +574,8 @@ def verify_command(model_dir, schedule, target, fix_bias_gelu, force, optimizer)
               help="The model's test path in DeeployTest/Tests [default: Models/Training/<model folder>].")
 @one_line_errors
 def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs, scheduler, time_limit, clock, method,
-                  solver, allocator, weights, home, persist_on_chip, no_carry, costs, no_verify, deeploy_root, gvsoc,
-                  no_simulate, gvsoc_timeout, gvsoc_draws, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
+                  solver, allocator, weights, home, persist_on_chip, park, no_carry, costs, no_verify, deeploy_root,
+                  gvsoc, no_simulate, gvsoc_timeout, gvsoc_draws, simulate_non_tiled, overwrite, emit_ci, ci_test_name):
     """Solve, replay and verify a schedule per budget in LOW:HIGH (fractions of the baseline peak)."""
 
     from ckpt.budgets.executors import DaskExecutor
@@ -596,6 +597,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
     weights = tiled_weights(weights, target, flow)
     check_home(home, target)
     check_persist_on_chip(persist_on_chip, home)
+    check_park(park, home, None, "solve", "cost", persist_on_chip)
     check_allocator(allocator, target)
     check_output_dir(outdir)
     no_code = None if uses_deeploy(target) else f"--target {target} generates no code"
@@ -628,7 +630,7 @@ def sweep_command(budget_range, step, points, models, target, flow, outdir, jobs
         check_emit_folder(Path(emit_ci), target)
     options = SweepOptions(
         fractions=tuple(fractions), target=target, jobs=capped(jobs, "--jobs") if jobs else 0, carry=not no_carry,
-        costs=costs, overwrite=overwrite,
+        costs=costs, overwrite=overwrite, park=park == "auto",
         flow=Flow(flow) if flow else None,
         solve=SolveOptions(method=method, backend=BackendOptions(solver, time_limit, clock=Clock(clock))),
         replay=ReplayOptions(target=target, verify=not no_verify,

@@ -248,7 +248,8 @@ optimizer_option = click.option(
 
 park_option = click.option(
     "--park", type=click.Choice(["none", "auto"]), default="none", show_default=True,
-    help="With --home split and --budget: auto lets the exact model keep each activation on chip, park it off chip "
+    help="With --home split and a live budget (solve's --budget, each point of a sweep): auto lets the exact model "
+         "keep each activation on chip, park it off chip "
          "for the whole step (its home then L3, its layers' transfers at the target's level price) or recompute it, "
          "whichever costs the fewest cycles within the budget (POET's paging beside rematerialisation). The schedule "
          "file names what it parks (predicted.parked); ckpt replay homes them in L3.")
@@ -273,14 +274,14 @@ def parked_of(schedule, path: str, home: str, persist_on_chip: str) -> tuple[str
     """The activations a schedule parks off chip (`ckpt solve --park auto`: predicted.parked, Deeploy's names), which
     the replay homes in L3 under the split home it was solved for; refused before any work under another home or
     beside split+."""
-    parked = (schedule.predicted.parked or {}).get("tensors") if schedule.predicted is not None else None
+    parked = schedule.predicted.parked_tensors if schedule.predicted is not None else ()
     if not parked:
         return ()
     if home != SPLIT_HOME or persist_on_chip == "auto":
         raise CkptError(f"{path} parks {len(parked)} activation(s) off chip (predicted.parked), which only the split "
                         f"home it was solved for deploys{' without split+' if home == SPLIT_HOME else ''}",
                         "replay it with --home split and without --persist-on-chip, or solve it again without --park")
-    return tuple(sorted(str(t) for t in parked))
+    return parked
 
 
 persist_on_chip_option = click.option(

@@ -90,6 +90,16 @@ class Predicted:
         """The figure a schedule's budget is held to (the deployed figure the solve checked)."""
         return self.checked_bytes or self.peak_bytes
 
+    @property
+    def parked_tensors(self) -> tuple[str, ...]:
+        """The activations parked off chip (Deeploy's names, sorted; none without --park auto)."""
+        return tuple(sorted(str(t) for t in (self.parked or {}).get("tensors") or ()))
+
+    @property
+    def park_cycles(self) -> int:
+        """The cycles parking adds to the step (0 where nothing is parked)."""
+        return int((self.parked or {}).get("cycles") or 0)
+
 
 @dataclass(frozen=True)
 class SolverRecord:

@@ -34,6 +34,7 @@ from ckpt.paths import NETWORK, model_files
 from ckpt.pipeline.calibrate import costs_and_why, measured_code_bytes
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor
+from ckpt.pipeline.parking import park_prices_of
 from ckpt.pipeline.point import (
     PointRecord,
     PointSpec,
@@ -58,7 +59,7 @@ from ckpt.pipeline.row import (
 )
 from ckpt.replay.code_run import code_sources
 from ckpt.replay.run import ReplayOptions, replay_schedule
-from ckpt.schedule_file import read_schedule
+from ckpt.schedule_file import Schedule, read_schedule
 from ckpt.solver.graph.baselines import STAGE_ORDER_RULES, Baselines, baselines
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.onnx_loader import model_path
@@ -84,6 +85,7 @@ class SweepOptions:
     flow: Flow | None = None                         # the deployment budgets are checked on (None: target's)
     costs: str = "auto"                              # op costs: auto | estimate | gvsoc | a cost file
     overwrite: bool = False                          # replace files of a sweep's names no ckpt sweep wrote
+    park: bool = False                               # --park auto: each point's solve may park activations off chip
 
 
 @dataclass
@@ -218,6 +220,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     chip = on_chip_home(loaded, None) if loaded.split_home else None
     if chip is not None:          # no budget brings the activations on chip: refused before any calibration
         refuse_beyond_floor(loaded, chip)
+    if options.park:              # a target without a level price is refused here, not at each point
+        park_prices_of(loaded)
     lowering = time.perf_counter() - started
     costs, estimated = costs_and_why(options.costs, source, options.target, options.replay.deeploy,
                                      options.replay.gvsoc, options.replay.deeploy_root, board.note,
@@ -273,12 +277,23 @@ def _split_plus(options: SweepOptions, model: _Model) -> dict:
     return {"split_plus": True, "split_plus_code": model.split_plus_code}
 
 
-def _replay_options(options: SweepOptions, model: _Model) -> ReplayOptions:
-    """A model's points' replay options: under split+, its room counts the code its solves counted, so each replay
-    brings on chip what its schedule's figures say."""
-    if not options.replay.deeploy.persist_on_chip:
-        return options.replay
-    return replace(options.replay, on_chip_code=model.split_plus_code)
+def _replay_options(options: SweepOptions, model: _Model, schedule: Schedule | None = None) -> ReplayOptions:
+    """A point's replay options: under split+, its room counts the code its solves counted, so each replay
+    brings on chip what its schedule's figures say; with --park auto, the activations its schedule parks are homed
+    off chip, as `ckpt replay` homes them (predicted.parked)."""
+    replay = options.replay
+    if options.replay.deeploy.persist_on_chip:
+        replay = replace(replay, on_chip_code=model.split_plus_code)
+    parked = schedule.predicted.parked_tensors if schedule is not None and schedule.predicted else ()
+    if parked:
+        replay = replace(replay, deeploy=replace(replay.deeploy, parked=parked))
+    return replay
+
+
+def _park(options: SweepOptions, spec: PointSpec) -> dict:
+    """What a point's solve key adds with --park auto (nothing without it, so earlier keys stay as they were; nor
+    at the baseline, the graph order, which parks nothing)."""
+    return {"park": True} if options.park and spec.fraction is not None else {}
 
 
 def _weights(options: SweepOptions) -> WeightUpdate:
@@ -369,7 +384,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                      "weights": _weights(options).value,
                      "costs": model.costs.source if model.costs else "estimate",
                      "home": options.replay.deeploy.home,
-                     **_non_tiled(options, spec), **_split_plus(options, model)}
+                     **_non_tiled(options, spec), **_split_plus(options, model), **_park(options, spec)}
             key = content_key(parts)
             proof_key = content_key({**parts, "solver": _proof_solver(parts["solver"])})
             folder = model.store.point(spec.label)
@@ -386,7 +401,7 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                            _weights(options), model.costs, options.replay.deeploy.home,
                                            options.replay.deeploy.allocator,
                                            options.replay.deeploy.persist_on_chip, model.split_plus_code,
-                                           proof_key)))
+                                           proof_key, park=options.park)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 
@@ -448,7 +463,7 @@ def _replay_all(models: list[_Model], options: SweepOptions, solved: dict[tuple[
             if schedule is None:
                 board.stage(model.name, spec.label, "done", record.row.status)
                 continue
-            replay = _replay_options(options, model)
+            replay = _replay_options(options, model, schedule)
             key = replay_key(schedule, replay, model.loaded.model_sha256 + model.data_sha256, code)
             folder = model.store.point(spec.label)
             stored = folder.read(folder.record, key)

@@ -61,6 +61,9 @@ DETAIL_TAIL = [
     Column("split+ on chip", ("persist_on_chip", "persist_on_chip_bytes"),
            "--persist-on-chip auto: how many persistent tensors (Deeploy's names; an in-place copy is named apart "
            "from its tensor) the point brings into {on_chip}, and their bytes (a shared copy counted once)"),
+    Column("parked", ("parked", "parked_bytes"),
+           "--park auto: how many activations (Deeploy's names) the point's schedule parks off chip for the whole "
+           "step, and their bytes"),
     Column("clones", ("clones_kept",), "recompute clones the replayed graph keeps"),
     Column("cost", ("recompute_cost",), "the recomputes' cycles by ckpt's cost model"),
     Column("cost +%", ("cost_increase_pct",), "that cost over the baseline step (%), ckpt's cost model"),
@@ -163,7 +166,7 @@ def _cell(row: PointRow, column: Column) -> str:
     cells = [_field(row, key) for key in column.keys]
     if column.keys == ("overhead_pct", "overhead_pct_predicted"):
         return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]})"
-    if column.keys == ("persist_on_chip", "persist_on_chip_bytes"):
+    if column.keys in (("persist_on_chip", "persist_on_chip_bytes"), ("parked", "parked_bytes")):
         return cells[0] if cells[1] == "-" else f"{cells[0]} ({cells[1]} B)"
     draws = {("cycles",): row.cycles_draws, ("optimizer_cycles",): row.optimizer_draws}.get(column.keys)
     if draws and cells[0] != "-":
@@ -197,10 +200,11 @@ def point_lines(rows: list[PointRow]) -> list[str]:
             words.append(r.reason)
         if r.recomputes == 0 and r.status != BASELINE and r.label != REFERENCE and base is not None:
             if r.peak is not None and base.peak and r.peak < base.peak:
+                how = f"from reordering and {r.parked} activation(s) parked off chip" if r.parked else \
+                    "from reordering alone"
                 words.append(f"no recompute: its peak is {base.peak - r.peak:,} B "
-                             f"({100 * (base.peak - r.peak) / base.peak:.1f}%) below the baseline's from reordering "
-                             "alone")
-            if r.overhead_pct and abs(r.overhead_pct) < NOISE_PCT:
+                             f"({100 * (base.peak - r.peak) / base.peak:.1f}%) below the baseline's {how}")
+            if r.overhead_pct and abs(r.overhead_pct) < NOISE_PCT and not r.parked:
                 words.append(f"its {r.overhead_pct:+.2f}% cycles are code layout (the same ops in another order and "
                              "place), not recompute")
         if words:
@@ -282,7 +286,7 @@ def terminal_table(rows: list[PointRow], target: str | None = None, said: list[s
 
 def _shown_details(rows: list[PointRow], target: str | None) -> list[Column]:
     """The detail columns sweep.md shows: a split step's and gvsoc's comparison only where a row has them."""
-    optional = {"optimizer_cycles", "optimizer_cycles_predicted", "device_check", "persist_on_chip"}
+    optional = {"optimizer_cycles", "optimizer_cycles_predicted", "device_check", "persist_on_chip", "parked"}
     return [c for c in detail_columns(rows, target)
             if not set(c.keys) & optional or any(_cell(r, c) != "-" for r in rows)]
 

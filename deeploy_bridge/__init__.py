@@ -21,7 +21,7 @@ _WHERE = {
     "LoweredGraph": "records", "MemoryFigures": "records", "StageTimings": "records", "make_scheduler": "scheduler",
     "is_lowered": "sources", "deeploy_version": "versions", "deeploy_label": "versions",
     "deeploy_flavour": "versions", "home_blocks": "arena", "lay_out_home": "arena", "deeploy_tensor_name": "arena",
-    "ALIGNMENT": "arena",
+    "ALIGNMENT": "arena", "arena_overflow": "arena",
 }
 __all__ = sorted(_WHERE)
 

@@ -125,6 +125,13 @@ def growth(grown: list[GrownBlock]) -> int:
     return sum(aligned(g.moved, ALIGNMENT) - aligned(g.counted, ALIGNMENT) for g in grown)
 
 
+def arena_overflow(level: str, layout: Layout, capacity: int) -> BridgeError:
+    """Why a level's whole-network arena (`layout`) does not fit the `capacity` bytes the tiler has free there: one
+    definition, for Deeploy's tiler (place_blocks) and for a replay that sees it before Deeploy runs."""
+    return BridgeError(f"the {level} arena needs {layout.size} B (live maximum {layout.live_max} B) but {level} has "
+                       f"{capacity} B free: raise the level's size or tighten the schedule's budget")
+
+
 def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, log: LayoutLog | None = None,
                  outside: frozenset[str] = frozenset(), moved: Mapping[str, int] | None = None,
                  layer: str | None = None, base: int = 0) -> Layout:
@@ -143,8 +150,7 @@ def place_blocks(memory_map: list, ctxt, constraint, capacity: int, level: str, 
             raise BridgeError(f"layer {layer} does not fit {level}: its tiling code moves {growth(sized.grown)} B "
                               f"more than Deeploy's tiler counted, so its blocks need {layout.size} B but {level} "
                               f"has {capacity} B free: raise the level's size")
-        raise BridgeError(f"the {level} arena needs {layout.size} B (live maximum {layout.live_max} B) but {level} "
-                          f"has {capacity} B free: raise the level's size or tighten the schedule's budget")
+        raise arena_overflow(level, layout, capacity)
     sizes = {b.name: aligned(b.size, ALIGNMENT) for b in sized.blocks}
     by_name = {block.name: block for block in sized.kept}
     for name, offset in layout.offsets.items():

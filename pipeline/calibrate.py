@@ -33,6 +33,7 @@ from ckpt.pipeline.load import LoadedModel
 from ckpt.pipeline.split_costs import graph_order_overflow, load_split, priced_for_split
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
+from ckpt.replay.predict import home_arena_overflow
 from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.run import ESTIMATE_SCALE
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
@@ -166,6 +167,9 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     lowered = deeploy_bridge.lower(source, target)
     folder = Path(source) if Path(source).is_dir() else Path(source).parent
     order = [node.name for node in lowered.model.graph.node]
+    overflow = home_arena_overflow(lowered, [(name, 0) for name in lowered.node_order], setup)
+    if overflow is not None:             # refused in seconds, in the words Deeploy's tiler says it after minutes
+        raise overflow
     split = split_step(folder, read_model(source), lowered.io_names, None, lowered.model)
     if split is not None:
         found = _split_calibration(lowered.model, split, order, target, setup, sources, kit, model_sha, key, progress,

@@ -145,6 +145,8 @@ class SolveTask:
     persist_on_chip: bool = False    # split+: what persists brought on chip where each schedule leaves room
     split_plus_code: int | None = None   # ... beside the step's code of these bytes
     proof_key: str = ""              # the key without how long the solver may run (PointFolder.solved_record)
+    park: bool = False               # --park auto: the exact model may park activations off chip (pipeline.parking),
+                                     # so a budget below the single-op floor is solved, not refused
 
 
 PROVEN = ("optimal", INFEASIBLE)     # a solve's outcomes that no longer solve could change
@@ -262,7 +264,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         loaded = load_for_target(task.model, task.target, task.costs, task.weights, home=task.home, flow=task.flow)
         return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False), \
             None, 0.0
-    if spec.budget_bytes < task.lower_bound:
+    if spec.budget_bytes < task.lower_bound and not task.park:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, INFEASIBLE,
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
                                f"{task.lower_bound} B: no schedule can fit"), 0.0
@@ -271,7 +273,7 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
                                        progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home,
                                        allocator=task.allocator, persist_on_chip=task.persist_on_chip,
-                                       split_plus_code=task.split_plus_code)
+                                       split_plus_code=task.split_plus_code, park=task.park)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                INFEASIBLE if err.proven else "no schedule", str(err)), \
@@ -309,21 +311,28 @@ def carried(own: Schedule | None, others: list[tuple[str, Schedule]], budget_byt
     schedule) whose held figure fits `budget_bytes` and costs less. A carried schedule keeps its sequence and
     figures; its budget is this point's and its status is judged against this point's own lower bound."""
     best, note = own, ""
-    best_cost = own.predicted.recompute_cost if own else math.inf
+    best_cost = _carried_cost(own) if own else math.inf
     for label, other in others:
-        cost = other.predicted.recompute_cost
+        cost = _carried_cost(other)
         if other.predicted.held_bytes <= budget_bytes and cost < best_cost:
             best, best_cost, note = other, cost, label
     if best is own or own is None and best is None:
         return own, ""
     budget = own.budget if own else replace(best.budget, bytes=budget_bytes)
     bound = own.solver.cost_lower_bound if own else None    # on the planned cost, over one stage order
-    planned = best.predicted.planned_cost if best.predicted.planned_cost is not None else best_cost
+    planned = best.predicted.planned_cost + best.predicted.park_cycles if best.predicted.planned_cost is not None \
+        else best_cost
     gap = None if bound is None else (0.0 if planned <= bound else (planned - bound) / planned)
     status = "optimal" if gap is not None and gap <= tolerance else best.solver.status
     solver = replace(best.solver, status=status, gap=None if gap is None else round(gap, 6), cost_lower_bound=bound,
                      carried_from=note)
     return replace(best, budget=budget, solver=solver), f"schedule carried from budget {note} (cheaper, and it fits)"
+
+
+def _carried_cost(schedule: Schedule) -> int:
+    """What a schedule adds to the step: its recomputes' cycles and its parking's (--park auto), as the solve's
+    bound counts them."""
+    return schedule.predicted.recompute_cost + schedule.predicted.park_cycles
 
 
 # --------------------------------------------------------------------------- replaying

@@ -102,6 +102,9 @@ class PointRow:
     persist_on_chip: int | None = None        # split+ (--persist-on-chip auto): the persistent tensors (Deeploy's
                                               # names) the schedule brings on chip; None: no split+
     persist_on_chip_bytes: int | None = None  # ... and their bytes (a copy sharing another's bytes counted once)
+    parked: int | None = None                 # --park auto: the activations the schedule parks off chip (Deeploy's
+                                              # names); None: no parking
+    parked_bytes: int | None = None           # ... and their bytes
     cycles_draws: list[int] = field(default_factory=list)      # run from several starting states (gvsoc.draws):
     optimizer_draws: list[int] = field(default_factory=list)   # each draw's cycles and optimizer cycles, of which
                                                                # `cycles` (`optimizer_cycles`) is the median;
@@ -169,6 +172,8 @@ def solved_row(label: str, fraction: float | None, budget_bytes: int | None, fou
                    cycles_predicted=predicted.step_cycles, optimizer_cycles_predicted=predicted.optimizer_cycles,
                    persist_on_chip=len(plus["tensors"]) if plus else None,
                    persist_on_chip_bytes=plus["bytes"] if plus else None,
+                   parked=len(predicted.parked_tensors) if predicted.parked else None,
+                   parked_bytes=predicted.parked["bytes"] if predicted.parked else None,
                    check=check, gap=_finite(solver.gap),
                    seconds=None if seconds is None else round(seconds, 1), schedule=schedule)
 

@@ -12,8 +12,9 @@ import onnx
 
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.broadcast import declared_constant_bytes
+from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import LoweredGraph
-from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, WeightUpdate
+from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
 from ckpt.memory_levels import LevelMemory
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
@@ -92,6 +93,19 @@ def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpd
     activations = sum(b.size for b in predicted.blocks if b.first <= step <= b.last and b.name not in predicted.io)
     return {home: LevelMemory(arena=layout.size, live_max=layout.live_max, static=lowered.static_bytes(weights),
                               activations_at_peak=activations)}
+
+
+def home_arena_overflow(lowered: LoweredGraph, seq: RunSequence, setup: DeeploySetup) -> BridgeError | None:
+    """Why a home on chip (--home L2) cannot hold `seq`'s whole-network arena, as ckpt predicts it, beside the level's
+    constants: Deeploy's tiler refuses it in these words (deeploy_bridge.arena.arena_overflow; its capacity there is
+    the level's size less its constants), but only after code generation and tiling, minutes on a large model. None
+    where it fits, or the home is off chip or split (replay.run refuses that one by its activations)."""
+    level = setup.default_mem_level
+    if setup.home == SPLIT_HOME or not TARGET_TABLE[lowered.target].is_on_chip(level):
+        return None
+    layout = deeploy_bridge.lay_out_home(predicted_home_blocks(lowered, seq, setup.weights).blocks)
+    free = setup.size(level) - lowered.static_bytes(setup.weights)
+    return deeploy_bridge.arena_overflow(level, layout, free) if layout.size > free else None
 
 
 def split_home_of(lowered: LoweredGraph) -> SplitHome:

@@ -69,6 +69,7 @@ from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.predict import (
     OnChipRoom,
     chosen_on_chip,
+    home_arena_overflow,
     home_layout,
     level_price,
     predicted_split_levels,
@@ -188,6 +189,10 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         _refuse_activations_beyond_chip(lowered, doc, options, split)
         if options.deeploy.persist_on_chip:
             options = _bring_on_chip(lowered, doc, options, split, progress)
+    elif lowered is not None:
+        overflow = home_arena_overflow(lowered, list(doc.seq), options.deeploy)
+        if overflow is not None:
+            raise overflow
     with replay_folder(outdir):
         clock = time.perf_counter()
         flows, optimizer = _deeploy_flows(base, doc, target, outdir, options, split, progress) if lowered \

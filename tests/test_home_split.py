@@ -4,6 +4,7 @@ ckpt decides each tensor's level from the graph (solver.memory.placement); Deepl
 an annotation pass (deeploy_bridge.home_split) and generates the code. The levels checked here are read back from
 Deeploy's own context after it generated the code, not from ckpt's record.
 """
+import re
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,9 @@ from ckpt.solver.memory.placement import SplitHome, over_capacity, split_levels
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE
 
 
-def _split_replay_of_example(tmp_path: Path, *example: str):
+def _split_replay_of_example(tmp_path: Path, *example: str, home: str = SPLIT_HOME):
     """A CCT example (`example` its options) solved for Siracusa at 1.0 with estimated costs and replayed with
-    the split home on the host: the replay's completed process and its output folder."""
+    the split home (or `home`) on the host: the replay's completed process and its output folder."""
     model, schedule, out = tmp_path / "cct", tmp_path / "seq.json", tmp_path / "replay"
     made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", *example,
                      "-o", str(model))
@@ -31,7 +32,7 @@ def _split_replay_of_example(tmp_path: Path, *example: str):
     solved = ckpt_here("solve", str(model), "--target", "siracusa", "--budget", "1.0", "--costs", "estimate",
                        "-o", str(schedule))          # solved for home L3: nothing held on L2
     assert solved.returncode == 0, solved.stderr
-    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", SPLIT_HOME, "-o", str(out),
+    run = ckpt_here("replay", str(schedule), "--model", str(model), "--home", home, "-o", str(out),
                     "--no-simulate")
     return run, out
 
@@ -208,6 +209,56 @@ def test_a_split_replay_whose_activations_alone_overflow_l2_is_refused_with_the_
     assert "activations alone need 5,242,884 B of L2" in line and "2,031,616 B L2 gives" in line
     assert "--home L3" in line and "Deeploy" not in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
+
+
+@pytest.mark.deeploy
+def test_an_all_l2_replay_whose_arena_cannot_fit_is_refused_in_deeploys_words_before_any_code_generation(
+        lowering_cache, tmp_path, monkeypatch):
+    """--home L2: a replayed order whose whole-network arena, as ckpt predicts it, overflows what L2 leaves beside the
+    constants is refused with the words Deeploy's tiler would say (deeploy_bridge.arena.arena_overflow) before
+    Deeploy generates any code (neither flow runs: the spy would fail the replay; no replay folder is written)."""
+    from ckpt import deeploy_bridge
+    from ckpt.replay import run as replay_run
+
+    def no_deeploy(*args, **kwargs):
+        raise AssertionError("Deeploy generated code")
+
+    monkeypatch.setattr(deeploy_bridge, "deploy", no_deeploy)
+    monkeypatch.setattr(replay_run, "deploy_split", no_deeploy)
+    run, out = _split_replay_of_example(tmp_path, "--image-size", "64", "--conv-channels", "160", home="L2")
+    line = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 1 and "the L2 arena needs" in line and "B free: raise the level's size" in line, line
+    needs, free = (int(n) for n in re.findall(r"needs (\d+) B .* has (\d+) B free", line)[0])
+    assert needs > free and free < 2_031_616 and "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+@pytest.mark.deeploy
+@pytest.mark.gvsoc       # a calibration needs gvsoc at hand; refused before it runs, in seconds
+def test_an_all_l2_calibration_whose_arena_cannot_fit_is_refused_before_any_code_generation(
+        lowering_cache, deeploy_checkout, tmp_path, monkeypatch):
+    """`ckpt calibrate --home L2` of a graph order whose arena overflows L2 beside the constants: the same words as
+    the replay's refusal, before Deeploy generates the code (a sweep or bench/on_chip.py at home L2 asks for it
+    before their baseline replay)."""
+    from ckpt import deeploy_bridge
+    from ckpt.gvsoc.kit import NoKit, find_kit
+    from ckpt.pipeline import calibrate
+
+    if isinstance(find_kit(None), NoKit):
+        pytest.skip(find_kit(None).reason)
+
+    def no_deeploy(*args, **kwargs):
+        raise AssertionError("Deeploy generated code")
+
+    monkeypatch.setattr(deeploy_bridge, "deploy", no_deeploy)
+    monkeypatch.setattr(calibrate, "deploy_split", no_deeploy)
+    model = tmp_path / "cct"
+    made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
+                     "--conv-channels", "160", "-o", str(model))
+    assert made.returncode == 0, made.stderr
+    done = ckpt_here("calibrate", str(model), "--target", "siracusa", "--home", "L2")
+    line = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and "the L2 arena needs 5242884 B" in line and "B free" in line, line
 
 
 @pytest.mark.deeploy

@@ -261,3 +261,76 @@ def test_a_sweep_run_again_under_other_stage_order_rules_solves_its_points_again
     assert solved >= 1 and ckpt_here(*args).returncode == 0 and len(seen) == solved      # kept: same rules
     monkeypatch.setattr(sweep, "STAGE_ORDER_RULES", sweep.STAGE_ORDER_RULES + 1)
     assert ckpt_here(*args).returncode == 0 and len(seen) == 2 * solved
+
+
+@pytest.mark.deeploy     # the split home lowers the MLP with Deeploy (cached); nothing is generated or replayed
+def test_park_auto_reaches_every_point_solve_of_a_sweep_and_its_replay(tmp_path, monkeypatch, lowering_cache):
+    """`ckpt sweep --home split --park auto`: each point's solve may park (the solver is given the parking's prices, as
+    under `ckpt solve --park auto`), a budget below the single-op floor is solved rather than refused, and each
+    point's replay is asked to home what its schedule parks off chip (the points run here, for the spies to see)."""
+    from ckpt.budgets import sweep
+    from ckpt.pipeline import deployed_solve
+    from ckpt.pipeline.point import PointRecord
+
+    seen, replayed, real = [], {}, deployed_solve.solve
+
+    def spied(graph, options, *args, **kwargs):
+        seen.append(kwargs.get("park"))
+        return real(graph, options, *args, **kwargs)
+
+    def replay_spy(task):
+        replayed[task.spec.label] = (task.replay.deeploy.parked, task.schedule.predicted.parked_tensors)
+        return PointRecord(task.key, task.spec.label, sweep.solved_row(
+            task.spec.label, task.spec.fraction, task.spec.budget_bytes, task.schedule, 0.0, "not verified", "",
+            ""), stored=False)
+
+    def no_reference(*args, **kwargs):
+        raise sweep.CkptError("not replayed here", "-")
+
+    monkeypatch.setattr(deployed_solve, "solve", spied)
+    monkeypatch.setattr(sweep, "LocalExecutor", _HereExecutor)
+    monkeypatch.setattr(sweep, "replay_point", replay_spy)
+    monkeypatch.setattr(sweep, "replay_schedule", no_reference)
+    model = tmp_path / "mlp"
+    write_example("mlp", model, layers=2, width=32)
+    run = ckpt_here("sweep", "0.6:0.9", "--points", "2", "--model", str(model), "--target", "siracusa", "--home",
+                    "split", "--park", "auto", "--costs", "estimate", "--no-verify", "--time-limit", "30",
+                    "-o", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    assert len(seen) >= 2 and all(prices is not None for prices in seen)
+    assert set(replayed) == {"baseline", "0.9", "0.6"}
+    assert all(asked == parked for asked, parked in replayed.values())
+    assert replayed["0.6"][0] and not replayed["baseline"][0]       # below the floor: it parks to fit
+
+
+def test_park_auto_is_refused_by_a_sweep_before_any_work_where_solve_refuses_it(mlp, tmp_path):
+    """--park auto without the split home, or beside split+, is refused in one line before anything is lowered."""
+    outdir = tmp_path / "out"
+    for extra, said in ((("--target", "siracusa"), "--home split"),
+                        (("--target", "siracusa", "--home", "split", "--persist-on-chip", "auto"),
+                         "--persist-on-chip auto")):
+        run = ckpt_here("sweep", "0.8:0.9", "--model", str(mlp), "--park", "auto", *extra, "-o", str(outdir))
+        assert run.returncode == 1 and said in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and not outdir.exists()
+
+
+def test_a_tighter_points_parked_schedule_is_carried_by_its_recompute_and_parking_cycles_together():
+    """A sweep gives a looser point a tighter point's schedule only where it costs less in all: a schedule that
+    parks pays its parking's cycles too (they are in its step, and in the solve's bound), so fewer recompute cycles
+    bought with more parking cycles are not cheaper."""
+    from ckpt.pipeline.point import carried
+    from ckpt.schedule_file import BudgetSpec, Predicted, Schedule, SolverRecord
+
+    def schedule(recompute: int, park: int) -> Schedule:
+        parked = {"tensors": ["t"], "bytes": 64, "cycles": park} if park else None
+        return Schedule((("n", 0),), budget=BudgetSpec("0.8", 0.8, 1000),
+                        predicted=Predicted(peak_bytes=900, recompute_cost=recompute, planned_cost=recompute,
+                                            parked=parked),
+                        solver=SolverRecord(status="optimal", cost_lower_bound=recompute + park))
+
+    own = schedule(500, 0)
+    kept, note = carried(own, [("0.7", schedule(100, 1000))], 1000, 1e-4)
+    assert kept is own and note == ""
+    cheaper = schedule(100, 200)
+    kept, note = carried(own, [("0.7", cheaper)], 1000, 1e-4)
+    assert kept.predicted == cheaper.predicted and "0.7" in note

@@ -85,3 +85,29 @@ def test_a_split_plus_sweep_tabulates_what_each_point_brings_on_chip_as_its_repl
         seq = json.loads((outdir / row["schedule"]).read_text())
         assert sorted(seq["predicted"]["split_plus"]["tensors"]) == sorted(brought)
     assert "| split+ on chip |" in (outdir / "sweep.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_parked_sweep_point_says_what_it_parks_and_its_replay_holds_the_budget_in_l2(lowering_cache, tmp_path):
+    """`ckpt sweep --home split --park auto` on the built-in MLP at 0.6 (below its split step's single-op floor: only
+    parking fits; estimated costs, no gvsoc): the point's row counts what its schedule parks, its replay homes those
+    very activations in L3 (the Deeploy setup its report records), and the code's L2 activations stay within the
+    budget; sweep.md shows the column."""
+    model, outdir = tmp_path / "mlp", tmp_path / "sweep"
+    write_example("mlp", model, layers=2, width=32)
+    run = subprocess.run([sys.executable, "-m", "ckpt", "sweep", "0.6:0.6", "--model", str(model), "--target",
+                          "siracusa", "--home", "split", "--park", "auto", "--costs", "estimate", "--no-simulate",
+                          "--jobs", "1", "-o", str(outdir)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    row = {row["label"]: row for row in json.loads((outdir / "sweep.json").read_text())["points"]}["0.6"]
+    seq = json.loads((outdir / row["schedule"]).read_text())
+    parked = seq["predicted"]["parked"]
+    assert row["parked"] == len(parked["tensors"]) > 0 and row["parked_bytes"] == parked["bytes"] > 0
+    report = json.loads((outdir / row["schedule"]).with_name("replay").joinpath("report.json").read_text())
+    assert sorted(report["deeploy"]["tiled"]["setup"]["parked"]) == sorted(parked["tensors"])
+    assert row["check"] == "bit-identical", row
+    assert row["replayed_peak"] <= row["budget_bytes"] < row["levels"]["L2"]["home_arena"] + parked["bytes"]
+    for level in ("L2", "L3"):                     # the code's whole-network blocks: the parked in L3, not in L2
+        assert row["levels"][level]["home_arena"] == row["levels"][level]["predicted_arena"], level
+    assert row["levels"]["L3"]["home_arena"] >= parked["bytes"]
+    assert "| parked |" in (outdir / "sweep.md").read_text()
