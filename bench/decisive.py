@@ -240,8 +240,9 @@ def main() -> int:
                         "status or gap got worse (and, for --json, whose answer changed)")
     parser.add_argument("--store", default=None, help="with --grid: write its tables to this file")
     args = parse_args(parser, SMOKE)
-    # read now: with --store to the same file, the grid would be compared with itself (every cell "no worse")
-    earlier = Path(args.compare).read_text() if args.compare else None
+    # read now: with --store to the same file, the grid would be compared with itself (every cell "no worse");
+    # a file this run writes first (--json) is read at the end
+    earlier = Path(args.compare).read_text() if args.compare and Path(args.compare).is_file() else None
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
             args.graphs, "--order", args.order, "--clock", args.clock]
     copy += ["--grid", "--targets", args.targets, "--fractions", args.fractions] if args.grid else []
