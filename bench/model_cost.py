@@ -3,6 +3,7 @@ what solver/model/time_plan.py predicts from the model's size (the constants of 
 bench's table).
 
     python bench/model_cost.py none:resnet8_train:0.5 siracusa:cct_lora_train:0.4 ...
+    python bench/model_cost.py --smoke     (the built-in MLP example at 0.5)
 
 Per cell (target:graph:fraction of the graph-order peak): the recompute variables, the model's variables, the
 predicted build + handover seconds (without MIN_STAGE_SECONDS), the measured build seconds (milp.build), the
@@ -19,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from common import parse_args  # noqa: E402
 from decisive import graph_of  # noqa: E402
 
 from ckpt.solver.graph.baselines import baselines, reorder  # noqa: E402
@@ -27,6 +29,8 @@ from ckpt.solver.model import backends, clock, milp, time_plan  # noqa: E402
 from ckpt.solver.model.backends import BackendOptions, run  # noqa: E402
 from ckpt.solver.model.clock import Clock  # noqa: E402
 from ckpt.solver.model.problem import Problem  # noqa: E402
+
+SMOKE = {"cells": ["none:mlp:0.5"]}
 
 
 def measure(problem: Problem, budget: int) -> tuple[int, float, float]:
@@ -42,9 +46,12 @@ def measure(problem: Problem, budget: int) -> tuple[int, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cells", nargs="+", help="target:graph:fraction, e.g. none:resnet8_train:0.5")
+    parser.add_argument("cells", nargs="*", default=[], help="target:graph:fraction, e.g. none:resnet8_train:0.5")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/model_cost"))
-    args = parser.parse_args()
+    args = parse_args(parser, SMOKE)
+    args.cells = args.cells or (SMOKE["cells"] if args.smoke else [])   # (a positional's default wins over SMOKE)
+    if not args.cells:
+        parser.error("name at least one cell, e.g. none:resnet8_train:0.5")
     args.scratch.mkdir(parents=True, exist_ok=True)
     backends.WATCHED_VARIABLES = 2 ** 62     # in this process (see the module doc)
     per = time_plan.BUILD_SECONDS_PER_RECOMPUTE + time_plan.VARIABLES_PER_RECOMPUTE \
