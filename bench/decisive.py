@@ -240,6 +240,9 @@ def main() -> int:
                         "status or gap got worse (and, for --json, whose answer changed)")
     parser.add_argument("--store", default=None, help="with --grid: write its tables to this file")
     args = parse_args(parser, SMOKE)
+    # read now: with --store to the same file, the grid would be compared with itself (every cell "no worse");
+    # a file this run writes first (--json) is read at the end
+    earlier = Path(args.compare).read_text() if args.compare and Path(args.compare).is_file() else None
     copy = [sys.executable, __file__, "--time-limit", str(args.time_limit), "--step", str(args.step), "--graphs",
             args.graphs, "--order", args.order, "--clock", args.clock]
     copy += ["--grid", "--targets", args.targets, "--fractions", args.fractions] if args.grid else []
@@ -284,14 +287,14 @@ def main() -> int:
     if args.store and lines:
         write_atomically(Path(args.store), "\n".join(lines).lstrip("\n") + "\n")
     if args.compare:
-        compare(cells, Path(args.compare))
+        compare(cells, Path(args.compare), earlier)
     return 0
 
 
-def compare(cells: list[dict], path: Path) -> None:
-    """Print the cells that got worse against `path` (a --store table or a --json output), and for a --json
-    output the answers that changed."""
-    text = path.read_text()
+def compare(cells: list[dict], path: Path, text: str | None = None) -> None:
+    """Print the cells that got worse against `path` (a --store table or a --json output; `text`: its text as
+    read before this run, else read now), and for a --json output the answers that changed."""
+    text = path.read_text() if text is None else text
     earlier = json.loads(text) if text.lstrip().startswith("[") else stored_cells(text)
     where = lambda c: f"{c['graph']}{'@' + c['target'] if c.get('target') else ''} {c['fraction']:.2f}"  # noqa: E731
     worse = worse_cells(cells, earlier)

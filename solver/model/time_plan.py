@@ -17,10 +17,13 @@ BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answe
 BOUND_ALONE_UNTIL = 0.9  # ... when the models could not be built and run in the time after it: the rest is repair
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
-HANDOVER_SECONDS_PER_VARIABLE = 4e-5   # handing a built model to HiGHS and reading its answer back
 RESERVE_SHARE = 0.05     # kept back from every deadline: a HiGHS run checks its time limit only now and then
-BUILD_SECONDS_PER_RECOMPUTE = 6e-4   # building the exact model, per recompute variable (generated CNN and CCTs)
-VARIABLES_PER_RECOMPUTE = 7          # the models' variables, per recompute variable (ResNet-8: about 7; CCTs: 5)
+# A model's cost by its size, in CPU seconds, from bench/model_cost.py's table (issue 56, zoo cells at 0.2-0.5:
+# ResNet-8, DS-CNN, CCT, CCT-LoRA; 3k-24k recomputes, 21k-128k variables; a busy machine), rounded up:
+HANDOVER_SECONDS_PER_VARIABLE = 8e-5   # handing a built model to HiGHS (PuLP's copy, HiGHS's presolve, which no
+                                       # limit interrupts) and reading its answer back: measured 6.0e-5 to 1.1e-4
+BUILD_SECONDS_PER_RECOMPUTE = 3e-4     # building a model, per recompute variable: measured 2.1e-4 to 3.7e-4
+VARIABLES_PER_RECOMPUTE = 7            # the models' variables, per recompute variable: measured 5.4 to 7.5
 
 
 @dataclass(frozen=True)
