@@ -11,6 +11,7 @@ from hypothesis import settings
 
 from ckpt import paths
 from ckpt.coderun.sources import NoSources, find_sources
+from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -54,6 +55,14 @@ def gvsoc_only_where_asked(request, monkeypatch):
     as a user does with $GVSOC_INSTALL=none."""
     if request.node.get_closest_marker("gvsoc") is None:
         monkeypatch.setenv("GVSOC_INSTALL", "none")
+
+
+@pytest.fixture(scope="module")
+def branch():
+    """Split steps are the training branch's: without it installed, the test is skipped saying how to get it."""
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
+                    "(pip install ../shared/deeploy-train)")
 
 
 @pytest.fixture(scope="session")

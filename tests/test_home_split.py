@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from strength import property_examples
 
 from ckpt.deeploy_bridge.setup import setup_for
-from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
+from ckpt.deeploy_identity import Flavour, deeploy_flavour
 from ckpt.solver.graph.graph import Op, TrainGraph
 from ckpt.solver.memory.layout import Block, aligned, lay_out
 from ckpt.solver.memory.placement import SplitHome, over_capacity, split_levels
@@ -68,13 +68,6 @@ def test_the_split_home_is_a_home_of_the_targets_that_have_a_chip_and_a_ram_behi
 
 
 # --------------------------------------------------------------------------- with the training branch installed
-
-
-@pytest.fixture(scope="module")
-def branch():
-    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
-        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
-                    "(pip install ../shared/deeploy-train)")
 
 
 @pytest.mark.deeploy

@@ -228,13 +228,6 @@ def test_a_split_solve_below_the_single_op_floor_parks_and_lays_the_parked_out_o
     assert predicted["levels"]["L3"]["arena"] >= max(record["bytes"] // len(record["tensors"]), 1)
 
 
-@pytest.fixture(scope="module")
-def branch():
-    from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
-    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
-        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
-                    "(pip install ../shared/deeploy-train)")
-
 
 @pytest.mark.deeploy
 @pytest.mark.slow

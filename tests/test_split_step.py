@@ -24,7 +24,6 @@ from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import FlowFigures
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, setup_for
 from ckpt.deeploy_bridge.split_step import optimizer_role
-from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.gvsoc.probes import instrument
 from ckpt.hostexec.executor import HostExecutor
 from ckpt.memory_levels import LevelMemory
@@ -154,12 +153,6 @@ def test_an_accumulator_whose_flag_deeploy_made_an_alias_writes_its_buffer_back(
 
 # --------------------------------------------------------------------------- with the training branch installed
 
-
-@pytest.fixture(scope="module")
-def branch():
-    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
-        pytest.skip(f"the installed Deeploy is {deeploy_label()}: split steps need the training branch "
-                    "(pip install ../shared/deeploy-train)")
 
 
 def _replay(shared_models: Path, tmp_path: Path, model: str, budget: str, *extra: str) -> tuple[ReplayReport, Path]:
