@@ -56,6 +56,9 @@ DEEPLOY = [
 ]
 GVSOC = [Smoke("gvsoc", rows=3,
                shows=("| baseline | 0 |", "| 0.8 |", "| 0/6507 |", "| point | measured - predicted |")),
+         # the same code started at three offsets: one locks a pair on its shared FPU
+         Smoke("fpu_lock", rows=3, shows=("fmadd.s in a row in the loop: 7", "| 0 | 20,833 | +0.0% |",
+                                          "1 of 3 offsets lock a pair (10)")),
          Smoke("gap9_prediction", rows=1, shows=("| tiny-mlp | 0.8 | 4 |", "(prediction) | none published | - |")),
          # the branch: SimpleMLP's nine layers calibrated in L3 and at home split, and the price fitted on them
          Smoke("level_price", rows=1, shows=("| simplemlp_train | 9 | 108,174 | 55,842 |", "fitted price:")
