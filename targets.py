@@ -96,7 +96,7 @@ SIRACUSA_CLONE_CYCLES = 194   # DS-CNN's home-L2 sweep 0.5:0.9 on gvsoc: measure
 # tile); the part per tensor is applied per tile. Refitted with the tiles, the least squares is not stable yet (a
 # layer's tensors kept off chip at both homes change their own tile count between them, which the fit does not
 # model): kept as fitted
-SIRACUSA_LEVEL_PRICE = (("per_tensor", 1538.3), ("per_byte", 1.6), ("per_byte_by_type", (
+SIRACUSA_LEVEL_PRICE = (("per_transfer", 1538.3), ("per_byte", 1.6), ("per_byte_by_type", (
     ("Add", 1.521), ("BatchNormInternal", 1.412), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
     ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.917), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.649),
     ("Mul", 1.644), ("Relu", 1.661), ("ReluGrad", 1.517), ("Transpose", 1.659))))

@@ -21,7 +21,7 @@ from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
-from ckpt.deeploy_bridge.tile_counts import code_tiles_into
+from ckpt.deeploy_bridge.tile_counts import LayerCode, code_layers, code_tiles_into
 from ckpt.errors import CkptError
 from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
@@ -42,7 +42,7 @@ from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
-CALIBRATION_FORMAT = 4  # 4: node_tiles
+CALIBRATION_FORMAT = 5  # 4: node_tiles; 5: node_transfers, node_tables
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
@@ -67,6 +67,12 @@ class Calibration:
     node_tiles: dict[str, int] = field(default_factory=dict)   # per node that tiles into the chip's level from off
                                        # chip: its tiles there, read from the generated code (a layer moves each
                                        # tensor it keeps off chip once per tile: what the level price counts)
+    node_transfers: dict[str, dict[str, int]] = field(default_factory=dict)   # per node that tiles from off chip:
+                                       # each tensor it keeps there (the lowered graph's name) -> the copies it
+                                       # issues per tile for it (a copy per row where its rows are apart there)
+    node_tables: dict[str, dict[str, int]] = field(default_factory=dict)   # per such node: the bytes of the
+                                       # tables the tiler declares on chip for it, its own under "" and each
+                                       # tensor's it moves under the tensor's name
     draws: list[int] = field(default_factory=list)   # measured from several starting states (gvsoc.draws): each
     optimizer_draws: list[int] = field(default_factory=list)   # draw's step (optimizer) cycles, of which the
                                        # figures above are the medians (each layer's too); empty: one draw
@@ -74,6 +80,7 @@ class Calibration:
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
                          measured_optimizer=self.optimizer_cycles or None, tiles=dict(self.node_tiles) or None,
+                         transfers={k: dict(v) for k, v in self.node_transfers.items()} or None,
                          per_clone=TARGET_TABLE[self.target].clone_cycles,
                          source=f"gvsoc calibration {self.key[:12]}{self._drawn} + "
                                 f"{TARGET_TABLE[self.target].clone_cycles} cycles per recompute")
@@ -117,6 +124,12 @@ class Calibration:
         if not isinstance(tiles, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                                   for v in tiles.values()):
             raise CkptError(f"'{where}': \"node_tiles\" is not an object of tile counts >= 1", way_out)
+        for name in ("node_transfers", "node_tables"):
+            nested = doc.get(name, {})
+            if not isinstance(nested, dict) or not all(
+                    isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                for n in v.values()) for v in nested.values()):
+                raise CkptError(f"'{where}': \"{name}\" is not an object of counts per node and tensor", way_out)
         if doc["target"] not in SIMULATED_TARGETS:
             raise CkptError(f"'{where}': \"target\" is {json.dumps(doc['target'])[:40]}, not one of "
                             f"{', '.join(SIMULATED_TARGETS)}", way_out)
@@ -193,6 +206,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak,
                             timeout=timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
+        layers = code_layers(code, chip.on_chip, chip.off_chip)
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
@@ -200,7 +214,8 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
                         node_cycles(run.layers, order), run.errors, run.total, code_bytes, key,
-                        node_tiles=_known(tiles, order), draws=list(run.draws))
+                        node_tiles=_known(tiles, order), draws=list(run.draws),
+                        **_transfers_and_tables(layers, order, lowered.model))
     unknown = [name for name in found.node_cycles if name not in set(order)]
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
@@ -229,6 +244,7 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
         run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
                              timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
+        layers = code_layers(code, chip.on_chip, chip.off_chip)
     if run.status is not SimStatus.MEASURED:
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if not run.layer_cycles:
@@ -237,13 +253,29 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
     code_bytes = run.on_chip.static - run.on_chip.test_data - static
     nodes = {name: cycles for name, cycles in run.layer_cycles.items() if name in set(order)}
     return Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles, nodes, run.errors,
-                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order), list(run.draws),
-                       list(run.optimizer_draws))
+                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order),
+                       draws=list(run.draws), optimizer_draws=list(run.optimizer_draws),
+                       **_transfers_and_tables(layers, order, base))
 
 
 def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
     """The tile counts of the lowered graph's nodes (the code's other tables, e.g. the optimizer's, left out)."""
     return {name: count for name, count in sorted(tiles.items()) if name in set(order)}
+
+
+def _transfers_and_tables(layers: dict[str, LayerCode], order: list[str], model) -> dict[str, dict]:
+    """The calibration's node_transfers and node_tables from the code's layers (deeploy_bridge.tile_counts): the
+    lowered graph's nodes only, each tensor by the lowered graph's name (a buffer Deeploy adds keeps its own)."""
+    names = {deeploy_bridge.deeploy_tensor_name(t): t for node in model.graph.node for t in (*node.input, *node.output)
+             if t}
+    known = set(order)
+
+    def renamed(counts: dict[str, int]) -> dict[str, int]:
+        return {names.get(t, t): n for t, n in sorted(counts.items())}
+
+    mine = [(n, c) for n, c in sorted(layers.items()) if n in known]
+    return {"node_transfers": {n: renamed(c.transfers) for n, c in mine if c.transfers},
+            "node_tables": {n: renamed(c.tables) for n, c in mine if c.tables}}
 
 
 def _times(draws: int) -> str:
