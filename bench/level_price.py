@@ -36,7 +36,13 @@ from ckpt.pipeline.split_costs import load_split
 from ckpt.pipeline.split_plus import priced_on_chip
 from ckpt.replay.predict import split_home_of
 from ckpt.solver.graph.costs import measured_price
-from ckpt.solver.graph.level_price import LayerPair, fit_level_price, on_chip_copies, on_chip_tensors
+from ckpt.solver.graph.level_price import (
+    LayerPair,
+    fit_level_price,
+    on_chip_copies,
+    on_chip_lines,
+    on_chip_tensors,
+)
 from ckpt.solver.graph.onnx_loader import io_names
 from ckpt.solver.memory.placement import split_levels
 from ckpt.targets import SPLIT_HOME
@@ -60,14 +66,16 @@ def layer_pairs(model: Path) -> list[LayerPair]:
     levels = split_levels(loaded.graph, inputs, home, loaded.persistent_io)
     moved = on_chip_tensors(loaded.graph, levels, home.default)
     copies = on_chip_copies(loaded.graph, levels, home.default, off_chip.node_transfers)
+    bursts = on_chip_lines(loaded.graph, levels, home.default, off_chip.node_lines)
     kinds = {op.name: op.op_type for op in loaded.graph.ops}
     return [LayerPair(model.name, kinds[name], moved[name], cycles, split.node_cycles[name],
-                      off_chip.node_tiles.get(name, 1), copies[name])
+                      off_chip.node_tiles.get(name, 1), copies[name], bursts[name])
             for name, cycles in sorted(off_chip.node_cycles.items()) if name in split.node_cycles]
 
 
 def _saving(pairs: list[LayerPair], price) -> int:
-    return sum(price.saving(p.op_type, p.moved, p.off_chip, p.tiles, p.copies or None) for p in pairs)
+    return sum(price.saving(p.op_type, p.moved, p.off_chip, p.tiles, p.copies or None, p.lines or None)
+               for p in pairs)
 
 
 def within(predicted: float, measured: float) -> str:

@@ -9,7 +9,9 @@ closure of that outer level, `_<layer>_closure_<outer>`, once per tile, as one 2
 waited on) or, where the tile's rows are not contiguous there, a loop of copies, one per row (`for (... i_0 < N
 ...)`): each copy is a set-up and a wait, so a tensor's transfers per tile are what it costs beyond its bytes. The
 copy names the tensor by its pointer in the level, `DeeployNetwork_TILING_CODEGEN_<level>_<layer>_<tensor>_ref`,
-and the tiler's role for it (`&<role>_ExternalToLocal`). The per-tile tables the tiler keeps in the level for a layer
+and the tiler's role for it (`&<role>_ExternalToLocal`). A 2-D copy moves `size` bytes in lines of `length` bytes
+(its arguments, literal or per tile from the tiler's tables): off chip each line is a burst of its own, so a tile
+whose rows are short moves its bytes in many lines. The per-tile tables the tiler keeps in the level for a layer
 (`PI_<level> <type> DeeployNetwork_TILING_CODEGEN_<level>_<layer>_<role>_<field>[n]`, and the layer's `numTiles`) are
 static data of the step there, as many as the layer has tiles and tensors it moves.
 """
@@ -22,12 +24,15 @@ from pathlib import Path
 _TABLE = re.compile(r"_TILING_CODEGEN_(?P<level>L\d+)_(?P<layer>\w+?)_numTiles\[\d+\]\s*=\s*\{(?P<offsets>[0-9,\s]*)\}")
 _CLOSURE = re.compile(r"static void _(?P<layer>\w+)_closure_(?P<outer>L\d+)\(")
 _FUNCTION = re.compile(r"^(?:static\s+)?(?:void|int|typedef)\b", re.MULTILINE)
+_ARG = r"\s*(?P<{}>\w+(?:\[TILING_I\])?)\s*"
 _TOKEN = re.compile(r"for\s*\(\s*uint32_t\s+i_\d+\s*=\s*0\s*;\s*i_\d+\s*<\s*(?P<rows>\d+)\s*;[^)]*\)\s*\{"
                     r"|(?P<open>\{)|(?P<close>\})"
                     r"|void\s*\*\s*const\s+external_buffer_offsetted\s*=\s*\(void\s*\*\)\s*\(\(char\s*\*\)\s*"
                     r"(?P<offsetted>\w+)"
-                    r"|pi_cl_ram_copy_2d\(\s*[^,]+,\s*(?P<external>\w+)\s*,[^;]*?&(?P<role>\w+?)_"
-                    r"(?:ExternalToLocal|LocalToExternal)\s*\)")
+                    r"|pi_cl_ram_copy_2d\(\s*[^,]+,\s*(?P<external>\w+)\s*,\s*\w+\s*,"
+                    + _ARG.format("size") + "," + _ARG.format("stride") + "," + _ARG.format("length") +
+                    r",[^;]*?&(?P<role>\w+?)_(?:ExternalToLocal|LocalToExternal)\s*\)")
+_VALUES = re.compile(r"DeeployNetwork_TILING_CODEGEN_(?P<name>L\d+_\w+)\[\d+\]\s*=\s*\{(?P<values>[-0-9,\s]*)\}")
 _DECLARED = re.compile(r"PI_(?P<level>L\d+)\s+(?P<type>u?int(?:8|16|32|64)_t|float32_t|float64_t)\s+"
                        r"DeeployNetwork_TILING_CODEGEN_(?P=level)_(?P<name>\w+)\[(?P<count>\d+)\]")
 _BRACE = re.compile(r"[{}]")
@@ -62,6 +67,7 @@ class LayerCode:
 
     transfers: dict[str, int] = field(default_factory=dict)   # tensor (Deeploy's name) -> copies per tile
     tables: dict[str, int] = field(default_factory=dict)      # LAYER_TABLE or tensor -> bytes of its tables there
+    lines: dict[str, int] = field(default_factory=dict)       # tensor -> the lines its copies move, over all tiles
 
 
 def transfers_per_tile(text: str, level: str, outer: str) -> dict[str, dict[str, int]]:
@@ -74,14 +80,18 @@ def layer_code(text: str, level: str, outer: str) -> dict[str, LayerCode]:
     """Each layer of `text` that tiles into `level` from `outer` -> its transfers per tile and its tables in
     `level` (each tensor's under its name, the layer's own under LAYER_TABLE)."""
     transfers: dict[str, dict[str, int]] = {}
+    lines: dict[str, dict[str, int]] = {}
     roles: dict[str, dict[str, str]] = {}
+    values = {m["name"]: [int(v) for v in m["values"].replace(" ", "").split(",") if v] for m in _VALUES.finditer(text)}
+    tiles = tiles_into(text, level)
     for match in _CLOSURE.finditer(text):
         if match["outer"] == outer:
             layer = match["layer"]
             prefix = f"DeeployNetwork_TILING_CODEGEN_{level}_{layer}_"
-            transfers[layer], roles[layer] = _copies(_body(text, match.start()), prefix)
+            copies = _copies(_body(text, match.start()), prefix, values, tiles.get(layer, 1))
+            transfers[layer], lines[layer], roles[layer] = copies
     tables = _tables(text, level, roles)
-    return {layer: LayerCode(transfers.get(layer, {}), tables.get(layer, {}))
+    return {layer: LayerCode(transfers.get(layer, {}), tables.get(layer, {}), lines.get(layer, {}))
             for layer in sorted({*transfers, *tables})}
 
 
@@ -107,12 +117,16 @@ def _body(text: str, start: int) -> str:
     return text[start:]
 
 
-def _copies(body: str, prefix: str) -> tuple[dict[str, int], dict[str, str]]:
-    """The copies of a closure's body per tensor (each times the rows of the loops around it) and each copy's role
-    -> its tensor, the tensor named by the part of its pointer after `prefix` (less `_ref`)."""
+def _copies(body: str, prefix: str, values: dict[str, list[int]], tiles: int
+            ) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:
+    """The copies per tile of a closure's body per tensor (each times the rows of the loops around it), the lines
+    they move over its `tiles` tiles (a copy's bytes over its line length, each per tile where the tiler's tables in
+    `values` give them per tile), and each copy's role -> its tensor, the tensor named by the part of its pointer
+    after `prefix` (less `_ref`)."""
     stack: list[int] = []
     offsetted = ""
     transfers: dict[str, int] = {}
+    lines: dict[str, int] = {}
     roles: dict[str, str] = {}
     for token in _TOKEN.finditer(body):
         if token["rows"] is not None:
@@ -133,8 +147,22 @@ def _copies(body: str, prefix: str) -> tuple[dict[str, int], dict[str, str]]:
             for rows in stack:
                 times *= rows
             transfers[tensor] = transfers.get(tensor, 0) + times
+            sizes = _per_tile(token["size"], values, tiles)
+            lengths = _per_tile(token["length"], values, tiles)
+            moved = sum(-(-size // max(1, length)) for size, length in zip(sizes, lengths, strict=True))
+            lines[tensor] = lines.get(tensor, 0) + times * moved
             roles[token["role"]] = tensor
-    return transfers, roles
+    return transfers, lines, roles
+
+
+def _per_tile(argument: str, values: dict[str, list[int]], tiles: int) -> list[int]:
+    """A copy's argument at each of the layer's `tiles` tiles: a literal at every tile, or a table of the tiler
+    (`values`: its tables by name less their prefix) indexed by the tile (1 where it is neither)."""
+    if argument.isdigit():
+        return [int(argument)] * tiles
+    name = argument.removesuffix("[TILING_I]").removeprefix("DeeployNetwork_TILING_CODEGEN_")
+    found = values.get(name)
+    return list(found[:tiles]) + [1] * (tiles - len(found)) if found else [1] * tiles
 
 
 def _tables(text: str, level: str, roles: dict[str, dict[str, str]]) -> dict[str, dict[str, int]]:

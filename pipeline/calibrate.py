@@ -42,7 +42,7 @@ from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
-CALIBRATION_FORMAT = 5  # 4: node_tiles; 5: node_transfers, node_tables
+CALIBRATION_FORMAT = 6  # 4: node_tiles; 6: node_transfers, node_lines, node_tables
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
@@ -70,6 +70,8 @@ class Calibration:
     node_transfers: dict[str, dict[str, int]] = field(default_factory=dict)   # per node that tiles from off chip:
                                        # each tensor it keeps there (the lowered graph's name) -> the copies it
                                        # issues per tile for it (a copy per row where its rows are apart there)
+    node_lines: dict[str, dict[str, int]] = field(default_factory=dict)   # per such node and tensor: the lines
+                                       # (bursts off chip) those copies move over all its tiles
     node_tables: dict[str, dict[str, int]] = field(default_factory=dict)   # per such node: the bytes of the
                                        # tables the tiler declares on chip for it, its own under "" and each
                                        # tensor's it moves under the tensor's name
@@ -81,6 +83,7 @@ class Calibration:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
                          measured_optimizer=self.optimizer_cycles or None, tiles=dict(self.node_tiles) or None,
                          transfers={k: dict(v) for k, v in self.node_transfers.items()} or None,
+                         lines={k: dict(v) for k, v in self.node_lines.items()} or None,
                          per_clone=TARGET_TABLE[self.target].clone_cycles,
                          source=f"gvsoc calibration {self.key[:12]}{self._drawn} + "
                                 f"{TARGET_TABLE[self.target].clone_cycles} cycles per recompute")
@@ -124,7 +127,7 @@ class Calibration:
         if not isinstance(tiles, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                                   for v in tiles.values()):
             raise CkptError(f"'{where}': \"node_tiles\" is not an object of tile counts >= 1", way_out)
-        for name in ("node_transfers", "node_tables"):
+        for name in ("node_transfers", "node_lines", "node_tables"):
             nested = doc.get(name, {})
             if not isinstance(nested, dict) or not all(
                     isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
@@ -264,8 +267,9 @@ def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
 
 
 def _transfers_and_tables(layers: dict[str, LayerCode], order: list[str], model) -> dict[str, dict]:
-    """The calibration's node_transfers and node_tables from the code's layers (deeploy_bridge.tile_counts): the
-    lowered graph's nodes only, each tensor by the lowered graph's name (a buffer Deeploy adds keeps its own)."""
+    """The calibration's node_transfers, node_lines and node_tables from the code's layers
+    (deeploy_bridge.tile_counts): the lowered graph's nodes only, each tensor by the lowered graph's name (a buffer
+    Deeploy adds keeps its own)."""
     names = {deeploy_bridge.deeploy_tensor_name(t): t for node in model.graph.node for t in (*node.input, *node.output)
              if t}
     known = set(order)
@@ -275,6 +279,7 @@ def _transfers_and_tables(layers: dict[str, LayerCode], order: list[str], model)
 
     mine = [(n, c) for n, c in sorted(layers.items()) if n in known]
     return {"node_transfers": {n: renamed(c.transfers) for n, c in mine if c.transfers},
+            "node_lines": {n: renamed(c.lines) for n, c in mine if c.lines},
             "node_tables": {n: renamed(c.tables) for n, c in mine if c.tables}}
 
 

@@ -30,7 +30,8 @@ def park_prices_of(loaded: LoadedModel) -> ParkPrices:
                         f"{loaded.target}{'' if loaded.split_home else ' with this home'} does not have",
                         "use --home split with --target siracusa, or drop --park")
     costs = loaded.costs
-    return park_prices(loaded.graph, price, costs.tiles if costs else None, costs.transfers if costs else None)
+    return park_prices(loaded.graph, price, costs.tiles if costs else None, costs.transfers if costs else None,
+                       costs.lines if costs else None)
 
 
 def parked_names(result: SolveResult) -> frozenset[str]:

@@ -215,3 +215,18 @@ def test_a_tensor_copied_row_by_row_saves_the_price_per_copy_of_each_row_and_til
     fewer = replace(costs, transfers={"op0": {"t0_0": 30, "w": 1}})
     cut = costs.measured["op0"] - priced_at_levels(fewer, graph, levels, "L2", price, "split").measured["op0"]
     assert cut == 576 * 30 * 1500 + 64 + 32
+
+
+def test_a_tensor_copied_in_short_lines_saves_the_price_per_line_beyond_each_copys_first():
+    """ResNet-8's ConvGradX (layer1.0.conv1, 128 tiles) moves its output gradient in 8-12 B lines, 65,536 over its
+    tiles: on chip the layer no longer pays those bursts."""
+    price = LevelPrice(1500.0, 1.0, per_line=40.0)
+    assert price.per_layer("ConvGradX", 65_536, 128, 1, 65_536) == 128 * 1500 + (65_536 - 128) * 40 + 65_536
+    assert price.per_layer("ConvGradX", 65_536, 128, 1, None) == price.per_layer("ConvGradX", 65_536, 128, 1, 128)
+    made = LevelPrice(1500.0, 1.5, per_line=40.0)
+    layers = [LayerPair("a", "Relu", moved, 10**8, 10**8 - made.saving("Relu", moved, 10**8, tiles, (1,) * len(moved),
+                                                                      (lines,) * len(moved)),
+                        tiles, (1,) * len(moved), (lines,) * len(moved))
+              for moved in ((10_000,), (4, 400)) for tiles in (1, 3, 128) for lines in (128, 512, 4096)]
+    found = fit_level_price(layers, min_type_bytes=10**9)
+    assert abs(found.per_transfer - 1500) < 1 and abs(found.per_line - 40) < 0.01 and abs(found.per_byte - 1.5) < 1e-3
