@@ -3,15 +3,16 @@
 A calibration measures each layer's cycles at one home. Where the split home's graph order cannot run on chip (its
 activations overflow the chip: the models the split home is for), its layers are measured with every tensor off
 chip, and each layer is priced for the split home from there: a tensor the split home keeps on chip spares the
-layer its transfers from off chip, a fixed part per copy (the set-up and wait of each: the layer moves each tensor
+layer its transfers from off chip: a fixed part per copy (the set-up and wait of each: the layer moves each tensor
 it keeps off chip once per tile it cuts into the chip's level, as one copy or, where a tile's rows lie apart there,
-one copy per row, so a layer the tiler cuts into many tiles or rows pays it many times; the calibration reads the
-tiles and each tensor's copies per tile from its generated code) and a part per byte (its bandwidth), at a rate of
-the layer's own op type where the calibrations that fit the price move enough bytes of it, else a rate shared by
-the rest. The price is data, fitted (`fit_level_price`) from pairs of calibrations of the same
-models, every tensor off chip against the split home, layer by layer (bench/level_price.py), and kept per target
-(targets.py). Its rates are never negative and a layer's saving never exceeds its measured cycles, so moving a
-tensor on chip never predicts more cycles.
+one copy per row, so a layer the tiler cuts into many tiles or rows pays it many times), a part per line a copy
+moves beyond its first (a 2-D copy off chip is a burst per line: a tile of short rows moves its bytes in many), and
+a part per byte (the bandwidth), one rate for every op type (a rate per op type can be fitted; with the lines
+priced none is needed: the op types' own rates come out alike). The calibration reads each layer's tiles, copies
+per tile and lines from its generated code (deeploy_bridge.tile_counts). The price is data, fitted
+(`fit_level_price`) from pairs of calibrations of the same models, every tensor off chip against the split home,
+layer by layer (bench/level_price.py), and kept per target (targets.py). Its rates are never negative and a layer's
+saving never exceeds its measured cycles, so moving a tensor on chip never predicts more cycles.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.graph import TrainGraph
 
-MIN_TYPE_BYTES = 64 * 1024     # an op type gets a rate of its own where the fitting layers move at least this
+MIN_TYPE_BYTES = 64 * 1024     # with rates by op type, a type gets its own where the fitting layers move at least this
 
 
 @dataclass(frozen=True)
@@ -204,17 +205,18 @@ class LayerPair:
                    if n is not None)
 
 
-def fit_level_price(layers: Iterable[LayerPair], min_type_bytes: int = MIN_TYPE_BYTES) -> LevelPrice:
+def fit_level_price(layers: Iterable[LayerPair], min_type_bytes: int | None = None) -> LevelPrice:
     """Least squares of each layer's saving (off-chip cycles less on-chip cycles) on the copies it no longer issues,
     their lines beyond the first of each and its bytes on chip, each model weighted by its whole saving (a small
-    model counts as much as a large one); an op type whose layers move at least `min_type_bytes` gets its own rate
-    per byte. A rate that comes out negative is dropped (its layers then take the shared one, the copies or lines
-    none) and the rest fitted again: no rate is negative."""
+    model counts as much as a large one); one rate per byte for every op type, or, given `min_type_bytes` (e.g.
+    MIN_TYPE_BYTES), a rate of its own for each op type whose layers move at least that. A rate that comes out
+    negative is dropped (its layers then take the shared one, the copies or lines none) and the rest fitted again:
+    no rate is negative."""
     layers = [p for p in layers if p.moved]
     per_type: dict[str, int] = {}
     for p in layers:
         per_type[p.op_type] = per_type.get(p.op_type, 0) + sum(p.moved)
-    own = sorted(t for t, n in per_type.items() if n >= min_type_bytes)
+    own = sorted(t for t, n in per_type.items() if min_type_bytes is not None and n >= min_type_bytes)
     totals: dict[str, int] = {}
     for p in layers:
         totals[p.model] = totals.get(p.model, 0) + p.off_chip - p.on_chip
