@@ -33,7 +33,7 @@ from ckpt.pipeline.load import LoadedModel
 from ckpt.pipeline.split_costs import graph_order_overflow, load_split, priced_for_split
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
-from ckpt.replay.predict import home_arena_overflow
+from ckpt.replay.predict import TilerTables, home_arena_overflow
 from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.run import ESTIMATE_SCALE
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
@@ -42,7 +42,7 @@ from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
-CALIBRATION_FORMAT = 6  # 4: node_tiles; 6: node_transfers, node_lines, node_tables
+CALIBRATION_FORMAT = 7  # 4: node_tiles; 7: node_transfers, node_lines, node_tables (every layer of the code)
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
@@ -78,6 +78,10 @@ class Calibration:
     draws: list[int] = field(default_factory=list)   # measured from several starting states (gvsoc.draws): each
     optimizer_draws: list[int] = field(default_factory=list)   # draw's step (optimizer) cycles, of which the
                                        # figures above are the medians (each layer's too); empty: one draw
+
+    def tiler_tables(self) -> TilerTables:
+        """Its code's tables on chip and copies from off chip per layer (replay.predict.predicted_tiler_tables)."""
+        return TilerTables(self.node_transfers, self.node_tables)
 
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
@@ -268,19 +272,28 @@ def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
 
 def _transfers_and_tables(layers: dict[str, LayerCode], order: list[str], model) -> dict[str, dict]:
     """The calibration's node_transfers, node_lines and node_tables from the code's layers
-    (deeploy_bridge.tile_counts): the lowered graph's nodes only, each tensor by the lowered graph's name (a buffer
+    (deeploy_bridge.tile_counts): every layer of the train network's code (those Deeploy adds for a node, e.g. a
+    weight's transpose, too; the optimizer network's left out), each tensor by the lowered graph's name (a buffer
     Deeploy adds keeps its own)."""
     names = {deeploy_bridge.deeploy_tensor_name(t): t for node in model.graph.node for t in (*node.input, *node.output)
              if t}
-    known = set(order)
+    nodes = sorted(order, key=len, reverse=True)
 
     def renamed(counts: dict[str, int]) -> dict[str, int]:
         return {names.get(t, t): n for t, n in sorted(counts.items())}
 
-    mine = [(n, c) for n, c in sorted(layers.items()) if n in known]
+    mine = [(n, c) for n, c in sorted(layers.items()) if any(n == node or n.startswith(f"{node}_") for node in nodes)]
     return {"node_transfers": {n: renamed(c.transfers) for n, c in mine if c.transfers},
             "node_lines": {n: renamed(c.lines) for n, c in mine if c.lines},
             "node_tables": {n: renamed(c.tables) for n, c in mine if c.tables}}
+
+
+def code_tiler_tables(code_dir: Path, order: list[str], model, target: str) -> TilerTables:
+    """The tiler's tables on chip and the copies from off chip of each layer of generated code (a calibration's
+    node_tables and node_transfers), for predicting the tables of another home's code (replay.predict)."""
+    chip = TARGET_TABLE[target]
+    found = _transfers_and_tables(code_layers(code_dir, chip.on_chip, chip.off_chip), order, model)
+    return TilerTables(found["node_transfers"], found["node_tables"])
 
 
 def _times(draws: int) -> str:

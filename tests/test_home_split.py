@@ -607,3 +607,39 @@ def test_a_split_steps_optimizer_runs_in_the_train_networks_on_chip_arena_and_st
     outcome = run_training(code, step.run, step.data.feeds, deeploy_checkout)
     record = split_code_record("tiled", outcome, step, NotRun("not compared here"), False)
     assert record.harness.errors == 0 and record.golden.errors == 0, record.reason
+
+
+@pytest.mark.deeploy
+def test_the_split_homes_l2_static_counts_the_tilers_tables_for_the_layers_it_tiles_from_l3(tmp_path, lowering_cache):
+    """Deeploy's tiler declares in L2, for each layer it tiles from L3, the layer's tile offsets and, per tensor it
+    moves from L3, that tensor's per-tile sizes and offsets (`TILING_CODEGEN_L2_*`): static data of the step on
+    chip. Predicted from the code with every tensor in L3 (the calibration's code: its layers' copies and tables),
+    for the layers that still move a tensor from L3 at the split home, the predicted L2 static is what the split
+    code declares `PI_L2` (the built-in CCT example, its weights and constants in L3: before, the tables were not
+    counted and the prediction fell short of the code)."""
+    import re
+
+    from ckpt import deeploy_bridge
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.pipeline.calibrate import code_tiler_tables
+    from ckpt.replay.predict import predicted_split_levels
+    from ckpt.schedule_file import read_schedule
+
+    split, split_out = _split_replay_of_example(tmp_path / "split")
+    assert split.returncode == 0, split.stderr
+    off_chip, off_chip_out = _split_replay_of_example(tmp_path / "l3", home="L3")
+    assert off_chip.returncode == 0, off_chip.stderr
+    width = {"float32_t": 4, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+             "int64_t": 8}
+    code = (split_out / "code" / "Network.c").read_text()
+    declared = sum(width[kind] * int(n) for kind, n in re.findall(r"PI_L2 (\w+) DeeployNetwork_\w+\[(\d+)\]", code))
+    tables = sum(width[kind] * int(n) for kind, n in
+                 re.findall(r"PI_L2 (\w+) DeeployNetwork_TILING_CODEGEN_L2_\w+\[(\d+)\]", code))
+    assert tables > 0                                           # the case has tables to count
+    lowered = deeploy_bridge.lower(tmp_path / "split" / "cct", "siracusa")
+    seq = list(read_schedule(tmp_path / "split" / "seq.json").seq)
+    found = code_tiler_tables(off_chip_out / "code", list(lowered.node_order), lowered.model, "siracusa")
+    with_tables = predicted_split_levels(lowered, seq, DEFAULT_SETUP.weights, frozenset(), tables=found)["L2"]
+    without = predicted_split_levels(lowered, seq, DEFAULT_SETUP.weights, frozenset())["L2"]
+    assert with_tables.static == declared
+    assert without.static == declared - tables
