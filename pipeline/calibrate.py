@@ -393,18 +393,42 @@ def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc:
     """The step's own code and data on chip (a level total there counts them), from the model's calibration. A
     graph order that does not fit on chip is calibrated with its tensors off chip (home the outermost level),
     whose code (two levels of tiling) is the larger: the count then errs on the safe side."""
+    return step_calibration(source, target, setup, gvsoc, deeploy_root, progress, loaded).code_bytes
+
+
+def step_calibration(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                     deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                     loaded: LoadedModel | None = None) -> Calibration:
+    """The calibration `step_code_bytes` counts the step's code from (at `setup`, else with every tensor off
+    chip); CkptError, in a level total's words, where there is none."""
     check_code_measurable(target, setup.default_mem_level)
     try:
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, loaded=loaded).code_bytes
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, loaded=loaded)
         except CkptError:
             if setup.default_mem_level == TARGET_TABLE[target].off_chip:
                 raise
         off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
-        return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes
+        return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress)
     except CkptError as err:
         raise CkptError(f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures on "
                         f"gvsoc, and it could not ({err.problem})", _CODE_WAY_OUT) from None
+
+
+def measured_tiler_tables(source: str | Path, target: str, setup: DeeploySetup,
+                          progress: Callable[[str], None] = lambda m: None, loaded: LoadedModel | None = None
+                          ) -> TilerTables | None:
+    """For a split home: the tiler's tables per layer of the calibration split+ counts the step's code from
+    (`measured_code_bytes` on the safe side: its layers tile from off chip at least what the split home's do), from
+    which the tables of a split step's code are predicted (replay.predict.predicted_tiler_tables); None where there
+    is no such calibration (said through `progress`) or the home is not split."""
+    if setup.home != SPLIT_HOME:
+        return None
+    try:
+        return step_calibration(source, target, setup, progress=progress, loaded=loaded).tiler_tables()
+    except CkptError as err:
+        progress(f"the tiler's tables on chip are not counted: {err.problem}")
+        return None
 
 
 _CODE_WAY_OUT = "make gvsoc available ($GVSOC_INSTALL), or hold a live budget there instead (--budget)"

@@ -82,13 +82,13 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
                      home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset(),
-                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset()
-                     ) -> dict[str, LevelMemory]:
+                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset(),
+                     tables: TilerTables | None = None) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says; for the split home, both its levels (`predicted_split_levels`; `on_chip`: what persists brought
-    on chip, split+; `parked`: activations parked off chip, Deeploy's names)."""
+    on chip, split+; `parked`: activations parked off chip, Deeploy's names; `tables`: the tiler's tables counted)."""
     if home == SPLIT_HOME:
-        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked)
+        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked, tables)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
@@ -254,6 +254,7 @@ class OnChipRoom:
     capacity: int              # what the level gives data (the tiler's size there)
     code: int                  # the step's own code and data there (0 where not measured)
     tiles: int                 # kept for the tiler's buffers of the tensors left off chip
+    tables: TilerTables | None = None   # the code's tables per layer, to count the tiler's tables there (None: not)
 
 
 def level_price(target: str) -> LevelPrice | None:
@@ -268,7 +269,8 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
                    ) -> frozenset[str]:
     """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
     solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
-    beside the activations and the code, else the most cycles saved that fit with `room.tiles` kept for the tiles of
+    beside the activations, the code and the tiler's tables (`room.tables`), else the most cycles saved that fit with
+    `room.tiles` kept for the tiles of
     what stays off chip, each tensor's cycles by `price` (solver.graph.level_price.tensor_savings) over the layers of
     the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
     layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
@@ -285,7 +287,9 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
 
     def level_bytes_with(chosen: frozenset[str]) -> int:
         level = split.levels(persistent_io, chosen, static)[split.home.default]
-        return level.arena + level.static
+        held = 0 if room.tables is None else predicted_tiler_tables(lowered, seq, room.tables, weights, persistent_io,
+                                                                     chosen)
+        return level.arena + level.static + held
 
     limit = room.capacity - room.code
     if price is None:

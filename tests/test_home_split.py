@@ -643,3 +643,48 @@ def test_the_split_homes_l2_static_counts_the_tilers_tables_for_the_layers_it_ti
     without = predicted_split_levels(lowered, seq, DEFAULT_SETUP.weights, frozenset())["L2"]
     assert with_tables.static == declared
     assert without.static == declared - tables
+
+
+@pytest.mark.deeploy
+def test_split_plus_l2_static_is_what_the_train_code_declares_tables_of_the_tiler_included(
+        branch, shared_models, lowering_cache, tmp_path):
+    """SimpleMLP's split step with half of what persists brought on chip (the room counting the tiler's tables):
+    its train network's `PI_L2` declarations, the constants brought there and the tiler's tables for the layers that
+    still tile from L3, are what ckpt predicts, the tables from the split home's own code at the graph order (what
+    its calibration keeps). Without them the prediction fell short of the code."""
+    import re
+
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.pipeline.calibrate import code_tiler_tables
+    from ckpt.replay.predict import OnChipRoom, chosen_on_chip, level_price, predicted_split_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    order = [(n, 0) for n in lowered.node_order]
+    weights = DEFAULT_SETUP.weights
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup_for("siracusa", SPLIT_HOME),
+                 Path(tmp_path) / "plain")
+    tables = code_tiler_tables(Path(tmp_path) / "plain", list(lowered.node_order), lowered.model, "siracusa")
+    alone = predicted_split_levels(lowered, order, weights, step.persistent_io)["L2"].arena
+    everything = predicted_split_levels(lowered, order, weights, step.persistent_io,
+                                        frozenset(step.persistent_io))["L2"].arena
+    room = OnChipRoom(alone + (everything - alone) // 2, 0, 0, tables)
+    chosen = chosen_on_chip(lowered, order, weights, step.persistent_io, room, level_price("siracusa"),
+                            step.optimizer_layers())
+    assert chosen and not step.persistent_io <= chosen             # some, not all, of what persists
+    setup = setup_for("siracusa", SPLIT_HOME, persist_on_chip=True, on_chip_persistent=tuple(sorted(chosen)))
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup, Path(tmp_path) / "code")
+    width = {"float32_t": 4, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+             "int64_t": 8}
+    code = (Path(tmp_path) / "code" / "TrainingNetwork.c").read_text()
+    declared = sum(width[kind] * int(n) for kind, n in re.findall(r"PI_L2 (\w+) DeeployNetwork_\w+\[(\d+)\]", code))
+    held = sum(width[kind] * int(n) for kind, n in
+               re.findall(r"PI_L2 (\w+) DeeployNetwork_TILING_CODEGEN_L2_\w+\[(\d+)\]", code))
+    assert held > 0
+    predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen, tables=tables)["L2"]
+    assert predicted.static == declared
+    assert predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)["L2"].static == declared - held
