@@ -625,6 +625,9 @@ def test_the_split_homes_l2_static_counts_the_tilers_tables_for_the_layers_it_ti
     from ckpt.replay.predict import predicted_split_levels
     from ckpt.schedule_file import read_schedule
 
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("the release refuses this example at the split home (its tokenizer's tiles nest from L3: the "
+                    "test above); the training branch deploys it")
     split, split_out = _split_replay_of_example(tmp_path / "split")
     assert split.returncode == 0, split.stderr
     off_chip, off_chip_out = _split_replay_of_example(tmp_path / "l3", home="L3")
