@@ -23,7 +23,6 @@ from pathlib import Path
 
 _TABLE = re.compile(r"_TILING_CODEGEN_(?P<level>L\d+)_(?P<layer>\w+?)_numTiles\[\d+\]\s*=\s*\{(?P<offsets>[0-9,\s]*)\}")
 _CLOSURE = re.compile(r"static void _(?P<layer>\w+)_closure_(?P<outer>L\d+)\(")
-_FUNCTION = re.compile(r"^(?:static\s+)?(?:void|int|typedef)\b", re.MULTILINE)
 _ARG = r"\s*(?P<{}>\w+(?:\[TILING_I\])?)\s*"
 _TOKEN = re.compile(r"for\s*\(\s*uint32_t\s+i_\d+\s*=\s*0\s*;\s*i_\d+\s*<\s*(?P<rows>\d+)\s*;[^)]*\)\s*\{"
                     r"|(?P<open>\{)|(?P<close>\})"

@@ -691,3 +691,18 @@ def test_split_plus_l2_static_is_what_the_train_code_declares_tables_of_the_tile
     predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen, tables=tables)["L2"]
     assert predicted.static == declared
     assert predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)["L2"].static == declared - held
+
+
+def test_the_tiler_tables_option_leaves_the_replay_keys_of_earlier_sweeps_as_they_were():
+    """A sweep's replays are cached by their options: counting the tiler's tables is a new option, unset in a sweep,
+    so a replay without it keeps the key it had before the option existed (this one's, computed then)."""
+    from ckpt.pipeline.point import replay_key
+    from ckpt.replay.predict import TilerTables
+    from ckpt.replay.run import ReplayOptions
+    from ckpt.schedule_file import Schedule
+
+    schedule = Schedule(seq=(("a", 0),))
+    assert replay_key(schedule, ReplayOptions(), "m", "c") == \
+        "b9c079101f04f0cdaa4520b4ccab4b793737be05dfcb68c7f9e574fc09702011"
+    assert replay_key(schedule, ReplayOptions(on_chip_tables=TilerTables({"n": {"w": 1}}, {"n": {"": 2}})),
+                      "m", "c") != replay_key(schedule, ReplayOptions(), "m", "c")
