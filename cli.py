@@ -141,6 +141,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         COSTS_CHOICES,
         check_code_measurable,
         measured_code_bytes,
+        measured_tiler_tables,
         read_cost_file,
         resolve_costs,
         step_code_bytes,
@@ -242,8 +243,10 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     on_chip_code = measured_code_bytes(source, target, setup, progress, loaded) if on_chip else None
     plus = persist_on_chip == "auto"
     plus_code = measured_code_bytes(source, target, setup, progress, loaded, safe_side=True) if plus else None
+    plus_tables = measured_tiler_tables(source, target, setup, progress, loaded) if plus else None
     request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded,
-                      persist_on_chip=plus, split_plus_code=plus_code, park=park == "auto")
+                      persist_on_chip=plus, split_plus_code=plus_code, split_plus_tables=plus_tables,
+                      park=park == "auto")
     with SolveProgress.for_terminal(progress) as live:
         doc, result = solve_and_document(request, live)
     write_output(output, dumps(doc))
@@ -467,15 +470,16 @@ def replay_command(schedule, target, model, outdir, overwrite, allocator, weight
     setup = setup_for(schedule_target(solved, target), home, allocator=Allocator(allocator), weights=chosen,
                       persist_on_chip=plus)
     setup = replace(setup, parked=parked) if parked else setup
-    code = None
+    code, tables = None, None
     if plus and not no_simulate and not no_verify:
-        from ckpt.pipeline.calibrate import measured_code_bytes
-        code = measured_code_bytes(model_or_default(model), schedule_target(solved, target),
-                                   replace(setup, persist_on_chip=False), progress, safe_side=True)
+        from ckpt.pipeline.calibrate import measured_code_bytes, measured_tiler_tables
+        measured = (model_or_default(model), schedule_target(solved, target), replace(setup, persist_on_chip=False))
+        code = measured_code_bytes(*measured, progress, safe_side=True)
+        tables = measured_tiler_tables(*measured, progress)
     options = ReplayOptions(target=target, force=force, verify=not no_verify, record_time=record_time,
                             overwrite=overwrite, deeploy_root=Path(deeploy_root) if deeploy_root else None,
                             gvsoc=Path(gvsoc) if gvsoc else None, simulate=not no_simulate,
-                            deeploy=setup, steps=steps, optimizer=optimizer, on_chip_code=code,
+                            deeploy=setup, steps=steps, optimizer=optimizer, on_chip_code=code, on_chip_tables=tables,
                             gvsoc_timeout=gvsoc_timeout, simulate_non_tiled=simulate_non_tiled,
                             gvsoc_draws=gvsoc_draws)
     model = model_or_default(model)

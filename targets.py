@@ -91,15 +91,11 @@ class Target:
 SIRACUSA_CLONE_CYCLES = 194   # DS-CNN's home-L2 sweep 0.5:0.9 on gvsoc: measured - predicted over the recomputes,
                               # least squares through 0 (bench/gvsoc.py --model dscnn_train --home L2)
 # Siracusa's level price: least squares over the layers of four zoo models (SimpleMLP, DS-CNN, CCT-LoRA, ResNet-8),
-# each calibrated on gvsoc with every tensor in L3 and with the split home (bench/level_price.py prints the fit),
-# fitted before the calibrations read each layer's tiles (one transfer per tensor: most of those layers move one
-# tile); the part per tensor is applied per tile. Refitted with the tiles, the least squares is not stable yet (a
-# layer's tensors kept off chip at both homes change their own tile count between them, which the fit does not
-# model): kept as fitted
-SIRACUSA_LEVEL_PRICE = (("per_tensor", 1538.3), ("per_byte", 1.6), ("per_byte_by_type", (
-    ("Add", 1.521), ("BatchNormInternal", 1.412), ("BatchNormalizationGrad", 1.351), ("Conv", 1.551),
-    ("ConvGradW", 1.627), ("ConvGradX", 18.843), ("Gemm", 1.917), ("InPlaceAccumulatorV2", 1.136), ("MatMul", 1.649),
-    ("Mul", 1.644), ("Relu", 1.661), ("ReluGrad", 1.517), ("Transpose", 1.659))))
+# each calibrated on gvsoc with every tensor in L3 and with the split home (bench/level_price.py prints the fit), on
+# the copies, their lines and the bytes each layer's code moves off chip per tensor the split home keeps on chip (read
+# from the all-L3 code). One rate per byte for every op type: fitted by op type the rates come out alike (0.9-2.0)
+# and MobileNetV1's split points are predicted less well
+SIRACUSA_LEVEL_PRICE = (("per_transfer", 2310.8), ("per_line", 27.83), ("per_byte", 1.311))
 SPLIT_HOME = "split"   # the home level per tensor: what persists off chip, activations and transients on chip
 
 

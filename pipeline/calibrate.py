@@ -21,7 +21,7 @@ from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.run import NotRun, run_code
 from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
-from ckpt.deeploy_bridge.tile_counts import code_tiles_into
+from ckpt.deeploy_bridge.tile_counts import LayerCode, code_layers, code_tiles_into
 from ckpt.errors import CkptError
 from ckpt.files import read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
@@ -33,7 +33,7 @@ from ckpt.pipeline.load import LoadedModel
 from ckpt.pipeline.split_costs import graph_order_overflow, load_split, priced_for_split
 from ckpt.replay.code_run import graph_order_outputs
 from ckpt.replay.gvsoc import node_cycles
-from ckpt.replay.predict import home_arena_overflow
+from ckpt.replay.predict import TilerTables, home_arena_overflow
 from ckpt.replay.report import CodeStatus, SimStatus
 from ckpt.replay.run import ESTIMATE_SCALE
 from ckpt.replay.split_run import SplitStep, deploy_split, run_split_code, simulate_split, split_step
@@ -42,7 +42,7 @@ from ckpt.solver.graph.costs import COST_FILE_FORM, CostModel
 from ckpt.solver.graph.onnx_loader import load_graph, open_model, read_model
 from ckpt.targets import SPLIT_HOME, TARGET_TABLE, simulation_gap
 
-CALIBRATION_FORMAT = 4  # 4: node_tiles
+CALIBRATION_FORMAT = 7  # 4: node_tiles; 7: node_transfers, node_lines, node_tables (every layer of the code)
 CACHE_FORMAT = 2         # of the cached entry (2: checked, ckpt.cached), apart from the file's format
 KIND = "ckpt calibration"          # the `kind` of a calibration file, which `--costs FILE` recognises
 
@@ -67,13 +67,27 @@ class Calibration:
     node_tiles: dict[str, int] = field(default_factory=dict)   # per node that tiles into the chip's level from off
                                        # chip: its tiles there, read from the generated code (a layer moves each
                                        # tensor it keeps off chip once per tile: what the level price counts)
+    node_transfers: dict[str, dict[str, int]] = field(default_factory=dict)   # per node that tiles from off chip:
+                                       # each tensor it keeps there (the lowered graph's name) -> the copies it
+                                       # issues per tile for it (a copy per row where its rows are apart there)
+    node_lines: dict[str, dict[str, int]] = field(default_factory=dict)   # per such node and tensor: the lines
+                                       # (bursts off chip) those copies move over all its tiles
+    node_tables: dict[str, dict[str, int]] = field(default_factory=dict)   # per such node: the bytes of the
+                                       # tables the tiler declares on chip for it, its own under "" and each
+                                       # tensor's it moves under the tensor's name
     draws: list[int] = field(default_factory=list)   # measured from several starting states (gvsoc.draws): each
     optimizer_draws: list[int] = field(default_factory=list)   # draw's step (optimizer) cycles, of which the
                                        # figures above are the medians (each layer's too); empty: one draw
 
+    def tiler_tables(self) -> TilerTables:
+        """Its code's tables on chip and copies from off chip per layer (replay.predict.predicted_tiler_tables)."""
+        return TilerTables(self.node_transfers, self.node_tables)
+
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
                          measured_optimizer=self.optimizer_cycles or None, tiles=dict(self.node_tiles) or None,
+                         transfers={k: dict(v) for k, v in self.node_transfers.items()} or None,
+                         lines={k: dict(v) for k, v in self.node_lines.items()} or None,
                          per_clone=TARGET_TABLE[self.target].clone_cycles,
                          source=f"gvsoc calibration {self.key[:12]}{self._drawn} + "
                                 f"{TARGET_TABLE[self.target].clone_cycles} cycles per recompute")
@@ -117,6 +131,12 @@ class Calibration:
         if not isinstance(tiles, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                                   for v in tiles.values()):
             raise CkptError(f"'{where}': \"node_tiles\" is not an object of tile counts >= 1", way_out)
+        for name in ("node_transfers", "node_lines", "node_tables"):
+            nested = doc.get(name, {})
+            if not isinstance(nested, dict) or not all(
+                    isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                for n in v.values()) for v in nested.values()):
+                raise CkptError(f"'{where}': \"{name}\" is not an object of counts per node and tensor", way_out)
         if doc["target"] not in SIMULATED_TARGETS:
             raise CkptError(f"'{where}': \"target\" is {json.dumps(doc['target'])[:40]}, not one of "
                             f"{', '.join(SIMULATED_TARGETS)}", way_out)
@@ -193,6 +213,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         run = simulate_step(code, data.feeds, expected, sources, kit, host.stats.levels[chip.on_chip].peak,
                             timeout=timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
+        layers = code_layers(code, chip.on_chip, chip.off_chip)
     if isinstance(run, NotSimulated):
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if run.layers is None:
@@ -200,7 +221,8 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
     code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
     found = Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles,
                         node_cycles(run.layers, order), run.errors, run.total, code_bytes, key,
-                        node_tiles=_known(tiles, order), draws=list(run.draws))
+                        node_tiles=_known(tiles, order), draws=list(run.draws),
+                        **_transfers_and_tables(layers, order, lowered.model))
     unknown = [name for name in found.node_cycles if name not in set(order)]
     if unknown:
         raise CkptError(f"cannot calibrate: probed layers {unknown[:3]} name no node of the lowered graph",
@@ -229,6 +251,7 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
         run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
                              timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
+        layers = code_layers(code, chip.on_chip, chip.off_chip)
     if run.status is not SimStatus.MEASURED:
         raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
     if not run.layer_cycles:
@@ -237,13 +260,40 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
     code_bytes = run.on_chip.static - run.on_chip.test_data - static
     nodes = {name: cycles for name, cycles in run.layer_cycles.items() if name in set(order)}
     return Calibration(KIND, CALIBRATION_FORMAT, model_sha, target, setup.as_dict(), run.cycles, nodes, run.errors,
-                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order), list(run.draws),
-                       list(run.optimizer_draws))
+                       run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order),
+                       draws=list(run.draws), optimizer_draws=list(run.optimizer_draws),
+                       **_transfers_and_tables(layers, order, base))
 
 
 def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
     """The tile counts of the lowered graph's nodes (the code's other tables, e.g. the optimizer's, left out)."""
     return {name: count for name, count in sorted(tiles.items()) if name in set(order)}
+
+
+def _transfers_and_tables(layers: dict[str, LayerCode], order: list[str], model) -> dict[str, dict]:
+    """The calibration's node_transfers, node_lines and node_tables from the code's layers
+    (deeploy_bridge.tile_counts): every layer of the train network's code (those Deeploy adds for a node, e.g. a
+    weight's transpose, too; the optimizer network's left out), each tensor by the lowered graph's name (a buffer
+    Deeploy adds keeps its own)."""
+    names = {deeploy_bridge.deeploy_tensor_name(t): t for node in model.graph.node for t in (*node.input, *node.output)
+             if t}
+    nodes = sorted(order, key=len, reverse=True)
+
+    def renamed(counts: dict[str, int]) -> dict[str, int]:
+        return {names.get(t, t): n for t, n in sorted(counts.items())}
+
+    mine = [(n, c) for n, c in sorted(layers.items()) if any(n == node or n.startswith(f"{node}_") for node in nodes)]
+    return {"node_transfers": {n: renamed(c.transfers) for n, c in mine if c.transfers},
+            "node_lines": {n: renamed(c.lines) for n, c in mine if c.lines},
+            "node_tables": {n: renamed(c.tables) for n, c in mine if c.tables}}
+
+
+def code_tiler_tables(code_dir: Path, order: list[str], model, target: str) -> TilerTables:
+    """The tiler's tables on chip and the copies from off chip of each layer of generated code (a calibration's
+    node_tables and node_transfers), for predicting the tables of another home's code (replay.predict)."""
+    chip = TARGET_TABLE[target]
+    found = _transfers_and_tables(code_layers(code_dir, chip.on_chip, chip.off_chip), order, model)
+    return TilerTables(found["node_transfers"], found["node_tables"])
 
 
 def _times(draws: int) -> str:
@@ -343,18 +393,42 @@ def step_code_bytes(source: str | Path, target: str, setup: DeeploySetup, gvsoc:
     """The step's own code and data on chip (a level total there counts them), from the model's calibration. A
     graph order that does not fit on chip is calibrated with its tensors off chip (home the outermost level),
     whose code (two levels of tiling) is the larger: the count then errs on the safe side."""
+    return step_calibration(source, target, setup, gvsoc, deeploy_root, progress, loaded).code_bytes
+
+
+def step_calibration(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                     deeploy_root: Path | None = None, progress: Callable[[str], None] = lambda m: None,
+                     loaded: LoadedModel | None = None) -> Calibration:
+    """The calibration `step_code_bytes` counts the step's code from (at `setup`, else with every tensor off
+    chip); CkptError, in a level total's words, where there is none."""
     check_code_measurable(target, setup.default_mem_level)
     try:
         try:
-            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, loaded=loaded).code_bytes
+            return calibrate(source, target, setup, gvsoc, deeploy_root, progress, loaded=loaded)
         except CkptError:
             if setup.default_mem_level == TARGET_TABLE[target].off_chip:
                 raise
         off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
-        return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress).code_bytes
+        return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress)
     except CkptError as err:
         raise CkptError(f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures on "
                         f"gvsoc, and it could not ({err.problem})", _CODE_WAY_OUT) from None
+
+
+def measured_tiler_tables(source: str | Path, target: str, setup: DeeploySetup,
+                          progress: Callable[[str], None] = lambda m: None, loaded: LoadedModel | None = None
+                          ) -> TilerTables | None:
+    """For a split home: the tiler's tables per layer of the calibration split+ counts the step's code from
+    (`measured_code_bytes` on the safe side: its layers tile from off chip at least what the split home's do), from
+    which the tables of a split step's code are predicted (replay.predict.predicted_tiler_tables); None where there
+    is no such calibration (said through `progress`) or the home is not split."""
+    if setup.home != SPLIT_HOME:
+        return None
+    try:
+        return step_calibration(source, target, setup, progress=progress, loaded=loaded).tiler_tables()
+    except CkptError as err:
+        progress(f"the tiler's tables on chip are not counted: {err.problem}")
+        return None
 
 
 _CODE_WAY_OUT = "make gvsoc available ($GVSOC_INSTALL), or hold a live budget there instead (--budget)"

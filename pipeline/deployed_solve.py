@@ -32,7 +32,7 @@ from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor, refuse_over
 from ckpt.pipeline.parking import park_prices_of, parked_names, with_parked
 from ckpt.pipeline.split_plus import chosen_with_schedule, priced_on_chip
 from ckpt.pipeline.split_plus import step_cycles as split_plus_cycles
-from ckpt.replay.predict import predicted_levels
+from ckpt.replay.predict import TilerTables, predicted_levels
 from ckpt.schedule_file import BudgetSpec, GraphId, Predicted, Schedule, SolverRecord
 from ckpt.solver.budget import Budget, LevelTotal
 from ckpt.solver.graph.baselines import graph_order_peak
@@ -72,6 +72,7 @@ class SolveRequest:
     on_chip_code: int | None = None    # ... counting the step's code there (None: not measured)
     persist_on_chip: bool = False      # split+: what persists brought on chip where the schedule leaves room
     split_plus_code: int | None = None  # ... beside the step's code of these bytes (counted on the safe side)
+    split_plus_tables: TilerTables | None = None   # ... and the tiler's tables, from this code's (None: not counted)
     loaded: LoadedModel | None = None  # the model as `load_request` loads it, where the caller has it (its costs too)
     park: bool = False                 # --park auto: the exact model may park activations off chip (pipeline.parking)
 
@@ -130,11 +131,11 @@ def with_split_plus(loaded: LoadedModel, request: SolveRequest, result: SolveRes
                     checked: Checked, progress: Progress = ignore) -> Schedule:
     """The schedule's record with split+ chosen for it (pipeline.split_plus): its levels with what persists brought
     on chip, its cycles priced for them, and what was brought."""
-    chosen = chosen_with_schedule(loaded, result.seq, request.split_plus_code)
+    chosen = chosen_with_schedule(loaded, result.seq, request.split_plus_code, request.split_plus_tables)
     code = "the step's code not counted" if request.split_plus_code is None else f"code {request.split_plus_code:,} B"
     progress(Step(f"split+: {len(chosen)} persistent tensors brought on {loaded.home_level} ({code})"))
     priced = priced_on_chip(loaded.costs, loaded, chosen)
-    levels = _levels_doc(loaded, result, request.code_bytes, chosen)
+    levels = _levels_doc(loaded, result, request.code_bytes, chosen, tables=request.split_plus_tables)
     doc = schedule_of(replace(loaded, costs=priced), request.budget, result, options, request.record_time,
                       replace(checked, levels=levels), request.total)
     graph = loaded.graph
@@ -308,13 +309,14 @@ def _arena(loaded: LoadedModel, request: SolveRequest, result: SolveResult) -> i
 
 
 def _levels_doc(loaded: LoadedModel, result: SolveResult, code: int = 0, on_chip: frozenset[str] = frozenset(),
-                parked: frozenset[str] = frozenset()) -> dict | None:
+                parked: frozenset[str] = frozenset(), tables: TilerTables | None = None) -> dict | None:
     """The tiled flow's predicted levels for the document (None without a Deeploy lowering; `on_chip`: what
-    persists split+ brings on chip; `parked`: the activations parked off chip, Deeploy's names)."""
+    persists split+ brings on chip; `parked`: the activations parked off chip, Deeploy's names; `tables`: the
+    code's tables per layer, to count the tiler's tables on chip)."""
     if loaded.lowered is None:
         return None
     levels = predicted_levels(loaded.lowered, result.seq, loaded.weights, loaded.home, loaded.persistent_io, on_chip,
-                              parked)
+                              parked, tables)
     return {name: replace(fig, code=code if name == loaded.home_level else 0).document()
             for name, fig in sorted(levels.items())}
 

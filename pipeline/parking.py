@@ -29,8 +29,9 @@ def park_prices_of(loaded: LoadedModel) -> ParkPrices:
         raise CkptError(f"--park auto prices parked activations with the split home's level price, which target "
                         f"{loaded.target}{'' if loaded.split_home else ' with this home'} does not have",
                         "use --home split with --target siracusa, or drop --park")
-    tiles = loaded.costs.tiles if loaded.costs is not None else None
-    return park_prices(loaded.graph, price, tiles)
+    costs = loaded.costs
+    return park_prices(loaded.graph, price, costs.tiles if costs else None, costs.transfers if costs else None,
+                       costs.lines if costs else None)
 
 
 def parked_names(result: SolveResult) -> frozenset[str]:

@@ -347,6 +347,8 @@ def replay_key(schedule: Schedule, replay: ReplayOptions, model_sha256: str, cod
     options.pop("record_time", None)
     if replay.on_chip_code is None:           # split+ options, where unset, leave the keys of earlier runs as they were
         options.pop("on_chip_code")
+    if replay.on_chip_tables is None:
+        options.pop("on_chip_tables")
     if replay.gvsoc_draws == 1:               # so does one draw on gvsoc
         options.pop("gvsoc_draws")
     if not replay.deeploy.persist_on_chip and not replay.deeploy.on_chip_persistent:

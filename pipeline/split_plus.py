@@ -14,7 +14,7 @@ from dataclasses import replace
 from ckpt import deeploy_bridge
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.pipeline.load import LoadedModel
-from ckpt.replay.predict import OnChipRoom, chosen_on_chip, level_price, split_home_of
+from ckpt.replay.predict import OnChipRoom, TilerTables, chosen_on_chip, level_price, split_home_of
 from ckpt.replay.split_run import optimizer_layers
 from ckpt.solver.graph.costs import CostModel, measured_price
 from ckpt.solver.graph.level_price import priced_at_levels
@@ -31,16 +31,19 @@ def optimizer_layers_of(loaded: LoadedModel) -> dict[str, tuple[str, ...]]:
     return optimizer_layers(read_model(loaded.optimizer_path), loaded.lowered.io_names)
 
 
-def on_chip_room(loaded: LoadedModel, code: int | None) -> OnChipRoom:
-    """The room split+ fills for `loaded`'s split step with the step's code of `code` bytes (None: not counted)."""
+def on_chip_room(loaded: LoadedModel, code: int | None, tables: TilerTables | None = None) -> OnChipRoom:
+    """The room split+ fills for `loaded`'s split step with the step's code of `code` bytes (None: not counted) and
+    the tiler's tables as `tables` (the code's per layer) gives them (None: not counted)."""
     setup = setup_for(loaded.target, SPLIT_HOME, weights=loaded.weights)
-    return OnChipRoom(setup.size(split_home_of(loaded.lowered).default), code or 0, setup.size(setup.innermost))
+    return OnChipRoom(setup.size(split_home_of(loaded.lowered).default), code or 0, setup.size(setup.innermost),
+                      tables)
 
 
-def chosen_with_schedule(loaded: LoadedModel, seq: RunSequence, code: int | None) -> frozenset[str]:
+def chosen_with_schedule(loaded: LoadedModel, seq: RunSequence, code: int | None,
+                         tables: TilerTables | None = None) -> frozenset[str]:
     """The persistent tensors (Deeploy's names) split+ brings on chip beside `seq`'s activations."""
-    return chosen_on_chip(loaded.lowered, list(seq), loaded.weights, loaded.persistent_io, on_chip_room(loaded, code),
-                          level_price(loaded.target), optimizer_layers_of(loaded))
+    return chosen_on_chip(loaded.lowered, list(seq), loaded.weights, loaded.persistent_io,
+                          on_chip_room(loaded, code, tables), level_price(loaded.target), optimizer_layers_of(loaded))
 
 
 def priced_on_chip(costs: CostModel | None, loaded: LoadedModel, chosen: frozenset[str]) -> CostModel | None:

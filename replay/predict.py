@@ -6,7 +6,8 @@ level's blocks are laid out by the same code Deeploy's tiler runs with ckpt's al
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import onnx
 
@@ -15,6 +16,7 @@ from ckpt.deeploy_bridge.broadcast import declared_constant_bytes
 from ckpt.deeploy_bridge.errors import BridgeError
 from ckpt.deeploy_bridge.records import LoweredGraph
 from ckpt.deeploy_bridge.setup import DEFAULT_SETUP, DeeploySetup, WeightUpdate
+from ckpt.deeploy_bridge.tile_counts import LAYER_TABLE
 from ckpt.memory_levels import LevelMemory
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
@@ -80,13 +82,13 @@ def predicted_home_blocks(lowered: LoweredGraph, seq: RunSequence, weights: Weig
 
 def predicted_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate = DEFAULT_SETUP.weights,
                      home: str = DEFAULT_SETUP.default_mem_level, persistent_io: frozenset[str] = frozenset(),
-                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset()
-                     ) -> dict[str, LevelMemory]:
+                     on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset(),
+                     tables: TilerTables | None = None) -> dict[str, LevelMemory]:
     """The home level of the tiled flow for `seq` on the lowered graph (static + arena), weights written as
     `weights` says; for the split home, both its levels (`predicted_split_levels`; `on_chip`: what persists brought
-    on chip, split+; `parked`: activations parked off chip, Deeploy's names)."""
+    on chip, split+; `parked`: activations parked off chip, Deeploy's names; `tables`: the tiler's tables counted)."""
     if home == SPLIT_HOME:
-        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked)
+        return predicted_split_levels(lowered, seq, weights, persistent_io, on_chip, parked, tables)
     predicted = predicted_home_blocks(lowered, seq, weights)
     layout = deeploy_bridge.lay_out_home(predicted.blocks)
     step, _ = peak_step(predicted.blocks)
@@ -116,16 +118,59 @@ def split_home_of(lowered: LoweredGraph) -> SplitHome:
 
 def predicted_split_levels(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdate,
                            persistent_io: frozenset[str], on_chip: frozenset[str] = frozenset(),
-                           parked: frozenset[str] = frozenset()) -> dict[str, LevelMemory]:
+                           parked: frozenset[str] = frozenset(), tables: TilerTables | None = None
+                           ) -> dict[str, LevelMemory]:
     """The split home's two levels for `seq`: the blocks Deeploy's tiler lays out for the whole network, each in the
     level solver.memory.placement gives its tensor (`on_chip`: persistent tensors brought on chip, Deeploy's names).
     On chip this is the activations' arena (with what persists brought there), which the code reserves from address
     0; the tiler puts each layer's tiles of the tensors kept off chip above it (not predicted here). Its static is
-    the constants brought there at the bytes the code declares them with (not the tables the tiler adds for the layers
-    it tiles from off chip). Off chip it holds the constants and the persistent graph I/O (and the activations
+    the constants brought there at the bytes the code declares them with and, given the code with every tensor off
+    chip (`tables`), the tables the tiler adds for the layers it tiles from off chip (`predicted_tiler_tables`). Off
+    chip it holds the constants and the persistent graph I/O (and the activations
     `parked` there, Deeploy's names)."""
-    return _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights),
-                                                         parked)
+    found = _SplitBlocks.of(lowered, seq, weights).levels(persistent_io, on_chip, lowered.static_bytes(weights),
+                                                          parked)
+    if tables is None:
+        return found
+    chip = split_home_of(lowered).default
+    held = predicted_tiler_tables(lowered, seq, tables, weights, persistent_io, on_chip, parked)
+    return {**found, chip: replace(found[chip], static=found[chip].static + held)}
+
+
+def predicted_tiler_tables(lowered: LoweredGraph, seq: RunSequence, tables: TilerTables,
+                           weights: WeightUpdate = DEFAULT_SETUP.weights, persistent_io: frozenset[str] = frozenset(),
+                           on_chip: frozenset[str] = frozenset(), parked: frozenset[str] = frozenset()) -> int:
+    """The bytes of the tables Deeploy's tiler declares on chip for the split home's layers that tile from off chip
+    (those that move a tensor kept there), as the code with every tensor off chip declares them (`tables`: its
+    layers' copies and tables, deeploy_bridge.tile_counts, as a calibration keeps them): each such layer's own and,
+    per tensor it moves from off chip, that tensor's, once per run of the layer (a recompute's clone declares its
+    own). A layer Deeploy adds for a node (a weight's transpose) runs with it."""
+    where = predicted_buffer_levels(lowered, persistent_io, weights, on_chip, parked)
+    off_chip = split_home_of(lowered).persistent
+    name = deeploy_bridge.deeploy_tensor_name
+    runs = {node: 1 for node in lowered.node_order}
+    for node, again in seq:
+        if again:
+            runs[node] = runs.get(node, 1) + 1
+    nodes = sorted(runs, key=len, reverse=True)
+    found = 0
+    for layer, moved in sorted(tables.transfers.items()):
+        kept = [t for t in moved if where.get(name(t)) == off_chip]
+        if not kept:
+            continue
+        own = tables.tables.get(layer, {})
+        node = next((n for n in nodes if layer == n or layer.startswith(f"{n}_")), None)
+        found += runs.get(node, 1) * (own.get(LAYER_TABLE, 0) + sum(own.get(t, 0) for t in kept))
+    return found
+
+
+@dataclass(frozen=True)
+class TilerTables:
+    """The code with every tensor off chip, per layer: the tensors it copies from off chip (deeploy_bridge's or the
+    lowered graph's names) and the bytes of its tables on chip (its own under LAYER_TABLE, each tensor's)."""
+
+    transfers: Mapping[str, Mapping[str, int]]
+    tables: Mapping[str, Mapping[str, int]]
 
 
 def predicted_split_tiles(lowered: LoweredGraph, weights: WeightUpdate, persistent_io: frozenset[str],
@@ -209,6 +254,7 @@ class OnChipRoom:
     capacity: int              # what the level gives data (the tiler's size there)
     code: int                  # the step's own code and data there (0 where not measured)
     tiles: int                 # kept for the tiler's buffers of the tensors left off chip
+    tables: TilerTables | None = None   # the code's tables per layer, to count the tiler's tables there (None: not)
 
 
 def level_price(target: str) -> LevelPrice | None:
@@ -223,7 +269,8 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
                    ) -> frozenset[str]:
     """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
     solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
-    beside the activations and the code, else the most cycles saved that fit with `room.tiles` kept for the tiles of
+    beside the activations, the code and the tiler's tables (`room.tables`), else the most cycles saved that fit with
+    `room.tiles` kept for the tiles of
     what stays off chip, each tensor's cycles by `price` (solver.graph.level_price.tensor_savings) over the layers of
     the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
     layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
@@ -240,7 +287,9 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
 
     def level_bytes_with(chosen: frozenset[str]) -> int:
         level = split.levels(persistent_io, chosen, static)[split.home.default]
-        return level.arena + level.static
+        held = 0 if room.tables is None else predicted_tiler_tables(lowered, seq, room.tables, weights, persistent_io,
+                                                                     chosen)
+        return level.arena + level.static + held
 
     limit = room.capacity - room.code
     if price is None:

@@ -68,6 +68,7 @@ from ckpt.replay.onnx_graph import apply_to_model, rewired_scratch, view_of_mode
 from ckpt.replay.plan import ReplayPlan
 from ckpt.replay.predict import (
     OnChipRoom,
+    TilerTables,
     chosen_on_chip,
     home_arena_overflow,
     home_layout,
@@ -124,6 +125,8 @@ class ReplayOptions:
     gvsoc_timeout: float | None = None     # seconds a step may run on gvsoc (None: scaled from its cycles)
     simulate_non_tiled: bool = False       # the non-tiled flow on gvsoc too (the tiled flow is what is deployed)
     on_chip_code: int | None = None        # split+: the step's own code and data on chip (measured; None: not counted)
+    on_chip_tables: TilerTables | None = None   # split home: the calibration's code's tables per layer, to count the
+                                           # tiler's tables on chip in the room and the predicted levels (None: not)
     gvsoc_draws: int = 1                   # each step on gvsoc run from this many starting states, its median kept
 
 
@@ -211,7 +214,8 @@ def replay_schedule(schedule: str | Path, model: str | Path, outdir: str | Path 
         if lowered is not None and options.deeploy.home == SPLIT_HOME:
             rewired = replace(rewired, homes=predicted_split_levels(
                 lowered, list(doc.seq), options.deeploy.weights, split.persistent_io if split else frozenset(),
-                frozenset(options.deeploy.on_chip_persistent), frozenset(options.deeploy.parked)))
+                frozenset(options.deeploy.on_chip_persistent), frozenset(options.deeploy.parked),
+                options.on_chip_tables))
         report = _report(schedule, doc, model, target, lowered, view, plan, rewired, flows, verification, gvsoc,
                          options, code_runs, held is not None)
         report = replace(report, deeploy_optimizer={name: f.figures(options.record_time)
@@ -283,7 +287,7 @@ def _bring_on_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions,
     tiles of what stays off chip given the innermost level's size."""
     setup = options.deeploy
     chip = split_home_of(lowered).default
-    room = OnChipRoom(setup.size(chip), options.on_chip_code or 0, setup.size(setup.innermost))
+    room = OnChipRoom(setup.size(chip), options.on_chip_code or 0, setup.size(setup.innermost), options.on_chip_tables)
     chosen = chosen_on_chip(lowered, list(doc.seq), setup.weights, split.persistent_io if split else frozenset(),
                             room, level_price(lowered.target), split.optimizer_layers() if split else None)
     code = "the step's code not counted" if options.on_chip_code is None else f"code {room.code:,} B"

@@ -607,3 +607,102 @@ def test_a_split_steps_optimizer_runs_in_the_train_networks_on_chip_arena_and_st
     outcome = run_training(code, step.run, step.data.feeds, deeploy_checkout)
     record = split_code_record("tiled", outcome, step, NotRun("not compared here"), False)
     assert record.harness.errors == 0 and record.golden.errors == 0, record.reason
+
+
+@pytest.mark.deeploy
+def test_the_split_homes_l2_static_counts_the_tilers_tables_for_the_layers_it_tiles_from_l3(tmp_path, lowering_cache):
+    """Deeploy's tiler declares in L2, for each layer it tiles from L3, the layer's tile offsets and, per tensor it
+    moves from L3, that tensor's per-tile sizes and offsets (`TILING_CODEGEN_L2_*`): static data of the step on
+    chip. Predicted from the code with every tensor in L3 (the calibration's code: its layers' copies and tables),
+    for the layers that still move a tensor from L3 at the split home, the predicted L2 static is what the split
+    code declares `PI_L2` (the built-in CCT example, its weights and constants in L3: before, the tables were not
+    counted and the prediction fell short of the code)."""
+    import re
+
+    from ckpt import deeploy_bridge
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.pipeline.calibrate import code_tiler_tables
+    from ckpt.replay.predict import predicted_split_levels
+    from ckpt.schedule_file import read_schedule
+
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("the release refuses this example at the split home (its tokenizer's tiles nest from L3: the "
+                    "test above); the training branch deploys it")
+    split, split_out = _split_replay_of_example(tmp_path / "split")
+    assert split.returncode == 0, split.stderr
+    off_chip, off_chip_out = _split_replay_of_example(tmp_path / "l3", home="L3")
+    assert off_chip.returncode == 0, off_chip.stderr
+    width = {"float32_t": 4, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+             "int64_t": 8}
+    code = (split_out / "code" / "Network.c").read_text()
+    declared = sum(width[kind] * int(n) for kind, n in re.findall(r"PI_L2 (\w+) DeeployNetwork_\w+\[(\d+)\]", code))
+    tables = sum(width[kind] * int(n) for kind, n in
+                 re.findall(r"PI_L2 (\w+) DeeployNetwork_TILING_CODEGEN_L2_\w+\[(\d+)\]", code))
+    assert tables > 0                                           # the case has tables to count
+    lowered = deeploy_bridge.lower(tmp_path / "split" / "cct", "siracusa")
+    seq = list(read_schedule(tmp_path / "split" / "seq.json").seq)
+    found = code_tiler_tables(off_chip_out / "code", list(lowered.node_order), lowered.model, "siracusa")
+    with_tables = predicted_split_levels(lowered, seq, DEFAULT_SETUP.weights, frozenset(), tables=found)["L2"]
+    without = predicted_split_levels(lowered, seq, DEFAULT_SETUP.weights, frozenset())["L2"]
+    assert with_tables.static == declared
+    assert without.static == declared - tables
+
+
+@pytest.mark.deeploy
+def test_split_plus_l2_static_is_what_the_train_code_declares_tables_of_the_tiler_included(
+        branch, shared_models, lowering_cache, tmp_path):
+    """SimpleMLP's split step with half of what persists brought on chip (the room counting the tiler's tables):
+    its train network's `PI_L2` declarations, the constants brought there and the tiler's tables for the layers that
+    still tile from L3, are what ckpt predicts, the tables from the split home's own code at the graph order (what
+    its calibration keeps). Without them the prediction fell short of the code."""
+    import re
+
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.pipeline.calibrate import code_tiler_tables
+    from ckpt.replay.predict import OnChipRoom, chosen_on_chip, level_price, predicted_split_levels
+    from ckpt.replay.split_run import deploy_split, split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    order = [(n, 0) for n in lowered.node_order]
+    weights = DEFAULT_SETUP.weights
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup_for("siracusa", SPLIT_HOME),
+                 Path(tmp_path) / "plain")
+    tables = code_tiler_tables(Path(tmp_path) / "plain", list(lowered.node_order), lowered.model, "siracusa")
+    alone = predicted_split_levels(lowered, order, weights, step.persistent_io)["L2"].arena
+    everything = predicted_split_levels(lowered, order, weights, step.persistent_io,
+                                        frozenset(step.persistent_io))["L2"].arena
+    room = OnChipRoom(alone + (everything - alone) // 2, 0, 0, tables)
+    chosen = chosen_on_chip(lowered, order, weights, step.persistent_io, room, level_price("siracusa"),
+                            step.optimizer_layers())
+    assert chosen and not step.persistent_io <= chosen             # some, not all, of what persists
+    setup = setup_for("siracusa", SPLIT_HOME, persist_on_chip=True, on_chip_persistent=tuple(sorted(chosen)))
+    deploy_split(lowered.model, lowered.node_order, step, "siracusa", True, setup, Path(tmp_path) / "code")
+    width = {"float32_t": 4, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+             "int64_t": 8}
+    code = (Path(tmp_path) / "code" / "TrainingNetwork.c").read_text()
+    declared = sum(width[kind] * int(n) for kind, n in re.findall(r"PI_L2 (\w+) DeeployNetwork_\w+\[(\d+)\]", code))
+    held = sum(width[kind] * int(n) for kind, n in
+               re.findall(r"PI_L2 (\w+) DeeployNetwork_TILING_CODEGEN_L2_\w+\[(\d+)\]", code))
+    assert held > 0
+    predicted = predicted_split_levels(lowered, order, weights, step.persistent_io, chosen, tables=tables)["L2"]
+    assert predicted.static == declared
+    assert predicted_split_levels(lowered, order, weights, step.persistent_io, chosen)["L2"].static == declared - held
+
+
+def test_the_tiler_tables_option_leaves_the_replay_keys_of_earlier_sweeps_as_they_were():
+    """A sweep's replays are cached by their options: counting the tiler's tables is a new option, unset in a sweep,
+    so a replay without it keeps the key it had before the option existed (this one's, computed then)."""
+    from ckpt.pipeline.point import replay_key
+    from ckpt.replay.predict import TilerTables
+    from ckpt.replay.run import ReplayOptions
+    from ckpt.schedule_file import Schedule
+
+    schedule = Schedule(seq=(("a", 0),))
+    assert replay_key(schedule, ReplayOptions(), "m", "c") == \
+        "b9c079101f04f0cdaa4520b4ccab4b793737be05dfcb68c7f9e574fc09702011"
+    assert replay_key(schedule, ReplayOptions(on_chip_tables=TilerTables({"n": {"w": 1}}, {"n": {"": 2}})),
+                      "m", "c") != replay_key(schedule, ReplayOptions(), "m", "c")

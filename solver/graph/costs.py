@@ -40,6 +40,10 @@ class CostModel:
     per_clone: int = 0                          # cycles a recompute of a measured op adds beyond them (see above)
     tiles: dict[str, int] | None = None         # op name -> the tiles its layer moves into the chip's level from off
                                                 # chip where measured (a calibration's; absent: one)
+    transfers: dict[str, dict[str, int]] | None = None   # op name -> each tensor it keeps off chip -> the copies
+                                                # it issues per tile for it (a calibration's; absent: one)
+    lines: dict[str, dict[str, int]] | None = None   # op name -> each such tensor -> the lines (bursts) its copies
+                                                # move over all its tiles (a calibration's; absent: one per copy)
     source: str = "estimate"                    # what the costs are, as a schedule records it
 
     def coefficients(self, op_type: str) -> tuple[float, float]:
