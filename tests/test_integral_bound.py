@@ -32,6 +32,7 @@ def test_a_dual_bound_of_an_integral_objective_rounds_up_past_the_solvers_error_
     assert report(4223.5, integral=True).dual_bound() == 4224
     assert report(0.0, integral=True).dual_bound() == 0.0 and report(math.inf, integral=True).dual_bound() == 0.0
     assert integral_bound(1e-9) == 0.0 and integral_bound(7.0) == 7.0
+    assert integral_bound(19641343.9) == 19641343    # the tolerance spans 20 cycles here: as floored before
 
 
 def test_the_recompute_cost_is_an_integral_objective_and_the_peak_is_not():
