@@ -36,7 +36,7 @@ FAST = [
     Smoke("stages", rows=4, shows=("| 0.8 | MILP method (all five) |",)),
     Smoke("decisive", args=("--json", "cells.json", "--compare", "cells.json"), rows=6,
           shows=("### mlp:", "### cct1:", "6 cells:", "answers changed against cells.json: 0")),
-    Smoke("decisive", args=("--grid", "--targets", "none", "--fractions", "0.9,0.5"), rows=2,
+    Smoke("decisive", args=("--grid", "--targets", "none", "--fractions", "0.9,0.5", "--draws", "2"), rows=2,
           shows=("### target none:", "| mlp | 26 | optimal", "| cct1 | 106 |", "4 cells:")),
     Smoke("model_cost", rows=2, shows=("| none:mlp:0.5 | exact |", "| none:mlp:0.5 | focused |")),
     Smoke("scale", rows=3, shows=("| cct blocks=1 | 106 | milp | highs |", "| cct blocks=1 | 106 | greedy |")),

@@ -409,9 +409,9 @@ def _limit(deadline: _Deadline) -> float | None:
 
 def point_bound(problem: Problem, budget: int, points: list[int], seconds: float | None = None,
                 chains: bool = False, threads: int | None = 1) -> Bound:
-    """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded down,
-    which is valid whether or not the relaxation was solved to the end. `chains`: also check memory while
-    the recomputes of each segment run."""
+    """Solve the relaxation over `points` and return the bound it proves: HiGHS's dual bound, rounded to whole
+    cycles (solver/model/backends.py), which is valid whether or not the relaxation was solved to the end.
+    `chains`: also check memory while the recomputes of each segment run."""
     points = sorted(set(points))
     return Bound(Relaxation(problem, budget, points, chained=frozenset(points if chains else ()),
                             threads=threads).solve(seconds), tuple(points))

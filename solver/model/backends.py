@@ -24,6 +24,7 @@ from ckpt.solver.model.options import Backend, Clock
 KILL_SHARE = 1.1      # a HiGHS run is killed once it has run this share of its time limit...
 KILL_SECONDS = 1.0    # ...plus this: far past where it should have stopped
 WATCHED_VARIABLES = 1000   # smaller models solve in milliseconds, less than the fork costs: they run here
+BOUND_TOLERANCE = 1e-6     # relative: what a dual bound may be off by (HiGHS's tolerances) before it is rounded
 
 
 class RunStatus(StrEnum):
@@ -199,6 +200,7 @@ class _Report:
     mip_dual_bound: float | None = None
     primal_feasible: bool | None = None
     time_limit_hit: bool | None = None
+    integral: bool = False      # every solution's objective is an integer (integer variables, integer costs)
 
     def apply_to(self, lp: pulp.LpProblem) -> None:
         """Write the answer into `lp` as if it had been solved here."""
@@ -223,9 +225,12 @@ class _Report:
         return options.gap if status is RunStatus.OPTIMAL else None
 
     def dual_bound(self) -> float:
-        """HiGHS's proven bound on the objective, rounded down (valid whether or not the run finished); 0 if none."""
+        """HiGHS's proven bound on the objective (valid whether or not the run finished; 0 if none): rounded down,
+        or, where every solution's objective is an integer, up to the next one (`integral_bound`)."""
         bound = self.mip_dual_bound
-        return float(math.floor(bound)) if bound is not None and math.isfinite(bound) and bound > 0 else 0.0
+        if bound is None or not math.isfinite(bound) or bound <= 0:
+            return 0.0
+        return integral_bound(bound) if self.integral else float(math.floor(bound))
 
     def has_answer(self, status: RunStatus) -> bool:
         if self.primal_feasible is None:
@@ -256,7 +261,25 @@ def _solved(lp: pulp.LpProblem, solver: pulp.LpSolver) -> _Report:
         gap = (held - bound) / abs(held) if held and math.isfinite(bound) else math.inf
     return _Report(lp_status, sol_status, values, mip_gap=gap,
                    mip_dual_bound=float(info.mip_dual_bound), primal_feasible=feasible,
-                   time_limit_hit=interrupted or model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit)
+                   time_limit_hit=interrupted or model.getModelStatus() == highspy.HighsModelStatus.kTimeLimit,
+                   integral=integral_objective(lp))
+
+
+def integral_objective(lp: pulp.LpProblem) -> bool:
+    """Whether every solution of `lp` has an integer objective: only integer (or binary) variables in it, each with
+    an integer coefficient, and an integer constant. The recompute cost is one (cycles are whole numbers)."""
+    objective = lp.objective
+    if objective is None or not float(objective.constant).is_integer():
+        return False
+    return all(var.cat == pulp.LpInteger and float(coefficient).is_integer() for var, coefficient in objective.items())
+
+
+def integral_bound(bound: float) -> float:
+    """A proven lower bound on an objective that only takes integer values, rounded up to the next integer: no
+    solution lies between the two. The bound is first lowered by what HiGHS's tolerances may have lifted it by, so
+    4223.99999999998 proves 4224 but 4223.0000001 proves only 4223; never below the bound rounded down (what was
+    read before: on millions of cycles the tolerance spans several)."""
+    return float(max(math.floor(bound), math.ceil(bound - BOUND_TOLERANCE * max(1.0, abs(bound)))))
 
 
 def _objective_of_values(lp: pulp.LpProblem) -> float | None:
