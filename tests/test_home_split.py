@@ -766,3 +766,46 @@ def test_split_plus_brings_on_chip_the_tensor_its_code_copies_row_by_row(branch,
                                 level_price("siracusa"), step.optimizer_layers())
         assert kept in chosen and other not in chosen, (kept, chosen)
 
+
+def test_a_split_plus_sweep_counts_the_tilers_tables_in_its_solves_and_replays_as_ckpt_solve_and_replay_do(
+        monkeypatch):
+    """A sweep with split+ passes the tiler's tables of its model (measured once, as `ckpt solve` and `ckpt replay`
+    measure them) to each point's solve and replay, and its solve key names them; a sweep without split+ keys its
+    points as before. Within a sweep split+ left the tables out of its room and its predicted L2."""
+    from types import SimpleNamespace
+
+    from ckpt.budgets import sweep
+    from ckpt.pipeline import point
+    from ckpt.pipeline.point import PointSpec, SolveTask, replay_key
+    from ckpt.replay.predict import TilerTables
+    from ckpt.replay.run import ReplayOptions
+    from ckpt.schedule_file import Schedule
+    from ckpt.solver.solve import SolveOptions
+
+    tables = TilerTables({"n": {"w": 2}}, {"n": {"": 24, "w": 8}}, {"n": 3}, {"n": {"w": 60}})
+    model = SimpleNamespace(split_plus_code=1000, split_plus_tables=tables)
+    plus = sweep.SweepOptions((0.5,), replay=ReplayOptions(deeploy=setup_for("siracusa", SPLIT_HOME,
+                                                                               persist_on_chip=True)))
+    replay = sweep._replay_options(plus, model)
+    assert replay.on_chip_tables == tables and replay.on_chip_code == 1000
+    assert sweep._split_plus(plus, model)["split_plus_tables"] == \
+        {"transfers": {"n": {"w": 2}}, "tables": {"n": {"": 24, "w": 8}}, "tiles": {"n": 3}, "lines": {"n": {"w": 60}}}
+    plain = sweep.SweepOptions((0.5,))
+    assert sweep._split_plus(plain, model) == {} and sweep._replay_options(plain, model).on_chip_tables is None
+    schedule = Schedule(seq=(("a", 0),))
+    assert replay_key(schedule, sweep._replay_options(plain, model), "m", "c") == \
+        "b9c079101f04f0cdaa4520b4ccab4b793737be05dfcb68c7f9e574fc09702011"      # the key before the tables
+
+    passed = []
+
+    def solved(*args, **kwargs):
+        passed.append(kwargs.get("split_plus_tables"))
+        return None, SimpleNamespace(seconds=0.0)
+
+    monkeypatch.setattr(point, "solve_model", solved)
+    monkeypatch.setattr(point, "load_for_target", lambda *a, **k: None)
+    monkeypatch.setattr(point, "baseline_schedule", lambda *args: passed.append(args[3]))
+    for spec in (PointSpec.at(0.5, 10_000), PointSpec("baseline", None)):
+        point._solve(SolveTask(spec, "m", "siracusa", SolveOptions(), "f", "k", 0, persist_on_chip=True,
+                               split_plus_code=1000, split_plus_tables=tables), lambda m: None)
+    assert passed == [tables, tables]
