@@ -809,3 +809,15 @@ def test_a_split_plus_sweep_counts_the_tilers_tables_in_its_solves_and_replays_a
         point._solve(SolveTask(spec, "m", "siracusa", SolveOptions(), "f", "k", 0, persist_on_chip=True,
                                split_plus_code=1000, split_plus_tables=tables), lambda m: None)
     assert passed == [tables, tables]
+
+
+def test_a_recomputes_clone_is_weighed_at_the_copies_its_original_makes():
+    """split+ weighs a tensor over the schedule's rewired graph, where a recompute is the clone `<node>__ck<k>`: the
+    clone's layer is its original's code again, so it takes its original's tiles, copies and lines."""
+    from ckpt.replay.predict import TilerTables
+
+    graph = TrainGraph(ops=(Op("f0", "Gemm", ("x", "w0"), ("a0",)), Op("f0__ck1", "Gemm", ("x", "w0"), ("a0__ck1",))),
+                       tensor_bytes={"x": 64, "w0": 4096, "a0": 64, "a0__ck1": 64}, persistent=frozenset({"w0"}),
+                       op_cost={"f0": 1.0, "f0__ck1": 1.0})
+    found = TilerTables({"f0": {"w0": 30}}, {"f0": {"": 8}}, {"f0": 4}, {"f0": {"w0": 900}}).of_runs(graph)
+    assert found == TilerTables(*({"f0": v, "f0__ck1": v} for v in ({"w0": 30}, {"": 8}, 4, {"w0": 900})))
