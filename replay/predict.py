@@ -282,10 +282,11 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
     """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
     solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
     beside the activations, the code and the tiler's tables (`room.tables`), else the most cycles saved that fit with
-    `room.tiles` kept for the tiles of
-    what stays off chip, each tensor's cycles by `price` (solver.graph.level_price.tensor_savings) over the layers of
-    the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
-    layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
+    `room.tiles` kept for the tiles of what stays off chip, each tensor's cycles by `price`
+    (solver.graph.level_price.tensor_savings, as the cost model prices it) over the layers of the rewired graph that
+    touch it, at the tiles, copies per tile and lines `room.tables` read for each (one copy each without), and the
+    op types `more_layers` names for it (e.g. the optimizer network's layers). Without a price only all or nothing
+    is brought: nothing says which tensor saves more."""
     split = _SplitBlocks.of(lowered, seq, weights)
     graph = split.graph
     roots = persistent_roots(graph, split.inputs, persistent_io)
