@@ -45,7 +45,7 @@ from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import atomic_write
 from ckpt.paths import shared_models
-from ckpt.pipeline.calibrate import measured_code_bytes
+from ckpt.pipeline.calibrate import measured_code_bytes, measured_tiler_tables
 from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow, empty_row, replayed_row
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.solver.model.backends import BackendOptions
@@ -150,8 +150,9 @@ def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, l
     """The split row's schedule replayed with what persists brought on chip where L2 has room (split+)."""
     setup = setup_for(TARGET, SPLIT_HOME)
     code = measured_code_bytes(model, TARGET, setup, progress, safe_side=True)
+    tables = measured_tiler_tables(model, TARGET, setup, progress)
     options = ReplayOptions(target=TARGET, overwrite=True, deeploy=setup_for(TARGET, SPLIT_HOME, persist_on_chip=True),
-                            on_chip_code=code, record_time=True)
+                            on_chip_code=code, on_chip_tables=tables, record_time=True)
     try:
         result = replay_schedule(sweep_folder / fitting.schedule, model, out / "split+", options, progress)
     except CkptError as err:

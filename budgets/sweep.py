@@ -31,7 +31,7 @@ from ckpt.files import check_output_dir, refuse_input_folder
 from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.live import SweepProgress
 from ckpt.paths import NETWORK, model_files
-from ckpt.pipeline.calibrate import costs_and_why, measured_code_bytes
+from ckpt.pipeline.calibrate import costs_and_why, measured_code_bytes, measured_tiler_tables
 from ckpt.pipeline.load import LoadedModel, load_for_target
 from ckpt.pipeline.on_chip import on_chip_home, refuse_beyond_floor
 from ckpt.pipeline.parking import park_prices_of
@@ -58,6 +58,7 @@ from ckpt.pipeline.row import (
     with_overheads,
 )
 from ckpt.replay.code_run import code_sources
+from ckpt.replay.predict import TilerTables
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, read_schedule
 from ckpt.solver.graph.baselines import STAGE_ORDER_RULES, Baselines, baselines
@@ -126,6 +127,7 @@ class _Model:
     costs: CostModel | None = None   # the op costs its points are solved with (None: the built-in estimate)
     estimated: str = ""              # why the op costs are the built-in estimate ("" where they are measured)
     split_plus_code: int | None = None   # split+: the step's code its room counts (None: not counted)
+    split_plus_tables: TilerTables | None = None   # ... and the tiler's tables, as ckpt solve's (None: not counted)
 
 
 def run_sweep(models: str | Path | list, outdir: str | Path, options: SweepOptions,
@@ -232,6 +234,8 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     plus_code = measured_code_bytes(source, options.target, replace(options.replay.deeploy, persist_on_chip=False),
                                     board.note, loaded, safe_side=True) if options.replay.deeploy.persist_on_chip \
         else None
+    plus_tables = measured_tiler_tables(source, options.target, replace(options.replay.deeploy, persist_on_chip=False),
+                                        board.note, loaded) if options.replay.deeploy.persist_on_chip else None
     base = baselines(loaded.graph)
     board.note(f"{name}: {len(loaded.graph.ops)} nodes, baseline peak {base.graph_order_peak} B, single-op lower "
                f"bound {base.lower_bound} B ({lowering:.1f} s)")
@@ -239,7 +243,7 @@ def _load(name: str, source: str, store: SweepStore, options: SweepOptions, boar
     for spec in specs:
         board.add(name, spec.label)
     return _Model(name, source, store, loaded, base, specs, lowering, _data_sha256(source), costs, estimated,
-                  plus_code)
+                  plus_code, plus_tables)
 
 
 def _data_sha256(source: str) -> str:
@@ -271,19 +275,21 @@ def _non_tiled(options: SweepOptions, spec) -> dict:
 
 
 def _split_plus(options: SweepOptions, model: _Model) -> dict:
-    """What a point's solve key adds under split+: that it is chosen, and the code its room counts."""
+    """What a point's solve key adds under split+: that it is chosen, and the code and tiler's tables its room
+    counts (the tables where counted)."""
     if not options.replay.deeploy.persist_on_chip:
         return {}
-    return {"split_plus": True, "split_plus_code": model.split_plus_code}
+    tables = {} if model.split_plus_tables is None else {"split_plus_tables": asdict(model.split_plus_tables)}
+    return {"split_plus": True, "split_plus_code": model.split_plus_code, **tables}
 
 
 def _replay_options(options: SweepOptions, model: _Model, schedule: Schedule | None = None) -> ReplayOptions:
-    """A point's replay options: under split+, its room counts the code its solves counted, so each replay
-    brings on chip what its schedule's figures say; with --park auto, the activations its schedule parks are homed
-    off chip, as `ckpt replay` homes them (predicted.parked)."""
+    """A point's replay options: under split+, its room counts the code and the tiler's tables its solves counted,
+    so each replay brings on chip what its schedule's figures say; with --park auto, the activations its schedule
+    parks are homed off chip, as `ckpt replay` homes them (predicted.parked)."""
     replay = options.replay
     if options.replay.deeploy.persist_on_chip:
-        replay = replace(replay, on_chip_code=model.split_plus_code)
+        replay = replace(replay, on_chip_code=model.split_plus_code, on_chip_tables=model.split_plus_tables)
     parked = schedule.predicted.parked_tensors if schedule is not None and schedule.predicted else ()
     if parked:
         replay = replace(replay, deeploy=replace(replay.deeploy, parked=parked))
@@ -401,7 +407,8 @@ def _solve_all(models: list[_Model], options: SweepOptions, executor, board: Swe
                                            _weights(options), model.costs, options.replay.deeploy.home,
                                            options.replay.deeploy.allocator,
                                            options.replay.deeploy.persist_on_chip, model.split_plus_code,
-                                           proof_key, park=options.park)))
+                                           proof_key, park=options.park,
+                                           split_plus_tables=model.split_plus_tables)))
     # points that solve first; the baseline and points below the floor (no solve) last, to fill the gaps
     tasks.sort(key=lambda mt: mt[1].spec.fraction is None or mt[1].spec.budget_bytes < mt[1].lower_bound)
 

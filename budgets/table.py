@@ -51,9 +51,10 @@ DETAIL = [Column("budget", ("budget_fraction",), "the budget as a fraction of th
           Column("arena pred", ("arena_predicted",), "ckpt's predicted arena of the home level"),
           Column("home", ("home",), "the tiled flow's home level (--home), where its constants and arena live")]
 LEVEL_PARTS = (("const", "static"), ("arena", "arena"), ("total", "total"))
-LEVEL_LEGEND = {"static": "the constants the generated tiled code keeps in {level}",
+LEVEL_LEGEND = {"static": "the constants Deeploy's tiler counts in {level} (its count: with the shape constants "
+                          "its code never declares there)",
                 "arena": "the arena the generated tiled code reserves in {level}",
-                "total": "{level} in all: constants + arena, as the generated tiled code reserves them "
+                "total": "{level} in all: constants (Deeploy's count) + the arena the generated tiled code reserves "
                          "(not the code itself: see on chip B)"}
 DETAIL_TAIL = [
     Column("capacity B", ("on_chip_capacity",), "the bytes the chip's {on_chip} gives the step"),

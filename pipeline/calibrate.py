@@ -80,8 +80,9 @@ class Calibration:
                                        # figures above are the medians (each layer's too); empty: one draw
 
     def tiler_tables(self) -> TilerTables:
-        """Its code's tables on chip and copies from off chip per layer (replay.predict.predicted_tiler_tables)."""
-        return TilerTables(self.node_transfers, self.node_tables)
+        """Its code's tables on chip, copies from off chip, tiles and lines per layer (replay.predict: the tiler's
+        tables predicted for a split step and what split+ weighs each tensor at)."""
+        return TilerTables(self.node_transfers, self.node_tables, self.node_tiles, self.node_lines)
 
     def cost_model(self) -> CostModel:
         return CostModel(measured=dict(self.node_cycles), measured_step=self.step_cycles,
@@ -293,7 +294,8 @@ def code_tiler_tables(code_dir: Path, order: list[str], model, target: str) -> T
     node_tables and node_transfers), for predicting the tables of another home's code (replay.predict)."""
     chip = TARGET_TABLE[target]
     found = _transfers_and_tables(code_layers(code_dir, chip.on_chip, chip.off_chip), order, model)
-    return TilerTables(found["node_transfers"], found["node_tables"])
+    return TilerTables(found["node_transfers"], found["node_tables"], _known(code_tiles_into(code_dir, chip.on_chip),
+                                                                             order), found["node_lines"])
 
 
 def _times(draws: int) -> str:

@@ -387,10 +387,13 @@ def solve_model(source: str | Path, budget: Budget | None, target: str = "none",
                 weights: WeightUpdate = DEFAULT_SETUP.weights,
                 home: str = DEFAULT_SETUP.default_mem_level,
                 allocator: Allocator = DEFAULT_SETUP.allocator, persist_on_chip: bool = False,
-                split_plus_code: int | None = None, park: bool = False) -> tuple[Schedule, SolveResult]:
+                split_plus_code: int | None = None, park: bool = False,
+                split_plus_tables: TilerTables | None = None) -> tuple[Schedule, SolveResult]:
     """Load, solve with the budget held on the deployed figure (see the module doc), and document it (split+:
-    `persist_on_chip`, beside the step's code of `split_plus_code` bytes; `park`: --park auto)."""
+    `persist_on_chip`, beside the step's code of `split_plus_code` bytes and the tiler's tables as
+    `split_plus_tables` gives them; `park`: --park auto)."""
     request = SolveRequest(str(source), target, budget, None, options or SolveOptions(), cost_model,
                            flow=flow, weights=weights, home=home, allocator=allocator,
-                           persist_on_chip=persist_on_chip, split_plus_code=split_plus_code, park=park)
+                           persist_on_chip=persist_on_chip, split_plus_code=split_plus_code,
+                           split_plus_tables=split_plus_tables, park=park)
     return solve_and_document(request, progress)

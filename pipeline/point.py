@@ -38,6 +38,7 @@ from ckpt.pipeline.row import (
     row_from_json,
     solved_row,
 )
+from ckpt.replay.predict import TilerTables
 from ckpt.replay.run import ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.budget import Budget
@@ -147,6 +148,7 @@ class SolveTask:
     proof_key: str = ""              # the key without how long the solver may run (PointFolder.solved_record)
     park: bool = False               # --park auto: the exact model may park activations off chip (pipeline.parking),
                                      # so a budget below the single-op floor is solved, not refused
+    split_plus_tables: TilerTables | None = None   # split+: the tiler's tables its room counts (None: not counted)
 
 
 PROVEN = ("optimal", INFEASIBLE)     # a solve's outcomes that no longer solve could change
@@ -262,8 +264,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     if spec.fraction is None:
         say("baseline schedule (graph order, no recompute)")
         loaded = load_for_target(task.model, task.target, task.costs, task.weights, home=task.home, flow=task.flow)
-        return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False), \
-            None, 0.0
+        return baseline_schedule(loaded, task.solve, task.split_plus_code if task.persist_on_chip else False,
+                                 task.split_plus_tables), None, 0.0
     if spec.budget_bytes < task.lower_bound and not task.park:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes, INFEASIBLE,
                                f"budget {spec.budget_bytes} B is below the single-op lower bound "
@@ -273,7 +275,8 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
         schedule, result = solve_model(task.model, spec.budget, task.target, task.solve, task.costs,
                                        progress=as_lines(say), flow=task.flow, weights=task.weights, home=task.home,
                                        allocator=task.allocator, persist_on_chip=task.persist_on_chip,
-                                       split_plus_code=task.split_plus_code, park=task.park)
+                                       split_plus_code=task.split_plus_code, park=task.park,
+                                       split_plus_tables=task.split_plus_tables)
     except InfeasibleBudget as err:
         return None, empty_row(spec.label, spec.fraction, spec.budget_bytes,
                                INFEASIBLE if err.proven else "no schedule", str(err)), \
@@ -281,10 +284,12 @@ def _solve(task: SolveTask, say) -> tuple[Schedule | None, PointRow | None, floa
     return schedule, None, result.seconds
 
 
-def baseline_schedule(loaded: LoadedModel, options: SolveOptions, split_plus: int | None | bool = False) -> Schedule:
+def baseline_schedule(loaded: LoadedModel, options: SolveOptions, split_plus: int | None | bool = False,
+                      tables: TilerTables | None = None) -> Schedule:
     """The graph order without recompute (what Deeploy runs when nobody reorders it) as a schedule:
     solve() in the graph's own order with its own peak as the budget returns exactly that. `split_plus`: False, or
-    split+ chosen for it beside the step's code of these bytes (None: not counted)."""
+    split+ chosen for it beside the step's code of these bytes (None: not counted) and the tiler's tables as
+    `tables` gives them (None: not counted)."""
     peak = graph_order_peak(loaded.graph)
     options = replace(options, budget=peak, order=StageOrder.GRAPH, objective=Objective.COST, cost_cap=None,
                       views=Views.FIXED)
@@ -295,7 +300,7 @@ def baseline_schedule(loaded: LoadedModel, options: SolveOptions, split_plus: in
         schedule = schedule_of(loaded, None, result, options)
     else:
         request = SolveRequest(str(loaded.optimizer_path or ""), loaded.target, None, persist_on_chip=True,
-                               split_plus_code=split_plus)
+                               split_plus_code=split_plus, split_plus_tables=tables)
         schedule = with_split_plus(loaded, request, result, options, Checked("peak_bytes", result.peak_bytes, None,
                                                                              options.budget))
     return replace(schedule, solver=replace(schedule.solver, status=BASELINE, method="none", name="none", gap=None,

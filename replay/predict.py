@@ -21,6 +21,7 @@ from ckpt.memory_levels import LevelMemory
 from ckpt.replay.graph_view import GraphView
 from ckpt.replay.onnx_graph import apply_to_model, rewired_aliases, rewired_scratch, view_of_model
 from ckpt.replay.plan import ReplayPlan, plan_replay
+from ckpt.schedule_file import clone_of
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.level_price import LevelPrice, tensor_savings
 from ckpt.solver.graph.onnx_loader import io_names, load_graph
@@ -167,10 +168,21 @@ def predicted_tiler_tables(lowered: LoweredGraph, seq: RunSequence, tables: Tile
 @dataclass(frozen=True)
 class TilerTables:
     """The code with every tensor off chip, per layer: the tensors it copies from off chip (deeploy_bridge's or the
-    lowered graph's names) and the bytes of its tables on chip (its own under LAYER_TABLE, each tensor's)."""
+    lowered graph's names) with the copies per tile of each, the bytes of its tables on chip (its own under
+    LAYER_TABLE, each tensor's), its tiles into the chip's level and each tensor's lines over them (a calibration's
+    node_tiles and node_lines: what the level price prices a tensor's transfers at)."""
 
     transfers: Mapping[str, Mapping[str, int]]
     tables: Mapping[str, Mapping[str, int]]
+    tiles: Mapping[str, int] = field(default_factory=dict)
+    lines: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def of_runs(self, graph: TrainGraph) -> TilerTables:
+        """The same per op of `graph`, a schedule's rewired graph: each recompute's clone copies what its original
+        does (its layer is the original's code again)."""
+        source = {op.name: (clone_of(op.name) or (op.name, 0))[0] for op in graph.ops}
+        return TilerTables(*({op: found[s] for op, s in source.items() if s in found}
+                             for found in (self.transfers, self.tables, self.tiles, self.lines)))
 
 
 def predicted_split_tiles(lowered: LoweredGraph, weights: WeightUpdate, persistent_io: frozenset[str],
@@ -270,17 +282,20 @@ def chosen_on_chip(lowered: LoweredGraph, seq: RunSequence, weights: WeightUpdat
     """The persistent tensors (Deeploy's names) the split home brings on chip for `seq` (`split+`,
     solver.memory.placement.on_chip_within): every one where the chip's level, laid out with them all, holds them
     beside the activations, the code and the tiler's tables (`room.tables`), else the most cycles saved that fit with
-    `room.tiles` kept for the tiles of
-    what stays off chip, each tensor's cycles by `price` (solver.graph.level_price.tensor_savings) over the layers of
-    the rewired graph that touch it and the op types `more_layers` names for it (e.g. the optimizer network's
-    layers). Without a price only all or nothing is brought: nothing says which tensor saves more."""
+    `room.tiles` kept for the tiles of what stays off chip, each tensor's cycles by `price`
+    (solver.graph.level_price.tensor_savings, as the cost model prices it) over the layers of the rewired graph that
+    touch it, at the tiles, copies per tile and lines `room.tables` read for each (one copy each without), and the
+    op types `more_layers` names for it (e.g. the optimizer network's layers). Without a price only all or nothing
+    is brought: nothing says which tensor saves more."""
     split = _SplitBlocks.of(lowered, seq, weights)
     graph = split.graph
     roots = persistent_roots(graph, split.inputs, persistent_io)
     own = {t for t in roots if graph.root(t) == t}     # a copy sharing another's bytes (in place) moves with it
     name, sizes = deeploy_bridge.deeploy_tensor_name, graph.tensor_bytes
     more = {t: (more_layers or {}).get(name(t), ()) for t in own}
-    saves = tensor_savings(graph, own, price, more) if price is not None else {t: 0.0 for t in own}
+    code = room.tables.of_runs(graph) if room.tables is not None else TilerTables({}, {})
+    saves = tensor_savings(graph, own, price, more, code.tiles, code.transfers, code.lines) \
+        if price is not None else {t: 0.0 for t in own}
     candidates = {name(t): Candidate(aligned(split.constant_bytes(t), deeploy_bridge.ALIGNMENT), saves[t])
                   for t in own if sizes[t] > 0}
     static = lowered.static_bytes(weights)

@@ -33,7 +33,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
                if setup.persist_on_chip else "") \
             + (f", {len(setup.parked)} activations parked in {setup.persistent_level}" if setup.parked else "")
         lines.append(f"Deeploy tiled ({setup.allocator} allocator, {sizes}, home {home}), per level "
-                     "static + arena = total:")
+                     "static (Deeploy's count of its constants there, the shape "
+                     "constants its code never declares included) + arena = total:")
         for level, fig in sorted(mem.levels.items()):
             extra = f" (ckpt predicted {_b(fig.predicted_arena)})" if fig.predicted_arena is not None else ""
             if fig.home_arena is not None:

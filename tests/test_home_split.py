@@ -348,21 +348,31 @@ def test_split_plus_never_holds_more_on_chip_than_the_level_gives(step, limit, r
 
 
 @settings(max_examples=property_examples(60), deadline=None)
-@given(_layered_steps(), st.integers(0, 3000), st.integers(0, 20), st.integers(0, 20))
-def test_split_plus_weighs_a_tensor_at_what_the_cost_model_prices_it_on_chip(step, per_tensor, per_byte, gemm_rate):
+@given(_layered_steps(), st.integers(0, 3000), st.integers(0, 20), st.integers(0, 20), st.integers(0, 40),
+       st.data())
+def test_split_plus_weighs_a_tensor_at_what_the_cost_model_prices_it_on_chip(step, per_tensor, per_byte, gemm_rate,
+                                                                             per_line, data):
     """One price for one fact: what split+'s knapsack weighs a persistent tensor at is exactly what the cost model
     (solver.graph.level_price.priced_at_levels) takes off the step when that tensor alone is moved on chip, with the
-    target's level price, its per-op-type rates included. It had its own fitted price (7,592 cycles per layer +
-    5.20 per byte) beside the level price the cost model used (1,538 + 1.6, per op type)."""
+    target's level price, its per-op-type rates included, at the tiles, copies per tile and lines the calibration
+    read for each layer. It had its own fitted price (7,592 cycles per layer + 5.20 per byte) beside the level price
+    the cost model used (1,538 + 1.6, per op type); then it weighed each tensor at one copy per layer, no lines,
+    where the cost model priced its tiles, copies and lines."""
     from ckpt.solver.graph.costs import CostModel
     from ckpt.solver.graph.level_price import LevelPrice, priced_at_levels, tensor_savings
     from ckpt.solver.memory.placement import persistent_roots
 
     graph, inputs, persistent_io = step
-    price = LevelPrice(float(per_tensor), float(per_byte), {"GemmGrad": float(gemm_rate)})
-    costs = CostModel(measured={op.name: 10**9 for op in graph.ops}, measured_step=10**10)
+    price = LevelPrice(float(per_tensor), float(per_byte), {"GemmGrad": float(gemm_rate)}, float(per_line))
+    read = [op for op in graph.ops if data.draw(st.booleans())]          # the layers the calibration read
+    tiles = {op.name: data.draw(st.integers(1, 20)) for op in read}
+    transfers = {op.name: {t: data.draw(st.integers(0, 40)) for t in (*op.inputs, *op.outputs)
+                           if data.draw(st.booleans())} for op in read}
+    lines = {op: {t: data.draw(st.integers(0, 2000)) for t in found} for op, found in transfers.items()}
+    costs = CostModel(measured={op.name: 10**12 for op in graph.ops}, measured_step=10**13, tiles=tiles,
+                      transfers=transfers, lines=lines)
     roots = persistent_roots(graph, inputs, persistent_io)
-    weighed = tensor_savings(graph, roots, price)
+    weighed = tensor_savings(graph, roots, price, tiles=tiles, transfers=transfers, lines=lines)
     for root in roots:
         levels = {t: "L2" if graph.root(t) == root else "L3" for t in graph.tensor_bytes}
         priced = priced_at_levels(costs, graph, levels, "L2", price, SPLIT_HOME)
@@ -706,3 +716,108 @@ def test_the_tiler_tables_option_leaves_the_replay_keys_of_earlier_sweeps_as_the
         "b9c079101f04f0cdaa4520b4ccab4b793737be05dfcb68c7f9e574fc09702011"
     assert replay_key(schedule, ReplayOptions(on_chip_tables=TilerTables({"n": {"w": 1}}, {"n": {"": 2}})),
                       "m", "c") != replay_key(schedule, ReplayOptions(), "m", "c")
+
+
+def test_split_plus_weighs_a_tensor_copied_row_by_row_or_over_many_tiles_above_one_copied_once():
+    """Two weights of the same bytes, each read by one layer: the one its layer copies row by row (30 copies a
+    tile) or over 16 tiles saves more on chip than the one copied once, as the cost model prices them, so the
+    knapsack keeps it where only one fits. It weighed both at one copy each."""
+    from ckpt.solver.graph.level_price import LevelPrice, tensor_savings
+    from ckpt.solver.model.on_chip import Candidate, bring_on_chip
+
+    graph = TrainGraph(ops=(Op("f0", "Gemm", ("x", "w0"), ("a0",)), Op("f1", "Gemm", ("a0", "w1"), ("a1",))),
+                       tensor_bytes={"x": 64, "w0": 4096, "w1": 4096, "a0": 64, "a1": 64},
+                       persistent=frozenset({"w0", "w1"}), op_cost={"f0": 1.0, "f1": 1.0})
+    price = LevelPrice(2310.8, 1.311, per_line=27.83)
+    for often, plain in (("f0", "f1"), ("f1", "f0")):
+        weight = {"f0": "w0", "f1": "w1"}
+        for tiles, copies in (({often: 1}, {often: {weight[often]: 30}, plain: {weight[plain]: 1}}),
+                              ({often: 16, plain: 1}, {often: {weight[often]: 1}, plain: {weight[plain]: 1}})):
+            saves = tensor_savings(graph, ("w0", "w1"), price, tiles=tiles, transfers=copies)
+            assert saves[weight[often]] > saves[weight[plain]]
+            chosen = bring_on_chip({t: Candidate(4096, saves[t]) for t in ("w0", "w1")}, 4096)
+            assert chosen == {weight[often]}
+
+
+@pytest.mark.deeploy
+def test_split_plus_brings_on_chip_the_tensor_its_code_copies_row_by_row(branch, shared_models, lowering_cache):
+    """SimpleMLP's fc1 weight and its gradient accumulator have the same bytes and are read or written by as many
+    layers, room for one: the knapsack solve and replay run (replay.predict.chosen_on_chip) keeps the one whose
+    layer the code copies row by row (30 copies a tile), the other copied once. It weighed each at one copy per
+    layer whatever the code copied (a tie: the same one kept either way)."""
+    from ckpt.deeploy_bridge import lower
+    from ckpt.deeploy_bridge.setup import DEFAULT_SETUP
+    from ckpt.replay.predict import OnChipRoom, TilerTables, chosen_on_chip, level_price, predicted_split_levels
+    from ckpt.replay.split_run import split_step
+    from ckpt.solver.graph.onnx_loader import read_model
+
+    folder = shared_models / "simplemlp_train"
+    lowered = lower(folder, "siracusa")
+    step = split_step(folder, read_model(folder / "network.onnx"), lowered.io_names, None, lowered.model)
+    order = [(n, 0) for n in lowered.node_order]
+    weights, persistent = DEFAULT_SETUP.weights, step.persistent_io
+    layer = {"input_2": next(n for n in lowered.node_order if "fc1_Gemm_Gemm" in n),          # reads the weight
+             "input_4": next(n for n in lowered.node_order if "GradientAccumulator1" in n)}  # its accumulator
+    everything = predicted_split_levels(lowered, order, weights, persistent, frozenset(persistent))["L2"]
+    room = everything.arena + everything.static + 64 - 2048           # one of the two 2,048 B tensors stays off
+    for kept, other in (("input_2", "input_4"), ("input_4", "input_2")):
+        tables = TilerTables({layer[kept]: {kept: 30}, layer[other]: {other: 1}}, {})
+        chosen = chosen_on_chip(lowered, order, weights, persistent, OnChipRoom(room, 0, 0, tables),
+                                level_price("siracusa"), step.optimizer_layers())
+        assert kept in chosen and other not in chosen, (kept, chosen)
+
+
+def test_a_split_plus_sweep_counts_the_tilers_tables_in_its_solves_and_replays_as_ckpt_solve_and_replay_do(
+        monkeypatch):
+    """A sweep with split+ passes the tiler's tables of its model (measured once, as `ckpt solve` and `ckpt replay`
+    measure them) to each point's solve and replay, and its solve key names them; a sweep without split+ keys its
+    points as before. Within a sweep split+ left the tables out of its room and its predicted L2."""
+    from types import SimpleNamespace
+
+    from ckpt.budgets import sweep
+    from ckpt.pipeline import point
+    from ckpt.pipeline.point import PointSpec, SolveTask, replay_key
+    from ckpt.replay.predict import TilerTables
+    from ckpt.replay.run import ReplayOptions
+    from ckpt.schedule_file import Schedule
+    from ckpt.solver.solve import SolveOptions
+
+    tables = TilerTables({"n": {"w": 2}}, {"n": {"": 24, "w": 8}}, {"n": 3}, {"n": {"w": 60}})
+    model = SimpleNamespace(split_plus_code=1000, split_plus_tables=tables)
+    plus = sweep.SweepOptions((0.5,), replay=ReplayOptions(deeploy=setup_for("siracusa", SPLIT_HOME,
+                                                                               persist_on_chip=True)))
+    replay = sweep._replay_options(plus, model)
+    assert replay.on_chip_tables == tables and replay.on_chip_code == 1000
+    assert sweep._split_plus(plus, model)["split_plus_tables"] == \
+        {"transfers": {"n": {"w": 2}}, "tables": {"n": {"": 24, "w": 8}}, "tiles": {"n": 3}, "lines": {"n": {"w": 60}}}
+    plain = sweep.SweepOptions((0.5,))
+    assert sweep._split_plus(plain, model) == {} and sweep._replay_options(plain, model).on_chip_tables is None
+    schedule = Schedule(seq=(("a", 0),))
+    assert replay_key(schedule, sweep._replay_options(plain, model), "m", "c") == \
+        "b9c079101f04f0cdaa4520b4ccab4b793737be05dfcb68c7f9e574fc09702011"      # the key before the tables
+
+    passed = []
+
+    def solved(*args, **kwargs):
+        passed.append(kwargs.get("split_plus_tables"))
+        return None, SimpleNamespace(seconds=0.0)
+
+    monkeypatch.setattr(point, "solve_model", solved)
+    monkeypatch.setattr(point, "load_for_target", lambda *a, **k: None)
+    monkeypatch.setattr(point, "baseline_schedule", lambda *args: passed.append(args[3]))
+    for spec in (PointSpec.at(0.5, 10_000), PointSpec("baseline", None)):
+        point._solve(SolveTask(spec, "m", "siracusa", SolveOptions(), "f", "k", 0, persist_on_chip=True,
+                               split_plus_code=1000, split_plus_tables=tables), lambda m: None)
+    assert passed == [tables, tables]
+
+
+def test_a_recomputes_clone_is_weighed_at_the_copies_its_original_makes():
+    """split+ weighs a tensor over the schedule's rewired graph, where a recompute is the clone `<node>__ck<k>`: the
+    clone's layer is its original's code again, so it takes its original's tiles, copies and lines."""
+    from ckpt.replay.predict import TilerTables
+
+    graph = TrainGraph(ops=(Op("f0", "Gemm", ("x", "w0"), ("a0",)), Op("f0__ck1", "Gemm", ("x", "w0"), ("a0__ck1",))),
+                       tensor_bytes={"x": 64, "w0": 4096, "a0": 64, "a0__ck1": 64}, persistent=frozenset({"w0"}),
+                       op_cost={"f0": 1.0, "f0__ck1": 1.0})
+    found = TilerTables({"f0": {"w0": 30}}, {"f0": {"": 8}}, {"f0": 4}, {"f0": {"w0": 900}}).of_runs(graph)
+    assert found == TilerTables(*({"f0": v, "f0__ck1": v} for v in ({"w0": 30}, {"": 8}, 4, {"w0": 900})))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ckpt.solver.graph.costs import CostModel
-from ckpt.solver.graph.graph import TrainGraph
+from ckpt.solver.graph.graph import Op, TrainGraph
 
 MIN_TYPE_BYTES = 64 * 1024     # with rates by op type, a type gets its own where the fitting layers move at least this
 
@@ -72,42 +72,53 @@ class LevelPrice:
 
 
 def tensor_savings(graph: TrainGraph, tensors: Iterable[str], price: LevelPrice,
-                   more: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+                   more: Mapping[str, Sequence[str]] | None = None, tiles: Mapping[str, int] | None = None,
+                   transfers: Mapping[str, Mapping[str, int]] | None = None,
+                   lines: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, float]:
     """Each tensor of `tensors` (a root: its views and in-place outputs move with it) -> the cycles a step saves
-    with it on chip rather than off chip: `price.per_layer` for each distinct tensor of it every op of `graph` reads
-    or writes (as `on_chip_tensors` counts them for the cost model and the fit), and over the op types `more` names
-    for it (layers of another network that touch it, e.g. a split step's optimizer). What split+ weighs
-    (solver.model.on_chip); no layer's measured cycles cap it here."""
+    with it on chip rather than off chip: `layer_price` for each distinct tensor of it every op of `graph` reads or
+    writes, at the tiles, copies per tile and lines the calibration read for the op (`tiles`, `transfers`, `lines`,
+    as `priced_at_levels` prices the cost model with them; one copy each where none), and over the op types `more`
+    names for it (layers of another network that touch it, e.g. a split step's optimizer, one copy each). What
+    split+ weighs (solver.model.on_chip); no layer's measured cycles cap it here."""
     found = {t: 0.0 for t in tensors}
     for op in graph.ops:
         for name in dict.fromkeys((*op.inputs, *op.outputs)):
             if graph.root(name) in found:
-                found[graph.root(name)] += price.per_layer(op.op_type, int(graph.tensor_bytes.get(name, 0)))
+                found[graph.root(name)] += layer_price(graph, price, op, name, tiles, transfers, lines)
     for tensor, op_types in (more or {}).items():
         if tensor in found:
             found[tensor] += sum(price.per_layer(t, int(graph.tensor_bytes.get(tensor, 0))) for t in op_types)
     return found
 
 
+def layer_price(graph: TrainGraph, price: LevelPrice, op: Op, tensor: str, tiles: Mapping[str, int] | None,
+                transfers: Mapping[str, Mapping[str, int]] | None, lines: Mapping[str, Mapping[str, int]] | None
+                ) -> float:
+    """What one run of `op` saves with `tensor` on chip rather than off chip: `price.per_layer` at the tiles,
+    copies per tile and lines the calibration read for the op (one where none), as `LevelPrice.saving` prices it in
+    `priced_at_levels` (before that caps a layer at its measured cycles)."""
+    return price.per_layer(op.op_type, int(graph.tensor_bytes.get(tensor, 0)), (tiles or {}).get(op.name, 1),
+                           copies_per_tile(graph, transfers, op.name, tensor),
+                           lines_moved(graph, lines, op.name, tensor))
+
+
 def park_prices(graph: TrainGraph, price: LevelPrice, tiles: Mapping[str, int] | None = None,
                 transfers: Mapping[str, Mapping[str, int]] | None = None,
                 lines: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict[str, float]]:
     """Each activation buffer of `graph` -> op name -> the cycles one run of that op adds with the buffer (or a view
-    of it) parked off chip: what `price.per_layer` says the layer saves with it on chip, at the tiles, copies per
-    tile and lines the calibration read for the layer (`tiles`, `transfers`, `lines`; one where none), as
-    `priced_at_levels` prices a
-    split home. What the exact model weighs parking with (solver.model.parking); no layer's measured cycles cap it
-    here."""
+    of it) parked off chip: what `layer_price` says the layer saves with it on chip, at the tiles, copies per tile
+    and lines the calibration read for the layer (`tiles`, `transfers`, `lines`; one where none), as
+    `priced_at_levels` prices a split home. What the exact model weighs parking with (solver.model.parking); no
+    layer's measured cycles cap it here."""
     found: dict[str, dict[str, float]] = {}
     for op in graph.ops:
         for name in dict.fromkeys((*op.inputs, *op.outputs)):
             root = graph.root(name)
             if graph.buffer_bytes(root) > 0:
-                nbytes, cut = int(graph.tensor_bytes.get(name, 0)), (tiles or {}).get(op.name, 1)
-                cycles = price.per_layer(op.op_type, nbytes, cut, copies_per_tile(graph, transfers, op.name, name),
-                                         lines_moved(graph, lines, op.name, name))
                 per_op = found.setdefault(root, {})
-                per_op[op.name] = per_op.get(op.name, 0.0) + cycles
+                per_op[op.name] = per_op.get(op.name, 0.0) + layer_price(graph, price, op, name, tiles, transfers,
+                                                                         lines)
     return found
 
 
