@@ -14,13 +14,14 @@ from ckpt.schedule_file import Predicted, Schedule, write_schedule
 from ckpt.solver.graph.baselines import baselines
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.level_price import LevelPrice, park_prices, priced_at_levels
-from ckpt.solver.graph.schedule import Decisions
-from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace
+from ckpt.solver.graph.schedule import Decisions, needed_retentions
+from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace, plain_sequence
 from ckpt.solver.model import milp
 from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.parking import first_runs_price, park_start_values, parked_retentions
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
-from ckpt.solver.park_stage import chip_graph
+from ckpt.solver.park_stage import chip_graph, parked_in_order
 from ckpt.solver.realise.greedy import outside_space
 from ckpt.solver.solve import solve
 
@@ -294,3 +295,54 @@ def test_a_replay_of_a_parked_schedule_reserves_what_ckpt_predicted_in_each_leve
         assert replayed == predicted, (level, text)
     assert "activations parked in L3" in run.stdout and "fits" in run.stdout
     assert "generated tiled code on this host: Errors: 0 out of" in run.stdout
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_graphs())
+def test_parking_in_the_stage_order_fits_where_parking_everything_does_and_starts_the_model_feasibly(case):
+    """The stage order with activations parked (no recompute): found exactly where parking every parkable activation
+    fits the order, within the budget on the chip, priced as the model prices it; and as the exact model's warm start
+    it meets every row of the model with parking (a start with the parked bytes still on chip would break the
+    budget rows, and HiGHS would drop it)."""
+    graph, prices, budget = case
+    problem = Problem(graph)
+    found = parked_in_order(problem, prices, budget)
+    order = plain_sequence(graph)
+    everything = [e for e in problem.buffers if e in prices]
+    assert (found is None) == (memory_trace(chip_graph(graph, everything), order).peak_bytes > budget)
+    if found is None:
+        return
+    parked, cycles = found
+    assert memory_trace(chip_graph(graph, parked), order).peak_bytes <= budget
+    assert cycles == round(sum(first_runs_price(prices, e) for e in parked))
+    model = milp.build(problem, budget, park=prices)
+    values = milp.start_values(model, set(), needed_retentions(graph, order) | parked_retentions(problem, parked))
+    values = park_start_values(model, values, parked)
+    for name, row in model.lp.constraints.items():
+        side = sum(c * values.get(v.name, 0.0) for v, c in row.items()) + row.constant
+        assert (side <= 1e-6 if row.sense <= 0 else True) and (side >= -1e-6 if row.sense >= 0 else True), name
+    objective = sum(c * values.get(v.name, 0.0) for v, c in model.lp.objective.items())
+    assert round(objective) == cycles
+
+
+def test_below_the_floor_parking_answers_even_where_the_model_gets_no_time():
+    """Below its single-op floor a chain has no schedule without parking; with too little time for the exact model to
+    run, the stage order with activations parked is still an answer (it used to be 'no schedule found')."""
+    graph = chain(4, 8)
+    base = baselines(graph)
+    prices = {t: {name: 1 for name in ops} for t, ops in _zero_prices(graph).items()}
+    budget = base.lower_bound - 1
+    no_time = SolveOptions(budget=budget, order="graph", views="fixed",
+                           backend=BackendOptions(name="highs", time_limit=1e-3, gap=0.0, threads=1))
+    result = solve(graph, no_time, park=prices)
+    assert result.parked and result.planned_cost == 0 and result.peak_bytes <= budget
+    assert result.park_cost == round(sum(first_runs_price(prices, e) for e in result.parked))
+
+
+def _zero_prices(graph):
+    prices = {}
+    for op in graph.ops:
+        for t in (*op.inputs, *op.outputs):
+            if graph.buffer_bytes(t) > 0:
+                prices.setdefault(t, {})[op.name] = 0
+    return prices
