@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 from cli_support import ckpt_here
-from graphs import chain, random_graphs
+from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -229,7 +229,6 @@ def test_a_split_solve_below_the_single_op_floor_parks_and_lays_the_parked_out_o
     assert predicted["levels"]["L3"]["arena"] >= max(record["bytes"] // len(record["tensors"]), 1)
 
 
-
 @pytest.mark.deeploy
 @pytest.mark.slow
 def test_the_generated_code_keeps_each_parked_activation_where_the_solver_parked_it(branch, shared_models,
@@ -346,3 +345,25 @@ def _zero_prices(graph):
             if graph.buffer_bytes(t) > 0:
                 prices.setdefault(t, {})[op.name] = 0
     return prices
+
+
+def test_only_tensors_of_their_layers_first_output_shape_are_offered_for_parking():
+    """The split home's tiler moves an off-chip tensor of a layer whose first output stays on chip at that output's
+    place (deeploy_bridge.split_codegen refuses one of another shape: DS-CNN's stem Conv with its transposed input
+    parked), so parking offers only tensors every layer that touches them sees in its first output's shape (unit
+    dimensions aside), and none whose shape the lowered graph does not give."""
+    from types import SimpleNamespace
+
+    from onnx import TensorProto, helper
+
+    from ckpt.pipeline.parking import unmovable
+    graph = make_graph([("conv", "Conv", ["x", "w"], ["y"]), ("relu", "Relu", ["y"], ["z"]),
+                        ("grad", "ReluGrad", ["z", "y"], ["gy"]), ("upd", "SGD", ["w", "gy"], ["w_new"])],
+                       {"x": 16, "w": 16, "y": 32, "z": 32, "gy": 32, "w_new": 16}, {"x", "w", "w_new"},
+                       {"w_new": "w"})
+    shapes = {"x": [1, 2, 2], "y": [1, 8], "z": [8, 1], "gy": [8], "w_new": [8]}
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()]
+    lowered = SimpleNamespace(model=helper.make_model(helper.make_graph([], "g", [], [], value_info=info)))
+    loaded = SimpleNamespace(graph=graph, lowered=lowered)
+    assert unmovable(loaded, {"x", "y", "z", "gy", "unnamed"}) == {"x"}   # the conv writes y of another shape
+    assert unmovable(SimpleNamespace(graph=graph, lowered=None), {"y"}) == {"y"}
