@@ -14,13 +14,14 @@ schedule is the chip's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.events import Incumbent
 from ckpt.solver.graph.graph import TrainGraph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.model import clock
 from ckpt.solver.model.backends import RunStatus
 from ckpt.solver.model.model_run import run_model
 from ckpt.solver.model.options import Method
@@ -28,10 +29,12 @@ from ckpt.solver.model.parking import ParkPrices, first_runs_price, parkable
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Answer
 from ckpt.solver.model.time_plan import TimePlan
+from ckpt.solver.realise.greedy import greedy
 from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage
 
 UNPARKED_SHARE = 0.5     # of a parking solve's limit, for the schedule without parking that starts the model
 PARKED_UNPARKED_SHARE = 0.25   # the same where parking in the stage order already fits: the model gets the rest
+PARKED_START_SHARE = 0.1       # of the limit, for the recomputes beside parking in the stage order (the greedy's)
 
 
 def chip_graph(graph: TrainGraph, parked: Iterable[str]) -> TrainGraph:
@@ -43,33 +46,65 @@ def chip_graph(graph: TrainGraph, parked: Iterable[str]) -> TrainGraph:
     return replace(graph, tensor_bytes=sizes)
 
 
-def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | None
-                    ) -> tuple[frozenset[str], int] | None:
-    """Activations parked in `problem`'s stage order with no recompute until the chip's level fits `budget` (at each
-    peak the live parkable one with the fewest parking cycles per byte, then, the dearest first, each one the fit
-    does not need unparked again), and the cycles they add; None where parking every live one at a peak does not
-    fit (then parking them all does not either)."""
+@dataclass(frozen=True)
+class ParkedStart:
+    """A schedule with activations parked, found without a solver: the exact model's start where it is cheaper."""
+
+    decisions: Decisions
+    parked: frozenset[str]
+    cycles: int                  # its recomputes' and its parking's
+
+
+def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | None, deadline: float | None = None,
+                    recompute: bool = True) -> ParkedStart | None:
+    """Activations parked in `problem`'s stage order until the chip's level fits `budget` (at the highest point over
+    it where a live activation can be parked, the one with the fewest parking cycles per byte), recomputes for what
+    parking cannot bring under it (the greedy heuristic on the chip's view, by `deadline`), then, the dearest first,
+    each parked one the fit does not need unparked again; None where the greedy finds no recomputes that fit, or
+    where they would recompute a parked activation's producer (or where parking alone does not fit, without
+    `recompute`). Found with no recompute wherever parking every parkable activation fits the stage order."""
     if prices is None or budget is None:
         return None
     staged = problem.graph
-    seq = Decisions(frozenset()).sequence(staged)
+    plain = Decisions(frozenset()).sequence(staged)
     can = frozenset(parkable(problem, prices))
     parked: set[str] = set()
 
     def per_byte(e: str) -> tuple[float, str]:
         return first_runs_price(prices, e) / max(1, staged.tensor_bytes[e]), e
 
-    trace = memory_trace(staged, seq)
+    trace = memory_trace(staged, plain)
     while trace.peak_bytes > budget:
-        live = [b.tensor for b in trace.live_at(trace.peak_index) if b.tensor in can and b.tensor not in parked]
+        over = sorted((k for k, level in enumerate(trace.levels) if level > budget), key=lambda k: -trace.levels[k])
+        live = next(([b.tensor for b in trace.live_at(k) if b.tensor in can and b.tensor not in parked]
+                     for k in over if any(b.tensor in can and b.tensor not in parked for b in trace.live_at(k))), [])
         if not live:
-            return None
+            break
         parked.add(min(live, key=per_byte))
-        trace = memory_trace(chip_graph(staged, parked), seq)
+        trace = memory_trace(chip_graph(staged, parked), plain)
+    decisions = Decisions(frozenset())
+    if trace.peak_bytes > budget:
+        found = greedy(chip_graph(staged, parked), budget, deadline=deadline) if recompute else None
+        if found is None:
+            return None
+        decisions = found
+    rerun = {i for _, i in decisions.recomputes}
+    if any(problem.producer(e) in rerun for e in parked):
+        return None
+    seq = decisions.sequence(staged)
     for e in sorted(parked, key=lambda e: (-first_runs_price(prices, e), e)):
         if memory_trace(chip_graph(staged, parked - {e}), seq).peak_bytes <= budget:
             parked.discard(e)
-    return frozenset(parked), round(sum(first_runs_price(prices, e) for e in parked))
+    return ParkedStart(decisions, frozenset(parked), decisions.cost(staged) + parking_cycles(problem, prices, parked,
+                                                                                             decisions))
+
+
+def parking_cycles(problem: Problem, prices: ParkPrices, parked, decisions: Decisions) -> int:
+    """What parking `parked` adds to `decisions`' step, as the exact model counts it: each writer's and reader's
+    first run, and each recompute of a reader again."""
+    names = [op.name for op in problem.graph.ops]
+    return round(sum(first_runs_price(prices, e) + sum(prices[e].get(names[j], 0) for _, j in decisions.recomputes
+                                                       if j != problem.producer(e)) for e in parked))
 
 
 def parking_stage(attempt: Attempt, found: Found) -> Found:
@@ -77,12 +112,13 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
     without parking (`found.start`) and the stage order with activations parked (`parked_in_order`); the cheapest
     of the three, proven only where the model's is the answer."""
     options, plan = attempt.options, attempt.plan
-    in_order = parked_in_order(attempt.problem, attempt.park, options.live_budget)
+    share = None if plan.limit is None else clock.now() + PARKED_START_SHARE * plan.limit
+    in_order = parked_in_order(attempt.problem, attempt.park, options.live_budget, share)
     if in_order is not None:
-        attempt.progress(Incumbent(in_order[1], f"the stage order, {len(in_order[0])} activation(s) parked"))
+        attempt.progress(Incumbent(in_order.cycles, f"the stage order, {len(in_order.parked)} activation(s) parked"))
     start, start_parked = found.start, frozenset()
-    if in_order is not None and (start is None or in_order[1] < attempt.cost(start)):
-        start, start_parked = Decisions(frozenset()), in_order[0]
+    if in_order is not None and (start is None or in_order.cycles < attempt.cost(start)):
+        start, start_parked = in_order.decisions, in_order.parked
     ran = run_model(attempt.problem, options.live_budget, options, plan, 1.0, start, attempt.progress,
                     "exact (with parking)", park=attempt.park, start_parked=start_parked) if plan.allows() else None
     if ran is not None and ran.outcome.status is RunStatus.FEASIBLE and not ran.outcome.timed_out \
@@ -107,8 +143,9 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
     if found.start is not None:
         candidates.append((attempt.cost(found.start), 1, Answer(found.start, heuristic)))
     if in_order is not None:
-        candidates.append((in_order[1], 2, Answer(Decisions(frozenset()), heuristic, parked=in_order[0],
-                                                  park_cost=in_order[1])))
+        park_cost = in_order.cycles - attempt.cost(in_order.decisions)
+        candidates.append((in_order.cycles, 2, Answer(in_order.decisions, heuristic, parked=in_order.parked,
+                                                      park_cost=park_cost)))
     if not candidates:
         raise InfeasibleBudget(f"no schedule with parking was found for {options.budget} B in the time limit "
                                "(not proven infeasible)", "give it more --time-limit, or raise the budget",
@@ -124,7 +161,7 @@ def parking_start(attempt: Attempt, found: Found) -> Found:
     if attempt.options.budget is not None and attempt.options.budget < attempt.base.lower_bound:
         return found
     plan = attempt.plan
-    fits = parked_in_order(attempt.problem, attempt.park, attempt.options.live_budget) is not None
+    fits = parked_in_order(attempt.problem, attempt.park, attempt.options.live_budget, recompute=False) is not None
     fraction = PARKED_UNPARKED_SHARE if fits else UNPARKED_SHARE
     share = replace(attempt, plan=TimePlan(plan.start, None if plan.limit is None else fraction * plan.limit),
                     options=replace(attempt.options, explain=False))     # no schedule without parking is no answer

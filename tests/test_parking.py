@@ -21,7 +21,7 @@ from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.parking import first_runs_price, park_start_values, parked_retentions
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
-from ckpt.solver.park_stage import chip_graph, parked_in_order
+from ckpt.solver.park_stage import chip_graph, parked_in_order, parking_cycles
 from ckpt.solver.realise.greedy import outside_space
 from ckpt.solver.solve import solve
 
@@ -299,29 +299,32 @@ def test_a_replay_of_a_parked_schedule_reserves_what_ckpt_predicted_in_each_leve
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(priced_graphs())
 def test_parking_in_the_stage_order_fits_where_parking_everything_does_and_starts_the_model_feasibly(case):
-    """The stage order with activations parked (no recompute): found exactly where parking every parkable activation
-    fits the order, within the budget on the chip, priced as the model prices it; and as the exact model's warm start
-    it meets every row of the model with parking (a start with the parked bytes still on chip would break the
-    budget rows, and HiGHS would drop it)."""
+    """The stage order with activations parked (and the greedy's recomputes for what parking cannot bring under the
+    budget): found wherever parking every parkable activation fits the order; within the budget on the chip, no
+    parked activation's producer recomputed, priced as the model prices it; and as the exact model's warm start it
+    meets every row of the model with parking (a start with the parked bytes still on chip would break the budget
+    rows, and HiGHS would drop it)."""
     graph, prices, budget = case
     problem = Problem(graph)
     found = parked_in_order(problem, prices, budget)
-    order = plain_sequence(graph)
     everything = [e for e in problem.buffers if e in prices]
-    assert (found is None) == (memory_trace(chip_graph(graph, everything), order).peak_bytes > budget)
+    if memory_trace(chip_graph(graph, everything), plain_sequence(graph)).peak_bytes <= budget:
+        assert found is not None and not found.decisions.recomputes
     if found is None:
         return
-    parked, cycles = found
-    assert memory_trace(chip_graph(graph, parked), order).peak_bytes <= budget
-    assert cycles == round(sum(first_runs_price(prices, e) for e in parked))
+    order = found.decisions.sequence(graph)
+    assert memory_trace(chip_graph(graph, found.parked), order).peak_bytes <= budget
+    assert not {problem.producer(e) for e in found.parked} & {i for _, i in found.decisions.recomputes}
+    assert found.cycles == found.decisions.cost(graph) + parking_cycles(problem, prices, found.parked, found.decisions)
     model = milp.build(problem, budget, park=prices)
-    values = milp.start_values(model, set(), needed_retentions(graph, order) | parked_retentions(problem, parked))
-    values = park_start_values(model, values, parked)
+    retained = needed_retentions(graph, order) | parked_retentions(problem, found.parked)
+    values = milp.start_values(model, set(found.decisions.recomputes), retained)
+    values = park_start_values(model, values, found.parked)
     for name, row in model.lp.constraints.items():
         side = sum(c * values.get(v.name, 0.0) for v, c in row.items()) + row.constant
         assert (side <= 1e-6 if row.sense <= 0 else True) and (side >= -1e-6 if row.sense >= 0 else True), name
     objective = sum(c * values.get(v.name, 0.0) for v, c in model.lp.objective.items())
-    assert round(objective) == cycles
+    assert round(objective) == found.cycles
 
 
 def test_below_the_floor_parking_answers_even_where_the_model_gets_no_time():
