@@ -29,8 +29,9 @@ from ckpt.solver.model.parking import ParkPrices, first_runs_price, parkable
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Answer
 from ckpt.solver.model.time_plan import TimePlan
+from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy
-from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage
+from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage, cheapest
 
 UNPARKED_SHARE = 0.5     # of a parking solve's limit, for the schedule without parking that starts the model
 PARKED_UNPARKED_SHARE = 0.25   # the same where parking in the stage order already fits: the model gets the rest
@@ -83,14 +84,19 @@ def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | N
         parked.add(min(live, key=per_byte))
         trace = memory_trace(chip_graph(staged, parked), plain)
     decisions = Decisions(frozenset())
-    if trace.peak_bytes > budget:
-        found = greedy(chip_graph(staged, parked), budget, deadline=deadline) if recompute else None
+    while trace.peak_bytes > budget:                  # recomputes on the chip's view; a parked producer's unparked
+        if not recompute:
+            return None
+        chip = chip_graph(staged, parked)
+        found = cheapest(chip, greedy(chip, budget, deadline=deadline), evicting(chip, budget, deadline=deadline))
         if found is None:
             return None
-        decisions = found
-    rerun = {i for _, i in decisions.recomputes}
-    if any(problem.producer(e) in rerun for e in parked):
-        return None
+        rerun = {i for _, i in found.recomputes}
+        clash = {e for e in parked if problem.producer(e) in rerun}
+        if not clash:
+            decisions = found
+            break
+        parked -= clash
     seq = decisions.sequence(staged)
     for e in sorted(parked, key=lambda e: (-first_runs_price(prices, e), e)):
         if memory_trace(chip_graph(staged, parked - {e}), seq).peak_bytes <= budget:
