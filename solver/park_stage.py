@@ -2,14 +2,13 @@
 
 The relaxation's bound, the focused model and the single-op floor know nothing of parking (a parked activation can
 make a schedule cheaper than the bound allows, and an op whose inputs are parked needs less of the chip than the
-floor counts), so a parking solve first parks activations in the stage order without recomputing any, at each
-peak the live one with the fewest parking cycles per byte, until the chip's level fits (`parked_in_order`: a
-schedule in milliseconds where one exists, below the floor too); then finds the cheapest schedule without parking
-as the MILP method does, in a share of its limit (a smaller one where parking already fits: the model with parking
-then gets most of the time); and then runs the exact model with parking from the cheaper of the two until the end
-of its limit; the answer is the cheapest of the three. What it proves is HiGHS's own proof. `chip_graph` is the
-graph as the chip's level sees it: the parked activations take no bytes there, so the replay's peak of a parked
-schedule is the chip's.
+floor counts), so a parking solve first finds the cheapest schedule without parking as the MILP method does, in
+half its limit; then parks activations in the stage order until the chip's level fits (`parked_in_order`: at each
+point over the budget the live one with the fewest parking cycles per byte, and the greedy heuristic's recomputes
+for what parking cannot bring under it; below the floor too); and then runs the exact model with parking from the
+cheaper of the two until the end of its limit; the answer is the cheapest of the three. What it proves is HiGHS's
+own proof. `chip_graph` is the graph as the chip's level sees it: the parked activations take no bytes there, so the
+replay's peak of a parked schedule is the chip's.
 """
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ from ckpt.solver.realise.greedy import greedy
 from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage, cheapest
 
 UNPARKED_SHARE = 0.5     # of a parking solve's limit, for the schedule without parking that starts the model
-PARKED_UNPARKED_SHARE = 0.25   # the same where parking in the stage order already fits: the model gets the rest
 PARKED_START_SHARE = 0.1       # of the limit, for the recomputes beside parking in the stage order (the greedy's)
 
 
@@ -56,14 +54,15 @@ class ParkedStart:
     cycles: int                  # its recomputes' and its parking's
 
 
-def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | None, deadline: float | None = None,
-                    recompute: bool = True) -> ParkedStart | None:
+def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | None, deadline: float | None = None
+                    ) -> ParkedStart | None:
     """Activations parked in `problem`'s stage order until the chip's level fits `budget` (at the highest point over
     it where a live activation can be parked, the one with the fewest parking cycles per byte), recomputes for what
-    parking cannot bring under it (the greedy heuristic on the chip's view, by `deadline`), then, the dearest first,
+    parking cannot bring under it (the cheaper of the greedy heuristic's and the eviction walk's on the chip's view,
+    by `deadline`; an activation whose producer they recompute unparked and tried again), then, the dearest first,
     each parked one the fit does not need unparked again; None where the greedy finds no recomputes that fit, or
-    where they would recompute a parked activation's producer (or where parking alone does not fit, without
-    `recompute`). Found with no recompute wherever parking every parkable activation fits the stage order."""
+    where they would recompute a parked activation's producer. Found with no recompute wherever parking every
+    parkable activation fits the stage order."""
     if prices is None or budget is None:
         return None
     staged = problem.graph
@@ -85,8 +84,6 @@ def parked_in_order(problem: Problem, prices: ParkPrices | None, budget: int | N
         trace = memory_trace(chip_graph(staged, parked), plain)
     decisions = Decisions(frozenset())
     while trace.peak_bytes > budget:                  # recomputes on the chip's view; a parked producer's unparked
-        if not recompute:
-            return None
         chip = chip_graph(staged, parked)
         found = cheapest(chip, greedy(chip, budget, deadline=deadline), evicting(chip, budget, deadline=deadline))
         if found is None:
@@ -162,14 +159,12 @@ def parking_stage(attempt: Attempt, found: Found) -> Found:
 def parking_start(attempt: Attempt, found: Found) -> Found:
     """The cheapest schedule without parking, as the exact model's start: the MILP method's own stages (heuristics,
     bound, repair, focused and exact model) in the first `UNPARKED_SHARE` of the limit (on a large graph they find in
-    that time what the model with parking alone would not), or `PARKED_UNPARKED_SHARE` where parking in the stage
-    order already fits. Below the single-op floor none fits: the whole limit goes to the model with parking."""
+    that time what the model with parking alone would not). Below the single-op floor none fits: the whole limit goes
+    to parking in the stage order and the model with parking."""
     if attempt.options.budget is not None and attempt.options.budget < attempt.base.lower_bound:
         return found
     plan = attempt.plan
-    fits = parked_in_order(attempt.problem, attempt.park, attempt.options.live_budget, recompute=False) is not None
-    fraction = PARKED_UNPARKED_SHARE if fits else UNPARKED_SHARE
-    share = replace(attempt, plan=TimePlan(plan.start, None if plan.limit is None else fraction * plan.limit),
+    share = replace(attempt, plan=TimePlan(plan.start, None if plan.limit is None else UNPARKED_SHARE * plan.limit),
                     options=replace(attempt.options, explain=False))     # no schedule without parking is no answer
     unparked = Found()
     try:
