@@ -115,9 +115,11 @@ def cli() -> None:
 @home_option()
 @persist_on_chip_option
 @park_option
-@click.option("--costs", "cost_file", default="estimate", show_default=True, metavar="estimate|gvsoc|FILE",
-              help="Op costs: the built-in estimate, the model's cycles measured on gvsoc (ckpt calibrate; measured "
-                   "once, cached), or a cost file (a calibration, or per-op-type coefficients).")
+@click.option("--costs", "cost_file", default="auto", show_default=True, metavar="auto|estimate|gvsoc|FILE",
+              help="Op costs: auto is the model's cycles measured on gvsoc (ckpt calibrate; measured once, cached) "
+                   "where gvsoc is at hand and models the target, else the built-in estimate, as a sweep's; or the "
+                   "built-in estimate, the measured cycles (gvsoc), or a cost file (a calibration, or per-op-type "
+                   "coefficients).")
 @click.option("--warm-start", "warm_start", multiple=True, metavar="SEQ_JSON",
               help="Earlier schedule files for this graph: the cheapest that fits is kept if nothing cheaper is "
                    "found (repeatable).")

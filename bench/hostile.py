@@ -131,7 +131,8 @@ def make_fixtures(root: Path, deeploy: bool) -> Fixtures:
         write_example("cct", cct, blocks=1, image_size=8, embed_dim=16, heads=2)
         fx.paths["cct"] = str(cct)
         cct_seq = root / "cct_seq.json"
-        done = _ckpt("solve", str(cct), "--target", "siracusa", "--budget", "1.0", "-o", str(cct_seq))
+        done = _ckpt("solve", "--costs", "estimate", str(cct), "--target", "siracusa", "--budget", "1.0", "-o",
+                     str(cct_seq))
         if done.returncode == 0:
             fx.paths["cct_seq"] = str(cct_seq)
         else:
@@ -596,7 +597,8 @@ def cases() -> list[Case]:
     r8, ds = str(zoo / "resnet8_train"), str(zoo / "dscnn_train")
     add("training branch: inspect resnet8 on siracusa", "training branch", ["inspect", r8, "--target", "siracusa"],
         (0,), deeploy=True, release=(1,))
-    add("training branch: solve dscnn on siracusa", "training branch", ["solve", ds, "--target", "siracusa",
+    add("training branch: solve dscnn on siracusa", "training branch", ["solve", "--costs", "estimate", ds,
+        "--target", "siracusa",
                                                                         "--budget", "0.8", *out], (0,),
         deeploy=True, release=(1,))
     add("training branch: verify dscnn on siracusa", "training branch", ["verify", ds, "--target", "siracusa"],
@@ -605,10 +607,12 @@ def cases() -> list[Case]:
         ["sweep", "0.9:0.9", "--model", ds, "-o", "{dir}/sw"], (0,), deeploy=True, release=(1,))
     add("training branch: replay dscnn's schedule on siracusa with a host check", "training branch",
         ["replay", "{dir}/s.json", "--model", ds, "-o", "{dir}/r"], (0,), deeploy=True, release=(1,),
-        setup=lambda d, fx: _ckpt("solve", ds, "--target", "siracusa", "--budget", "0.8", "-o", str(d / "s.json")))
+        setup=lambda d, fx: _ckpt("solve", "--costs", "estimate", ds, "--target", "siracusa", "--budget", "0.8",
+                                  "-o", str(d / "s.json")))
     add("training branch: replay --no-verify of dscnn on siracusa", "training branch",
         ["replay", "{dir}/s.json", "--model", ds, "--no-verify", "--target", "siracusa", "-o", "{dir}/r"], (0,),
-        deeploy=True, release=(1,), setup=lambda d, fx: _ckpt("solve", ds, "--target", "siracusa", "--budget", "0.8",
+        deeploy=True, release=(1,), setup=lambda d, fx: _ckpt("solve", "--costs", "estimate", ds, "--target",
+                                                              "siracusa", "--budget", "0.8",
                                                                "-o", str(d / "s.json")))
     add("training branch: solve resnet8 with dscnn's optimizer", "training branch",
         ["solve", r8, "--target", "siracusa", "--optimizer", str(zoo / "dscnn_optimizer"), *out], deeploy=True)
@@ -616,7 +620,8 @@ def cases() -> list[Case]:
         ["inspect", str(zoo / "cct_lora_train"), "--target", "siracusa", "--home", "L2"], (0, 1), deeploy=True,
         release=(1,))
     add("training branch: solve cct_lora, home L2 (Deeploy's failure in one line)", "training branch",
-        ["solve", str(zoo / "cct_lora_train"), "--target", "siracusa", "--home", "L2", "--budget", "0.7", *out],
+        ["solve", "--costs", "estimate", str(zoo / "cct_lora_train"), "--target", "siracusa", "--home", "L2",
+         "--budget", "0.7", *out],
         (0, 1, 2), deeploy=True, release=(1,))
     add("training branch: verify resnet8 with its optimizer", "training branch", ["verify", r8], (0,),
         says="Errors: 0 out of 78046")
@@ -757,7 +762,8 @@ def round_five_silent_acceptance() -> list[Case]:
     add("replay --steps 2 on a split step", ["replay", "{dir}/s.json", "--model", PAIR, "--steps", "2", "-o",
                                              "{dir}/r"], deeploy=True, reads=SPLIT_READS,
         setup=both(split_pair(lambda model: None), lambda d, fx: _ckpt(
-            "solve", str(d / "pair" / "simplemlp_train"), "--target", "siracusa", "--budget", "1.0", "-o",
+            "solve", "--costs", "estimate", str(d / "pair" / "simplemlp_train"), "--target", "siracusa", "--budget",
+            "1.0", "-o",
             str(d / "s.json"))))     # with the release: refused too, saying the training branch is needed
     for target, home, total in (("siracusa", "L2", "L2=5MB"), ("siracusa", "L3", "L3=9MB"), ("gap9", "L2", "L2=1.6MB"),
                                 ("siracusa", "L2", "L2=2031617")):

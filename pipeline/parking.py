@@ -30,8 +30,34 @@ def park_prices_of(loaded: LoadedModel) -> ParkPrices:
                         f"{loaded.target}{'' if loaded.split_home else ' with this home'} does not have",
                         "use --home split with --target siracusa, or drop --park")
     costs = loaded.costs
-    return park_prices(loaded.graph, price, costs.tiles if costs else None, costs.transfers if costs else None,
-                       costs.lines if costs else None)
+    prices = park_prices(loaded.graph, price, costs.tiles if costs else None, costs.transfers if costs else None,
+                         costs.lines if costs else None)
+    return {e: per_op for e, per_op in prices.items() if e not in unmovable(loaded, prices)}
+
+
+def unmovable(loaded: LoadedModel, candidates) -> frozenset[str]:
+    """The `candidates` the split home's tiler cannot move from off chip: where a layer's first output stays on chip,
+    it moves each off-chip tensor it tiles at the output's place (deeploy_bridge.split_codegen), which holds only
+    for a tensor of the output's shape; a tensor some layer reads or writes beside a first output of another shape
+    (or whose shape the lowered graph does not say) stays on chip."""
+    shapes = _shapes(loaded)
+    graph, found = loaded.graph, set()
+    for op in graph.ops:
+        first = shapes.get(op.outputs[0]) if op.outputs else None
+        for name in dict.fromkeys((*op.inputs, *op.outputs)):
+            root = graph.root(name)
+            if root in candidates and (first is None or shapes.get(root) != first):
+                found.add(root)
+    return frozenset(found)
+
+
+def _shapes(loaded: LoadedModel) -> dict[str, tuple[int, ...]]:
+    """Tensor -> its shape without unit dimensions, as the lowered graph gives it."""
+    if loaded.lowered is None:
+        return {}
+    graph = loaded.lowered.model.graph
+    return {v.name: tuple(d.dim_value for d in v.type.tensor_type.shape.dim if d.dim_value != 1)
+            for v in (*graph.value_info, *graph.input, *graph.output)}
 
 
 def parked_names(result: SolveResult) -> frozenset[str]:

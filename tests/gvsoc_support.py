@@ -31,7 +31,8 @@ def gvsoc_example(work: Path, example: list[str], solve: list[str] = (), replay:
     assert ckpt("example", "cct", *example, "-o", "model", cwd=work).returncode == 0
     calibrated = ckpt("calibrate", "model", "-o", "costs.json", cwd=work)
     assert calibrated.returncode == 0, calibrated.stderr
-    solved = ckpt("solve", "model", "--target", "siracusa", "--budget", "0.8", *solve, "-o", "seq.json",
+    solved = ckpt("solve", "--costs", "estimate", "model", "--target", "siracusa", "--budget", "0.8", *solve, "-o",
+                  "seq.json",
                   "--time-limit", "60", cwd=work)
     assert solved.returncode == 0, solved.stderr
     replayed = ckpt("replay", "seq.json", "--model", "model", "-o", "replay", *replay, cwd=work)

@@ -110,7 +110,8 @@ def test_spoilt_lowered_graphs_kernel_libraries_and_references_are_made_again(ca
     write_example("mlp", other, layers=2, width=32, batch=4)
     schedule = tmp_path / "seq.json"
     assert run("inspect", str(other), "--target", "siracusa")[0] == 0
-    assert run("solve", str(one), "--target", "siracusa", "--budget", "1.0", "-o", str(schedule))[0] == 0
+    assert run("solve", "--costs", "estimate", str(one), "--target", "siracusa", "--budget", "1.0", "-o",
+               str(schedule))[0] == 0
     code, first, err = run("replay", str(schedule), "--model", str(one), "-o", str(tmp_path / "r1"))
     assert code == 0 and first.count("Errors: 0 out of") == 4, err   # golden, graph order, both flows
     entries = sorted((cache / "lowered").glob("*.entry"), key=lambda p: p.stat().st_mtime_ns)

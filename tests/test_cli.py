@@ -158,3 +158,23 @@ def test_the_time_limit_counts_cpu_seconds_with_clock_cpu(mlp_dir, tmp_path, mon
     refused = ckpt_here("solve", str(mlp_dir), "--policy", "top-k", "--k", "1", "--clock", "cpu",
                         "-o", str(tmp_path / "top.json"))
     assert refused.returncode != 0 and "--clock cpu" in refused.stderr
+
+
+def test_solve_takes_the_same_op_costs_as_a_sweep_by_default(mlp_dir, tmp_path, monkeypatch):
+    """A hand solve and a sweep of the same budget solve with the same op costs (`auto`) unless told otherwise, so
+    they choose the same schedule; `--costs estimate` still asks for the estimate."""
+    from ckpt.cli import sweep_command
+    from ckpt.pipeline import calibrate
+
+    asked, real = [], calibrate.resolve_costs
+
+    def spied(costs, *args, **kwargs):
+        asked.append(costs)
+        return real(costs, *args, **kwargs)
+
+    monkeypatch.setattr(calibrate, "resolve_costs", spied)
+    assert ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "-o", str(tmp_path / "a.json")).returncode == 0
+    assert ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "--costs", "estimate",
+                     "-o", str(tmp_path / "e.json")).returncode == 0
+    swept = next(p.default for p in sweep_command.params if p.name == "costs")
+    assert asked == [swept, "estimate"] and swept == "auto"

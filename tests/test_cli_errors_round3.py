@@ -351,7 +351,8 @@ def test_a_schedule_replayed_on_the_other_targets_graph_names_the_target(tmp_pat
     mlp = tmp_path / "cct"
     write_example("cct", mlp, blocks=1, image_size=8, embed_dim=16, heads=2)
     lowered = tmp_path / "lowered.json"
-    assert run("solve", str(mlp), "--target", "siracusa", "--budget", "1.0", "-o", str(lowered))[0] == 0
+    assert run("solve", "--costs", "estimate", str(mlp), "--target", "siracusa", "--budget", "1.0", "-o",
+               str(lowered))[0] == 0
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({"seq": json.loads(lowered.read_text())["seq"]}))
     plain = tmp_path / "plain.json"
@@ -463,7 +464,8 @@ def test_a_replay_with_relative_paths_and_a_colon_gives_the_verdict_of_absolute_
     work = tmp_path / "work"
     work.mkdir()
     write_example("mlp", work / "b1", layers=2, width=16, batch=4)
-    assert ckpt("solve", "b1", "--target", "siracusa", "--budget", "1.0", "-o", "b1_seq.json", cwd=work).returncode == 0
+    assert ckpt("solve", "--costs", "estimate", "b1", "--target", "siracusa", "--budget", "1.0", "-o", "b1_seq.json",
+                cwd=work).returncode == 0
     relative = ckpt("replay", "b1_seq.json", "--model", "b1", "-o", "out:1", cwd=work)
     absolute = ckpt("replay", str(work / "b1_seq.json"), "--model", str(work / "b1"), "-o", str(tmp_path / "abs"),
                     cwd=tmp_path)

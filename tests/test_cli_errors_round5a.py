@@ -122,7 +122,8 @@ def test_steps_on_a_split_step_is_refused(split, tmp_path):
     if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
         pytest.skip("a split step replays only with Deeploy's training branch installed")
     seq = tmp_path / "seq.json"
-    assert run("solve", str(split), "--target", "siracusa", "--budget", "1.0", "-o", str(seq))[0] == 0
+    assert run("solve", "--costs", "estimate", str(split), "--target", "siracusa", "--budget", "1.0", "-o",
+               str(seq))[0] == 0
     before = snapshot(split.parent)
     code, _, err = run("replay", str(seq), "--model", str(split), "--steps", "2", "-o", str(tmp_path / "r"))
     assert code == 1 and "--steps 2" in one_line(err) and not (tmp_path / "r").exists()

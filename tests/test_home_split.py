@@ -116,7 +116,8 @@ def test_a_step_whose_activations_fit_l2_at_no_budget_is_refused_with_the_bytes_
     made = ckpt_here("example", "cct", "--blocks", "1", "--embed-dim", "32", "--heads", "2", "--image-size", "64",
                      "--conv-channels", "160", "-o", str(model))
     assert made.returncode == 0, made.stderr
-    solved = ckpt_here("solve", str(model), "--target", "siracusa", "--home", SPLIT_HOME, "--budget", "0.9",
+    solved = ckpt_here("solve", "--costs", "estimate", str(model), "--target", "siracusa", "--home", SPLIT_HOME,
+                       "--budget", "0.9",
                        "-o", str(tmp_path / "seq.json"))
     assert solved.returncode == 2 and "cannot run with its activations in L2 at any budget" in solved.stderr
     assert "5,242,880 B" in solved.stderr and "2,031,616 B L2 gives" in solved.stderr

@@ -49,7 +49,7 @@ def test_ckpt_solve_for_a_deeploy_target_parses_and_hashes_its_model_once(counte
     write_example("cct", tmp_path / "c", blocks=1, embed_dim=16, heads=2, image_size=8, conv_channels=8)
     counted._OPENED.clear()
     counted.STATS.update(parsed=0, hashed=0)
-    run = ckpt_here("solve", str(tmp_path / "c"), "--target", "siracusa", "--budget", "1.0",
+    run = ckpt_here("solve", "--costs", "estimate", str(tmp_path / "c"), "--target", "siracusa", "--budget", "1.0",
                     "-o", str(tmp_path / "seq.json"))
     assert run.returncode == 0, run.stderr
     assert counted.STATS == {"parsed": 1, "hashed": 1}

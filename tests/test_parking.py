@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 from cli_support import ckpt_here
-from graphs import chain, random_graphs
+from graphs import chain, make_graph, random_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,13 +14,14 @@ from ckpt.schedule_file import Predicted, Schedule, write_schedule
 from ckpt.solver.graph.baselines import baselines
 from ckpt.solver.graph.costs import CostModel
 from ckpt.solver.graph.level_price import LevelPrice, park_prices, priced_at_levels
-from ckpt.solver.graph.schedule import Decisions
-from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace
+from ckpt.solver.graph.schedule import Decisions, needed_retentions
+from ckpt.solver.graph.simulate import check_in_place, check_ready, memory_trace, plain_sequence
 from ckpt.solver.model import milp
 from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.parking import first_runs_price, park_start_values, parked_retentions
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
-from ckpt.solver.park_stage import chip_graph
+from ckpt.solver.park_stage import chip_graph, parked_in_order, parking_cycles
 from ckpt.solver.realise.greedy import outside_space
 from ckpt.solver.solve import solve
 
@@ -228,7 +229,6 @@ def test_a_split_solve_below_the_single_op_floor_parks_and_lays_the_parked_out_o
     assert predicted["levels"]["L3"]["arena"] >= max(record["bytes"] // len(record["tensors"]), 1)
 
 
-
 @pytest.mark.deeploy
 @pytest.mark.slow
 def test_the_generated_code_keeps_each_parked_activation_where_the_solver_parked_it(branch, shared_models,
@@ -294,3 +294,79 @@ def test_a_replay_of_a_parked_schedule_reserves_what_ckpt_predicted_in_each_leve
         assert replayed == predicted, (level, text)
     assert "activations parked in L3" in run.stdout and "fits" in run.stdout
     assert "generated tiled code on this host: Errors: 0 out of" in run.stdout
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_graphs())
+def test_parking_in_the_stage_order_fits_where_parking_everything_does_and_starts_the_model_feasibly(case):
+    """The stage order with activations parked (and the greedy's recomputes for what parking cannot bring under the
+    budget): found wherever parking every parkable activation fits the order; within the budget on the chip, no
+    parked activation's producer recomputed, priced as the model prices it; and as the exact model's warm start it
+    meets every row of the model with parking (a start with the parked bytes still on chip would break the budget
+    rows, and HiGHS would drop it)."""
+    graph, prices, budget = case
+    problem = Problem(graph)
+    found = parked_in_order(problem, prices, budget)
+    everything = [e for e in problem.buffers if e in prices]
+    if memory_trace(chip_graph(graph, everything), plain_sequence(graph)).peak_bytes <= budget:
+        assert found is not None and not found.decisions.recomputes
+    if found is None:
+        return
+    order = found.decisions.sequence(graph)
+    assert memory_trace(chip_graph(graph, found.parked), order).peak_bytes <= budget
+    assert not {problem.producer(e) for e in found.parked} & {i for _, i in found.decisions.recomputes}
+    assert found.cycles == found.decisions.cost(graph) + parking_cycles(problem, prices, found.parked, found.decisions)
+    model = milp.build(problem, budget, park=prices)
+    retained = needed_retentions(graph, order) | parked_retentions(problem, found.parked)
+    values = milp.start_values(model, set(found.decisions.recomputes), retained)
+    values = park_start_values(model, values, found.parked)
+    for name, row in model.lp.constraints.items():
+        side = sum(c * values.get(v.name, 0.0) for v, c in row.items()) + row.constant
+        assert (side <= 1e-6 if row.sense <= 0 else True) and (side >= -1e-6 if row.sense >= 0 else True), name
+    objective = sum(c * values.get(v.name, 0.0) for v, c in model.lp.objective.items())
+    assert round(objective) == found.cycles
+
+
+def test_below_the_floor_parking_answers_even_where_the_model_gets_no_time():
+    """Below its single-op floor a chain has no schedule without parking; with too little time for the exact model to
+    run, the stage order with activations parked is still an answer (it used to be 'no schedule found')."""
+    graph = chain(4, 8)
+    base = baselines(graph)
+    prices = {t: {name: 1 for name in ops} for t, ops in _zero_prices(graph).items()}
+    budget = base.lower_bound - 1
+    no_time = SolveOptions(budget=budget, order="graph", views="fixed",
+                           backend=BackendOptions(name="highs", time_limit=1e-3, gap=0.0, threads=1))
+    result = solve(graph, no_time, park=prices)
+    assert result.parked and result.planned_cost == 0 and result.peak_bytes <= budget
+    assert result.park_cost == round(sum(first_runs_price(prices, e) for e in result.parked))
+
+
+def _zero_prices(graph):
+    prices = {}
+    for op in graph.ops:
+        for t in (*op.inputs, *op.outputs):
+            if graph.buffer_bytes(t) > 0:
+                prices.setdefault(t, {})[op.name] = 0
+    return prices
+
+
+def test_only_tensors_of_their_layers_first_output_shape_are_offered_for_parking():
+    """The split home's tiler moves an off-chip tensor of a layer whose first output stays on chip at that output's
+    place (deeploy_bridge.split_codegen refuses one of another shape: DS-CNN's stem Conv with its transposed input
+    parked), so parking offers only tensors every layer that touches them sees in its first output's shape (unit
+    dimensions aside), and none whose shape the lowered graph does not give."""
+    from types import SimpleNamespace
+
+    from onnx import TensorProto, helper
+
+    from ckpt.pipeline.parking import unmovable
+    graph = make_graph([("conv", "Conv", ["x", "w"], ["y"]), ("relu", "Relu", ["y"], ["z"]),
+                        ("grad", "ReluGrad", ["z", "y"], ["gy"]), ("upd", "SGD", ["w", "gy"], ["w_new"])],
+                       {"x": 16, "w": 16, "y": 32, "z": 32, "gy": 32, "w_new": 16}, {"x", "w", "w_new"},
+                       {"w_new": "w"})
+    shapes = {"x": [1, 2, 2], "y": [1, 8], "z": [8, 1], "gy": [8], "w_new": [8]}
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()]
+    lowered = SimpleNamespace(model=helper.make_model(helper.make_graph([], "g", [], [], value_info=info)))
+    loaded = SimpleNamespace(graph=graph, lowered=lowered)
+    assert unmovable(loaded, {"x", "y", "z", "gy", "unnamed"}) == {"x"}   # the conv writes y of another shape
+    assert unmovable(SimpleNamespace(graph=graph, lowered=None), {"y"}) == {"y"}

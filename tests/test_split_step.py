@@ -157,7 +157,8 @@ def test_an_accumulator_whose_flag_deeploy_made_an_alias_writes_its_buffer_back(
 
 def _replay(shared_models: Path, tmp_path: Path, model: str, budget: str, *extra: str) -> tuple[ReplayReport, Path]:
     schedule, out = tmp_path / "seq.json", tmp_path / "replay"
-    solved = ckpt_here("solve", str(shared_models / model), "--target", "siracusa", "--budget", budget,
+    solved = ckpt_here("solve", "--costs", "estimate", str(shared_models / model), "--target", "siracusa",
+                       "--budget", budget,
                        "-o", str(schedule))
     assert solved.returncode == 0, solved.stderr
     run = ckpt_here("replay", str(schedule), "--model", str(shared_models / model), "-o", str(out), *extra)

@@ -161,7 +161,8 @@ def test_the_training_branchs_deeploy_lowers_solves_and_generates_both_flows(ins
         pytest.skip(f"the installed Deeploy {deeploy_version()} maps no conv training op "
                     "(install Deeploy's training branch, its pull request 169, to run this)")
     schedule, out = tmp_path / "seq.json", tmp_path / "replay"
-    solved = ckpt_here("solve", str(shared_models / name), "--target", "siracusa", "--budget", "0.7",
+    solved = ckpt_here("solve", "--costs", "estimate", str(shared_models / name), "--target", "siracusa", "--budget",
+                       "0.7",
                        "--time-limit", "20", "-o", str(schedule))
     assert solved.returncode == 0, solved.stderr
     replayed = ckpt_here("replay", str(schedule), "--model", str(shared_models / name), "--no-verify", "-o", str(out))
@@ -303,7 +304,8 @@ def _replayed_with(folder: Path, workarounds: str, *extra: str):
     env = {**os.environ, "CKPT_DEEPLOY_WORKAROUNDS": workarounds}
     out = folder.parent / f"{folder.name}-{workarounds.replace(',', '+')}"
     out.mkdir()
-    solved = ckpt("solve", str(folder), "--target", "siracusa", "--budget", "1.0", "-o", str(out / "seq.json"),
+    solved = ckpt("solve", "--costs", "estimate", str(folder), "--target", "siracusa", "--budget", "1.0", "-o",
+                  str(out / "seq.json"),
                   env=env)
     assert solved.returncode == 0, solved.stderr
     replayed = ckpt("replay", str(out / "seq.json"), "--model", str(folder), "-o", str(out / "replay"), *extra,

@@ -9,7 +9,7 @@ from ckpt.events import Progress, Step
 from ckpt.solver.graph.schedule import Decisions, needed_retentions
 from ckpt.solver.model import milp
 from ckpt.solver.model.backends import Outcome, RunStatus, run
-from ckpt.solver.model.parking import ParkPrices, chip_level
+from ckpt.solver.model.parking import ParkPrices, chip_level, park_start_values, parked_retentions
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Sizes, SolveOptions
 from ckpt.solver.model.time_plan import HANDOVER_SECONDS_PER_VARIABLE, TimePlan
@@ -33,10 +33,10 @@ class ModelRun:
 
 def run_model(problem: Problem, budget: int | None, options: SolveOptions, plan: TimePlan, until: float,
               start_from: Decisions | None, progress: Progress, label: str, stop_at: float | None = None,
-              park: ParkPrices | None = None) -> ModelRun | None:
+              park: ParkPrices | None = None, start_parked: frozenset[str] = frozenset()) -> ModelRun | None:
     """Build and solve one model by the plan's `until` deadline (`stop_at`: a cost at which HiGHS may stop; `park`:
-    the activations it may park off chip, solver/model/parking.py); None if it found nothing, or could not be built
-    and run in time."""
+    the activations it may park off chip, solver/model/parking.py, and `start_parked` those the start parks); None if
+    it found nothing, or could not be built and run in time."""
     try:
         model = milp.build(problem, budget, options.cost_cap, deadline=plan.at(until), park=park)
     except milp.BuildTimedOut:
@@ -52,8 +52,10 @@ def run_model(problem: Problem, budget: int | None, options: SolveOptions, plan:
                   f"{sizes.constraints} constraints{limit}"))
     warm = None
     if start_from is not None:
-        warm = milp.start_values(model, set(start_from.recomputes),
-                                 needed_retentions(problem.graph, start_from.sequence(problem.graph)))
+        retained = needed_retentions(problem.graph, start_from.sequence(problem.graph))
+        warm = milp.start_values(model, set(start_from.recomputes), retained | parked_retentions(problem, start_parked))
+        if model.P:
+            warm = park_start_values(model, warm, start_parked)
     outcome = run(model.lp, backend, warm, stop_at)
     if outcome.status is RunStatus.INFEASIBLE:
         return ModelRun(outcome, None, None, sizes)

@@ -11,7 +11,7 @@ that writes or reads it pays what the cost model's level price says it saves wit
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import pulp
@@ -89,3 +89,31 @@ def chip_level(relief: Relief, t: int, k: int, level: float, value) -> float:
     """The chip's level at point (t, k) of a solved model: the accounting's `level` less what is parked there
     (`value`: a variable -> its value)."""
     return level - sum(c * (value(v) or 0.0) for c, v in relief.get((t, k), ()))
+
+
+def parked_retentions(problem, parked: Iterable[str]) -> set[tuple[int, str]]:
+    """The (stage, buffer) retentions parking `parked` asks for: each carried to its last possible reader."""
+    return {(t, e) for e in parked for t in problem.retain_stages(e)}
+
+
+def park_start_values(m: Model, values: dict[str, float], parked: frozenset[str]) -> dict[str, float]:
+    """`values` (milp.start_values of a schedule, its retentions with `parked_retentions`) with `parked` parked:
+    each P, and each held-until-freed (V) and re-read (W) variable at the least value its rows allow, so HiGHS starts
+    from that schedule with those activations off chip (a start that leaves them at 0 has their bytes on chip, over
+    the budget where parking was needed)."""
+    out = dict(values)
+    out.update({var.name: float(e in parked) for e, var in m.P.items()})
+
+    def rest(row, own: str) -> float:     # the row's left side less its right, without the variable `own`
+        return sum(c * out.get(v.name, 0.0) for v, c in row.items() if v.name != own) + row.constant
+
+    rows = m.lp.constraints
+    for name, row in rows.items():
+        if name.startswith("park_freed_"):             # V <= 1 - frees before it, V <= P
+            held = "V_" + name.removeprefix("park_freed_")
+            out[held] = max(0.0, min(-rest(row, held), -rest(rows["park_held_" + name.removeprefix("park_freed_")],
+                                                             held)))
+        elif name.startswith("park_reread_"):          # W >= R + P - 1
+            both = "W_" + name.removeprefix("park_reread_")
+            out[both] = max(0.0, -rest(row, both))
+    return out
