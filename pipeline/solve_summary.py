@@ -55,9 +55,21 @@ def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:
     where = "stdout" if output == "-" else output
     return (f"wrote {where}: peak {result.peak_bytes} B ({_of_baseline(result.peak_bytes, base)}), "
             f"{predicted.checked} {predicted.checked_bytes} B, {_arena(predicted)}"
-            f"{result.recomputes} recomputes, "
-            f"+{result.cost_increase_pct:.2f}% cycles, status {result.status}{_over_order(result)}, "
+            f"{result.recomputes} recomputes, {_cycles(predicted, result)}, "
+            f"status {result.status}{_over_order(result)}, "
             f"{result.seconds:.1f} s")
+
+
+def _cycles(predicted, result: SolveResult) -> str:
+    """The cycles the schedule adds over the graph order's step: its recomputes' and, where it parks activations off
+    chip (--park auto), their transfers too (as predicted.step_cycles counts them), with what is parked."""
+    parked = predicted.parked_tensors
+    if not parked and not result.park_cost:
+        return f"+{result.cost_increase_pct:.2f}% cycles"
+    park_pct = 100.0 * result.park_cost / result.base_cost if result.base_cost else 0.0
+    return (f"{len(parked)} activations parked off chip ({(predicted.parked or {}).get('bytes', 0)} B), "
+            f"+{result.cost_increase_pct + park_pct:.2f}% cycles (recomputes +{result.cost_increase_pct:.2f}%, "
+            f"parking +{park_pct:.2f}%)")
 
 
 def _of_baseline(peak: int, base: int) -> str:

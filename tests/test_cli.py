@@ -7,8 +7,8 @@ from cli_support import ckpt, ckpt_here
 
 from ckpt.examples import write_example
 from ckpt.pipeline.load import load_for_target
-from ckpt.pipeline.solve_summary import moved_ops_note, not_proven_warning
-from ckpt.schedule_file import read_schedule
+from ckpt.pipeline.solve_summary import moved_ops_note, not_proven_warning, written_line
+from ckpt.schedule_file import Predicted, Schedule, read_schedule
 from ckpt.solver.graph.baselines import baselines
 from ckpt.solver.model.records import SolveOptions, Status
 from ckpt.solver.solve import solve
@@ -75,6 +75,21 @@ def test_what_runs_cheaper_than_the_plan_is_said_with_what_the_proof_is_about(ml
     note = moved_ops_note(moved)
     assert f"costs {moved.recompute_cost} cycles, less than the {moved.planned_cost} planned" in note
     assert "planned cost" in note and moved.cost_lower_bound == result.cost_lower_bound
+
+
+def test_the_summary_line_counts_what_is_parked_and_its_cycles(mlp_solved):
+    """With --park auto the step's predicted cycles include parking's transfers: so does the summary's +%."""
+    result = mlp_solved
+    predicted = Predicted(peak_bytes=result.peak_bytes, baseline_peak_bytes=result.baselines.graph_order_peak)
+    plain = written_line(Schedule((), predicted=predicted), result, "seq.json")
+    assert f"{result.recomputes} recomputes, +{result.cost_increase_pct:.2f}% cycles, status" in plain
+    assert "parked" not in plain
+    parked = replace(result, parked=frozenset({"a", "b"}), park_cost=result.base_cost // 10)
+    record = {"tensors": ["a", "b"], "bytes": 4096, "cycles": parked.park_cost}
+    line = written_line(Schedule((), predicted=replace(predicted, parked=record)), parked, "seq.json")
+    total = result.cost_increase_pct + 100 * parked.park_cost / result.base_cost
+    assert "2 activations parked off chip (4096 B)" in line and f"+{total:.2f}% cycles" in line
+    assert f"recomputes +{result.cost_increase_pct:.2f}%" in line
 
 
 @pytest.mark.slow  # two whole runs in subprocesses
