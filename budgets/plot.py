@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ckpt.files import write_bytes
-from ckpt.pipeline.row import BASELINE, PointRow
+from ckpt.pipeline.row import BASELINE, PointRow, over_off_chip
 
 KIB = 1024
 
@@ -29,10 +29,11 @@ def time_axis(rows: list[PointRow]) -> tuple[str, str, str]:
     """(row field, axis label, what the title calls it) of the time axis: measured cycles when every placed point
     has them, else the predicted ones, else ckpt's estimate."""
     placed = [r for r in rows if r.replayed_peak is not None]
+    over = "the off-chip graph order" if over_off_chip(rows) else "the baseline"
     if placed and all(r.overhead_pct is not None for r in placed):
-        return "overhead_pct", "step cycles over the baseline, measured on gvsoc (%)", "measured step cycles"
+        return "overhead_pct", f"step cycles over {over}, measured on gvsoc (%)", "measured step cycles"
     if placed and all(r.overhead_pct_predicted is not None for r in placed):
-        return ("overhead_pct_predicted", "step cycles over the baseline, predicted from measured op costs (%)",
+        return ("overhead_pct_predicted", f"step cycles over {over}, predicted from measured op costs (%)",
                 "predicted step cycles")
     return ("cost_increase_pct", "recompute cost (% cycles over the baseline step, ckpt's estimate)",
             "estimated recompute cost")

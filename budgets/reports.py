@@ -7,7 +7,7 @@ from ckpt.budgets.plot import pareto_plot, time_axis
 from ckpt.budgets.table import csv_text, json_text, markdown_table
 from ckpt.deeploy_identity import deeploy_label
 from ckpt.files import atomic_write, printable
-from ckpt.pipeline.row import REFERENCE, PointRow
+from ckpt.pipeline.row import REFERENCE, PointRow, over_off_chip
 from ckpt.solver.model.records import SolveOptions
 from ckpt.targets import uses_deeploy
 
@@ -18,7 +18,8 @@ def write_reports(outdir: Path, rows: list[PointRow], model: str, target: str, s
     column is empty for every point (budgets.table.column_notes), under the table's facts."""
     header = {"model": model, "target": target, "baseline_peak_bytes": baseline_peak,
               "lower_bound_bytes": lower_bound, "method": solve.method, "time_limit": solve.backend.time_limit,
-              **({"notes": list(said)} if said else {})}
+              **({"notes": list(said)} if said else {}),
+              **({"overheads_over": REFERENCE} if over_off_chip(rows) else {})}   # the baseline does not fit its home
     made = f"Deeploy {deeploy_label()} lowered the graph and generated the code. " if uses_deeploy(target) else ""
     if made:
         header["deeploy"] = deeploy_label()

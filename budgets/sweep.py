@@ -339,8 +339,8 @@ def _result_of(model: _Model, options: SweepOptions, solved: dict, finished: dic
     labels = [s.label for s in model.specs]
     mine_ran = [label for (name, label) in ran if name == model.name]
     rows = with_overheads([finished[model.name, label].row if (model.name, label) in finished
-                           else solved[model.name, label].row for label in labels])
-    rows += [reference] if reference is not None else []
+                           else solved[model.name, label].row for label in labels]
+                          + ([reference] if reference is not None else []))
     stages = {"lowering": model.lowering,
               "solve": sum(solved[model.name, label].seconds for label in mine_ran),
               "replay": 0.0, "verify": 0.0, "code": 0.0, "gvsoc": 0.0}

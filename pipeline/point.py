@@ -39,7 +39,7 @@ from ckpt.pipeline.row import (
     solved_row,
 )
 from ckpt.replay.predict import TilerTables
-from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.replay.run import ActivationsBeyondChip, ReplayOptions, replay_schedule
 from ckpt.schedule_file import Schedule, dumps, write_schedule
 from ckpt.solver.budget import Budget
 from ckpt.solver.graph.baselines import graph_order_peak
@@ -387,8 +387,11 @@ def replay_point(task: ReplayTask) -> PointRecord:
         stage["replay"] = total - stage["verify"] - stage["code"] - stage["gvsoc"]
         row = replayed_row(row, result.report, gvsoc_asked=task.replay.gvsoc is not None)
     except CkptError as err:                          # refused or failed: said in the row, tried again on a rerun
-        row = replace(row, check=PointCheck.REPLAY_FAILED.value, reason=f"replay refused or failed: {err}")
-        stored = False
+        if task.spec.fraction is None and isinstance(err, ActivationsBeyondChip):   # the graph order: why one sweeps
+            row = replace(row, check=PointCheck.DOES_NOT_FIT.value, reason=err.short)
+        else:
+            row = replace(row, check=PointCheck.REPLAY_FAILED.value, reason=f"replay refused or failed: {err}")
+            stored = False
     except Exception as err:                          # a bug: say so in the row, retry on the next run
         row = replace(row, check=PointCheck.REPLAY_FAILED.value, status="error", reason=f"{type(err).__name__}: {err}")
         stored = False

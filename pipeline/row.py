@@ -39,6 +39,8 @@ class PointCheck(StrEnum):
     MISWIRED = "MISWIRED"              # it does not
     OVER_BUDGET = "OVER BUDGET"        # the replayed figure is over the schedule's budget
     REPLAY_FAILED = "replay failed"    # refused or failed (reason)
+    DOES_NOT_FIT = "does not fit"      # the baseline: the graph order's activations alone overflow the split home's
+                                       # on-chip level (reason), why a user sweeps it; the points are the answer
     NOT_VERIFIED = NOT_VERIFIED        # not checked (reason)
     NONE = "-"                         # no schedule to check
 
@@ -323,21 +325,39 @@ def _gvsoc(gvsoc: GvsocRecord | None, asked: bool) -> tuple[int | None, str | No
     return None, None, f"not simulated: {gvsoc.reason}" if asked or gvsoc.on_chip is not None else ""
 
 
-def with_overheads(rows: list[PointRow]) -> list[PointRow]:
-    """The rows with their cycles over the baseline's, measured and predicted, where both are known."""
-    base = next((r for r in rows if r.status == BASELINE), None)
+def over_off_chip(rows: list[PointRow]) -> bool:
+    """Whether the rows' overheads are over the off-chip graph order (REFERENCE): the baseline does not fit its
+    home, so it has no cycles of its own."""
+    return any(r.status == BASELINE and r.check == PointCheck.DOES_NOT_FIT for r in rows)
 
-    def pct(value: int | None, reference: int | None) -> float | None:
-        return round(100.0 * (value - reference) / reference, 4) if value is not None and reference else None
+
+def with_overheads(rows: list[PointRow]) -> list[PointRow]:
+    """The rows with their cycles over the baseline's, measured and predicted, where both are known; where the
+    baseline does not fit its home (over_off_chip), both over the off-chip graph order's measured cycles (it has
+    no prediction: the calibration is of the points' deployment), the baseline left without; the reference's own
+    row is left as it is."""
+    base = next((r for r in rows if r.status == BASELINE), None)
+    measured, predicted = (base and base.cycles), (base and base.cycles_predicted)
+    if over_off_chip(rows):
+        off_chip = next((r for r in rows if r.label == REFERENCE), None)
+        measured = predicted = off_chip.cycles if off_chip is not None else None
 
     def device(row: PointRow) -> str:
         if not row.device_state or base is None or not base.device_state:
             return "-"
         return "bit-identical" if row.device_state == base.device_state else "differs"
 
-    return [replace(r, overhead_pct=pct(r.cycles, base and base.cycles),
-                    overhead_pct_predicted=pct(r.cycles_predicted, base and base.cycles_predicted),
-                    device_check=device(r)) for r in rows]
+    def over(row: PointRow) -> PointRow:
+        if row.label == REFERENCE or over_off_chip(rows) and row is base:
+            return row
+        return replace(row, overhead_pct=_pct(row.cycles, measured),
+                       overhead_pct_predicted=_pct(row.cycles_predicted, predicted), device_check=device(row))
+
+    return [over(r) for r in rows]
+
+
+def _pct(value: int | None, reference: int | None) -> float | None:
+    return round(100.0 * (value - reference) / reference, 4) if value is not None and reference else None
 
 
 def row_from_json(doc: dict) -> PointRow:

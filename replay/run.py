@@ -265,6 +265,24 @@ def schedule_flow(doc: Schedule, target: str) -> Flow:
 # --------------------------------------------------------------------------- the measurements
 
 
+class ActivationsBeyondChip(InfeasibleBudget):
+    """A split home's replayed order whose activations' arena alone overflows the chip's level (exit 2): a sweep
+    says so of its baseline (the graph order) rather than call it failed."""
+
+    def __init__(self, level: str, arena: int, capacity: int) -> None:
+        super().__init__(f"with --home split the replayed order's activations alone need {arena:,} B of {level}, "
+                         f"{arena - capacity:,} B more than the {capacity:,} B {level} gives",
+                         "replay a schedule solved with --home split (ckpt sweep --home split names the largest "
+                         "budget that fits), or keep everything off chip (--home L3)")
+        self.level, self.arena, self.capacity = level, arena, capacity
+
+    @property
+    def short(self) -> str:
+        """The refusal in a few words: the level, the activations' bytes and the bytes over."""
+        return (f"does not fit {self.level}: its activations alone need {self.arena:,} B, "
+                f"{self.arena - self.capacity:,} B more than the {self.capacity:,} B {self.level} gives")
+
+
 def _refuse_activations_beyond_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions,
                                     split: SplitStep | None) -> None:
     """Refuse (exit 2), before Deeploy runs, a split home whose activations' arena alone overflows the chip's level:
@@ -275,10 +293,7 @@ def _refuse_activations_beyond_chip(lowered: LoweredGraph, doc: Schedule, option
                                     parked=frozenset(options.deeploy.parked))
     arena, capacity = levels[chip].arena, options.deeploy.size(chip)
     if arena > capacity:
-        raise InfeasibleBudget(f"with --home split the replayed order's activations alone need {arena:,} B of {chip}, "
-                               f"{arena - capacity:,} B more than the {capacity:,} B {chip} gives",
-                               "replay a schedule solved with --home split (ckpt sweep --home split names the largest "
-                               "budget that fits), or keep everything off chip (--home L3)")
+        raise ActivationsBeyondChip(chip, arena, capacity)
 
 
 def _bring_on_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions, split: SplitStep | None,

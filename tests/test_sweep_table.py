@@ -126,3 +126,90 @@ def test_a_steps_on_chip_parts_name_what_the_runtime_holds_and_add_up_to_its_on_
                              model=SimpleNamespace(target="siracusa"), memory=SimpleNamespace(levels=levels))
     parts = _on_chip_parts(report, "L2", levels)
     assert parts["runtime"] == 119_664 and sum(parts.values()) == _on_chip(report, "L2") == need.step
+
+
+def _split_rows() -> list:
+    """A split-home sweep whose graph order does not fit L2 (as MobileNetV1's): its baseline refused, one budget
+    point on chip, and the graph order deployed off chip for reference."""
+    from ckpt.pipeline.row import REFERENCE, PointCheck
+
+    base, point, _ = _rows()
+    base = replace(empty_row("baseline", None, None, "baseline", "does not fit L2: its activations alone need "
+                             "4,443,336 B, 2,411,720 B more than the 2,031,616 B L2 gives"),
+                   predicted_peak=2400, recomputes=0, cycles_predicted=144_000, check=PointCheck.DOES_NOT_FIT.value)
+    point = replace(point, overhead_pct=None, overhead_pct_predicted=None, cycles=150_000, cycles_predicted=180_000,
+                    recomputes=2, recompute_cost=100, home="L2")
+    reference = replace(_rows()[0], label=REFERENCE, status="reference", cycles=240_000, cycles_predicted=None,
+                        overhead_pct=None, overhead_pct_predicted=None, home="L3")
+    return [base, point, reference]
+
+
+def test_a_baseline_that_does_not_fit_its_home_is_said_so_and_overheads_are_over_the_off_chip_graph_order():
+    """--home split on a model whose graph order cannot fit L2: the baseline is not a failure (the sweep does not
+    exit 1 for it) and the points' measured and predicted +% are over the off-chip graph order, labelled so."""
+    from pathlib import Path
+
+    from ckpt.budgets.plot import time_axis
+    from ckpt.budgets.sweep import SweepResult
+    from ckpt.pipeline.row import with_overheads
+
+    base, point, reference = with_overheads(_split_rows())
+    assert point.overhead_pct == -37.5 and point.overhead_pct_predicted == -25.0       # over 240,000 measured
+    assert base.overhead_pct is None and base.overhead_pct_predicted is None
+    assert reference.overhead_pct is None                                             # as before: its own row
+    rows = [base, point, reference]
+    text = markdown_table(rows, "siracusa")
+    assert text.splitlines()[0].split(" | ")[6] == "+% off chip (pred)" and "| -37.50 (-25.00) |" in text
+    assert "- baseline: does not fit L2: its activations alone need 4,443,336 B" in text and "FAILED" not in text
+    assert "over the off-chip graph order's (its row; the baseline does not fit L2)" in text   # the legend
+    assert "+% off chip (pred)" in terminal_table(rows, "siracusa").splitlines()[0]
+    assert "over the off-chip graph order" in time_axis(rows[:2])[1]                   # the plot, as reports.py
+    names = next(csv.reader(io.StringIO(csv_text(rows, "siracusa"))))
+    assert names[6:8] == ["overhead_pct", "overhead_pct_predicted"]                    # the CSV's fields as ever
+    result = SweepResult(Path("."), rows, [], [], 0, 2400, [], {}, 0.0)
+    assert result.failed == []                                                        # exit 0
+    assert [r.label for r in SweepResult(Path("."), _rows(), [], [], 0, 2400, [], {}, 0.0).failed] == ["0.7"]
+
+
+def test_where_the_baseline_runs_the_overheads_stay_over_it_and_the_reference_row_has_none():
+    from ckpt.pipeline.row import BASELINE, PointCheck, with_overheads
+
+    rows = _split_rows()
+    ran = replace(rows[0], check=PointCheck.BIT_IDENTICAL.value, cycles=120_000, reason="")
+    base, point, reference = with_overheads([ran, *rows[1:]])
+    assert base.status == BASELINE and base.overhead_pct == 0.0
+    assert point.overhead_pct == 25.0 and point.overhead_pct_predicted == 25.0        # 150k/120k, 180k/144k
+    assert reference.overhead_pct is None and reference.overhead_pct_predicted is None
+    text = markdown_table([base, point, reference], "siracusa")
+    assert text.splitlines()[0] == "| " + " | ".join(MAIN_TITLES) + " |" and "off chip (pred)" not in text
+
+
+def test_a_split_baseline_refused_for_its_activations_is_a_baseline_that_does_not_fit_not_a_failure(
+        tmp_path, monkeypatch):
+    """replay_point: the refusal a split replay gives before Deeploy runs (replay.run.ActivationsBeyondChip) makes
+    the baseline row `does not fit` with the bytes, and is kept; the same refusal at a budget point is a failure."""
+    import json
+    from pathlib import Path
+
+    from ckpt.pipeline import point as point_module
+    from ckpt.pipeline.point import PointSpec, ReplayTask, replay_point
+    from ckpt.pipeline.row import PointCheck
+    from ckpt.replay.run import ActivationsBeyondChip, ReplayOptions
+    from ckpt.schedule_file import Schedule
+
+    def refuse(*_args, **_kwargs):
+        raise ActivationsBeyondChip("L2", 4_443_336, 2_031_616)
+
+    monkeypatch.setattr(point_module, "replay_schedule", refuse)
+    doc = Schedule.from_dict(json.loads((Path(__file__).parent / "data" / "simplemlp_split_plus_0.9.json").read_text()))
+    found = {}
+    for spec in (PointSpec("baseline", None), PointSpec.at(0.5, 10_000)):
+        task = ReplayTask(spec, "model", doc, None, ReplayOptions(), str(tmp_path / spec.label), "key",
+                          show_progress=False)
+        found[spec.label] = replay_point(task)
+    base, point = found["baseline"], found["0.5"]
+    assert base.row.check == PointCheck.DOES_NOT_FIT and base.stored
+    assert base.row.reason == ("does not fit L2: its activations alone need 4,443,336 B, 2,411,720 B more than the "
+                               "2,031,616 B L2 gives")
+    assert point.row.check == PointCheck.REPLAY_FAILED and not point.stored
+    assert "replay refused or failed: with --home split" in point.row.reason
