@@ -120,7 +120,8 @@ def _row(model: str, deployment: str, budget: str, found: PointRow, seconds: flo
     errors = found.errors
     if found.fits_on_chip is False and deployment != "all-L3":     # all-L3 keeps its tensors off chip by design
         errors = f"does not fit L2: {_l2(found):,} B of {found.on_chip_capacity:,} B ({errors})"
-    elif found.check == PointCheck.REPLAY_FAILED.value:     # e.g. its activations alone overflow L2 (the bytes)
+    elif found.check in (PointCheck.REPLAY_FAILED, PointCheck.DOES_NOT_FIT):   # e.g. its activations alone
+                                                                                # overflow L2 (the bytes)
         errors = found.reason
     return Row(model, deployment, budget, _l2(found), _l3(found), found.cycles, found.optimizer_cycles, errors,
                found.host_errors, seconds)

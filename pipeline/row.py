@@ -348,8 +348,10 @@ def with_overheads(rows: list[PointRow]) -> list[PointRow]:
         return "bit-identical" if row.device_state == base.device_state else "differs"
 
     def over(row: PointRow) -> PointRow:
-        if row.label == REFERENCE or over_off_chip(rows) and row is base:
+        if row.label == REFERENCE:
             return row
+        if over_off_chip(rows) and row is base:
+            return replace(row, overhead_pct=None, overhead_pct_predicted=None)
         return replace(row, overhead_pct=_pct(row.cycles, measured),
                        overhead_pct_predicted=_pct(row.cycles_predicted, predicted), device_check=device(row))
 
