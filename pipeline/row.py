@@ -327,8 +327,9 @@ def _gvsoc(gvsoc: GvsocRecord | None, asked: bool) -> tuple[int | None, str | No
 
 def over_off_chip(rows: list[PointRow]) -> bool:
     """Whether the rows' overheads are over the off-chip graph order (REFERENCE): the baseline does not fit its
-    home, so it has no cycles of its own."""
-    return any(r.status == BASELINE and r.check == PointCheck.DOES_NOT_FIT for r in rows)
+    home, so it has no cycles of its own (several models' rows: every model's; else each baseline's line says)."""
+    bases = [r for r in rows if r.status == BASELINE]
+    return bool(bases) and all(r.check == PointCheck.DOES_NOT_FIT for r in bases)
 
 
 def with_overheads(rows: list[PointRow]) -> list[PointRow]:

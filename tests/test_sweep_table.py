@@ -214,3 +214,12 @@ def test_a_split_baseline_refused_for_its_activations_is_a_baseline_that_does_no
                                "2,031,616 B L2 gives")
     assert point.row.check == PointCheck.REPLAY_FAILED and not point.stored
     assert "replay refused or failed: with --home split" in point.row.reason
+
+
+def test_a_combined_table_names_the_overheads_off_chip_only_where_every_models_baseline_does_not_fit():
+    from ckpt.pipeline.row import over_off_chip, with_overheads
+
+    split = with_overheads(_split_rows())
+    ran = [replace(r, label=f"b/{r.label}") for r in _rows()]
+    assert over_off_chip(split) and not over_off_chip(split + ran)
+    assert markdown_table(split + ran, "siracusa").splitlines()[0] == "| " + " | ".join(MAIN_TITLES) + " |"
