@@ -67,7 +67,8 @@ def _cycles(predicted, result: SolveResult) -> str:
     if not parked and not result.park_cost:
         return f"+{result.cost_increase_pct:.2f}% cycles"
     park_pct = 100.0 * result.park_cost / result.base_cost if result.base_cost else 0.0
-    return (f"{len(parked)} activations parked off chip ({(predicted.parked or {}).get('bytes', 0)} B), "
+    what = f"{len(parked)} activation{'' if len(parked) == 1 else 's'}"
+    return (f"{what} parked off chip ({(predicted.parked or {}).get('bytes', 0)} B), "
             f"+{result.cost_increase_pct + park_pct:.2f}% cycles (recomputes +{result.cost_increase_pct:.2f}%, "
             f"parking +{park_pct:.2f}%)")
 
