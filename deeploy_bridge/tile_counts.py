@@ -69,12 +69,6 @@ class LayerCode:
     lines: dict[str, int] = field(default_factory=dict)       # tensor -> the lines its copies move, over all tiles
 
 
-def transfers_per_tile(text: str, level: str, outer: str) -> dict[str, dict[str, int]]:
-    """Each layer of `text` that tiles into `level` from `outer` -> each tensor it keeps in `outer` -> the copies
-    between the two levels its closure of `outer` issues per tile for it (a loop of copies counts its rows)."""
-    return {layer: dict(code.transfers) for layer, code in layer_code(text, level, outer).items()}
-
-
 def layer_code(text: str, level: str, outer: str) -> dict[str, LayerCode]:
     """Each layer of `text` that tiles into `level` from `outer` -> its transfers per tile and its tables in
     `level` (each tensor's under its name, the layer's own under LAYER_TABLE)."""
