@@ -11,6 +11,7 @@ stderr naming the problem and the way out, exit 1, before any work, and nothing 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -18,12 +19,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ckpt.budgets.ranges import parse_range
 from ckpt.errors import CkptError, ExitCode
 from ckpt.examples import write_example
 from ckpt.paths import shared_models
+from ckpt.schedule_file import clone_of
 from ckpt.solver.graph.onnx_loader import optimizer_path
 
 SMOKE_HELP = "the smallest run (a tiny model or graph, one budget, short limits): what the test suite runs"
@@ -202,3 +205,52 @@ def draws_band(point_draws: Sequence[int], base_draws: Sequence[int], measured_p
     if measured_pct is None or len(point_draws) < 2 or len(base_draws) < 2 or not all(base_draws):
         return None
     return max(abs(100.0 * (p - b) / b - measured_pct) for p in point_draws for b in base_draws)
+
+
+# Why a point can miss the rule though its schedule is priced right: what gvsoc was traced doing to layers the
+# schedule does not change (README, "Several draws"). Printed under the tables that say "no" or "in band".
+DEVICE_SPREAD = (
+    "a point's layers that run as at the graph order (same node, same work, not a recompute) move too: that part of "
+    "a miss is the device's own spread, no cost of the schedule. Traced on gvsoc: a large forward MatMul (or Gemm "
+    "reading its second operand untransposed) takes one of a few cycle counts by how the two cores sharing an FPU "
+    "fall into step (bench/fpu_lock.py); a small layer whose time is mostly its control code (SimpleMLP's) moves by "
+    "up to a few hundred cycles with the instruction-cache state the previous layer leaves and where the network's "
+    "code sits")
+
+
+@dataclass(frozen=True)
+class MissSplit:
+    """Where a point's measured step cycles part from the graph order's, by probed layer (gvsoc's layer cycles)."""
+
+    recomputes: int                  # its recompute clones' cycles
+    clones: int                      # ... over their originals' at the graph order
+    unchanged: int                   # the change of the layers it runs as the graph order does (same node)
+    largest: tuple[str, int] | None  # the unchanged layer that moved most, and by how much (None: no such layer)
+    outside: int                     # the change of the step's cycles outside the probed layers
+
+
+def miss_split(base_layers: dict[str, int], base_cycles: int, layers: dict[str, int], cycles: int,
+               step: Sequence[str] | None = None) -> MissSplit:
+    """A point's step (`cycles`, its probed `layers`) against the graph order's (`base_cycles`, `base_layers`):
+    `cycles - base_cycles` = its recomputes + the change of the layers both run + the change outside the probes.
+    `step`: the layers the step's cycles cover (a split step's train network; its optimizer's layers are probed
+    beside them), else every probed layer."""
+    kept = None if step is None else set(step)
+
+    def of_step(found: dict[str, int]) -> dict[str, int]:
+        return found if kept is None else {name: c for name, c in found.items() if name in kept}
+
+    base, point = of_step(base_layers), of_step(layers)
+    recomputes = sum(c for name, c in point.items() if clone_of(name))
+    clones = sum(c - base.get(clone_of(name)[0], c) for name, c in point.items() if clone_of(name))
+    moved = {name: c - base[name] for name, c in point.items() if name in base and not clone_of(name)}
+    outside = (cycles - sum(point.values())) - (base_cycles - sum(base.values()))
+    largest = max(moved.items(), key=lambda kv: (abs(kv[1]), kv[0]), default=None)
+    return MissSplit(recomputes, clones, sum(moved.values()), largest, outside)
+
+
+def replayed_order(replay: Path) -> list[str] | None:
+    """The nodes a replay's step runs, clones included, in its order (its order.json; None where it has none): the
+    layers its step cycles cover, a split step's optimizer layers not among them."""
+    path = Path(replay) / "order.json"
+    return list(json.loads(path.read_text())["order"]) if path.is_file() else None

@@ -23,7 +23,9 @@ Each point's predicted overhead is held to max(10% of the measured one, 0.1 poin
 of their medians, and a prediction outside the rule but within how far one draw of the point over one of the graph
 order strays from the medians' overhead is "in band" too (common.draws_band).
 The second table splits each point's measured - predicted cycles into its clones' cycles over their originals'
-calibrated ones, the change of every other probed layer and the change outside the probes.
+calibrated ones, the change of every other probed layer and the change outside the probes, and names the other
+layer (one the point runs as the graph order does) that moved most: what moves there is the device's own spread,
+whose causes traced on gvsoc the line under the table names (common.DEVICE_SPREAD).
 """
 from __future__ import annotations
 
@@ -34,13 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import (
+    DEVICE_SPREAD,
     MODEL_HELP,
     BenchParser,
     budget_range,
     draws_band,
     existing,
     jobs,
+    miss_split,
     parse_args,
+    replayed_order,
     run_bench,
     seconds,
     within,
@@ -116,21 +121,24 @@ def gap_table(result) -> None:
     if base is None:
         return
     print("\n| point | measured - predicted | clones over their originals | other layers | outside the probes | "
-          "largest clone excess (cycles, % of its original) | that clone |")
-    print("|---|---|---|---|---|---|---|")
+          "largest clone excess (cycles, % of its original) | that clone | largest change of another layer | "
+          "that layer |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in result.rows:
         run = tiled(row.label) if row.label != "baseline" and row.cycles and row.cycles_predicted else None
         if run is None:
             continue
+        split = miss_split(base.layer_cycles, base.cycles, run.layer_cycles, run.cycles,
+                           replayed_order(result.outdir / "points" / row.label / "replay"))
         excess = {name: cycles - base.layer_cycles.get(clone_of(name)[0], cycles)
                   for name, cycles in run.layer_cycles.items() if clone_of(name)}
-        others = sum(c - base.layer_cycles[n] for n, c in run.layer_cycles.items() if n in base.layer_cycles)
-        outside = (run.cycles - sum(run.layer_cycles.values())) - (base.cycles - sum(base.layer_cycles.values()))
         name, worst = max(excess.items(), key=lambda kv: abs(kv[1]), default=("-", 0))
         original = base.layer_cycles.get(clone_of(name)[0]) if clone_of(name) else None
         share = f"{100.0 * worst / original:+.1f}%" if original else "-"
-        print(f"| {row.label} | {row.cycles - row.cycles_predicted} | {sum(excess.values())} | {others} | "
-              f"{outside} | {worst} ({share}) | {name[:60]} |")
+        moved, by = split.largest or ("-", 0)
+        print(f"| {row.label} | {row.cycles - row.cycles_predicted} | {split.clones} | {split.unchanged} | "
+              f"{split.outside} | {worst} ({share}) | {name[:60]} | {by:+} | {moved[:60]} |")
+    print(f"\n(other layers: {DEVICE_SPREAD})")
 
 
 def cct_train_table(results: dict[str, object]) -> None:

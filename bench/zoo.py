@@ -10,7 +10,10 @@ the branch's harness and run on this host and on gvsoc (one mini-batch and one u
   measured overhead (and the predicted one, and whether it lies within max(10% of the measured, 0.1 points), or,
   outside it, within the draws' band where the sweep ran several draws: "in band", bench/common.py's draws_band),
   Errors on the host (ckpt's executor; each flow's generated code), whether it computes the graph order's numbers
-  bit for bit, Errors on gvsoc, gvsoc seconds;
+  bit for bit, Errors on gvsoc, gvsoc seconds; under it, for each point whose prediction misses the rule, its step's
+  change over the graph order's split into its recomputes, the layers it runs as the graph order does (and the one
+  that moved most: the device's own spread, whose traced causes the line after names, common.DEVICE_SPREAD) and
+  the rest;
 - beside the fork (bench/fork_figures.py: how each figure is counted on ckpt's graphs): the fork's row, then ckpt's
   point at the same reduction of the same figure, run on gvsoc, with its measured overhead; where ckpt cannot
   reach a reduction, the single-op floor says why.
@@ -37,14 +40,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from common import (
+    DEVICE_SPREAD,
     BenchParser,
     budget_range,
     draws_band,
     existing,
     fractions,
     jobs,
+    miss_split,
     print_needs_branch,
     removed_on_error,
+    replayed_order,
     run_bench,
     seconds,
     split_step,
@@ -153,6 +159,13 @@ class SweepRead:
     def gvsoc_seconds(self, label: str) -> float | None:
         return self.seconds.get(label, {}).get("gvsoc")
 
+    def gvsoc_run(self, label: str) -> dict | None:
+        """A point's deployed step as gvsoc measured it (its replay report's tiled `gvsoc` record, with `cycles` and
+        `layer_cycles`), None where it was not measured layer by layer."""
+        report = self.replays.get(label)
+        run = (json.loads((report / "report.json").read_text()).get("gvsoc") or {}).get("tiled") if report else None
+        return run if run and run.get("status") == "measured" and run.get("layer_cycles") else None
+
     def code_runs(self, label: str) -> dict[str, dict]:
         """A point's generated code run on this host per flow (its replay report's `code_runs`), {} if none."""
         report = self.replays.get(label)
@@ -236,8 +249,7 @@ def point_lines(model: Path, sweep: SweepRead) -> list[str]:
         overhead = "-" if r.overhead_pct is None else f"{r.overhead_pct:+.2f}"
         if r.overhead_pct_predicted is not None:
             overhead += f" ({r.overhead_pct_predicted:+.2f})"
-        band = draws_band(r.cycles_draws, base.cycles_draws, r.overhead_pct) if base is not None else None
-        fits = within(r.overhead_pct_predicted, r.overhead_pct, band) if r.status != BASELINE else "-"
+        fits = verdict(r, base)
         peak = cell(r.peak) if r.replayed_peak is None or r.predicted_peak is None \
             else f"{r.replayed_peak} ({r.predicted_peak})"
         runs = sweep.code_runs(r.label)
@@ -247,6 +259,37 @@ def point_lines(model: Path, sweep: SweepRead) -> list[str]:
                      f"{r.host_errors}; {_golden(runs.get('non_tiled'))}, {_golden(runs.get('tiled'))} | "
                      f"{identity(r, runs)} | {r.gvsoc_errors} | {'-' if gvsoc is None else f'{gvsoc:.0f}'} | "
                      f"{_status(r)} |")
+    return lines
+
+
+def verdict(row: PointRow, base: PointRow | None) -> str:
+    """Whether a point's prediction holds (common.within, the draws' band where it ran several draws); "-" for the
+    graph order itself."""
+    if row.status == BASELINE:
+        return "-"
+    band = draws_band(row.cycles_draws, base.cycles_draws, row.overhead_pct) if base is not None else None
+    return within(row.overhead_pct_predicted, row.overhead_pct, band)
+
+
+def miss_lines(model: Path, sweep: SweepRead) -> list[str]:
+    """For each point whose prediction misses the rule ("no" or "in band"), where its step parts from the graph
+    order's, layer by layer (common.miss_split of both replays' gvsoc layer cycles)."""
+    base = next((r for r in sweep.rows if r.status == BASELINE), None)
+    base_run = sweep.gvsoc_run(base.label) if base is not None else None
+    lines = []
+    for r in sweep.rows:
+        fits = verdict(r, base)
+        run = sweep.gvsoc_run(r.label) if fits in ("no", "in band") else None
+        if base_run is None or run is None:
+            continue
+        split = miss_split(base_run["layer_cycles"], base_run["cycles"], run["layer_cycles"], run["cycles"],
+                           replayed_order(sweep.replays[r.label]))
+        name, by = split.largest or ("-", 0)
+        lines.append(f"- {model.name} {r.label} ({fits}: {r.overhead_pct:+.2f}% measured, "
+                     f"{r.overhead_pct_predicted:+.2f}% predicted): {run['cycles'] - base_run['cycles']:+,} cycles "
+                     f"over the graph order's step = its recomputes {split.recomputes:,} ({split.clones:+,} over "
+                     f"their originals there) + the layers it runs as the graph order does {split.unchanged:+,} "
+                     f"(most: {name} {by:+,}) + outside the probed layers {split.outside:+,}")
     return lines
 
 
@@ -449,6 +492,11 @@ def main() -> int:
             for model, sweep in sweeps.items():
                 if sweep:
                     print("\n".join(point_lines(model, sweep)), flush=True)
+            misses = [line for model, sweep in sweeps.items() if sweep for line in miss_lines(model, sweep)]
+            if misses:
+                print("\nWhere a prediction misses the rule, layer by layer:")
+                print("\n".join(misses))
+                print(f"({DEVICE_SPREAD})")
             if args.fork or args.fork_dir:
                 fork_root = Path(args.fork_dir) if args.fork_dir else root / "fork"
                 print()

@@ -226,3 +226,53 @@ def test_the_draws_band_is_the_farthest_one_pair_of_draws_strays_from_the_median
     assert band == pytest.approx(100.0 * (96855478 - 96101959) / 96101959 - 100.0 * (96708423 - 96151065) / 96151065)
     assert zoo.draws_band(POINT_DRAWS, BASE_DRAWS[:1], 0.58) is None and zoo.draws_band([1], [1, 2], 0.5) is None
     assert zoo.draws_band(POINT_DRAWS, BASE_DRAWS, None) is None
+
+
+# SimpleMLP's graph order and its 0.9 point (a reorder, no recompute) as a kept sweep measured them (3 draws, the
+# train network per mini-batch; the optimizer's layers probed beside it)
+MLP_BASE = {"node_1_fc1_Gemm_Gemm": 15360, "node_2_fc2_Gemm_Gemm": 10627, "sce": 13295, "sce_grad": 10428,
+            "fc2_grad_1": 8887, "fc2_grad_0": 8292, "fc1_grad_0": 12491, "acc2": 10575, "acc1": 18045,
+            "sgd_fc1_weight": 16943, "sgd_fc2_weight": 8603}
+MLP_POINT = {"node_1_fc1_Gemm_Gemm": 15406, "node_2_fc2_Gemm_Gemm": 10677, "sce": 13280, "sce_grad": 10476,
+             "fc2_grad_1": 8809, "acc2": 10431, "fc2_grad_0": 8418, "fc1_grad_0": 12563, "acc1": 18019,
+             "sgd_fc1_weight": 16882, "sgd_fc2_weight": 8647}
+
+
+def _measured(folder: Path, label: str, cycles: int, layers: dict[str, int]) -> None:
+    """A kept point's replay as gvsoc measured it, layer by layer, and the order its train network ran."""
+    replay = folder / "points" / label / "replay"
+    (replay / "report.json").write_text(json.dumps({"code_runs": {}, "gvsoc": {"tiled": {
+        "status": "measured", "cycles": cycles, "layer_cycles": layers}}}))
+    (replay / "order.json").write_text(json.dumps({"clones": {}, "order": [n for n in layers
+                                                                           if not n.startswith("sgd_")]}))
+
+
+def test_a_miss_is_split_into_the_layers_the_point_runs_unchanged_and_the_rest_naming_the_one_that_moved_most(
+        tmp_path):
+    """SimpleMLP's 0.9 (predicted +0.00%, measured +0.16%, outside the rule): of its +191 cycles, the layers it runs
+    as the graph order does moved +79 (the accumulator it moved earlier -144 the most), the rest lies outside the
+    probed layers; the optimizer's layers, probed beside the train network, are no part of it. A point within the
+    rule gets no line."""
+    base = replace(_row("baseline", None, 116508, 116508), cycles_draws=[116607, 116381, 116508])
+    point = replace(_row("0.9", 0.9, 116699, 116508), recomputes=0, cycles_draws=[116699, 116647, 116728])
+    good = replace(_row("0.8", 0.8, 116520, 116508), recomputes=0)
+    folder = _folder(tmp_path / "mlp", [base, point, good], finished=True)
+    for label, cycles, layers in (("baseline", 116508, MLP_BASE), ("0.9", 116699, MLP_POINT),
+                                  ("0.8", 116520, MLP_BASE)):
+        _measured(folder, label, cycles, layers)
+    lines = zoo.miss_lines(Path("simplemlp_train"), zoo.SweepRead.of(folder))
+    assert lines == ["- simplemlp_train 0.9 (no: +0.16% measured, +0.00% predicted): +191 cycles over the graph "
+                     "order's step = its recomputes 0 (+0 over their originals there) + the layers it runs as the "
+                     "graph order does +79 (most: acc2 -144) + outside the probed layers +112"]
+
+
+def test_the_split_of_a_step_sums_to_its_change_over_the_graph_order_with_its_recomputes_apart():
+    """A recompute clone (`__ck1`) counts apart from the layers both run; the parts sum to the step's change."""
+    common = bench_module("common")
+    base = {"a": 100, "b": 200, "sgd": 50}
+    point = {"a": 110, "b": 190, "b__ck1": 230, "sgd": 70}
+    split = common.miss_split(base, 1000, point, 1300, ["a", "b", "b__ck1"])
+    assert (split.recomputes, split.clones, split.unchanged, split.largest, split.outside) == (230, 30, 0,
+                                                                                           ("b", -10), 70)
+    assert split.recomputes + split.unchanged + split.outside == 1300 - 1000
+    assert common.miss_split(base, 1000, point, 1300).unchanged == 20           # every probed layer: sgd too
