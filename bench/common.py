@@ -210,12 +210,13 @@ def draws_band(point_draws: Sequence[int], base_draws: Sequence[int], measured_p
 # Why a point can miss the rule though its schedule is priced right: what gvsoc was traced doing to layers the
 # schedule does not change (README, "Several draws"). Printed under the tables that say "no" or "in band".
 DEVICE_SPREAD = (
-    "a point's layers that run as at the graph order (same node, same work, not a recompute) move too: that part of "
-    "a miss is the device's own spread, no cost of the schedule. Traced on gvsoc: a large forward MatMul (or Gemm "
-    "reading its second operand untransposed) takes one of a few cycle counts by how the two cores sharing an FPU "
-    "fall into step (bench/fpu_lock.py); a small layer whose time is mostly its control code (SimpleMLP's) moves by "
-    "up to a few hundred cycles with the instruction-cache state the previous layer leaves and where the network's "
-    "code sits")
+    "the layers a point runs as the graph order does (no recompute; a recompute's readers read its clone instead) do "
+    "the same work there, yet move. Traced on gvsoc: a large forward MatMul (or Gemm reading its second operand "
+    "untransposed) takes one of a few cycle counts by how the two cores sharing an FPU fall into step "
+    "(bench/fpu_lock.py); a small layer whose time is mostly its control code (SimpleMLP's) moves by up to a few "
+    "hundred cycles with the instruction-cache state the layer before it leaves and where the network's code sits. "
+    "That part of a miss is the device's own spread, no cost of the schedule, unless the layer that moved most reads "
+    "a clone")
 
 
 @dataclass(frozen=True)
