@@ -8,7 +8,8 @@ the branch's harness and run on this host and on gvsoc (one mini-batch and one u
   the graph order and at the cheapest point whose whole step fits the chip's L2 (or "none fits");
 - every point: its budget, live peak replayed (and predicted), recomputes, train and optimizer cycles, the
   measured overhead (and the predicted one, and whether it lies within max(10% of the measured, 0.1 points), or,
-  outside it, within the draws' band where the sweep ran several draws: "in band", bench/common.py's draws_band),
+  outside it, within the draws' band where the sweep ran several draws or, with --noise N, the model's layout band
+  (bench/layout_band.py: its graph order's step with its network moved or its start state changed): "in band"),
   Errors on the host (ckpt's executor; each flow's generated code), whether it computes the graph order's numbers
   bit for bit, Errors on gvsoc, gvsoc seconds; under it, for each point whose prediction misses the rule, its step's
   change over the graph order's split into its recomputes, the layers it runs as the graph order does (and the one
@@ -25,7 +26,7 @@ release each model's line says so.
 
 Run: python bench/zoo.py [--model DIR ...] [--sweep NAME=DIR ...] [--read-only] [--fork | --fork-dir DIR]
      [--range 0.5:0.9 | --budgets 0.8,0.2] [--home L3] [--jobs N] [--costs auto|estimate|gvsoc|FILE]
-     [--gvsoc-timeout S] [--outdir DIR] [--smoke]
+     [--gvsoc-timeout S] [--outdir DIR] [--noise N] [--smoke]
 (default models: the seven of ../shared/models; --smoke: SimpleMLP, one budget.)
 """
 from __future__ import annotations
@@ -57,14 +58,17 @@ from common import (
     within,
 )
 from fork_figures import FORK_POINTS, PEAK, ForkPoint, ckpt_figure, live_budget
+from layout_band import PADS, layout_band
 
 from ckpt import deeploy_bridge
 from ckpt.budgets.ranges import parse_range
 from ckpt.budgets.sweep import SweepOptions, run_sweep
+from ckpt.coderun.sources import NoSources, find_sources
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.deeploy_identity import Flavour, deeploy_flavour, deeploy_label
 from ckpt.errors import CkptError
 from ckpt.files import check_output_dir
+from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.memory_levels import LevelMemory
 from ckpt.paths import shared_models
 from ckpt.pipeline.calibrate import COSTS_CHOICES, read_cost_file
@@ -242,14 +246,14 @@ def _status(row: PointRow) -> str:
     return f"{row.status}: {why}" if why else row.status
 
 
-def point_lines(model: Path, sweep: SweepRead) -> list[str]:
+def point_lines(model: Path, sweep: SweepRead, layout_pct: float | None = None) -> list[str]:
     lines = []
     base = next((r for r in sweep.rows if r.status == BASELINE), None)
     for r in sweep.rows:
         overhead = "-" if r.overhead_pct is None else f"{r.overhead_pct:+.2f}"
         if r.overhead_pct_predicted is not None:
             overhead += f" ({r.overhead_pct_predicted:+.2f})"
-        fits = verdict(r, base)
+        fits = verdict(r, base, layout_pct)
         peak = cell(r.peak) if r.replayed_peak is None or r.predicted_peak is None \
             else f"{r.replayed_peak} ({r.predicted_peak})"
         runs = sweep.code_runs(r.label)
@@ -262,23 +266,24 @@ def point_lines(model: Path, sweep: SweepRead) -> list[str]:
     return lines
 
 
-def verdict(row: PointRow, base: PointRow | None) -> str:
-    """Whether a point's prediction holds (common.within, the draws' band where it ran several draws); "-" for the
-    graph order itself."""
+def verdict(row: PointRow, base: PointRow | None, layout_pct: float | None = None) -> str:
+    """Whether a point's prediction holds (common.within; the band, the wider of the draws' where it ran several
+    draws and the model's layout band `layout_pct` where measured); "-" for the graph order itself."""
     if row.status == BASELINE:
         return "-"
-    band = draws_band(row.cycles_draws, base.cycles_draws, row.overhead_pct) if base is not None else None
+    drawn = draws_band(row.cycles_draws, base.cycles_draws, row.overhead_pct) if base is not None else None
+    band = max((b for b in (drawn, layout_pct) if b is not None), default=None)
     return within(row.overhead_pct_predicted, row.overhead_pct, band)
 
 
-def miss_lines(model: Path, sweep: SweepRead) -> list[str]:
+def miss_lines(model: Path, sweep: SweepRead, layout_pct: float | None = None) -> list[str]:
     """For each point whose prediction misses the rule ("no" or "in band"), where its step parts from the graph
     order's, layer by layer (common.miss_split of both replays' gvsoc layer cycles)."""
     base = next((r for r in sweep.rows if r.status == BASELINE), None)
     base_run = sweep.gvsoc_run(base.label) if base is not None else None
     lines = []
     for r in sweep.rows:
-        fits = verdict(r, base)
+        fits = verdict(r, base, layout_pct)
         run = sweep.gvsoc_run(r.label) if fits in ("no", "in band") else None
         if base_run is None or run is None:
             continue
@@ -423,6 +428,10 @@ def main() -> int:
     parser.add_argument("--gvsoc-timeout", type=seconds, help="seconds a step may run on gvsoc without printing "
                         "(default: ckpt's, scaled from the step's predicted cycles)")
     parser.add_argument("--outdir")
+    parser.add_argument("--noise", type=int, choices=range(0, len(PADS) + 1), default=0, metavar="N",
+                        help="each model's layout band (bench/layout_band.py): its graph order's step built N times "
+                        "with its network moved and N times with no-ops at its init; a prediction outside the rule "
+                        "but inside it is \"in band\" (default 0: none)")
     parser.add_argument("--smoke", action="store_true", help="SimpleMLP, one budget")
     args = parser.parse_args()
     if args.fork and args.read_only:
@@ -436,6 +445,10 @@ def main() -> int:
                      "give one")
     if args.fork_dir and not Path(args.fork_dir).is_dir():
         parser.error(f"--fork-dir {args.fork_dir}: no such folder")
+    kit, sources = find_kit(), find_sources()
+    if args.noise and (isinstance(kit, NoKit) or isinstance(sources, NoSources)):
+        missing = kit if isinstance(kit, NoKit) else sources
+        parser.error(f"--noise runs the graph order's step on gvsoc: {missing.reason}")
     given: dict[str, list[str]] = {}
     for name, folder in args.sweep:
         given.setdefault(name, []).append(folder)
@@ -487,12 +500,19 @@ def main() -> int:
                 print(model_line(model, sweep) if sweep else f"| {model.name} | - | not swept here |" + " - |" * 7,
                       flush=True)
             print()
+            bands = {model: layout_band(str(model), "siracusa", args.home, args.noise, kit, sources)
+                     for model, sweep in sweeps.items() if sweep and args.noise}
+            widths = {model: band.width_pct for model, band in bands.items()}
             print(POINTS_HEAD)
             print("|" + "---|" * POINTS_HEAD.count(" | ") + "---|")
             for model, sweep in sweeps.items():
                 if sweep:
-                    print("\n".join(point_lines(model, sweep)), flush=True)
-            misses = [line for model, sweep in sweeps.items() if sweep for line in miss_lines(model, sweep)]
+                    print("\n".join(point_lines(model, sweep, widths.get(model))), flush=True)
+            for model, band in bands.items():
+                print(f"\nlayout band of {model.name}: +-{band.width_pct:.3f}% of its graph order's step, over "
+                      f"{', '.join(f'{label} {cycles}' for label, cycles in band.cycles.items())}")
+            misses = [line for model, sweep in sweeps.items() if sweep
+                      for line in miss_lines(model, sweep, widths.get(model))]
             if misses:
                 print("\nWhere a prediction misses the rule, layer by layer:")
                 print("\n".join(misses))
