@@ -1,6 +1,7 @@
-"""bench/gvsoc.py's layout band perturbs the graph order's step two ways: its network moved by a few bytes, and a few
-no-ops run once at its init (history_moved), before the harness starts its timer. The second must change nothing a
-layer runs or where it sits, only the state the step starts from."""
+"""The layout band (bench/layout_band.py, taken by bench/gvsoc.py and bench/zoo.py) perturbs the graph order's
+step two ways: its network moved by a few bytes, and a few no-ops run once at its init (history_moved), before the
+harness starts its timer. The second must change nothing a layer runs or where it sits, only the state the step
+starts from."""
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ from ckpt.gvsoc.kit import NoKit, find_kit
 from ckpt.gvsoc.sdk import sdk_library
 from ckpt.gvsoc.step import build_step
 
-gvsoc_bench = bench_module("gvsoc")
+band_bench = bench_module("layout_band")
 
 RELEASE_INIT = ("void InitNetwork(__attribute__((unused)) uint32_t core_id, __attribute__((unused)) uint32_t "
                 "numThreads) {")
@@ -32,7 +33,7 @@ BRANCH_INIT = "void InitTrainingNetwork() {"
 @pytest.mark.parametrize("init", [RELEASE_INIT, BRANCH_INIT])
 def test_the_no_ops_run_first_in_the_init_and_nothing_else_changes(init):
     source = f"int a;\nvoid RunNetwork() {{\n  a = 1;\n}}\n{init}\n  a = 2;\n}}\n"
-    moved = gvsoc_bench.history_moved(source, 3)
+    moved = band_bench.history_moved(source, 3)
     head, tail = moved.split(init + "\n")
     assert head == source.split(init)[0]                           # what comes before the init is untouched
     assert tail.startswith('__asm__ volatile(".option push\\n.option norvc\\n.rept 3\\n nop\\n')
@@ -41,7 +42,7 @@ def test_the_no_ops_run_first_in_the_init_and_nothing_else_changes(init):
 
 def test_a_network_without_an_init_is_refused():
     with pytest.raises(ValueError, match="no Init"):
-        gvsoc_bench.history_moved("void RunNetwork() {\n}\n", 1)
+        band_bench.history_moved("void RunNetwork() {\n}\n", 1)
 
 
 def _nm(kit, path: Path) -> dict[str, tuple[int, str]]:
@@ -66,7 +67,7 @@ def test_no_ops_at_init_move_no_function_and_no_heap(tmp_path, lowering_cache):
     code = tmp_path / "code"
     deeploy_bridge.deploy(lowered.model, [n.name for n in lowered.model.graph.node], "siracusa", tiled=True,
                           setup=setup_for("siracusa"), code_dir=code)
-    moved = gvsoc_bench._history_code(code, "Network.c", 5, tmp_path / "moved")
+    moved = band_bench._history_code(code, "Network.c", 5, tmp_path / "moved")
     sdk = sdk_library(kit, sources)
     symbols = []
     for folder in (code, moved):
