@@ -33,7 +33,7 @@ def small_mlp(tmp_path_factory):
 
 def test_solve_writes_a_schedule_deeploy_can_read(mlp_dir, tmp_path):
     out = tmp_path / "seq.json"
-    run = ckpt("solve", str(mlp_dir), "--budget", "0.8", "-o", str(out))
+    run = ckpt_here("solve", str(mlp_dir), "--budget", "0.8", "-o", str(out))
     assert run.returncode == 0, run.stderr
     doc = read_schedule(out)
     assert all(isinstance(name, str) and flag in (0, 1) for name, flag in doc.seq)

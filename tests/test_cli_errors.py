@@ -49,8 +49,7 @@ def mlp(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def schedule(mlp, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("seq") / "seq.json"
-    assert subprocess.run([sys.executable, "-m", "ckpt", "solve", str(mlp), "--budget", "0.6", "--method", "greedy",
-                           "-o", str(path)], capture_output=True).returncode == 0
+    assert ckpt_here("solve", str(mlp), "--budget", "0.6", "--method", "greedy", "-o", str(path)).returncode == 0
     return path
 
 
