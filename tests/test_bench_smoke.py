@@ -129,8 +129,9 @@ def test_the_on_chip_bench_runs_each_deployment_of_simplemlp_or_says_what_it_nee
     if branch and isinstance(kit := find_kit(), NoKit):
         pytest.skip(kit.reason)
     check(Smoke("on_chip", ("-o", "oc"), rows=4 if branch else 1,
-                shows=("| simplemlp_train | all-L3 |", "| simplemlp_train | split | graph order (fits) |",
-                       "| simplemlp_train | all-L2 |") if branch else ("needs Deeploy's training branch",)), tmp_path)
+                shows=("| simplemlp_train | all-L3 |", "| simplemlp_train | split | graph order |",
+                       "| simplemlp_train | split+ | graph order (fits) |", "| simplemlp_train | all-L2 |") if branch
+                else ("needs Deeploy's training branch",)), tmp_path)
     if branch:
         assert (tmp_path / "oc" / "on_chip.csv").read_text().startswith(
             "model,deployment,budget,l2_total,l3_total,train_cycles,optimizer_cycles,errors,host_errors\n")
