@@ -10,7 +10,8 @@ gvsoc:
   whose whole step fits L2 (the graph order itself where it fits);
 - `split+`: the split row's schedule replayed with `--home split --persist-on-chip auto`: the persistent tensors
   (weights, accumulators, constants) whose off-chip transfers cost the most cycles per byte brought on chip as
-  well, within what L2 has left beside the activations and the step's code (all of them where all fit);
+  well, within what L2 has left beside the activations and the step's code (all of them where all fit); where none
+  more fits, its step is the split row's: that row's figures, said in its errors cell, not built and run again;
 - `all-L2`: every buffer in L2 (`--home L2`), at the graph order, where it fits.
 Columns: l2_total, what the step needs of L2 (its code and data and what it allocates there, both networks);
 l3_total, what both networks keep in L3 (constants and arenas); train_cycles per mini-batch and optimizer_cycles per
@@ -47,7 +48,7 @@ from ckpt.files import atomic_write
 from ckpt.paths import shared_models
 from ckpt.pipeline.calibrate import measured_code_bytes, measured_tiler_tables
 from ckpt.pipeline.row import BASELINE, REFERENCE, PointCheck, PointRow, empty_row, replayed_row
-from ckpt.replay.run import ReplayOptions, replay_schedule
+from ckpt.replay.run import ReplayOptions, brought_on_chip, replay_schedule
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.options import Clock
 from ckpt.solver.model.records import SolveOptions
@@ -147,15 +148,24 @@ def gvsoc_seconds(sweep_folder: Path, row: PointRow) -> float | None:
     return _gvsoc_seconds(sweep_folder / Path(row.schedule).parent / "replay" / "report.json")
 
 
+# split+ where it brings nothing on chip: its step is the split row's, measured there, not built and run again
+NOTHING_MORE = "the split row's step and figures: 0 persistent tensors brought on chip, none more fits L2"
+
+
 def _split_plus(model: Path, out: Path, sweep_folder: Path, fitting: PointRow, label: str) -> Row:
-    """The split row's schedule replayed with what persists brought on chip where L2 has room (split+)."""
+    """The split row's schedule replayed with what persists brought on chip where L2 has room (split+); where
+    nothing more fits, the split row itself (NOTHING_MORE), said in its errors cell."""
     setup = setup_for(TARGET, SPLIT_HOME)
     code = measured_code_bytes(model, TARGET, setup, progress, safe_side=True)
     tables = measured_tiler_tables(model, TARGET, setup, progress)
     options = ReplayOptions(target=TARGET, overwrite=True, deeploy=setup_for(TARGET, SPLIT_HOME, persist_on_chip=True),
                             on_chip_code=code, on_chip_tables=tables, record_time=True)
+    schedule = sweep_folder / fitting.schedule
     try:
-        result = replay_schedule(sweep_folder / fitting.schedule, model, out / "split+", options, progress)
+        if not brought_on_chip(schedule, model, options, progress):
+            found = _row(model.name, "split+", label, fitting)
+            return replace(found, errors=f"{found.errors} ({NOTHING_MORE})")
+        result = replay_schedule(schedule, model, out / "split+", options, progress)
     except CkptError as err:
         return Row(model.name, "split+", label, None, None, None, None, f"refused: {err.problem}", "-")
     found = replayed_row(replace(empty_row(label, fitting.budget_fraction, None, BASELINE, ""),

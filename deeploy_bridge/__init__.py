@@ -17,7 +17,7 @@ import importlib
 
 _WHERE = {
     "BridgeError": "errors", "lower": "lowering", "deeploy_memory": "memory", "deploy": "memory",
-    "generate_code": "memory", "remove_stale_scratch": "deeploy_run", "run_count": "deeploy_run",
+    "generate_code": "memory", "remove_stale_scratch": "scratch", "run_count": "deeploy_run",
     "LoweredGraph": "records", "MemoryFigures": "records", "StageTimings": "records", "make_scheduler": "scheduler",
     "is_lowered": "sources", "deeploy_version": "versions", "deeploy_label": "versions",
     "deeploy_flavour": "versions", "home_blocks": "arena", "lay_out_home": "arena", "deeploy_tensor_name": "arena",

@@ -9,13 +9,11 @@ import contextlib
 import logging
 import os
 import re
-import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import onnxruntime
 from Deeploy import AbstractDataTypes
@@ -43,6 +41,7 @@ from .errors import BridgeError
 from .home_split import persistent_pass
 from .input_types import pointer_types
 from .records import StageTimings
+from .scratch import SCRATCH_PREFIX
 from .setup import DEFAULT_SETUP, Allocator, DeeploySetup
 from .split_codegen import tile_start_offsets
 from .split_step import SINGLE, Role
@@ -52,30 +51,6 @@ from .unmapped import FOLDED_OPS, RefuseUnmapped, unmapped_nodes
 from .versions import deeploy_label
 
 _RUNS = 0
-SCRATCH_PREFIX = "ckpt_deeploy_"   # + the process id: scratch of a process that died is recognised and removed
-
-
-def remove_stale_scratch() -> list[Path]:
-    """Remove Deeploy scratch folders of ckpt processes that are gone (killed by Ctrl-C or a crash)."""
-    removed = []
-    for path in sorted(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")):
-        pid = path.name[len(SCRATCH_PREFIX):].split("_", 1)[0]
-        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run_count() -> int:
     """How many times this process has started a Deeploy front end."""
     return _RUNS

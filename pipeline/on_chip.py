@@ -72,10 +72,12 @@ def refuse_floor_before_code(loaded: LoadedModel) -> None:
 def refuse_over(home: OnChipHome, arena: int, budget: str) -> None:
     """Refuse (exit 2) a schedule for a live budget whose home level it cannot fit beside the constants."""
     if home.over(arena):
+        fit = "give a lower --budget (ckpt sweep --home split names the largest that fits)" if home.home == SPLIT_HOME \
+            else f"solve for what fits there with --budget-total {home.level}={home.capacity}"
+        what = "its activations" if home.home == SPLIT_HOME else "its tensors"
         raise InfeasibleBudget(f"at --budget {budget} the step does not fit {home.level}: "
                                + home.parts(arena, "the schedule's arena"),
-                               f"solve for what fits there with --budget-total {home.level}={home.capacity}, or keep "
-                               f"its tensors off chip (drop --home {home.level})", proven=True)
+                               f"{fit}, or keep {what} off chip (drop --home {home.home or home.level})", proven=True)
 
 
 def unmeasured_note(level: str, capacity: int, total: int) -> str:

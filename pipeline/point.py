@@ -10,7 +10,8 @@ into the point's folder before it returns, through a temp file and a rename:
   points/<label>/point.json    the finished point: its row and stage times, keyed; written last
 
 A task that fails (a refusal, a failure or a bug) returns a row saying so and stores nothing, so a rerun tries
-again: only a point that finished is ever skipped.
+again: only a point that finished is ever skipped. A split home's order whose activations alone overflow the chip
+(replay.run.ActivationsBeyondChip) finished: its row says it does not fit, and it is stored.
 """
 from __future__ import annotations
 
@@ -387,8 +388,8 @@ def replay_point(task: ReplayTask) -> PointRecord:
         stage["replay"] = total - stage["verify"] - stage["code"] - stage["gvsoc"]
         row = replayed_row(row, result.report, gvsoc_asked=task.replay.gvsoc is not None)
     except CkptError as err:                          # refused or failed: said in the row, tried again on a rerun
-        if task.spec.fraction is None and isinstance(err, ActivationsBeyondChip):   # the graph order: why one sweeps
-            row = replace(row, check=PointCheck.DOES_NOT_FIT.value, reason=err.short)
+        if isinstance(err, ActivationsBeyondChip):   # refused before Deeploy runs: the order's activations overflow
+            row = replace(row, check=PointCheck.DOES_NOT_FIT.value, reason=err.short)   # the chip, no failure
         else:
             row = replace(row, check=PointCheck.REPLAY_FAILED.value, reason=f"replay refused or failed: {err}")
             stored = False

@@ -39,8 +39,9 @@ class PointCheck(StrEnum):
     MISWIRED = "MISWIRED"              # it does not
     OVER_BUDGET = "OVER BUDGET"        # the replayed figure is over the schedule's budget
     REPLAY_FAILED = "replay failed"    # refused or failed (reason)
-    DOES_NOT_FIT = "does not fit"      # the baseline: the graph order's activations alone overflow the split home's
-                                       # on-chip level (reason), why a user sweeps it; the points are the answer
+    DOES_NOT_FIT = "does not fit"      # the replayed order's activations alone overflow the split home's on-chip
+                                       # level (reason), refused before Deeploy runs: at the baseline (the graph
+                                       # order), why a user sweeps it; at a point, a budget above what fits there
     NOT_VERIFIED = NOT_VERIFIED        # not checked (reason)
     NONE = "-"                         # no schedule to check
 

@@ -7,6 +7,9 @@ import math
 from ckpt.schedule_file import Schedule
 from ckpt.solver.model.records import SolveResult
 
+# what a predicted +% of cycles is over (SolveResult.base_cost): the op costs summed, not a step measured as a whole
+OVER_OP_COSTS = "over the sum of the graph order's op costs"
+
 
 def not_proven_warning(result: SolveResult) -> str:
     """Why a schedule is not called optimal, what is proven, and what may change that."""
@@ -61,16 +64,17 @@ def written_line(schedule: Schedule, result: SolveResult, output: str) -> str:
 
 
 def _cycles(predicted, result: SolveResult) -> str:
-    """The cycles the schedule adds over the graph order's step: its recomputes' and, where it parks activations off
-    chip (--park auto), their transfers too (as predicted.step_cycles counts them), with what is parked."""
+    """The cycles the schedule adds over the sum of the graph order's op costs (OVER_OP_COSTS): its recomputes' and,
+    where it parks activations off chip (--park auto), their transfers too (as predicted.step_cycles counts them),
+    with what is parked."""
     parked = predicted.parked_tensors
     if not parked and not result.park_cost:
-        return f"+{result.cost_increase_pct:.2f}% cycles"
+        return f"+{result.cost_increase_pct:.2f}% cycles {OVER_OP_COSTS}"
     park_pct = 100.0 * result.park_cost / result.base_cost if result.base_cost else 0.0
     what = f"{len(parked)} activation{'' if len(parked) == 1 else 's'}"
     return (f"{what} parked off chip ({(predicted.parked or {}).get('bytes', 0)} B), "
-            f"+{result.cost_increase_pct + park_pct:.2f}% cycles (recomputes +{result.cost_increase_pct:.2f}%, "
-            f"parking +{park_pct:.2f}%)")
+            f"+{result.cost_increase_pct + park_pct:.2f}% cycles {OVER_OP_COSTS} "
+            f"(recomputes +{result.cost_increase_pct:.2f}%, parking +{park_pct:.2f}%)")
 
 
 def _of_baseline(peak: int, base: int) -> str:

@@ -310,6 +310,17 @@ def _bring_on_chip(lowered: LoweredGraph, doc: Schedule, options: ReplayOptions,
     return replace(options, deeploy=replace(setup, on_chip_persistent=tuple(sorted(chosen))))
 
 
+def brought_on_chip(schedule: str | Path, model, options: ReplayOptions, progress=lambda msg: None
+                    ) -> tuple[str, ...]:
+    """split+ (`options.deeploy.persist_on_chip`, home split): what a replay of `schedule` with `options` brings on
+    chip (Deeploy's names), chosen as it chooses before Deeploy runs. Nothing: its step is the split home's own,
+    which a caller that measured that one need not build and run again."""
+    target = schedule_target(doc := read_schedule(Path(schedule)), options.target)
+    lowered = deeploy_bridge.lower(model, target)
+    split = _split_step(model, read_model(model), lowered, options)
+    return _bring_on_chip(lowered, doc, options, split, progress).deeploy.on_chip_persistent
+
+
 def _split_step(model, original: onnx.ModelProto, lowered: LoweredGraph | None, options: ReplayOptions
                 ) -> SplitStep | None:
     """The training branch's split step the replay deploys as two networks (replay.split_run), or None."""

@@ -129,8 +129,9 @@ def test_the_on_chip_bench_runs_each_deployment_of_simplemlp_or_says_what_it_nee
     if branch and isinstance(kit := find_kit(), NoKit):
         pytest.skip(kit.reason)
     check(Smoke("on_chip", ("-o", "oc"), rows=4 if branch else 1,
-                shows=("| simplemlp_train | all-L3 |", "| simplemlp_train | split | graph order (fits) |",
-                       "| simplemlp_train | all-L2 |") if branch else ("needs Deeploy's training branch",)), tmp_path)
+                shows=("| simplemlp_train | all-L3 |", "| simplemlp_train | split | graph order |",
+                       "| simplemlp_train | split+ | graph order (fits) |", "| simplemlp_train | all-L2 |") if branch
+                else ("needs Deeploy's training branch",)), tmp_path)
     if branch:
         assert (tmp_path / "oc" / "on_chip.csv").read_text().startswith(
             "model,deployment,budget,l2_total,l3_total,train_cycles,optimizer_cycles,errors,host_errors\n")
@@ -223,3 +224,43 @@ def test_the_on_chip_bench_runs_a_models_own_budget_in_its_first_sweep_with_the_
     calls.clear()
     on_chip.measure(Path("m"), Path("out"), (0.6, 0.5), 60.0)
     assert calls == [("split", (), "auto")]         # the range's sweep only where the graph order does not fit
+
+
+@pytest.mark.deeploy
+def test_the_on_chip_benchs_split_plus_where_nothing_more_fits_is_the_split_rows_step_not_run_again(
+        tmp_path, monkeypatch, lowering_cache):
+    """MobileNetV1 0.21: split+ brought 0 tensors on chip, yet the bench built and ran the split row's step again
+    (minutes of Deeploy). SimpleMLP with its code taken to fill L2: split+ chooses nothing, so its row is the split
+    row's figures, said so, and nothing is replayed; with the code left out it brings tensors and replays."""
+    import shutil
+    from dataclasses import replace
+
+    from bench_support import bench_module
+
+    from ckpt.pipeline.row import empty_row
+
+    if deeploy_flavour() is not Flavour.TRAINING_BRANCH:
+        pytest.skip("the split step is the training branch's")
+    on_chip, replayed = bench_module("on_chip"), []
+    (tmp_path / "points" / "0.9").mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "simplemlp_split_plus_0.9.json", tmp_path / "points/0.9/seq.json")
+    split = replace(empty_row("0.9", 0.9, 2160, "optimal", ""), schedule="points/0.9/seq.json", cycles=53_554,
+                    optimizer_cycles=5_000, errors="0/1", host_errors="0/6507", on_chip=30_000,
+                    on_chip_capacity=2_031_616, home="L2")
+
+    def replay(*args, **kwargs):
+        replayed.append(args[0])
+        raise on_chip.CkptError("replayed", "-")
+
+    monkeypatch.setattr(on_chip, "replay_schedule", replay)
+    monkeypatch.setattr(on_chip, "measured_tiler_tables", lambda *args, **kwargs: None)
+    model = shared_models() / "simplemlp_train"
+    for code, label in ((2_031_616, "full"), (None, "room")):
+        monkeypatch.setattr(on_chip, "measured_code_bytes", lambda *args, _code=code, **kwargs: _code)
+        found = on_chip._split_plus(model, tmp_path / label, tmp_path, split, "0.9")
+        if label == "full":
+            assert not replayed and found.deployment == "split+" and found.gvsoc_seconds is None
+            assert (found.l2_total, found.train_cycles, found.optimizer_cycles, found.host_errors) == \
+                (30_000, 53_554, 5_000, "0/6507")
+            assert found.errors == f"0/1 ({on_chip.NOTHING_MORE})" and "0 persistent tensors" in found.errors
+    assert replayed == [tmp_path / "points/0.9/seq.json"] and found.errors == "refused: replayed"

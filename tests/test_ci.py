@@ -4,12 +4,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import replace
 
 import pytest
+from cli_support import ckpt_here
 from conftest import SHARED_MODELS
 from replay_support import needs_models
 
@@ -78,8 +77,7 @@ def test_committed_baseline_belongs_to_the_committed_schedule():
 
 
 def test_ci_check_without_shared_models_says_so_and_passes(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "ckpt", "ci", "check", "--models", str(tmp_path)],
-                         capture_output=True, text=True)
+    run = ckpt_here("ci", "check", "--models", str(tmp_path))
     assert run.returncode == 0, run.stderr
     assert f"ci: skipped: no shared models at {tmp_path / 'cct2_ft2'}" in run.stdout
 

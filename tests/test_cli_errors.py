@@ -49,8 +49,7 @@ def mlp(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def schedule(mlp, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("seq") / "seq.json"
-    assert subprocess.run([sys.executable, "-m", "ckpt", "solve", str(mlp), "--budget", "0.6", "--method", "greedy",
-                           "-o", str(path)], capture_output=True).returncode == 0
+    assert ckpt_here("solve", str(mlp), "--budget", "0.6", "--method", "greedy", "-o", str(path)).returncode == 0
     return path
 
 
@@ -253,11 +252,10 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_holder(mlp, t
         holder.wait()
 
 
-@pytest.mark.deeploy
 def test_deeploy_scratch_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
     """What an interrupted run left in the temp folder goes at the next run; a running process's scratch stays,
     and so does anything not named as ckpt's."""
-    from ckpt.deeploy_bridge.deeploy_run import SCRATCH_PREFIX, remove_stale_scratch  # Deeploy: this test only
+    from ckpt.deeploy_bridge.scratch import SCRATCH_PREFIX, remove_stale_scratch
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = tmp_path / f"{SCRATCH_PREFIX}{int(gone.stdout)}_abc"
@@ -268,3 +266,13 @@ def test_deeploy_scratch_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_p
         (folder / "code" / "main.c").write_text("int main;\n")
     assert remove_stale_scratch() == [dead]
     assert not dead.exists() and live.is_dir() and (other / "code" / "main.c").is_file()
+
+
+def test_a_sweep_cleans_deeploys_scratch_without_importing_deeploy():
+    """Every sweep removes stale scratch first (budgets.sweep), and that imported all of Deeploy (a second, more
+    under load), which a sweep that never runs it (--target none) need not pay."""
+    found = subprocess.run([sys.executable, "-c", "import sys; from ckpt import deeploy_bridge; "
+                            "deeploy_bridge.remove_stale_scratch(); "
+                            "print(sorted({m.split('.')[0] for m in sys.modules} & {'Deeploy', 'onnxruntime'}))"],
+                           capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip() == "[]", found.stdout + found.stderr

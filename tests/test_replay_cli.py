@@ -27,7 +27,7 @@ def mlp(tmp_path_factory):
 
 def test_replay_writes_graph_order_and_report_with_the_predicted_peak(mlp, tmp_path):
     folder, seq = mlp
-    run = ckpt("replay", str(seq), "--model", str(folder), "--target", "none", "-o", str(tmp_path / "out"))
+    run = ckpt_here("replay", str(seq), "--model", str(folder), "--target", "none", "-o", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     report = ReplayReport.read(tmp_path / "out" / "report.json")
     doc = read_schedule(seq)

@@ -6,6 +6,7 @@ import pytest
 from graphs import make_graph, random_graphs, shaped_graphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import property_examples
 
 from ckpt.solver.graph.baselines import _Levels, baselines, min_memory_order, reorder
 from ckpt.solver.graph.graph import TrainGraph
@@ -58,7 +59,7 @@ def test_an_op_reading_no_activation_is_not_held_through_anothers_allocation():
     assert result.recompute_cost == 0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(random_graphs(max_ops=12), shaped_graphs()))
 def test_the_min_memory_order_stages_an_op_reading_no_activation_right_before_its_reader(graph):
     """Only other such ops (for the same reader, say) run between them, unless moving it would raise the order's
@@ -71,7 +72,7 @@ def test_the_min_memory_order_stages_an_op_reading_no_activation_right_before_it
         assert set(range(here + 1, first)) <= sources or levels.moved(here, first)[0] > levels.peak
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=st.one_of(random_graphs(max_ops=9), shaped_graphs(max_ops=8)), squeeze=st.floats(0.0, 1.0),
        graph_order=st.booleans(), data=st.data())
 def test_moving_an_op_reading_no_activation_to_its_reader_never_costs_a_schedule(graph, squeeze, graph_order,

@@ -116,17 +116,22 @@ def test_a_parked_sweep_point_says_what_it_parks_and_its_replay_holds_the_budget
 @pytest.mark.slow  # the off-chip graph order deployed by Deeploy (about half a minute)
 def test_a_split_sweep_whose_graph_order_cannot_fit_l2_says_so_of_its_baseline_and_exits_0(lowering_cache, tmp_path):
     """MobileNetV1's case on a wide MLP: its split graph order's activations overflow L2 (why one sweeps it), so the
-    baseline says it does not fit, with the bytes, and is no failure; its one point, below what any schedule fits,
-    is infeasible (no failure either), and the off-chip graph order is deployed for reference."""
+    baseline says it does not fit, with the bytes, and is no failure; so does its point 0.5, whose schedule's
+    activations still overflow L2 (said before Deeploy runs for it: no code folder); its point 0.3, below what any
+    schedule fits, is infeasible (no failure either), and the off-chip graph order is deployed for reference."""
     model, outdir = tmp_path / "mlp", tmp_path / "sweep"
     write_example("mlp", model, layers=6, width=256, batch=512, golden=False)
-    run = subprocess.run([sys.executable, "-m", "ckpt", "sweep", "0.3:0.3", "--points", "1", "--model", str(model),
+    run = subprocess.run([sys.executable, "-m", "ckpt", "sweep", "0.3:0.5", "--points", "2", "--model", str(model),
                           "--home", "split", "--costs", "estimate", "--no-simulate", "--no-verify", "--jobs", "1",
                           "-o", str(outdir), "--time-limit", "20"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "baseline: does not fit L2: its activations alone need 5,842,984 B, 3,811,368 B more than the " \
            "2,031,616 B L2 gives" in run.stdout and "FAILED" not in run.stdout
+    assert "0.5: does not fit L2: its activations alone need 2,949,120 B, 917,504 B more than the 2,031,616 B L2 " \
+           "gives" in run.stdout
     doc = json.loads((outdir / "sweep.json").read_text())
-    base, point, reference = doc["points"]
+    base, loose, point, reference = doc["points"]
     assert base["check"] == "does not fit" and point["status"] == "infeasible"
+    assert loose["check"] == "does not fit" and loose["status"] != "error"
+    assert not (outdir / "points" / "0.5" / "replay" / "code").exists()
     assert reference["label"] == "off-chip graph order" and doc["overheads_over"] == "off-chip graph order"

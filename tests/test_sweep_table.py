@@ -7,6 +7,8 @@ import io
 import re
 from dataclasses import replace
 
+import pytest
+
 from ckpt.budgets.plot import pareto_plot
 from ckpt.budgets.table import csv_text, main_columns, markdown_table, terminal_table
 from ckpt.memory_levels import LevelMemory
@@ -185,10 +187,11 @@ def test_where_the_baseline_runs_the_overheads_stay_over_it_and_the_reference_ro
     assert text.splitlines()[0] == "| " + " | ".join(MAIN_TITLES) + " |" and "off chip (pred)" not in text
 
 
-def test_a_split_baseline_refused_for_its_activations_is_a_baseline_that_does_not_fit_not_a_failure(
+def test_a_split_order_refused_for_its_activations_does_not_fit_at_the_baseline_and_a_point_not_a_failure(
         tmp_path, monkeypatch):
     """replay_point: the refusal a split replay gives before Deeploy runs (replay.run.ActivationsBeyondChip) makes
-    the baseline row `does not fit` with the bytes, and is kept; the same refusal at a budget point is a failure."""
+    the baseline row `does not fit` with the bytes, and is kept; so does the same refusal at a budget point (a
+    budget above what fits L2: no failure, the sweep exits 0)."""
     import json
     from pathlib import Path
 
@@ -212,8 +215,8 @@ def test_a_split_baseline_refused_for_its_activations_is_a_baseline_that_does_no
     assert base.row.check == PointCheck.DOES_NOT_FIT and base.stored
     assert base.row.reason == ("does not fit L2: its activations alone need 4,443,336 B, 2,411,720 B more than the "
                                "2,031,616 B L2 gives")
-    assert point.row.check == PointCheck.REPLAY_FAILED and not point.stored
-    assert "replay refused or failed: with --home split" in point.row.reason
+    assert point.row.check == PointCheck.DOES_NOT_FIT and point.stored and point.row.reason == base.row.reason
+    assert point.row.status != "error" and not PointCheck(point.row.check).failed
 
 
 def test_a_combined_table_names_the_overheads_off_chip_only_where_every_models_baseline_does_not_fit():
@@ -223,3 +226,21 @@ def test_a_combined_table_names_the_overheads_off_chip_only_where_every_models_b
     ran = [replace(r, label=f"b/{r.label}") for r in _rows()]
     assert over_off_chip(split) and not over_off_chip(split + ran)
     assert markdown_table(split + ran, "siracusa").splitlines()[0] == "| " + " | ".join(MAIN_TITLES) + " |"
+
+
+def test_a_split_budget_whose_arena_overflows_l2_is_refused_with_a_way_out_for_the_split_home():
+    """ckpt solve --home split at a budget above what fits L2 (a wide MLP at 0.5): the refusal names the split home
+    and a lower budget, not --home L2 (the user gave --home split); --home L2 keeps its way out."""
+    from ckpt.errors import InfeasibleBudget
+    from ckpt.pipeline.on_chip import OnChipHome, refuse_over
+
+    split = OnChipHome("L2", 2_031_616, 0, None, "split")
+    with pytest.raises(InfeasibleBudget) as found:
+        refuse_over(split, 2_949_120, "0.5")
+    assert found.value.problem == ("at --budget 0.5 the step does not fit L2: the schedule's arena (2,949,120 B) = "
+                                   "2,949,120 B, 917,504 B more than the 2,031,616 B L2 gives")
+    assert found.value.way_out == ("give a lower --budget (ckpt sweep --home split names the largest that fits), or "
+                                   "keep its activations off chip (drop --home split)")
+    with pytest.raises(InfeasibleBudget) as found:
+        refuse_over(OnChipHome("L2", 2_031_616, 1_000_000, None, "L2"), 1_100_000, "0.5")
+    assert found.value.way_out.endswith("--budget-total L2=2031616, or keep its tensors off chip (drop --home L2)")
