@@ -23,7 +23,7 @@ from ckpt.coderun.sources import KernelSources, NoSources, find_sources
 from ckpt.deeploy_bridge.setup import SIMULATED_TARGETS, DeeploySetup, setup_for
 from ckpt.deeploy_bridge.tile_counts import LayerCode, code_layers, code_tiles_into
 from ckpt.errors import CkptError
-from ckpt.files import read_json_input
+from ckpt.files import atomic_write, read_json_input
 from ckpt.gvsoc.kernels import device_fingerprint
 from ckpt.gvsoc.kit import GvsocKit, NoKit, find_kit
 from ckpt.gvsoc.run import NotSimulated, simulate_step, simulation_timeout
@@ -216,7 +216,7 @@ def calibrate(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path 
         tiles = code_tiles_into(code, chip.on_chip)
         layers = code_layers(code, chip.on_chip, chip.off_chip)
     if isinstance(run, NotSimulated):
-        raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
+        raise not_calibrated(run.reason, run.failed, _kept_log(cached, run.log))
     if run.layers is None:
         raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
     code_bytes = run.on_chip.static - run.on_chip.test_data - figures.static.get(chip.on_chip, 0)
@@ -253,8 +253,11 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
                              timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
         layers = code_layers(code, chip.on_chip, chip.off_chip)
+        log = Path(scratch) / "gvsoc.log"
+        kept = _kept_log(cache_root() / "calibration" / f"{key[:32]}.entry",
+                         log.read_text(errors="replace") if run.log is not None and log.is_file() else None)
     if run.status is not SimStatus.MEASURED:
-        raise CkptError(f"cannot calibrate: {run.reason}", "solve with --costs estimate")
+        raise not_calibrated(run.reason or "no figures", run.status is SimStatus.FAILED, kept)
     if not run.layer_cycles:
         raise CkptError("cannot calibrate: the step's layer probes did not come back", "report this")
     static = train.static.get(chip.on_chip, 0) + optimizer.static.get(chip.on_chip, 0)
@@ -264,6 +267,34 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
                        run.total, code_bytes, key, run.optimizer_cycles or 0, _known(tiles, order),
                        draws=list(run.draws), optimizer_draws=list(run.optimizer_draws),
                        **_transfers_and_tables(layers, order, base))
+
+
+class FailedOnGvsoc(CkptError):
+    """A calibration whose step ran on gvsoc and failed there: gvsoc is at hand, so making it available is no way
+    out (what a missing gvsoc is told); the log says why."""
+
+
+def not_calibrated(reason: str, failed: bool, log: Path | None) -> CkptError:
+    """Why a calibration's gvsoc run gave no figures, as the error to raise: `failed` (the step was built and ran on
+    gvsoc, or hung, and gave no verdict) a FailedOnGvsoc naming the kept `log`, else the run never happened (the
+    step does not fit, no harness) and the estimate is the way out."""
+    if not failed:
+        return CkptError(f"cannot calibrate: {reason}", "solve with --costs estimate")
+    if log is None:                      # it failed to build or to start: gvsoc printed nothing
+        return FailedOnGvsoc(f"cannot calibrate: the graph order's step did not build or start on gvsoc ({reason})",
+                             "report this, or solve with --costs estimate")
+    return FailedOnGvsoc(f"cannot calibrate: the graph order's step ran on gvsoc and failed ({reason}; its log: "
+                         f"{log})", "report this with the log, or solve with --costs estimate")
+
+
+def _kept_log(entry: Path, log: str | None) -> Path | None:
+    """A failed calibration's gvsoc log kept beside its cache entry (the run's own folder is temporary); None
+    where gvsoc did not run."""
+    if log is None:
+        return None
+    path = entry.with_suffix(".gvsoc.log")
+    atomic_write(path, log)
+    return path
 
 
 def _known(tiles: dict[str, int], order: list[str]) -> dict[str, int]:
@@ -412,6 +443,11 @@ def step_calibration(source: str | Path, target: str, setup: DeeploySetup, gvsoc
                 raise
         off_chip = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
         return calibrate(source, target, off_chip, gvsoc, deeploy_root, progress)
+    except FailedOnGvsoc as err:         # gvsoc is here and ran: installing it is no way out
+        raise FailedOnGvsoc(f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures "
+                            f"on gvsoc, and {err.problem.removeprefix('cannot calibrate: ')}",
+                            f"{err.way_out.split(', or ')[0]}, or hold a live budget there instead (--budget)"
+                            ) from None
     except CkptError as err:
         raise CkptError(f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures on "
                         f"gvsoc, and it could not ({err.problem})", _CODE_WAY_OUT) from None
