@@ -142,6 +142,7 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     from ckpt.pipeline.calibrate import (
         COSTS_CHOICES,
         check_code_measurable,
+        code_count_notice,
         measured_code_bytes,
         measured_tiler_tables,
         read_cost_file,
@@ -238,9 +239,13 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if on_chip:                                      # no count of the code (a gvsoc run) can make it fit
         refuse_floor_before_code(loaded)
     setup = setup_for(target, home, weights=weights)
+    counts_code = total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level)
+    notice = code_count_notice(cost_file, source, target, setup, loaded) if counts_code else None
+    if notice:                                       # before the minutes it announces
+        progress(notice)
     costs = resolve_costs(cost_file, source, target, setup, progress=progress, loaded=loaded)
     code = 0
-    if total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level):   # the program too
+    if counts_code:                                  # the program too
         code = step_code_bytes(source, target, setup, progress=progress, loaded=loaded)
     on_chip_code = measured_code_bytes(source, target, setup, progress, loaded) if on_chip else None
     plus = persist_on_chip == "auto"

@@ -453,6 +453,39 @@ def step_calibration(source: str | Path, target: str, setup: DeeploySetup, gvsoc
                         f"gvsoc, and it could not ({err.problem})", _CODE_WAY_OUT) from None
 
 
+def calibration_pending(source: str | Path, target: str, setup: DeeploySetup, gvsoc: Path | None = None,
+                        deeploy_root: Path | None = None) -> bool:
+    """True where `calibrate` would measure now (gvsoc and the kernels at hand, nothing cached): minutes of Deeploy
+    and gvsoc; False where its calibration is cached or cannot run (refused in seconds then)."""
+    kit, sources = find_kit(gvsoc), find_sources(deeploy_root)
+    if isinstance(kit, NoKit) or isinstance(sources, NoSources):
+        return False
+    key = _key(open_model(source).sha256, target, setup, sources.fingerprint, kit.identity)
+    return _cached_calibration(cache_root() / "calibration" / f"{key[:32]}.entry", key) is None
+
+
+def code_count_notice(costs: str, source: str | Path, target: str, setup: DeeploySetup,
+                      loaded: LoadedModel | None = None, gvsoc: Path | None = None,
+                      deeploy_root: Path | None = None) -> str | None:
+    """What a level total's code count (step_code_bytes) says before it calibrates where the op costs asked for
+    need no gvsoc (`costs` the estimate or a cost file): a calibration runs for the code alone, and the way out; None
+    where the op costs calibrate anyway, or the calibration it reads is cached or cannot run."""
+    if costs in ("auto", "gvsoc") or isinstance(find_kit(gvsoc), NoKit) or \
+            isinstance(find_sources(deeploy_root), NoSources):   # nothing long runs for the code alone
+        return None
+    measured, how = setup, ""
+    if setup.home == SPLIT_HOME and graph_order_overflow(loaded or load_split(source, target, setup), setup):
+        measured = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
+        how = " with every tensor off chip (its graph order overflows the chip)"
+    if not calibration_pending(source, target, measured, gvsoc, deeploy_root):
+        return None
+    given = "--costs estimate" if costs == "estimate" else "the cost file"
+    return (f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures by calibrating: "
+            f"the graph order's step deployed{how} and run on gvsoc now (minutes; once per model, then cached), "
+            f"though {given} needs no gvsoc for the op costs; to skip it, hold a live budget there instead "
+            "(--budget)")
+
+
 def measured_tiler_tables(source: str | Path, target: str, setup: DeeploySetup,
                           progress: Callable[[str], None] = lambda m: None, loaded: LoadedModel | None = None
                           ) -> TilerTables | None:

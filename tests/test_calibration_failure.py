@@ -2,6 +2,9 @@
 missing gvsoc, whose way out is to make it available; the second names the failure and where its log is."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +75,33 @@ def test_a_level_totals_code_count_without_gvsoc_is_told_to_make_it_available(ti
         calibration.step_calibration(tiny, "siracusa", setup_for("siracusa", "L2"))
     assert not isinstance(found.value, calibration.FailedOnGvsoc)
     assert "no gvsoc at /nowhere" in str(found.value) and "make gvsoc available" in str(found.value)
+
+
+@pytest.mark.deeploy  # the model lowered by Deeploy's front end (seconds); stopped before any step is deployed
+def test_a_level_total_solved_with_estimated_costs_says_before_calibrating_that_it_will_and_why(tiny, tmp_path,
+                                                                                                  monkeypatch):
+    """`--costs estimate` with `--budget-total L2=...`: the code count calibrates on gvsoc (minutes), which the user
+    did not ask for, so one line says so, and the way out, before it starts. gvsoc is left on (the calibration
+    would run on it), but the solve is stopped at the calibration's first line, before anything is deployed."""
+    from ckpt.coderun.sources import NoSources, find_sources
+    from ckpt.gvsoc.kit import find_kit
+    monkeypatch.delenv("GVSOC_INSTALL")
+    if isinstance(find_kit(), NoKit) or isinstance(find_sources(), NoSources):
+        pytest.skip("no gvsoc or kernels here: no calibration would run")
+    env = {**os.environ, "CKPT_CACHE_DIR": str(tmp_path / "cache"), "CKPT_TEST_INTERRUPT_AT": "calibrating"}
+    run = subprocess.run([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
+                          SPLIT_HOME, "--budget-total", "L2=2031616", "--costs", "estimate", "-o",
+                          str(tmp_path / "s.json")], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 130, run.stderr
+    lines = run.stderr.splitlines()
+    notice = next(i for i, line in enumerate(lines) if "counts the step's own code, which ckpt measures by "
+                  "calibrating" in line)
+    assert "--costs estimate needs no gvsoc for the op costs" in lines[notice] and "(--budget)" in lines[notice]
+    assert notice < next(i for i, line in enumerate(lines) if line.startswith("[ckpt] calibrating")), run.stderr
+
+
+def test_no_notice_where_the_op_costs_calibrate_anyway_or_the_calibration_cannot_run(tiny, monkeypatch):
+    setup = setup_for("siracusa", SPLIT_HOME)
+    assert calibration.code_count_notice("gvsoc", tiny, "siracusa", setup) is None
+    monkeypatch.setattr(calibration, "find_kit", lambda gvsoc=None: NoKit("no gvsoc at /nowhere"))
+    assert calibration.code_count_notice("estimate", tiny, "siracusa", setup) is None
