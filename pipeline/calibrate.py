@@ -249,13 +249,14 @@ def _split_calibration(base, split: SplitStep, order: list[str], target: str, se
                             "check `ckpt replay` of the baseline, or solve with --costs estimate")
         progress(f"calibrating: running them on gvsoc{_times(draws)} (once per model; cached)")
         estimate = ESTIMATE_SCALE * sum(load_graph(base).op_cost.values()) * split.run.first_update().n_network_runs
-        run = simulate_split("tiled", code, host, split, order, sources, kit, Path(scratch) / "gvsoc.log", False,
+        log = Path(scratch) / "gvsoc.log"
+        run = simulate_split("tiled", code, host, split, order, sources, kit, log, False,
                              timeout or simulation_timeout(estimate), draws=draws)
         tiles = code_tiles_into(code, chip.on_chip)
         layers = code_layers(code, chip.on_chip, chip.off_chip)
-        log = Path(scratch) / "gvsoc.log"
         kept = _kept_log(cache_root() / "calibration" / f"{key[:32]}.entry",
-                         log.read_text(errors="replace") if run.log is not None and log.is_file() else None)
+                         log.read_text(errors="replace") if run.status is SimStatus.FAILED and run.log is not None
+                         and log.is_file() else None)   # a failed run's only: a measured one's is not kept
     if run.status is not SimStatus.MEASURED:
         raise not_calibrated(run.reason or "no figures", run.status is SimStatus.FAILED, kept)
     if not run.layer_cycles:
