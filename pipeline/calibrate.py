@@ -477,7 +477,7 @@ def code_count_notice(costs: str, source: str | Path, target: str, setup: Deeplo
     measured, how = setup, ""
     if setup.home == SPLIT_HOME and graph_order_overflow(loaded or load_split(source, target, setup), setup):
         measured = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
-        how = " with every tensor off chip (its graph order overflows the chip)"
+        how = " with every tensor off chip (split, its activations overflow the chip)"
     if not calibration_pending(source, target, measured, gvsoc, deeploy_root):
         return None
     given = "--costs estimate" if costs == "estimate" else "the cost file"
