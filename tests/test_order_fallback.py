@@ -12,6 +12,7 @@ from ckpt.solver.graph.simulate import memory_trace, unready_read
 from ckpt.solver.model.backends import BackendOptions
 from ckpt.solver.model.records import SolveOptions, Status
 from ckpt.solver.solve import solve
+from ckpt.solver.stages import greedy_answer
 
 QUICK = BackendOptions(time_limit=10, threads=1)
 
@@ -66,12 +67,16 @@ def test_no_fallback_where_the_caller_chose_the_order():
 @settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=8), squeeze=st.floats(0.0, 0.5))
 def test_what_the_fallback_returns_fits_and_is_ready(graph, squeeze):
+    """Stages that never answer (the greedy's answer with no greedy run before it) send every budget the plain
+    min-memory order does not fit to the walk over the graph order."""
     base = baselines(graph)
     budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
     try:
-        result = solve(graph, SolveOptions(budget=budget, method="greedy", backend=QUICK))
+        result = solve(graph, SolveOptions(budget=budget, backend=QUICK), stages=(greedy_answer,))
     except InfeasibleBudget as err:
         assert not err.proven or budget < base.lower_bound
         return
     assert memory_trace(graph, result.seq).peak_bytes <= budget
     assert unready_read(graph, result.seq) is None
+    if result.space.startswith("stage order graph"):
+        assert result.status is Status.HEURISTIC
