@@ -8,6 +8,8 @@ The schedule space: a fixed stage order (a memory-minimising list order, or the 
 solves a local search's orders one by one, solver/order_search.py), any op recomputed in any later stage, one
 version of a buffer at a time; views are re-made where they are read (solver.views), or, with `views=fixed`,
 made once. A proof ("optimal", "infeasible") is relative to that space, and the result says which (`space`).
+Where the min-memory order ends with neither a schedule nor a proof, the eviction walk over the graph's own
+order gives one (`in_graph_order`): a heuristic schedule of that order, and its space says so.
 
 Time: `backend.time_limit` bounds the whole solve in seconds of `backend.clock` (`TimePlan`; wall-clock seconds by
 default, or the solve's CPU seconds: solver/model/clock.py). The heuristics run
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ckpt.errors import CkptError, InfeasibleBudget
-from ckpt.events import Progress, ignore
+from ckpt.events import Progress, Step, ignore
 from ckpt.solver import order_search
 from ckpt.solver.bounds.infeasible import infeasible_error
 from ckpt.solver.graph.baselines import baselines, reorder
@@ -41,8 +43,10 @@ from ckpt.solver.model.parking import ParkPrices
 from ckpt.solver.model.records import Answer, SolveOptions, SolveResult
 from ckpt.solver.model.time_plan import TimePlan
 from ckpt.solver.park_stage import PARKING_STAGES, chip_graph
+from ckpt.solver.realise.evicting import evicting
+from ckpt.solver.realise.greedy import polish
 from ckpt.solver.realise.result import expanded_result, result_of
-from ckpt.solver.stages import STAGES, Attempt, Found, Stage
+from ckpt.solver.stages import HEURISTIC, STAGES, Attempt, Found, Stage
 
 
 def solve(graph: TrainGraph, options: SolveOptions, progress: Progress = ignore,
@@ -109,7 +113,34 @@ class _Run:
     def solve(self, graph: TrainGraph, incumbents: list[RunSequence]) -> SolveResult:
         if self.options.order is StageOrder.SEARCH:
             return self.searched(graph, incumbents)
-        return self.over(graph, self.first_order(graph), incumbents)
+        try:
+            return self.over(graph, self.first_order(graph), incumbents)
+        except InfeasibleBudget as err:
+            found = None if err.proven else self.in_graph_order(graph)
+            if found is None:
+                raise
+            return found
+
+    def in_graph_order(self, graph: TrainGraph) -> SolveResult | None:
+        """A schedule over the graph's own order, where the min-memory order ended with none and no proof. The
+        list schedule can leave an op late (MobileNetV1's last weight gradient at the end of the step), so that a
+        buffer it reads lives across the heaviest backward stages, where near the floor the heuristics find no
+        room for it; the graph's order runs that op next to its input. The eviction walk (milliseconds), polished
+        until the limit: a heuristic schedule, nothing proven of it, and its space names the order. Not where
+        the caller chose the order, or parks activations (parking is solved over one order)."""
+        options = self.options
+        if self.order is not None or options.order is not StageOrder.MINMEM or self.park is not None \
+                or options.live_budget is None:
+            return None
+        walked = evicting(graph, options.live_budget)
+        if walked is None:
+            return None
+        self.progress(Step("no schedule found over the min-memory order; the eviction walk over the graph order "
+                           f"found one ({walked.cost(graph)} cycles)"))
+        polished = polish(graph, walked, options.live_budget, self.plan.at())
+        result = result_of(graph, baselines(graph), Answer(polished, HEURISTIC), self.plan, options)
+        return replace(result, space=f"stage order graph (none found over the min-memory order), views "
+                                     f"{options.views.value}, one version of a buffer at a time")
 
     def first_order(self, graph: TrainGraph) -> list[str]:
         """The order given to solve(), else the one the options make of `graph`."""
