@@ -116,18 +116,20 @@ class _Run:
         try:
             return self.over(graph, self.first_order(graph), incumbents)
         except InfeasibleBudget as err:
-            found = None if err.proven else self.in_graph_order(graph)
+            found = self.in_graph_order(graph, proven=err.proven)
             if found is None:
                 raise
             return found
 
-    def in_graph_order(self, graph: TrainGraph) -> SolveResult | None:
-        """A schedule over the graph's own order, where the min-memory order ended with none and no proof. The
-        list schedule can leave an op late (MobileNetV1's last weight gradient at the end of the step), so that a
-        buffer it reads lives across the heaviest backward stages, where near the floor the heuristics find no
-        room for it; the graph's order runs that op next to its input. The eviction walk (milliseconds), polished
-        until the limit: a heuristic schedule, nothing proven of it, and its space names the order. Not where
-        the caller chose the order, or parks activations (parking is solved over one order)."""
+    def in_graph_order(self, graph: TrainGraph, proven: bool = False) -> SolveResult | None:
+        """A schedule over the graph's own order, where the min-memory order ended with none (`proven`: none
+        exists over that order). The list schedule can leave an op late (MobileNetV1's last weight gradient at
+        the end of the step), so that a buffer it reads lives across the heaviest backward stages, where near the
+        floor the heuristics find no room for it; the graph's order runs that op next to its input. A proof over
+        one order says nothing of another, so a proven refusal is only given where this walk is stuck too. The
+        eviction walk (milliseconds), polished until the limit: a heuristic schedule, nothing proven of it, and
+        its space names the order. Not where the caller chose the order, or parks activations (parking is solved
+        over one order)."""
         options = self.options
         if self.order is not None or options.order is not StageOrder.MINMEM or self.park is not None \
                 or options.live_budget is None:
@@ -139,7 +141,9 @@ class _Run:
                            f"found one ({walked.cost(graph)} cycles)"))
         polished = polish(graph, walked, options.live_budget, self.plan.at())
         result = result_of(graph, baselines(graph), Answer(polished, HEURISTIC), self.plan, options)
-        return replace(result, space=f"stage order graph (none found over the min-memory order), views "
+        over_minmem = "none fits over the min-memory order (proven)" if proven else \
+            "none found over the min-memory order"
+        return replace(result, space=f"stage order graph ({over_minmem}), views "
                                      f"{options.views.value}, one version of a buffer at a time")
 
     def first_order(self, graph: TrainGraph) -> list[str]:

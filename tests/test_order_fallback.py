@@ -40,13 +40,26 @@ def test_a_schedule_over_the_graph_order_where_the_min_memory_order_gives_none()
     assert result.space.startswith("stage order graph (none found over the min-memory order)")
 
 
-def test_a_proof_over_the_min_memory_order_is_kept():
-    """The exact model proves the min-memory order has no schedule at 41 B: that proof stands (the fallback is
-    for an answer without one)."""
+def test_a_proof_over_the_min_memory_order_is_no_refusal_where_the_graph_order_fits():
+    """The exact model proves the min-memory order has no schedule at 41 B, yet the graph's own order fits it as
+    it is: a proof over one order is no refusal (before: "no schedule fits 41 B: the smallest feasible budget is
+    44 B (proven)"); the schedule is over the graph order, and its space says what was proven of the other."""
+    graph = late_reader()
+    result = solve(graph, SolveOptions(budget=41, backend=QUICK))
+    assert result.peak_bytes <= 41
+    assert result.status is Status.HEURISTIC and result.gap is None
+    assert result.stage_order == tuple(op.name for op in graph.ops)
+    assert result.space.startswith("stage order graph (none fits over the min-memory order (proven))")
+
+
+def test_a_refusal_says_its_proof_is_over_the_order_solved():
+    """Where no order tried fits, the refusal's proof names what it holds for: the stage order solved."""
+    graph = late_reader()
+    order = list(baselines(graph).min_memory_order)
     try:
-        solve(late_reader(), SolveOptions(budget=41, backend=QUICK))
+        solve(graph, SolveOptions(budget=41, backend=QUICK), order=order)
     except InfeasibleBudget as err:
-        assert err.proven
+        assert err.proven and "(proven over the stage order solved)" in str(err)
     else:
         raise AssertionError("the exact model proves 41 B infeasible over the min-memory order")
 

@@ -24,10 +24,11 @@ def infeasible_error(options: SolveOptions, base: Baselines, staged: TrainGraph,
     if plan.allows():
         progress(Step("budget is infeasible: finding the smallest feasible budget"))
         known = smallest_feasible_budget(staged, known.low, plan.left(), options.backend.threads)
+    # a proof holds for the stage order solved over: another order may fit less (solver/solve.py in_graph_order)
     if known.exact:
-        floor = f"the smallest feasible budget is {known.low} B (proven)"
+        floor = f"the smallest feasible budget is {known.low} B (proven over the stage order solved)"
     else:
-        floor = f"the smallest feasible budget is between {known.low} and {known.high} B"
+        floor = f"the smallest feasible budget is between {known.low} and {known.high} B over the stage order solved"
     return InfeasibleBudget(f"no schedule fits {options.budget} B: {floor} "
                             f"(single-op lower bound {base.lower_bound} B)", f"raise the budget to {known.high} B",
                             floor=known.high, floor_exact=known.exact)
