@@ -374,7 +374,7 @@ def test_the_last_resort_does_not_start_when_it_cannot_be_built_in_the_time_left
     every = over_budget_points(problem, budget)
     started = []
     monkeypatch.setattr(bounds, "point_bound", lambda *args, **kwargs: started.append(args) or bounds.Bound(0.0, ()))
-    for left, starts in [(0.05, False), (30.0, True)]:    # it needs 0.2 s at the least (1,157 presence variables)
+    for left, starts in [(0.05, False), (30.0, True)]:    # it needs 0.2 s at the least (1,001 presence variables)
         started.clear()
         found = bounds._Found()
         deadline = bounds._Deadline(clock.now() + left, 1)
