@@ -20,7 +20,7 @@ from ckpt.solver.graph.onnx_loader import load_graph
 from ckpt.solver.graph.schedule import Decisions
 from ckpt.solver.graph.simulate import memory_trace
 from ckpt.solver.graph.views import collapsed
-from ckpt.solver.model import milp, relaxation
+from ckpt.solver.model import clock, milp, relaxation
 from ckpt.solver.model.backends import BackendOptions, run
 from ckpt.solver.model.options import Clock
 from ckpt.solver.model.problem import Problem
@@ -363,3 +363,21 @@ def test_an_answer_far_below_every_known_schedule_is_placed_before_segments_are_
     with pytest.raises(Checked):
         lower_bound(problem, budget, seconds=None, enough=greedy(problem.graph, budget).cost(problem.graph))
     assert calls[0][0] == "placed" and calls[-1] == "checked round", calls
+
+
+def test_the_last_resort_does_not_start_when_it_cannot_be_built_in_the_time_left(tmp_path, monkeypatch):
+    """A round given less time than the least it takes to be built returns no bound and only spends the time (an
+    8-block CCT at 0.3: the last resort took the seconds the rounds left and gave nothing): it is not started.
+    With that time left and more, it is."""
+    graph, budget = _resnet_problem(tmp_path, 0.44)
+    problem = Problem(staged(collapsed(graph).without_views))
+    every = over_budget_points(problem, budget)
+    started = []
+    monkeypatch.setattr(bounds, "point_bound", lambda *args, **kwargs: started.append(args) or bounds.Bound(0.0, ()))
+    for left, starts in [(0.05, False), (30.0, True)]:    # it needs 0.2 s at the least (1,001 presence variables)
+        started.clear()
+        found = bounds._Found()
+        deadline = bounds._Deadline(clock.now() + left, 1)
+        bound = bounds._with_last_resort_bound(problem, budget, bounds.Bound(1.0, ()), found, deadline, math.inf, every)
+        assert bool(started) is starts, left
+        assert bound.cost == 1.0

@@ -64,6 +64,10 @@ WALK_NEAR = 0.1          # ... when a schedule known before costs at most this m
 LAST_RESORT_SHARE = 0.4  # of the bound's time, kept for the last resort when no schedule is known (and it is small)
 LAST_RESORT_PRESENCE = 2000   # ... judged by its presence variables (a residual CNN: ~1,200; a 2-block CCT: ~5,000)
 WINDOWS_SHARE = 0.7      # of the bound's time, the most the window proof takes when no schedule is known
+# The least a round takes to be built, per presence variable (the build alone of the relaxation over every binding
+# point, every segment checked: DS-CNN 0.3, the residual CNN 0.44, CCT 0.3; busy machine, CPU s): measured 3.8e-4
+# to 2.4e-3, set below all. A round given less than this returns no bound, only spends the time.
+BUILD_SECONDS_PER_PRESENCE = 2e-4
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,18 @@ def _growing_deadline(deadline: _Deadline, enough: float, walking: bool, small: 
 def _small(problem: Problem, every: list[int]) -> bool:
     """Whether the relaxation over every binding point is small (by its presence variables): then a round
     takes a second or so, and extra rounds (the last resort, another answer to place) are affordable."""
-    return sum(1 for t in every for x in problem.buffers if problem.producer(x) < t) <= LAST_RESORT_PRESENCE
+    return presence_variables(problem, every) <= LAST_RESORT_PRESENCE
+
+
+def presence_variables(problem: Problem, points: list[int]) -> int:
+    """The relaxation's presence variables over `points` (one per buffer made before each point): its least size."""
+    return sum(1 for t in points for x in problem.buffers if problem.producer(x) < t)
+
+
+def least_round_seconds(problem: Problem, points: list[int]) -> float:
+    """The least time a round over `points` takes before HiGHS can prove anything, judged by its size (a round
+    that checks segments while they recompute is many times larger than this counts: it is a floor)."""
+    return BUILD_SECONDS_PER_PRESENCE * presence_variables(problem, points)
 
 
 @dataclass
@@ -379,8 +394,10 @@ def _with_last_resort_bound(problem: Problem, budget: int, best: Bound, found: _
     """The bound with the cheapest schedule found. If that does not meet it, the time left goes to the last
     resort for a proof: every binding point, with memory checked while every segment's recomputes run. Valid
     and much tighter where recompute chains bind (a residual CNN at 0.5: 348,160 -> 360,447), but slow on big
-    graphs, so it only gets the time the rounds leave."""
-    if not found.meets(problem, best.cost) and _left(deadline) > 0 and best.cost < enough:
+    graphs, so it only gets the time the rounds leave, and does not start where that is less than the least it
+    takes to be built and handed to HiGHS (least_round_seconds): it would return no bound, only spend the time."""
+    if not found.meets(problem, best.cost) and _left(deadline) > least_round_seconds(problem, every) \
+            and best.cost < enough:
         strongest = point_bound(problem, budget, every, _limit(deadline), chains=True, threads=deadline.threads)
         if strongest.cost > best.cost:
             best = strongest
