@@ -15,7 +15,7 @@ from ckpt.solver.graph.in_place import with_in_place_updates
 from ckpt.solver.graph.simulate import check_in_place, in_place_violation, plain_sequence
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
-from ckpt.solver.solve import solve
+from ckpt.solver.solve import solve, stage_order
 
 
 def _layer() -> TrainGraph:
@@ -87,9 +87,10 @@ def graphs_with_updates(draw) -> TrainGraph:
 def test_schedules_never_read_a_weight_after_its_update(graph, squeeze):
     base = baselines(graph)
     budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    order = stage_order(graph, SolveOptions(budget=budget))   # the MILP's proofs over the min-memory order
     for method in ("milp", "greedy"):
         try:
-            result = solve(graph, SolveOptions(budget=budget, method=method, backend=EXACT))
+            result = solve(graph, SolveOptions(budget=budget, method=method, backend=EXACT), order=order)
         except InfeasibleBudget:
             continue
         assert in_place_violation(graph, result.seq) is None

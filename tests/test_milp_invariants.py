@@ -17,7 +17,7 @@ from ckpt.solver.model.backends import BackendOptions, run
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import SolveOptions
 from ckpt.solver.realise.greedy import outside_space, polish
-from ckpt.solver.solve import solve
+from ckpt.solver.solve import solve, stage_order
 
 EXACT = BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1)
 
@@ -50,19 +50,21 @@ def assert_sound_and_tight(graph, result, budget):
 def test_random_graphs_sound_and_tight(graph, squeeze):
     base = baselines(graph)
     budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    # over the min-memory order as given, so that solve() walks no other order where it ends without a schedule
+    order = stage_order(graph, SolveOptions(budget=budget))
     try:
-        result = solve(graph, SolveOptions(budget=budget, backend=EXACT))
+        result = solve(graph, SolveOptions(budget=budget, backend=EXACT), order=order)
     except InfeasibleBudget:
         # the heuristic searches the same schedules: it must not find one the MILP calls impossible
         with pytest.raises(InfeasibleBudget):
-            solve(graph, SolveOptions(budget=budget, method="greedy"))
+            solve(graph, SolveOptions(budget=budget, method="greedy"), order=order)
         return
     assert result.status == "optimal"
     assert_sound_and_tight(graph, result, budget)
     assert result.planned_cost == result.decisions.cost(staged_graph(graph, result)) == result.cost_lower_bound
     assert result.recompute_cost <= result.planned_cost
     try:   # any schedule of the same space costs at least the proven bound
-        quick = solve(graph, SolveOptions(budget=budget, method="greedy"))
+        quick = solve(graph, SolveOptions(budget=budget, method="greedy"), order=order)
     except InfeasibleBudget:
         return
     assert quick.stage_order == result.stage_order and quick.planned_cost >= result.cost_lower_bound
