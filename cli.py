@@ -240,7 +240,16 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
         refuse_floor_before_code(loaded)
     setup = setup_for(target, home, weights=weights)
     counts_code = total is not None and total.level == level and TARGET_TABLE[target].is_on_chip(level)
-    notice = code_count_notice(cost_file, source, target, setup, loaded) if counts_code else None
+    plus = persist_on_chip == "auto"
+    notice = None
+    if counts_code:
+        notice = code_count_notice(cost_file, source, target, setup, loaded)
+    elif plus or on_chip:                            # the room on chip is what is left beside the step's code
+        notice = code_count_notice(
+            cost_file, source, target, setup, loaded,
+            why=f"--persist-on-chip auto fills {level} up to the step's own code" if plus else
+            f"a live budget on {level} leaves room for the step's own code",
+            skip="drop --persist-on-chip" if plus else None, counts_off_chip=plus)
     if notice:                                       # before the minutes it announces
         progress(notice)
     costs = resolve_costs(cost_file, source, target, setup, progress=progress, loaded=loaded)
@@ -248,7 +257,6 @@ def solve_command(model, budget, budget_total, target, flow, weights, allocator,
     if counts_code:                                  # the program too
         code = step_code_bytes(source, target, setup, progress=progress, loaded=loaded)
     on_chip_code = measured_code_bytes(source, target, setup, progress, loaded) if on_chip else None
-    plus = persist_on_chip == "auto"
     plus_code = measured_code_bytes(source, target, setup, progress, loaded, safe_side=True) if plus else None
     plus_tables = measured_tiler_tables(source, target, setup, progress, loaded) if plus else None
     request = replace(request, costs=costs, code_bytes=code, on_chip_code=on_chip_code, loaded=loaded,

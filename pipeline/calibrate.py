@@ -467,24 +467,31 @@ def calibration_pending(source: str | Path, target: str, setup: DeeploySetup, gv
 
 def code_count_notice(costs: str, source: str | Path, target: str, setup: DeeploySetup,
                       loaded: LoadedModel | None = None, gvsoc: Path | None = None,
-                      deeploy_root: Path | None = None) -> str | None:
-    """What a level total's code count (step_code_bytes) says before it calibrates where the op costs asked for
-    need no gvsoc (`costs` the estimate or a cost file): a calibration runs for the code alone, and the way out; None
-    where the op costs calibrate anyway, or the calibration it reads is cached or cannot run."""
+                      deeploy_root: Path | None = None, why: str | None = None,
+                      skip: str | None = "hold a live budget there instead (--budget)",
+                      counts_off_chip: bool = True) -> str | None:
+    """What a count of the step's code (step_code_bytes, measured_code_bytes) says before it calibrates where the op
+    costs asked for need no gvsoc (`costs` the estimate or a cost file): a calibration runs for the code alone, `why`
+    the code is counted (default: a level total's), and the way to `skip` it if there is one; None where the op
+    costs calibrate anyway, or the calibration it reads is cached or cannot run. A split home whose graph order
+    overflows the chip is counted with every tensor off chip, unless not `counts_off_chip` (measured_code_bytes
+    off its safe side): then nothing is calibrated."""
     if costs in ("auto", "gvsoc") or isinstance(find_kit(gvsoc), NoKit) or \
             isinstance(find_sources(deeploy_root), NoSources):   # nothing long runs for the code alone
         return None
     measured, how = setup, ""
     if setup.home == SPLIT_HOME and graph_order_overflow(loaded or load_split(source, target, setup), setup):
+        if not counts_off_chip:
+            return None
         measured = setup_for(target, TARGET_TABLE[target].off_chip, allocator=setup.allocator, weights=setup.weights)
         how = " with every tensor off chip (split, its activations overflow the chip)"
     if not calibration_pending(source, target, measured, gvsoc, deeploy_root):
         return None
     given = "--costs estimate" if costs == "estimate" else "the cost file"
-    return (f"a total of {setup.default_mem_level} counts the step's own code, which ckpt measures by calibrating: "
-            f"the graph order's step deployed{how} and run on gvsoc now (minutes; once per model, then cached), "
-            f"though {given} needs no gvsoc for the op costs; to skip it, hold a live budget there instead "
-            "(--budget)")
+    why = why or f"a total of {setup.default_mem_level} counts the step's own code"
+    return (f"{why}, which ckpt measures by calibrating: the graph order's step deployed{how} and run on gvsoc now "
+            f"(minutes; once per model, then cached), though {given} needs no gvsoc for the op costs"
+            + (f"; to skip it, {skip}" if skip else ""))
 
 
 def measured_tiler_tables(source: str | Path, target: str, setup: DeeploySetup,

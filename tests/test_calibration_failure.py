@@ -100,6 +100,32 @@ def test_a_level_total_solved_with_estimated_costs_says_before_calibrating_that_
     assert notice < next(i for i, line in enumerate(lines) if line.startswith("[ckpt] calibrating")), run.stderr
 
 
+@pytest.mark.deeploy  # as above: stopped at the calibration's first line
+@pytest.mark.parametrize(("options", "why", "skip"), [
+    (["--persist-on-chip", "auto"], "--persist-on-chip auto fills L2 up to the step's own code",
+     "; to skip it, drop --persist-on-chip"),
+    ([], "a live budget on L2 leaves room for the step's own code", None)])
+def test_a_split_home_solved_with_estimated_costs_says_before_calibrating_for_its_code(tiny, tmp_path, monkeypatch,
+                                                                                     options, why, skip):
+    """A split home under a live budget (and split+ beside it) counts the step's code on chip too, from the same
+    calibration: with `--costs estimate` one line says so before it starts, and the way to skip it if any."""
+    from ckpt.coderun.sources import NoSources, find_sources
+    from ckpt.gvsoc.kit import find_kit
+    monkeypatch.delenv("GVSOC_INSTALL", raising=False)
+    if isinstance(find_kit(), NoKit) or isinstance(find_sources(), NoSources):
+        pytest.skip("no gvsoc or kernels here: no calibration would run")
+    env = {**os.environ, "CKPT_CACHE_DIR": str(tmp_path / "cache"), "CKPT_TEST_INTERRUPT_AT": "calibrating"}
+    run = subprocess.run([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
+                          SPLIT_HOME, "--budget", "0.9", "--costs", "estimate", *options, "-o",
+                          str(tmp_path / "s.json")], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 130, run.stderr
+    lines = run.stderr.splitlines()
+    notice = next(i for i, line in enumerate(lines) if f"{why}, which ckpt measures by calibrating" in line)
+    assert "--costs estimate needs no gvsoc for the op costs" in lines[notice]
+    assert (skip in lines[notice]) if skip else ("to skip it" not in lines[notice])
+    assert notice < next(i for i, line in enumerate(lines) if line.startswith("[ckpt] calibrating")), run.stderr
+
+
 def test_no_notice_where_the_op_costs_calibrate_anyway_or_the_calibration_cannot_run(tiny, monkeypatch):
     setup = setup_for("siracusa", SPLIT_HOME)
     assert calibration.code_count_notice("gvsoc", tiny, "siracusa", setup) is None
