@@ -18,7 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-RAM_SIZE = 0x800000          # gvsoc's Siracusa HyperRAM, when the message does not say
+from ckpt.targets import TARGET_TABLE
+
+RAM_SIZE = TARGET_TABLE["siracusa"].level("L3").size   # gvsoc's Siracusa HyperRAM, when the message does not say
 RAM_ALIGN = 8                # alloc_extern.c's MIN_CHUNK_SIZE
 ARENA_PREFIX = "DeeployNetwork_MEMORYARENA_"
 
@@ -63,6 +65,24 @@ def ram_layout(network_c: str, ram_size: int = RAM_SIZE) -> list[RamBuffer]:
         top -= -(-nbytes // RAM_ALIGN) * RAM_ALIGN
         placed.append(RamBuffer(name, top, nbytes))
     return placed
+
+
+def ram_need(network_c: str) -> int:
+    """Bytes of the HyperRAM the step's L3 buffers take as pulp-sdk's allocator gives them: each rounded up to its
+    alignment, and the first aligned block, which it never gives (address 0), too."""
+    return RAM_ALIGN + sum(-(-int(size) // RAM_ALIGN) * RAM_ALIGN for _, size in _RAM_MALLOC.findall(network_c))
+
+
+def ram_overflow(network_c: str, ram_size: int = RAM_SIZE) -> str | None:
+    """Why the step cannot run where its L3 buffers overflow the HyperRAM (None where they fit): Deeploy is given
+    its CI's L3 size, far more than gvsoc's model has, so it never refuses such a step. On gvsoc pulp-sdk's allocator
+    then gives the last buffers no memory (a null pointer, unchecked): they alias the start of the RAM, and the step
+    runs to the end on constants it never loaded and reports zeros, or reads outside the chip's memory map."""
+    need = ram_need(network_c)
+    if need <= ram_size:
+        return None
+    return (f"the step's L3 buffers (its arena and constants) need {need:,} B of the HyperRAM, {need - ram_size:,} B "
+            f"more than the {ram_size:,} B of gvsoc's Siracusa model")
 
 
 def name_address(address: int, layout: list[RamBuffer], ram_size: int = RAM_SIZE) -> str:

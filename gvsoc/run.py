@@ -48,7 +48,7 @@ from ckpt.cached import read_entry, write_entry
 from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.files import atomic_write
-from ckpt.gvsoc.diagnosis import diagnosis
+from ckpt.gvsoc.diagnosis import diagnosis, ram_overflow
 from ckpt.gvsoc.draws import each_draw, median_count, median_layers, summed_seconds, worst_draw
 from ckpt.gvsoc.harness import write_harness_data
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
@@ -222,6 +222,9 @@ def _simulate_draw(code_dir: Path, feeds: Mapping[str, np.ndarray], expected: Ma
     cached = _cached_run(key)
     if cached is not None:
         return cached
+    overflow = ram_overflow(network_sources([code_dir / "Network.c"]))
+    if overflow is not None:                 # before minutes of building and simulating a step that cannot run
+        return NotSimulated(overflow)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_") as scratch:
         work = Path(keep).resolve() if keep is not None else Path(scratch)
@@ -319,11 +322,15 @@ def hung_reason(timeout: float, log: str) -> str:
             "--gvsoc-timeout)")
 
 
+def network_sources(sources: list[Path]) -> str:
+    """The generated C of a step's networks, one text (their L3 buffers are made in this order)."""
+    return "\n".join(p.read_text(errors="replace") for p in sources if p.is_file())
+
+
 def failed_reason(returncode: int, log: str, sources: list[Path]) -> str:
     """Why a run that ended without the harness's verdict failed, in one line: the first error it printed (with the
     L3 buffer its address falls in, read from the generated `sources`), else its last line."""
-    code = "\n".join(p.read_text(errors="replace") for p in sources if p.is_file()) or None
-    said = diagnosis(log, code) or _last_line(log)
+    said = diagnosis(log, network_sources(sources) or None) or _last_line(log)
     return f"the step did not finish on gvsoc (exit code {returncode}): {said}"
 
 

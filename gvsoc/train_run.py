@@ -33,6 +33,7 @@ from ckpt.coderun.manifest import CodeManifest
 from ckpt.coderun.sources import KernelSources
 from ckpt.coderun.train_harness import TrainingRun, write_training_data
 from ckpt.files import atomic_write
+from ckpt.gvsoc.diagnosis import ram_overflow
 from ckpt.gvsoc.draws import each_draw, median_counts, median_layers, summed_seconds, worst_draw
 from ckpt.gvsoc.kernels import device_fingerprint, device_kernels
 from ckpt.gvsoc.kit import GvsocKit
@@ -51,6 +52,7 @@ from ckpt.gvsoc.run import (
     failed_reason,
     gvsoc_command,
     hung_reason,
+    network_sources,
     runtime_heap,
 )
 from ckpt.gvsoc.sdk import SdkBuildError, sdk_library
@@ -143,6 +145,10 @@ def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndar
     cached = _cached(key)
     if cached is not None and (cached.on_chip.probed or not layers_needed):
         return cached
+    networks = [code_dir / f"{stem}.c" for stem, _ in NETWORKS]      # their L3 buffers, in the order made
+    overflow = ram_overflow(network_sources(networks))
+    if overflow is not None:                 # before minutes of building and simulating a step that cannot run
+        return NotSimulated(overflow)
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ckpt_gvsoc_train_") as scratch:
         work = Path(keep).resolve() if keep is not None else Path(scratch)
@@ -183,8 +189,7 @@ def _simulate_draw(code_dir: Path, run: TrainingRun, start: Mapping[str, np.ndar
     errors = _ERRORS.findall(log)
     train = [int(c) for _, c in _TRAIN.findall(log)]
     if not errors or len(train) != run.n_batches:
-        sources = [code_dir / f"{stem}.c" for stem, _ in NETWORKS]      # their L3 buffers, in the order made
-        return NotSimulated(failed_reason(returncode, log, sources), failed=True, on_chip=need, log=log)
+        return NotSimulated(failed_reason(returncode, log, networks), failed=True, on_chip=need, log=log)
     state = {f"input_{i}": f"{size}:{digest}" for i, size, digest in _STATE.findall(log)}
     found = TrainGvsocRun(int(errors[-1][0]), int(errors[-1][1]), train, [int(m) for *_, m in _OPT.findall(log)],
                           layer_cycles(log, step.layers), need, state, log,

@@ -106,3 +106,33 @@ def test_a_step_that_exits_with_a_code_deeploys_runtime_gives_is_said_by_what_th
     said = diagnosis(log, None)
     assert said.startswith("Platform returned an error (exitcode: 252): pmsis_exit(-4)") and "dory_mem.c" in said
     assert diagnosis("Input error: Platform returned an error (exitcode: 1)\n", None) is None
+
+
+def test_a_step_whose_l3_buffers_overflow_the_ram_is_said_to_before_it_is_built(tmp_path, monkeypatch):
+    """Deeploy is given its CI's L3 size, so it lays out a step whose L3 buffers need more than gvsoc's 8 MiB
+    HyperRAM; pulp-sdk's allocator then gives the last of them no memory and the step reads zeros (a 6 x 256 MLP at
+    batch 512 took minutes to fail so). Counted as the allocator gives them (each rounded up to 8 B, the first 8 B
+    never given), it is refused before anything is built, gvsoc or none."""
+    from ckpt.gvsoc.diagnosis import RAM_SIZE, ram_need, ram_overflow
+    from ckpt.gvsoc.run import NotSimulated, simulate_step
+    assert ram_need(NETWORK_C) == 8 + 524296 + 6912 + 16
+    assert ram_overflow(NETWORK_C) is None
+    fills = NETWORK_C.replace("cl_ram_malloc(10)", f"cl_ram_malloc({RAM_SIZE - ram_need(NETWORK_C) + 16})")
+    assert ram_need(fills) == RAM_SIZE and ram_overflow(fills) is None             # exactly full still fits
+    over = fills.replace("cl_ram_malloc(6912)", "cl_ram_malloc(6913)")
+    said = ram_overflow(over)
+    assert said is not None and f"need {RAM_SIZE + 8:,} B of the HyperRAM, 8 B more than the {RAM_SIZE:,} B" in said
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "Network.c").write_text(over)
+    (code / "Network.h").write_text("")
+    (code / "io.json").write_text('{"cores": 8, "flow": "tiled", "inputs": [], "outputs": [], "l3_bytes": 64000000}')
+    from ckpt.coderun.sources import find_sources
+    from ckpt.gvsoc.kit import find_kit
+    from ckpt.gvsoc.step import harness_missing
+    monkeypatch.delenv("GVSOC_INSTALL", raising=False)     # found, not run: nothing is built or simulated
+    sources, kit = find_sources(), find_kit()
+    if not hasattr(sources, "fingerprint") or not hasattr(kit, "identity") or harness_missing(sources):
+        pytest.skip("no Deeploy checkout or gvsoc here: simulate_step stops before the RAM is counted")
+    run = simulate_step(code, {}, {}, sources, kit, 0, timeout=1)
+    assert isinstance(run, NotSimulated) and run.reason == said and not run.failed and run.log is None
