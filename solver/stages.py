@@ -28,6 +28,7 @@ from ckpt.solver.model.options import Focus, Method, Objective
 from ckpt.solver.model.parking import ParkPrices
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.records import Answer, Sizes, SolveOptions
+from ckpt.solver.model.relaxation import Span
 from ckpt.solver.model.time_plan import (
     BOUND_ALONE_UNTIL,
     BOUND_UNTIL,
@@ -40,9 +41,11 @@ from ckpt.solver.model.time_plan import (
 )
 from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
+from ckpt.solver.realise.realise import by_first_reader, overflow, walk
 
 NO_BOUND = Bound(0.0, ())
 HEURISTIC = Outcome(RunStatus.FEASIBLE, None, 0.0)     # a schedule nobody proved anything of (yet)
+WALK_FLOOR_SHARE = 0.5   # of the time left after the bound, the most the walk of its answer takes (repairs: the rest)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,9 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
     if attempt.meets(met, found.floor):      # the relaxation's answer is proven optimal: nothing to polish
         attempt.progress(Step(f"the relaxation's schedule meets its lower bound {found.floor.cost:.0f}: optimal"))
         return replace(found, polished=met, answer=Answer(met, attempt.bounded(HEURISTIC, met, found.floor.cost)))
+    found = _walked_floor(attempt, found)
+    if found.answer is not None:
+        return found
     polished = polish(staged, found.start, budget, plan.at()) if found.start is not None and budget is not None \
         else found.start
     relaxed = from_relaxation(staged, found.floor, budget, plan.at())
@@ -168,6 +174,46 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
         return replace(found, answer=Answer(found.polished,
                                             attempt.bounded(HEURISTIC, found.polished, found.floor.cost)))
     return found
+
+
+def _walked_floor(attempt: Attempt, found: Found) -> Found:
+    """The answer of the round that proved the floor, walked to a schedule that fits (solver/realise/realise.py):
+    where it overflows at a few stages, the relaxation solved again with those as points is often the optimum, in
+    a fraction of the time a repair by the greedy heuristic takes; and where that step is the whole relaxation
+    over its points, its bound holds, and may prove the schedule optimal. On a share of the time left, first:
+    the repairs after it take what is left."""
+    budget, floor = attempt.options.live_budget, found.floor
+    if budget is None or not floor.answer or not _over_at_own_ops_only(attempt.staged, floor.answer, budget):
+        return found
+    left = attempt.plan.left()
+    known = attempt.cost(found.start) if found.start is not None else math.inf
+    walked = walk(attempt.problem, budget, list(floor.points), list(floor.answer),
+                  None if left is None else WALK_FLOOR_SHARE * left, attempt.options.backend.threads, known,
+                  floor.chained, whole=True)
+    if walked.proven > floor.cost:
+        floor = replace(floor, cost=walked.proven, points=walked.points)
+        attempt.progress(LowerBound(floor.cost, len(floor.points), final=True))
+    schedule = walked.schedule
+    if schedule is not None and not attempt.meets(schedule, floor):
+        schedule = polish(attempt.staged, schedule, budget, attempt.plan.at())
+    if schedule is not None:
+        attempt.progress(Incumbent(attempt.cost(schedule), "the bound's answer, walked"))
+        floor = replace(floor, schedule=attempt.cheaper(floor.schedule, schedule))
+    found = replace(found, floor=floor, start=attempt.cheaper(found.start, schedule))
+    if attempt.meets(schedule, floor):
+        attempt.progress(Step(f"the walked schedule meets the lower bound {floor.cost:.0f}: optimal"))
+        return replace(found, polished=schedule,
+                       answer=Answer(schedule, attempt.bounded(HEURISTIC, schedule, floor.cost)))
+    return found
+
+
+def _over_at_own_ops_only(staged: TrainGraph, answer: tuple[Span, ...], budget: int) -> bool:
+    """Whether the answer placed by rule goes over the budget only where a stage's own op runs: then those stages
+    as points cut it off, and the walk's steps are small rounds. Where it goes over while recomputes run, the walk
+    adds points that do not see that, and the greedy's repairs do better on the time."""
+    sketch = by_first_reader(staged, list(answer))
+    stages, during = overflow(staged, sketch, budget)
+    return bool(stages) and not during
 
 
 def focused_stage(attempt: Attempt, found: Found) -> Found:

@@ -2,6 +2,7 @@
 import math
 
 import onnx
+import pulp
 import pytest
 from graphs import random_graphs
 from hypothesis import HealthCheck, assume, given, settings
@@ -10,15 +11,25 @@ from strength import property_examples
 
 from ckpt import examples
 from ckpt.examples import write_example
-from ckpt.solver.bounds.bounds import over_budget_points
+from ckpt.solver.bounds.bounds import over_budget_points, point_bound
 from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.onnx_loader import load_graph
-from ckpt.solver.graph.simulate import memory_trace
+from ckpt.solver.graph.simulate import memory_trace, unready_read
 from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model import milp
+from ckpt.solver.model.backends import BackendOptions, run
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import Relaxation
 from ckpt.solver.realise.greedy import outside_space
-from ckpt.solver.realise.realise import WALK_RISE, by_first_reader, over_at_own_op, overflow, placed_exactly, walked
+from ckpt.solver.realise.realise import (
+    WALK_RISE,
+    by_first_reader,
+    over_at_own_op,
+    overflow,
+    placed_exactly,
+    walk,
+    walked,
+)
 
 
 def staged(graph):
@@ -183,3 +194,73 @@ def test_a_stage_is_over_at_its_own_op_or_only_while_recomputes_run(graph, squee
     trace = memory_trace(problem.graph, seq)
     own = {stage: level for (_, again), stage, level in zip(seq, trace.stage_of, trace.levels) if not again}
     assert at_ops == {t for t, level in own.items() if level > budget}
+
+
+def test_a_walk_that_frees_every_segment_takes_that_answer_and_its_proof(resnet):
+    """Residual CNN at 0.64: the answer over the highest point goes over at stages its own ops run. Walking it
+    adds them as points until a step frees every segment: that step is the relaxation itself over its points,
+    so its answer is taken although it costs more than a step may rise, and the bound it proves holds. Its
+    schedule fits at that bound: optimal. Before, the walk gave up there (the answer rose too much)."""
+    problem = Problem(staged(resnet))
+    budget = int(0.64 * baselines(resnet).graph_order_peak)
+    points, bound, answer = strongest_answer(problem, budget)
+    assert walked(problem, budget, points, answer, 30) is None            # local steps only: it gives up
+    found = walk(problem, budget, points, answer, 30, whole=True)
+    assert found.schedule is not None
+    cost = found.schedule.cost(problem.graph)
+    assert cost > bound * (1 + WALK_RISE) and found.proven == cost
+    assert memory_trace(problem.graph, found.schedule.sequence(problem.graph)).peak_bytes <= budget
+    assert point_bound(problem, budget, list(found.points)).cost == found.proven
+
+
+@settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
+def test_a_walk_returns_a_schedule_that_fits_and_a_bound_below_the_optimum(graph, squeeze):
+    """Whatever the walk returns fits the budget, stays in the MILP's space and reads nothing before it is made;
+    the bound it proves is never above the exact MILP's optimum, nor above its own schedule's cost."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(reorder(graph, list(base.min_memory_order)))
+    points = over_budget_points(problem, budget)
+    assume(points)
+    points, _, answer = strongest_answer(problem, budget, points[:1])
+    assume(answer is not None)
+    found = walk(problem, budget, points, answer, 30, whole=True)
+    if found.schedule is not None:
+        seq = found.schedule.sequence(problem.graph)
+        assert memory_trace(problem.graph, seq).peak_bytes <= budget
+        assert not outside_space(problem.graph, found.schedule) and unready_read(problem.graph, seq) is None
+        assert found.proven <= found.schedule.cost(problem.graph) + 1
+    if found.proven > 0:
+        model = milp.build(problem, budget)
+        outcome = run(model.lp, BackendOptions(name="highs", time_limit=30, gap=0.0, threads=1))
+        assert outcome.status in ("optimal", "infeasible")     # infeasible: every bound holds
+        if outcome.status == "optimal":
+            assert found.proven <= (pulp.value(model.lp.objective) or 0.0) + 1e-6
+
+
+def test_the_repair_stage_walks_the_floors_answer_to_a_proven_optimum(tmp_path):
+    """1-block CCT at 0.64, with the bound of its highest point alone (as in a solve whose rounds ran out of time
+    after it): that answer goes over only where stages' own ops run, so the repair stage walks it to a schedule
+    that meets the bound the walk's last step proves (every segment free): optimal. The greedy's repairs of the
+    same answer do not prove it."""
+    from ckpt.events import LowerBound
+    from ckpt.solver.bounds.bounds import Bound
+    from ckpt.solver.model.records import SolveOptions
+    from ckpt.solver.model.time_plan import TimePlan
+    from ckpt.solver.realise.greedy import greedy
+    from ckpt.solver.stages import Attempt, Found, repair_stage
+    write_example("cct", tmp_path, golden=False, blocks=1, conv_channels=32)
+    graph = load_graph(tmp_path / "network.onnx")
+    budget = int(0.64 * baselines(graph).graph_order_peak)
+    graph = staged(graph)
+    points, bound, answer = strongest_answer(Problem(graph), budget)
+    heard = []
+    attempt = Attempt(graph, baselines(graph), SolveOptions(budget=budget), TimePlan(0.0, None), heard.append)
+    start = greedy(graph, budget)
+    found = repair_stage(attempt, Found(start=start, floor=Bound(bound, tuple(points), answer=tuple(answer))))
+    assert found.answer is not None and found.answer.outcome.status == "optimal"
+    cost = found.answer.decisions.cost(graph)
+    assert bound < cost and found.floor.cost == cost
+    assert memory_trace(graph, found.answer.decisions.sequence(graph)).peak_bytes <= budget
+    assert any(isinstance(e, LowerBound) and e.cycles == cost for e in heard)

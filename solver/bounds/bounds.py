@@ -76,6 +76,8 @@ class Bound:
     points: tuple[int, ...]     # the stages whose first-run memory the relaxation checked
     schedule: Decisions | None = None   # the relaxation's answer as a schedule that replays within the budget
     sketches: tuple[Decisions, ...] = ()   # its answers realised that overflow, newest last: starts for a repair
+    answer: tuple[Span, ...] = ()          # the answer of the round that proved `cost` (a start for a walk)...
+    chained: frozenset[int] = frozenset()  # ... and the points whose segments that round checked while recomputing
 
 
 def over_budget_points(problem: Problem, budget: int) -> list[int]:
@@ -125,6 +127,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
             break
         relaxation = Relaxation(problem, budget, [t], threads=deadline.threads)
         bound = Bound(relaxation.solve(_limit(deadline)), (t,))
+        bound = replace(bound, answer=_answer_of(relaxation))
         singles.append((bound.cost, t))
         since_raised += 1
         if bound.cost > best.cost:
@@ -247,6 +250,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
                       tuple(chosen))
+        bound = replace(bound, answer=_answer_of(relaxation), chained=frozenset(chained))
         if not headroom and bound.cost > best.cost:
             best = bound
             found.raised(best)
@@ -287,6 +291,10 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     if walking and newest is not None and not found.meets(problem, best.cost) and best.cost < enough:
         _walk(problem, budget, newest, deadline, found, enough)
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
+
+
+def _answer_of(relaxation: Relaxation) -> tuple[Span, ...]:
+    return tuple(relaxation.answer()) if relaxation.answered else ()
 
 
 def _far_above(problem: Problem, found: _Found, enough: float, bound: float) -> bool:

@@ -14,6 +14,7 @@ The relaxation says which ops run again between two points, not where: an answer
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 from ckpt.errors import CkptError
 from ckpt.solver.graph.graph import TrainGraph
@@ -106,51 +107,78 @@ def _replayed_excess(graph: TrainGraph, decisions: Decisions, budget: int) -> in
     return sum(max(0, level - budget) for level in result.levels)
 
 
+@dataclass(frozen=True)
+class Walk:
+    """What a walk gave: a schedule that fits (None: none), and the bound its last step proves where that step
+    had every segment free (the relaxation itself over its points, so any schedule costs at least that)."""
+
+    schedule: Decisions | None
+    proven: float = 0.0
+    points: tuple[int, ...] = ()     # the points of that proof
+
+
 def walked(problem: Problem, budget: int, points: list[int], answer: list[Span], seconds: float | None,
            threads: int | None = 1, cap: float = math.inf, chained: frozenset[int] = frozenset()
            ) -> Decisions | None:
-    """The answer (of the relaxation over `points`) made to fit by walking, or None if it does not within
-    WALK_STEPS, `seconds`, and a cost below `cap` (a schedule that dear is known already). The whole
-    relaxation over one point more takes many seconds on a big graph; a step here is a model of a few
-    segments. Where the kept segments force a much dearer answer, the step is solved again with twice as
-    many free, short of all of them. Not a bound: the kept segments are one answer's choice. `chained`: as in
-    the relaxation."""
+    """The answer (of the relaxation over `points`) made to fit by walking (`walk`, local steps only), or None."""
+    return walk(problem, budget, points, answer, seconds, threads, cap, chained).schedule
+
+
+def walk(problem: Problem, budget: int, points: list[int], answer: list[Span], seconds: float | None,
+         threads: int | None = 1, cap: float = math.inf, chained: frozenset[int] = frozenset(), whole: bool = False
+         ) -> Walk:
+    """The answer (of the relaxation over `points`) made to fit by walking, unless it does not within WALK_STEPS,
+    `seconds`, and a cost below `cap` (a schedule that dear is known already). The whole relaxation over one
+    point more takes many seconds on a big graph; a step here is a model of a few segments. Where the kept
+    segments force a much dearer answer, the step is solved again with twice as many free, short of all of them;
+    with `whole`, up to all of them: that step is the relaxation itself over its points, so its answer is taken
+    whatever it costs (nothing kept forced it dearer), and the bound it proves holds (where the relaxation's
+    answer goes over at a stage or two, its next step is often the optimum). `chained`: as in the relaxation."""
     ends = None if seconds is None else clock.now() + seconds
-    graph, points = problem.graph, sorted(points)
+    graph, points, proof = problem.graph, sorted(points), Walk(None)
     for _ in range(WALK_STEPS):
         sketch = by_first_reader(graph, answer)
         stages = overflow(graph, sketch, budget)[0]
         if not stages and not outside_space(graph, sketch):
-            return sketch
+            return replace(proof, schedule=sketch)
         over = [t for t in stages if t not in points]
         cost = sketch.cost(graph)
         if not over or cost >= cap:
-            return None
+            return proof
         points = sorted([*points, over[0]])
-        answer = _stepped(problem, budget, points, points.index(over[0]), answer, ends, threads, chained, cost)
-        if answer is None:
-            return None
-    return None
+        step = _stepped(problem, budget, points, points.index(over[0]), answer, ends, threads, chained, cost, whole)
+        if step is None:
+            return proof
+        answer, proven = step
+        if proven > proof.proven:
+            proof = Walk(None, proven, tuple(points))
+    return proof
 
 
 def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: list[Span], ends: float | None,
-             threads: int | None, chained: frozenset[int], cost: int) -> list[Span] | None:
-    """One step of a walk: the answer over `points`, where point k is new, with the segments around it free."""
+             threads: int | None, chained: frozenset[int], cost: int, whole: bool
+             ) -> tuple[list[Span], float] | None:
+    """One step of a walk: the answer over `points`, where point k is new, with the segments around it free; and
+    the bound it proves (0 unless every segment was free). Widened to every segment only if `whole`."""
     width = WALK_WIDTH
     while True:
         left = None if ends is None else ends - clock.now()
         if left is not None and left <= 0:
             return None
-        free = range(k - width, k + width)
-        model = Relaxation(problem, budget, points, chained=chained, threads=threads, kept=frozenset(answer),
-                           free=free)
-        model.solve(left)
-        found = model.answer() if model.answered else None
-        if found is not None and by_first_reader(problem.graph, found).cost(problem.graph) <= cost * (1 + WALK_RISE):
-            return found
-        width *= 2
-        if k - width <= 0 and k + width >= len(points):
+        every = k - width <= 0 and k + width >= len(points)
+        if every and width > WALK_WIDTH and not whole:
             return None     # every segment free: that is the next round of the relaxation itself
+        model = Relaxation(problem, budget, points, chained=chained, threads=threads,
+                           kept=frozenset() if every else frozenset(answer),
+                           free=None if every else range(k - width, k + width))
+        proven = model.solve(left)
+        found = model.answer() if model.answered else None
+        if found is not None and ((every and whole) or by_first_reader(problem.graph, found).cost(problem.graph)
+                                  <= cost * (1 + WALK_RISE)):
+            return found, proven if every else 0.0
+        if every:
+            return None
+        width *= 2
 
 
 def overflow(graph: TrainGraph, schedule: Decisions, budget: int) -> tuple[list[int], dict[int, int]]:
