@@ -67,6 +67,7 @@ from ckpt.solver.realise.realise import (
 GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
 JOINT = 4                # strongest single points the first round is chosen from (first_points)
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
+REPAIRS = 2              # newest answers repaired between rounds: the repair stage after them repairs every one
 ALTERNATIVES = 2         # other answers of a round tried for an exact placement when its own cannot (small graphs)
 PLACE_SHARE = 0.3        # of the rounds' time left, the most an exact placement takes: the rounds after it prove
 PLACE_FIRST_SHARE = 0.1  # ... while segments are left to check (a round that checks them proves, it only finds)
@@ -374,14 +375,17 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
 
 
 def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: float | None) -> Decisions | None:
-    """The rounds' answers so far (newest first), each repaired by the greedy heuristic and polished: the first
-    that meets the bound, if one does by `until` (quick next to an exact placement, and often at the bound; `found`
-    keeps whatever fits)."""
+    """The rounds' newest answers not yet repaired (REPAIRS of them, newest first), each repaired by the greedy
+    heuristic and polished: the first that meets the bound, if one does by `until` (quick next to an exact
+    placement, and often at the bound; `found` keeps whatever fits). The older ones wait for the repair stage
+    (solver/stages.py repairs every answer the rounds leave): here they delay the round that may prove the bound."""
+    tried = 0
     for sketch in reversed([*found.sketches, found.sketch]):
-        if until is not None and clock.now() > until:
+        if until is not None and clock.now() > until or tried >= REPAIRS:
             return None
         if sketch in found.repaired:        # the same repair again would give the same schedule
             continue
+        tried += 1
         found.repaired.add(sketch)
         repaired = greedy(problem.graph, budget, start=sketch, deadline=until)
         placed = polish(problem.graph, repaired, budget, until) if repaired is not None else None
