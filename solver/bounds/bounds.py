@@ -27,7 +27,9 @@ When it only goes over while a recompute chain runs before a point (intermediate
 answer is moved or repaired where that is quick; failing that, memory is also checked while the segments'
 recomputes run (kept buffers, inputs, and in a one-stage segment what earlier recomputes made and later ones
 read), every segment it goes over in at once: the rounds still prove bounds (before that round where every schedule
-known is far above the bound: then a schedule near it is what is missing). After that round, the answer is
+known is far above the bound: then a schedule near it is what is missing). After that round, an answer that
+costs what the bound proves and goes over in a few segments still unchecked has those segments checked one at a
+time, the rest of it kept (a model of a few segments, where the next round is a whole one); else it is
 placed exactly (solver/realise/realise.py), and once every such segment is checked, another answer of the round, as
 cheap where one is (equal-cost answers abound, and only some of them place): that only finds a schedule, and can
 take all the time the rounds have, so it comes after them, on a small share of the time until they are all
@@ -52,10 +54,20 @@ from ckpt.solver.model import clock
 from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import RELAXATION_GAP, Relaxation, Span
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
-from ckpt.solver.realise.realise import by_first_reader, moved_earlier, over_at_own_op, overflow, placed_exactly, walked
+from ckpt.solver.realise.realise import (
+    by_first_reader,
+    checked_where_over,
+    moved_earlier,
+    over_at_own_op,
+    overflow,
+    placed_exactly,
+    walked,
+)
 
 GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
+JOINT = 4                # strongest single points the first round is chosen from (first_points)
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
+REPAIRS = 2              # newest answers repaired between rounds: the repair stage after them repairs every one
 ALTERNATIVES = 2         # other answers of a round tried for an exact placement when its own cannot (small graphs)
 PLACE_SHARE = 0.3        # of the rounds' time left, the most an exact placement takes: the rounds after it prove
 PLACE_FIRST_SHARE = 0.1  # ... while segments are left to check (a round that checks them proves, it only finds)
@@ -98,13 +110,14 @@ def _binding_levels(problem: Problem, budget: int) -> dict[int, int]:
 
 
 def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: float = math.inf,
-                joint: int = 4, threads: int | None = 1, stall: int = SINGLES_STALL,
+                joint: int = JOINT, threads: int | None = 1, stall: int = SINGLES_STALL,
                 progress: Progress = ignore, any_schedule: bool = False) -> Bound:
     """The best bound found within about `seconds` (None: no limit): each binding point alone (highest level
     first, until `stall` of them in a row raise nothing: the strongest are among the highest, and on a big
-    graph the hundreds of others would take all the time), then the `joint` strongest points together,
-    growing by the stages where the answer's realised schedule goes over the budget (few to start with: a
-    round over many points can take longer than the whole limit, and grown rounds add the points that bind).
+    graph the hundreds of others would take all the time), then the strongest point with those of the
+    `joint` strongest that its answer goes over (first_points), growing by the stages where the answer's
+    realised schedule goes over the budget (few to start with: a round over many points can take longer than
+    the whole limit, and grown rounds add the points that bind).
     Stops once the bound reaches `enough` (a known cost), or once a realised answer fits and costs what the
     bound proves (often the case at the strongest single point). HiGHS runs on `threads` (see backends: one
     thread keeps the answer independent of the machine). `progress` hears each raise of the bound and each
@@ -120,6 +133,7 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
         if window is not None:
             return Bound(math.inf, window)
     best, singles, found, since_raised = Bound(0.0, ()), [], _Found(progress=progress, any_schedule=any_schedule), 0
+    lead: Decisions | None = None     # the strongest single's answer, realised
     for t in sorted(levels, key=lambda t: (-levels[t], t)):
         if _left(deadline) <= 0 or best.cost >= enough:
             return found.with_bound(problem, best)
@@ -133,11 +147,27 @@ def lower_bound(problem: Problem, budget: int, seconds: float | None, enough: fl
         if bound.cost > best.cost:
             best, since_raised = bound, 0
             found.raised(best)
-            if relaxation.answered and (found.realised(problem, budget, relaxation.answer(), best.cost)
-                                        or found.meets(problem, best.cost)):
-                return found.with_bound(problem, best)
-    strongest = sorted(t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint])
-    return _bound_from_growing_points(problem, budget, strongest, best, deadline, enough, list(levels), found)
+            lead = None
+            if relaxation.answered:
+                if found.realised(problem, budget, relaxation.answer(), best.cost) or found.meets(problem, best.cost):
+                    return found.with_bound(problem, best)
+                lead = found.sketch
+    first = first_points(problem, budget, singles, best.points, lead, joint)
+    return _bound_from_growing_points(problem, budget, first, best, deadline, enough, list(levels), found)
+
+
+def first_points(problem: Problem, budget: int, singles: list[tuple[float, int]], strongest: tuple[int, ...],
+                 lead: Decisions | None, joint: int) -> list[int]:
+    """The first round's points: the `strongest` single, and those of the next strongest singles (`joint` in
+    all, at most) where its realised answer `lead` runs over the budget at the stage's own op. A point that
+    answer already fits adds nothing to the round, like a lazy constraint that is not violated; the next
+    strongest singles are often the strongest one's neighbours, whose knapsacks are nearly its own, and
+    together they make every later round many times slower. Without an answer, the `joint` strongest."""
+    ranked = [t for _, t in sorted(singles, key=lambda c: (-c[0], c[1]))[:joint]]
+    if lead is None or not strongest:
+        return sorted(ranked)
+    over = over_at_own_op(problem.graph, lead, budget)
+    return sorted({*strongest, *(t for t in ranked if t in over)})
 
 
 def _growing_deadline(deadline: _Deadline, enough: float, walking: bool, small: bool) -> _Deadline:
@@ -276,6 +306,9 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         # above the bound: a schedule near it is then what is missing, and that round, proving more, may take all
         # the time left and still decide nothing
         first = bool(unchecked) and not chained
+        if unchecked and not first and not headroom and _checked_where_over(problem, budget, chosen, answer,
+                                                                            frozenset(chained), best, growing, found):
+            break
         if not headroom and _placed_at(problem, budget, chosen, frozenset(chained), answer, best, small, growing,
                                        deadline, found, checked=not unchecked,
                                        placing=not first or _far_above(problem, found, enough, best.cost),
@@ -295,6 +328,20 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
 
 def _answer_of(relaxation: Relaxation) -> tuple[Span, ...]:
     return tuple(relaxation.answer()) if relaxation.answered else ()
+
+
+def _checked_where_over(problem: Problem, budget: int, chosen: list[int], answer: list[Span], chained: frozenset[int],
+                        best: Bound, growing: _Deadline, found: _Found) -> bool:
+    """After a round that checks segments, an answer that costs what the bounds prove and goes over only while
+    the recomputes of a few segments not yet checked run: those segments checked one at a time, the rest of
+    the answer kept (solver/realise/realise.py). The next round checks them too, but is a whole relaxation
+    again, many times slower; the steps stop short of that size, so they may have the rounds' time left.
+    Whether a schedule that meets the bound came of it."""
+    if found.sketch is None or found.sketch.cost(problem.graph) > as_cheap_as(best.cost):
+        return False
+    placed = checked_where_over(problem, budget, chosen, answer, chained, _limit(growing), growing.threads)
+    found.add(problem, placed, "the relaxation's answer, its segments checked where it goes over")
+    return placed is not None and placed.cost(problem.graph) <= as_cheap_as(best.cost)
 
 
 def _far_above(problem: Problem, found: _Found, enough: float, bound: float) -> bool:
@@ -336,14 +383,17 @@ def _placed_at(problem: Problem, budget: int, chosen: list[int], chained: frozen
 
 
 def _repaired(problem: Problem, budget: int, found: _Found, best: Bound, until: float | None) -> Decisions | None:
-    """The rounds' answers so far (newest first), each repaired by the greedy heuristic and polished: the first
-    that meets the bound, if one does by `until` (quick next to an exact placement, and often at the bound; `found`
-    keeps whatever fits)."""
+    """The rounds' newest answers not yet repaired (REPAIRS of them, newest first), each repaired by the greedy
+    heuristic and polished: the first that meets the bound, if one does by `until` (quick next to an exact
+    placement, and often at the bound; `found` keeps whatever fits). The older ones wait for the repair stage
+    (solver/stages.py repairs every answer the rounds leave): here they delay the round that may prove the bound."""
+    tried = 0
     for sketch in reversed([*found.sketches, found.sketch]):
-        if until is not None and clock.now() > until:
+        if until is not None and clock.now() > until or tried >= REPAIRS:
             return None
         if sketch in found.repaired:        # the same repair again would give the same schedule
             continue
+        tried += 1
         found.repaired.add(sketch)
         repaired = greedy(problem.graph, budget, start=sketch, deadline=until)
         placed = polish(problem.graph, repaired, budget, until) if repaired is not None else None

@@ -155,11 +155,39 @@ def walk(problem: Problem, budget: int, points: list[int], answer: list[Span], s
     return proof
 
 
+def checked_where_over(problem: Problem, budget: int, points: list[int], answer: list[Span], chained: frozenset[int],
+                       seconds: float | None, threads: int | None = 1) -> Decisions | None:
+    """The answer made to fit where it goes over only while the recomputes before some of its `points` run, in
+    segments not yet `chained` (checked while they recompute): each such segment checked in turn (furthest over
+    first), with the segments around it solved afresh and the rest kept, as a walk does for a new point; or None
+    if a step finds nothing as cheap, or by `seconds`. The round that checks those segments everywhere is a
+    whole relaxation again; a step is a model of a few segments. Not a bound: the kept segments are one
+    answer's choice."""
+    ends = None if seconds is None else clock.now() + seconds
+    graph, points = problem.graph, sorted(points)
+    for _ in range(WALK_STEPS):
+        sketch = by_first_reader(graph, answer)
+        stages, during = overflow(graph, sketch, budget)
+        if not stages and not outside_space(graph, sketch):
+            return sketch
+        unchecked = sorted((t for t in during if t in points and t not in chained), key=lambda t: (-during[t], t))
+        if not unchecked or set(stages) - set(during):
+            return None     # over at an op's own run too: a point the round lacks, not a segment to check
+        chained = chained | {unchecked[0]}
+        step = _stepped(problem, budget, points, points.index(unchecked[0]), answer, ends, threads, chained,
+                        sketch.cost(graph), rise=0.0)
+        if step is None:
+            return None
+        answer = step[0]
+    return None
+
+
 def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: list[Span], ends: float | None,
-             threads: int | None, chained: frozenset[int], cost: int, whole: bool
+             threads: int | None, chained: frozenset[int], cost: int, whole: bool = False, rise: float = WALK_RISE
              ) -> tuple[list[Span], float] | None:
-    """One step of a walk: the answer over `points`, where point k is new, with the segments around it free; and
-    the bound it proves (0 unless every segment was free). Widened to every segment only if `whole`."""
+    """One step of a walk: the answer over `points`, where point k is new, with the segments around it free, if it
+    costs at most `rise` more than `cost`; and the bound it proves (0 unless every segment was free). Widened to
+    every segment only if `whole` (then its answer is taken whatever it costs)."""
     width = WALK_WIDTH
     while True:
         left = None if ends is None else ends - clock.now()
@@ -174,7 +202,7 @@ def _stepped(problem: Problem, budget: int, points: list[int], k: int, answer: l
         proven = model.solve(left)
         found = model.answer() if model.answered else None
         if found is not None and ((every and whole) or by_first_reader(problem.graph, found).cost(problem.graph)
-                                  <= cost * (1 + WALK_RISE)):
+                                  <= cost * (1 + rise)):
             return found, proven if every else 0.0
         if every:
             return None
