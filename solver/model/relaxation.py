@@ -40,7 +40,9 @@ class Relaxation:
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
     excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
     feasibility: bool = False               # no objective: only whether any answer exists (inf: none does)
-    strengthened: bool = True               # the rows only fractional answers break (bench/rounds.py: without)
+    strengthened: bool = True               # the rows only fractional answers break (bench/rounds.py: without;
+                                            # a local repair, `free`, leaves them out: no bound is wanted there,
+                                            # and they slowed its small models)
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
@@ -83,7 +85,7 @@ class Relaxation:
             stop_if_past(self.deadline)
             self._needs(s)
             self._fits(s)
-            if self.strengthened:
+            if self.strengthened and self.free is None:
                 self._fits_rounded(s)
         for s in range(1, len(self.points)):
             self._made_before_next_point(s)
@@ -93,7 +95,7 @@ class Relaxation:
         for s in range(len(self.points) - 1):
             stop_if_past(self.deadline)
             self._once_after(s)
-            if self.strengthened:
+            if self.strengthened and self.free is None:
                 self._once_within(s)
         if self.free is not None:
             self._kept_outside_free()
