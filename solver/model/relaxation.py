@@ -50,7 +50,7 @@ class Relaxation:
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
     H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
     U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op run again after point s
-    W: dict[tuple[int, int, int], pulp.LpVariable] = field(default_factory=dict)   # ... in segments s to e
+    W: dict[tuple[int, int, int], pulp.LpVariable | int] = field(default_factory=dict)   # ... in segments s to e
     answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
     deadline: float | None = None           # clock.now() by which the build must be done
 
@@ -349,26 +349,45 @@ class Relaxation:
 
     def _within(self, s: int, e: int, i: int):
         """W[s,e,i] with its input rows, made the first time something asks for it (0: no segment of the window
-        may run i again). Only the recomputes the model has are summed: a missing one is one no row asks for."""
-        if (s, e, i) in self.W:
-            return self.W[s, e, i]
-        runs = [self.D[q, i] for q in range(s, e + 1) if (q, i) in self.D]
-        if not runs:
-            return 0
+        may run i again). Only the recomputes the model has are summed: a missing one is one no row asks for.
+        The producers it reads from are made first, without recursion: a chain can be hundreds of ops long."""
+        todo = [i]
+        while todo:
+            k = todo[-1]
+            if (s, e, k) in self.W:
+                todo.pop()
+                continue
+            runs = [self.D[q, k] for q in range(s, e + 1) if (q, k) in self.D]
+            inputs = self._within_inputs(s, k) if runs else []
+            missing = [j for _, j in inputs if j is not None and (s, e, j) not in self.W]
+            if missing:
+                todo += missing
+                continue
+            todo.pop()
+            if not runs:
+                self.W[s, e, k] = 0
+                continue
+            within = self.W[s, e, k] = pulp.LpVariable(f"W_{s}_{e}_{k}", lowBound=0, upBound=1)
+            self.lp += at_most([(1, within), *((-1, v) for v in runs)], 0, f"within_{s}_{e}_{k}")
+            for n, (held, j) in enumerate(inputs):
+                self.lp += within <= held + (0 if j is None else self.W[s, e, j]), f"within_input_{s}_{e}_{k}_{n}"
+        return self.W[s, e, i]
+
+    def _within_inputs(self, s: int, i: int) -> list[tuple[pulp.LpVariable, int | None]]:
+        """Op i's inputs as `once` books them at point s: what holds each there (its pinned version for a view,
+        else its presence), and the producer that could make it again instead (None for a view)."""
         p, g, t = self.problem, self.problem.graph, self.points[s]
-        within = self.W[s, e, i] = pulp.LpVariable(f"W_{s}_{e}_{i}", lowBound=0, upBound=1)
-        self.lp += at_most([(1, within), *((-1, v) for v in runs)], 0, f"within_{s}_{e}_{i}")
+        found = []
         for y in dict.fromkeys(g.ops[i].inputs):
             if not g.is_activation(y) or p.producer(y) >= t or y not in p.tensor_id:
                 continue             # as in `once`: made after point s, or holding no memory
-            name = f"within_input_{s}_{e}_{i}_{p.tensor_id[y]}"
             if y in g.aliases:
                 pinned = self._pinned(s, y)
                 if pinned is not None:
-                    self.lp += within <= pinned, name
+                    found.append((pinned, None))
             elif (s, y) in self.K:
-                self.lp += within <= self.K[s, y] + self._within(s, e, p.producer(y)), name
-        return within
+                found.append((self.K[s, y], p.producer(y)))
+        return found
 
     def _kept_outside_free(self) -> None:
         """Segments outside `free` recompute what `kept` says, no more, no less: a local repair of that answer."""
