@@ -17,14 +17,14 @@ from ckpt.solver.model.problem import Problem
 from ckpt.solver.model.relaxation import Relaxation
 
 
-@settings(max_examples=property_examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0), data=st.data())
 def test_the_relaxation_over_any_points_never_exceeds_the_exact_optimum(graph, squeeze, data):
     base = baselines(graph)
     budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
     problem = Problem(staged(graph))
-    stages = list(range(1, problem.n))
-    points = sorted(data.draw(st.sets(st.sampled_from(stages), min_size=1, max_size=len(stages))))
+    stages = list(range(1, problem.n))   # most of them: the fewer the points, the further below the optimum
+    points = sorted(set(stages) - data.draw(st.sets(st.sampled_from(stages), max_size=len(stages) // 3)))
     chained = data.draw(st.sets(st.sampled_from(points)))
     optimum = exact_optimum(problem, budget)
     bound = Relaxation(problem, budget, points, chained=frozenset(chained)).solve(None)
