@@ -18,6 +18,7 @@ from ckpt.solver.model.problem import Problem
 
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
+ROUNDED_MOST = 16        # a point's fits row is rounded by a buffer size only where at most this many of it fit
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,17 @@ class Relaxation:
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
     excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
     feasibility: bool = False               # no objective: only whether any answer exists (inf: none does)
+    strengthened: bool = True               # the rows only fractional answers break (bench/rounds.py: without;
+                                            # a local repair, `free`, leaves them out: no bound is wanted there,
+                                            # and they slowed its small models)
     lp: pulp.LpProblem = field(default_factory=lambda: pulp.LpProblem("ckpt_bound", pulp.LpMinimize))
     K: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # buffer present at point s
     D: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op recomputed in segment s
     at: dict[int, dict[str, pulp.LpVariable]] = field(default_factory=dict)   # point s -> its K, by buffer
     P: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # view's own version kept at s
     H: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # kept through all of segment s
-    M: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)   # remade in s, kept to s+1
     U: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)   # op run again after point s
+    W: dict[tuple[int, int, int], pulp.LpVariable | int] = field(default_factory=dict)   # ... in segments s to e
     answered: bool = False                  # after solve: HiGHS holds an answer (a feasible point) to realise
     deadline: float | None = None           # clock.now() by which the build must be done
 
@@ -81,6 +85,8 @@ class Relaxation:
             stop_if_past(self.deadline)
             self._needs(s)
             self._fits(s)
+            if self.strengthened and self.free is None:
+                self._fits_rounded(s)
         for s in range(1, len(self.points)):
             self._made_before_next_point(s)
         for s in range(len(self.points) - 1):
@@ -89,6 +95,8 @@ class Relaxation:
         for s in range(len(self.points) - 1):
             stop_if_past(self.deadline)
             self._once_after(s)
+            if self.strengthened and self.free is None:
+                self._once_within(s)
         if self.free is not None:
             self._kept_outside_free()
         for n, answer in enumerate(self.excluded):
@@ -138,15 +146,15 @@ class Relaxation:
         return self.P[s, y]
 
     def _held(self, s: int, x: str):
-        """H[s,x] >= 1 when the version of x there at point s (or made by op t_s) is still there at point s+1
-        and x was not recomputed in between: then it is in memory during the whole segment."""
+        """H[s,x] >= 1 when x (there at point s, or made by op t_s) is there at point s+1 and was not recomputed
+        in between: that version was made before the segment, so it is in memory during all of it. (Present at
+        point s too is implied, and asking for it left H at 0 wherever both points held half of x.)"""
         p = self.problem
         if (s, x) not in self.H:
             name = f"{s}_{p.tensor_id[x]}"
             self.H[s, x] = pulp.LpVariable(f"H_{name}", lowBound=0, upBound=1)
-            before = self.K[s, x] if (s, x) in self.K else 1   # made by op t_s itself: there at the point
-            self.lp += at_least([(1, self.H[s, x]), (-1, before), (-1, self.K[s + 1, x]),   # H >= before + K' - 1 - D
-                                 (1, self._recompute(s, p.producer(x)))], -1, f"held_{name}")
+            self.lp += at_least([(1, self.H[s, x]), (-1, self.K[s + 1, x]),                   # H >= K' - D
+                                 (1, self._recompute(s, p.producer(x)))], 0, f"held_{name}")
         return self.H[s, x]
 
     # --- constraint families ----------------------------------------------------------------------------
@@ -195,11 +203,27 @@ class Relaxation:
         present = pulp.lpSum(size[x] * v for x, v in self.at[s].items())
         self.lp += present + p.alloc[t] <= self.budget - self.headroom.get(t, 0), f"fits_{s}"
 
+    def _fits_rounded(self, s: int) -> None:
+        """Point s's fits row divided by a buffer size d and rounded (mixed-integer rounding): every answer holds
+        whole buffers, so it keeps them all, while the LP, which holds half of two buffers where one fits,
+        loses that half. A buffer of size a counts floor(a/d), plus the share of its remainder beyond the
+        room's (r = room mod d): (a mod d - r) / (d - r). One row per size that fits a few times (a small
+        size gives a weak row)."""
+        p, t = self.problem, self.points[s]
+        size = p.graph.tensor_bytes
+        room = self.budget - self.headroom.get(t, 0) - p.alloc[t]
+        for d in sorted({size[x] for x in self.at[s]}, reverse=True):
+            if not 0 < d <= room or room // d > ROUNDED_MOST or room % d == 0:
+                continue         # over the room (the row holds it), too small, or the row divides exactly
+            r = room % d
+            terms = [(size[x] // d + max(0, size[x] % d - r) / (d - r), v) for x, v in self.at[s].items()]
+            self.lp += at_most([(c, v) for c, v in terms if c > 0], room // d, f"fits_rounded_{s}_{d}")
+
     def _fits_while_recomputing(self, s: int) -> None:
         """While a recompute in segment s runs, what is kept through the segment, its inputs and its own
         allocations are all in memory: recompute chains whose intermediates die before point s+1 pay here.
-        A segment of one stage runs its recomputes in op order, so what earlier ones made for point s+1 or
-        for later ones, and what later ones read from before, is there too."""
+        A segment of one stage runs its recomputes in op order, so whatever is there at point s+1 and was
+        not made by a later recompute is there too, and what later ones read from before."""
         p, g = self.problem, self.problem.graph
         size, t = g.tensor_bytes, self.points[s]
         kept = [x for x in self.at[s + 1] if x in self.at[s] or p.producer(x) == t]
@@ -215,12 +239,12 @@ class Relaxation:
                 stop_if_past(self.deadline)
                 done.add(i)
                 outputs, inputs = set(g.ops[i].outputs), self.problem.input_buffers[i]
-                terms = [(size[y], self._read_while_recomputing(s, i, y, y in kept)) for y in inputs]
-                terms += [(size[x], self._held(s, x)) for x in kept if x not in outputs]
+                there = {x: self._there_while(s, i, x) if in_order else self._held(s, x)
+                         for x in kept if x not in outputs}
+                terms = [(size[y], self._read_while_recomputing(s, i, y, there.get(y, 0))) for y in inputs]
+                terms += [(size[x], v) for x, v in there.items()]
                 if in_order:
                     skip = outputs | set(inputs)
-                    terms += [(size[x], self._made_for_point(s, j, x)) for j in ops if j < i
-                              for x in g.ops[j].outputs if x in self.at[s + 1] and x not in skip]
                     terms += [(size[x], v) for x, v in self._read_later(s, i, ops, skip, readers).items()]
                 terms.append((p.alloc[i], self.D[s, i]))
                 self.lp += at_most(terms, self.budget, f"fits_recompute_{s}_{i}")
@@ -250,22 +274,20 @@ class Relaxation:
                                         -1, f"read_later_{name}_{n}")    # V >= source + reader - 1 - there
         return found
 
-    def _read_while_recomputing(self, s: int, i: int, y: str, kept: bool) -> pulp.LpVariable:
-        """1 when recompute i of segment s runs and its input y is not counted as kept through the segment."""
+    def _read_while_recomputing(self, s: int, i: int, y: str, there) -> pulp.LpVariable:
+        """1 when recompute i of segment s runs and its input y is not counted as `there` already."""
         name = f"{s}_{i}_{self.problem.tensor_id[y]}"
         z = pulp.LpVariable(f"Z_{name}", lowBound=0, upBound=1)
-        self.lp += at_least([(1, z), (-1, self.D[s, i]), (1, self._held(s, y) if kept else 0)], 0,
-                            f"input_held_{name}")                        # Z >= D - H
+        self.lp += at_least([(1, z), (-1, self.D[s, i]), (1, there)], 0, f"input_held_{name}")   # Z >= D - there
         return z
 
-    def _made_for_point(self, s: int, j: int, x: str) -> pulp.LpVariable:
-        """1 when recompute j of segment s runs and its output x is still there at point s+1."""
-        name = f"{s}_{j}_{self.problem.tensor_id[x]}"
-        if (s, x) not in self.M:
-            self.M[s, x] = pulp.LpVariable(f"M_{name}", lowBound=0, upBound=1)
-            self.lp += at_least([(1, self.M[s, x]), (-1, self.D[s, j]), (-1, self.K[s + 1, x])], -1,
-                                f"made_for_point_{name}")                # M >= D + K' - 1
-        return self.M[s, x]
+    def _there_while(self, s: int, i: int, x: str):
+        """x (made before point s+1) is in memory while recompute i of one-stage segment s runs, if it is there
+        at point s+1: its version there was made before the stage, or by a recompute before i, unless x's
+        producer is recomputed after i (then only if x was held through the segment)."""
+        j = self.problem.producer(x)
+        redo = self._recompute(s, j)
+        return self.K[s + 1, x] if isinstance(redo, int) or j < i else self._held(s, x)
 
     def _made_before_next_point(self, s: int) -> None:
         """A buffer present at point s was present at point s-1, or was made in the segment between them."""
@@ -306,6 +328,66 @@ class Relaxation:
             once = self.U.get((s, p.producer(x)))
             if once is not None and any(j > t for j in g.readers.get(x, ())):
                 self.lp += present + once >= 1, f"once_need_{s}_{p.tensor_id[x]}"
+
+    def _once_within(self, s: int) -> None:
+        """`once` over a window: W[s,e,i] (op i runs again in segments s to e) needs i's inputs present at
+        point s or run again in the window themselves, and a buffer that a stage of segment e reads first
+        after point s is present at s or made again in the window. Every integer answer meets these (what
+        `need` asks for in the window chains back to point s through `input` and `made`), and they cut off
+        the LP's recompute made in segments past the reader, where its inputs cost the point nothing."""
+        p, g, t = self.problem, self.problem.graph, self.points[s]
+        inputs_of_t = {g.root(y) for y in g.ops[t].inputs}
+        for x, present in self.at[s].items():
+            later = [j for j in g.readers.get(x, ()) if j > t]
+            if not later or x in inputs_of_t:
+                continue
+            e = self._segment_of(min(later))
+            if e < len(self.points) - 1:        # a window to the last segment is `once` itself
+                within = self._within(s, e, p.producer(x))
+                if not isinstance(within, int):
+                    self.lp += present + within >= 1, f"within_need_{s}_{p.tensor_id[x]}"
+
+    def _within(self, s: int, e: int, i: int):
+        """W[s,e,i] with its input rows, made the first time something asks for it (0: no segment of the window
+        may run i again). Only the recomputes the model has are summed: a missing one is one no row asks for.
+        The producers it reads from are made first, without recursion: a chain can be hundreds of ops long."""
+        todo = [i]
+        while todo:
+            k = todo[-1]
+            if (s, e, k) in self.W:
+                todo.pop()
+                continue
+            runs = [self.D[q, k] for q in range(s, e + 1) if (q, k) in self.D]
+            inputs = self._within_inputs(s, k) if runs else []
+            missing = [j for _, j in inputs if j is not None and (s, e, j) not in self.W]
+            if missing:
+                todo += missing
+                continue
+            todo.pop()
+            if not runs:
+                self.W[s, e, k] = 0
+                continue
+            within = self.W[s, e, k] = pulp.LpVariable(f"W_{s}_{e}_{k}", lowBound=0, upBound=1)
+            self.lp += at_most([(1, within), *((-1, v) for v in runs)], 0, f"within_{s}_{e}_{k}")
+            for n, (held, j) in enumerate(inputs):
+                self.lp += within <= held + (0 if j is None else self.W[s, e, j]), f"within_input_{s}_{e}_{k}_{n}"
+        return self.W[s, e, i]
+
+    def _within_inputs(self, s: int, i: int) -> list[tuple[pulp.LpVariable, int | None]]:
+        """Op i's inputs as `once` books them at point s: what holds each there (its pinned version for a view,
+        else its presence), and the producer that could make it again instead (None for a view)."""
+        p, g, t = self.problem, self.problem.graph, self.points[s]
+        found = []
+        for y in dict.fromkeys(g.ops[i].inputs):
+            if not g.is_activation(y) or p.producer(y) >= t or y not in p.tensor_id:
+                continue             # as in `once`: made after point s, or holding no memory
+            if y in g.aliases:
+                pinned = self._pinned(s, y)
+                if pinned is not None:
+                    found.append((pinned, None))
+            elif (s, y) in self.K:
+                found.append((self.K[s, y], p.producer(y)))
+        return found
 
     def _kept_outside_free(self) -> None:
         """Segments outside `free` recompute what `kept` says, no more, no less: a local repair of that answer."""
