@@ -38,7 +38,7 @@ FAST = [
           shows=("### mlp:", "### cct1:", "6 cells:", "answers changed against cells.json: 0")),
     Smoke("decisive", args=("--grid", "--targets", "none", "--fractions", "0.9,0.5", "--draws", "2"), rows=2,
           shows=("### target none:", "| mlp | 26 | optimal", "| cct1 | 106 |", "4 cells:")),
-    Smoke("rounds", rows=5, shows=("| resnet | 0.5 | 34 | 4 |", "| CPU s before | CPU s after |")),
+    Smoke("rounds", rows=5, shows=("| resnet | 0.5 | 34 | 2 | 0 |", "| CPU s before | CPU s after |")),
     Smoke("model_cost", rows=2, shows=("| none:mlp:0.5 | exact |", "| none:mlp:0.5 | focused |")),
     Smoke("scale", rows=3, shows=("| cct blocks=1 | 106 | milp | highs |", "| cct blocks=1 | 106 | greedy |")),
     Smoke("scale", args=("--kind", "mlp", "--build-only"), rows=1, shows=("| mlp layers=2 | 17 | build |",)),
