@@ -173,19 +173,27 @@ def test_an_exact_placement_capped_below_a_known_cost_is_cheaper_or_none(graph, 
     assert placed_exactly(problem.graph, answer, budget, None, below=cost + 1).cost(problem.graph) == cost
 
 
+def _answer_over_the_highest_point(graph, squeeze: float):
+    """A budget `squeeze` of the way from the floor to the min-memory peak, the graph staged in that order, and the
+    relaxation's answer over its highest binding point: (problem, budget, points, bound, answer); the draw is
+    skipped where no point binds or no answer comes."""
+    base = baselines(graph)
+    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    problem = Problem(reorder(graph, list(base.min_memory_order)))
+    points = over_budget_points(problem, budget)
+    assume(points)
+    points, bound, answer = strongest_answer(problem, budget, points[:1])
+    assume(answer is not None)
+    return problem, budget, points, bound, answer
+
+
 @settings(max_examples=property_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_a_stage_is_over_at_its_own_op_or_only_while_recomputes_run(graph, squeeze):
     """The stages an answer's realised schedule goes over split in two: those where the stage's own op runs above
     the budget (a point there cuts the answer off), and those where only recomputes do (only a check while
     they run sees them); and where its own op runs, the replay is above the budget."""
-    base = baselines(graph)
-    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
-    problem = Problem(reorder(graph, list(base.min_memory_order)))
-    points = over_budget_points(problem, budget)
-    assume(points)
-    _, bound, answer = strongest_answer(problem, budget, points[:1])
-    assume(answer is not None)
+    problem, budget, _, _, answer = _answer_over_the_highest_point(graph, squeeze)
     sketch = by_first_reader(problem.graph, answer)
     over, during = overflow(problem.graph, sketch, budget)
     at_ops = over_at_own_op(problem.graph, sketch, budget)
@@ -219,13 +227,7 @@ def test_a_walk_that_frees_every_segment_takes_that_answer_and_its_proof(resnet)
 def test_a_walk_returns_a_schedule_that_fits_and_a_bound_below_the_optimum(graph, squeeze):
     """Whatever the walk returns fits the budget, stays in the MILP's space and reads nothing before it is made;
     the bound it proves is never above the exact MILP's optimum, nor above its own schedule's cost."""
-    base = baselines(graph)
-    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
-    problem = Problem(reorder(graph, list(base.min_memory_order)))
-    points = over_budget_points(problem, budget)
-    assume(points)
-    points, _, answer = strongest_answer(problem, budget, points[:1])
-    assume(answer is not None)
+    problem, budget, points, _, answer = _answer_over_the_highest_point(graph, squeeze)
     found = walk(problem, budget, points, answer, 30, whole=True)
     if found.schedule is not None:
         seq = found.schedule.sequence(problem.graph)
