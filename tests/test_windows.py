@@ -9,7 +9,7 @@ from strength import property_examples
 
 from ckpt.errors import InfeasibleBudget
 from ckpt.solver.bounds.bounds import over_budget_points
-from ckpt.solver.bounds.windows import infeasible_window
+from ckpt.solver.bounds.windows import MOST_WINDOWS, infeasible_window, least_window_seconds, windows
 from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.onnx_loader import load_graph
 from ckpt.solver.model import milp
@@ -64,3 +64,25 @@ def test_a_residual_cnn_below_its_smallest_budget_is_refused_by_a_window(shared_
     with pytest.raises(InfeasibleBudget) as refused:
         solve(graph, SolveOptions(budget=budget, explain=False, backend=BackendOptions(time_limit=10)))
     assert refused.value.proven, str(refused.value)
+
+
+def test_a_window_too_big_for_its_share_of_the_scan_is_not_built(shared_models, monkeypatch):
+    """A window whose least time (by its size) is over its even part of the scan's time is passed over unbuilt:
+    on a long graph one window is a model as big as the rounds', and where it has an answer it only spends their
+    time (MobileNetV1 on Siracusa at 0.2). Given enough time, the same scan still proves ResNet-8 at 0.3."""
+    graph = load_graph(shared_models / "resnet8_train")
+    budget = int(0.3 * baselines(graph).graph_order_peak)
+    problem = Problem(staged(graph))
+    binding = over_budget_points(problem, budget)
+    least = max(least_window_seconds(problem, t) for t, _ in windows(problem, budget, binding))
+    built = []
+
+    class Counted(Relaxation):
+        def build(self):
+            built.append(self.points)
+            super().build()
+
+    monkeypatch.setattr("ckpt.solver.bounds.windows.Relaxation", Counted)
+    assert infeasible_window(problem, budget, binding, MOST_WINDOWS * least / 2) is None
+    assert not built
+    assert infeasible_window(problem, budget, binding, 60.0) is not None
