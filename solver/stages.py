@@ -35,6 +35,7 @@ from ckpt.solver.model.time_plan import (
     FOCUS_UNTIL,
     GREEDY_UNTIL,
     MIN_STAGE_SECONDS,
+    SEARCH_UNTIL,
     TimePlan,
     limit_for_models,
     models_fit,
@@ -42,6 +43,7 @@ from ckpt.solver.model.time_plan import (
 from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
 from ckpt.solver.realise.realise import by_first_reader, overflow, walk
+from ckpt.solver.realise.search import searched
 
 NO_BOUND = Bound(0.0, ())
 HEURISTIC = Outcome(RunStatus.FEASIBLE, None, 0.0)     # a schedule nobody proved anything of (yet)
@@ -176,6 +178,27 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
     return found
 
 
+def search_stage(attempt: Attempt, found: Found) -> Found:
+    """Where the models are too big to run, the best schedule known improved by the local search
+    (solver/realise/search.py) until its deadline, or until it meets the bound: the relaxation's rounds
+    prove a bound there, and its repaired answers can be far above it."""
+    budget, plan = attempt.options.live_budget, attempt.plan
+    start = attempt.cheaper(found.polished, found.start)
+    if attempt.models or budget is None or start is None or attempt.meets(start, found.floor) \
+            or not plan.allows(SEARCH_UNTIL):
+        return found
+    attempt.progress(Step("local search: ruin and recreate"))
+    target = _target(attempt, found) or 0.0
+    until = plan.at(SEARCH_UNTIL)
+    improved = searched(attempt.staged, budget, start, math.inf if until is None else until, target,
+                        attempt.progress).schedule
+    found = replace(found, polished=improved, start=attempt.cheaper(found.start, improved))
+    if attempt.meets(improved, found.floor):
+        attempt.progress(Step(f"the searched schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
+        return replace(found, answer=Answer(improved, attempt.bounded(HEURISTIC, improved, found.floor.cost)))
+    return found
+
+
 def _walked_floor(attempt: Attempt, found: Found) -> Found:
     """The answer of the round that proved the floor, walked to a schedule that fits (solver/realise/realise.py):
     where it overflows at a few stages, the relaxation solved again with those as points is often the optimum, in
@@ -261,7 +284,7 @@ def exact_stage(attempt: Attempt, found: Found) -> Found:
 
 
 STAGES: dict[Method, tuple[Stage, ...]] = {
-    Method.MILP: (greedy_start, bound_stage, repair_stage, focused_stage, exact_stage),
+    Method.MILP: (greedy_start, bound_stage, repair_stage, search_stage, focused_stage, exact_stage),
     Method.GREEDY: (greedy_start, greedy_answer),
 }
 
