@@ -10,10 +10,16 @@ from hypothesis import strategies as st
 from strength import property_examples
 
 from ckpt import examples
+from ckpt.events import ignore
+from ckpt.solver import stages
 from ckpt.solver.graph.baselines import baselines, reorder
 from ckpt.solver.graph.onnx_loader import load_graph
 from ckpt.solver.graph.simulate import memory_trace
 from ckpt.solver.graph.views import collapsed
+from ckpt.solver.model import clock
+from ckpt.solver.model.backends import BackendOptions
+from ckpt.solver.model.records import SolveOptions
+from ckpt.solver.model.time_plan import TimePlan
 from ckpt.solver.realise.greedy import Jitter, greedy, outside_space, polish
 from ckpt.solver.realise.search import searched
 
@@ -57,3 +63,19 @@ def test_the_search_finds_a_cheaper_schedule_than_the_polished_greedy(tmp_path):
     found = searched(graph, budget, start, math.inf).schedule
     assert found.cost(graph) < start.cost(graph)
     assert memory_trace(graph, found.sequence(graph)).peak_bytes <= budget
+
+
+def test_the_search_stages_run_only_where_the_models_cannot(tmp_path, monkeypatch):
+    """Where the models cannot run, the early search improves the greedy's schedule (as above), kept aside from
+    the start the bound's rounds judge their path by; where the models can run, it leaves the schedule to them."""
+    onnx.save(examples.resnet(), tmp_path / "network.onnx")
+    plain = collapsed(load_graph(tmp_path / "network.onnx")).without_views
+    graph, budget = staged(plain), int(0.5 * baselines(plain).graph_order_peak)
+    start = polish(graph, greedy(graph, budget), budget)
+    options = SolveOptions(budget=budget, backend=BackendOptions(time_limit=60.0))
+    for fit in (False, True):
+        monkeypatch.setattr(stages, "models_fit", lambda problem, plan, fit=fit: fit)
+        attempt = stages.Attempt(graph, baselines(graph), options, TimePlan(clock.now(), 60.0), ignore)
+        found = stages.early_search_stage(attempt, stages.Found(start=start))
+        improved = found.polished is not None and found.polished.cost(graph) < start.cost(graph)
+        assert improved is not fit and found.start == start    # the bound's rounds start from the greedy's

@@ -58,15 +58,18 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
     return None
 
 
-def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None) -> Decisions:
+def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None,
+           only: frozenset[tuple[int, int]] | None = None) -> Decisions:
     """Drop recomputes the schedule does not need, dearest first, until none can go (or `deadline`, a
     clock.now(), passes): whatever still fits without one goes without it. A time-limited solver or
-    the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time."""
+    the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time.
+    `only`: the recomputes that may go (None: every one; a repair's own, where the rest were polished before)."""
     cost = graph.op_cost
     dropped = True
     while dropped:
         dropped = False
-        for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
+        tried = decisions.recomputes if only is None else decisions.recomputes & only
+        for key in sorted(tried, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
             if deadline is not None and clock.now() > deadline:
                 return decisions
             trial = Decisions(decisions.recomputes - {key})

@@ -4,9 +4,10 @@ Why: deep budgets on transformer graphs (CCT-LoRA on Siracusa at 0.4) leave the 
 relaxation's answers far above the optimum, and the exact models too big to run; the relaxation's rounds there
 prove a bound and find no schedule near it. The greedy always repairs a near miss the same way, so a search
 round drops the recomputes of a window (of stages, or of ops: the recompute of one attention block, say),
-repairs what no longer fits with the greedy whose scores are randomised (greedy.Jitter) and polishes; the
-result is kept when it costs no more than the best (equal cost: a step across a plateau). Every schedule it
-keeps was replayed within the budget and inside the schedule space by the greedy and the polish.
+repairs what no longer fits with the greedy whose scores are randomised (greedy.Jitter) and polishes what the
+repair added (the rest was polished before: a polish of every recompute is a replay each, most of a round's
+time); the result is kept when it costs no more than the best (equal cost: a step across a plateau). Every
+schedule it keeps was replayed within the budget and inside the schedule space by the greedy and the polish.
 """
 from __future__ import annotations
 
@@ -47,13 +48,15 @@ def searched(graph: TrainGraph, budget: int, start: Decisions, deadline: float, 
         repaired = greedy(graph, budget, start=kept, deadline=deadline, jitter=jitter)
         if repaired is None:
             continue
-        trial = polish(graph, repaired, budget, deadline)
+        trial = polish(graph, repaired, budget, deadline, only=repaired.recomputes - kept.recomputes)
         trial_cost = trial.cost(graph)
         if trial_cost <= cost:
             if trial_cost < cost:
                 progress(Incumbent(trial_cost, "ruin and recreate"))
                 since = 0
             best, cost = trial, trial_cost
+    if rounds:     # the repairs were polished alone: what they changed may free an older recompute
+        best = polish(graph, best, budget, deadline)
     return Searched(best, rounds)
 
 
