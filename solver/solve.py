@@ -15,12 +15,13 @@ Time: `backend.time_limit` bounds the whole solve in seconds of `backend.clock` 
 default, or the solve's CPU seconds: solver/model/clock.py). The heuristics run
 until half of it (on large graphs its schedule may be all there is), the lower bound until 80%, the focused
 model until 90%, the exact model until the end; when the models are too big to be built, handed to HiGHS and
-run at all in the last fifth (judged by their size, `time_plan.models_fit`), the bound runs until 90% instead and
-the rest goes to repairing its answers. What a stage leaves goes to the next, and no stage starts with less
-than half a second left (a model run: more, by its size, for the handover to HiGHS). Model builds stop at their
-stage's deadline; a HiGHS run stops at its own, checked only now and then, so every deadline keeps a share of the
-limit in reserve for that overrun (and a model run far past it, or still going at the limit, is killed:
-solver/model/watchdog.py).
+run at all in the last fifth (judged by their size, `time_plan.models_fit`), a local search improves the greedy's
+schedule until 15% (solver/realise/search.py: it stops sooner once it stalls), the bound runs until 85%, then the
+repair of its answers and the local search again, from the best schedule known, until 95%. What a stage leaves
+goes to the next, and no stage starts with less than half a second left (a model run: more, by its size, for the
+handover to HiGHS). Model builds stop at their stage's deadline; a HiGHS run stops at its own, checked only now
+and then, so every deadline keeps a share of the limit in reserve for that overrun (and a model run far past it,
+or still going at the limit, is killed: solver/model/watchdog.py).
 """
 from __future__ import annotations
 

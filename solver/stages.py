@@ -32,9 +32,11 @@ from ckpt.solver.model.relaxation import Span
 from ckpt.solver.model.time_plan import (
     BOUND_ALONE_UNTIL,
     BOUND_UNTIL,
+    EARLY_SEARCH_UNTIL,
     FOCUS_UNTIL,
     GREEDY_UNTIL,
     MIN_STAGE_SECONDS,
+    SEARCH_UNTIL,
     TimePlan,
     limit_for_models,
     models_fit,
@@ -42,6 +44,7 @@ from ckpt.solver.model.time_plan import (
 from ckpt.solver.realise.evicting import evicting
 from ckpt.solver.realise.greedy import greedy, outside_space, polish
 from ckpt.solver.realise.realise import by_first_reader, overflow, walk
+from ckpt.solver.realise.search import searched
 
 NO_BOUND = Bound(0.0, ())
 HEURISTIC = Outcome(RunStatus.FEASIBLE, None, 0.0)     # a schedule nobody proved anything of (yet)
@@ -166,13 +169,51 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
     polished = polish(staged, found.start, budget, plan.at()) if found.start is not None and budget is not None \
         else found.start
     relaxed = from_relaxation(staged, found.floor, budget, plan.at())
-    found = replace(found, polished=attempt.cheaper(polished, relaxed), start=attempt.cheaper(found.start, relaxed))
+    found = replace(found, polished=attempt.cheaper(polished, relaxed, found.polished),
+                    start=attempt.cheaper(found.start, relaxed))
     if found.polished is not None and budget is not None:
         attempt.progress(Incumbent(attempt.cost(found.polished), "relaxation and polish"))
     if attempt.meets(found.polished, found.floor):
         attempt.progress(Step(f"a schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
         return replace(found, answer=Answer(found.polished,
                                             attempt.bounded(HEURISTIC, found.polished, found.floor.cost)))
+    return found
+
+
+def early_search_stage(attempt: Attempt, found: Found) -> Found:
+    """Where the models are too big to run, the greedy's schedule improved by the local search before the bound
+    (a short share, stopping once it stalls): where the bound's rounds end without a schedule near their bound,
+    the repairs' schedules can be far above it. Kept aside as the best polished schedule, not given to the
+    rounds as the start: their path (when to walk, when to place exactly) is judged by the cost of the start,
+    and a cheaper one there made the repairs after them worse (the 8-block CCT at 0.3)."""
+    searched_found = _searched(attempt, found, EARLY_SEARCH_UNTIL)
+    return replace(searched_found, start=found.start) if searched_found.answer is None else searched_found
+
+
+def search_stage(attempt: Attempt, found: Found) -> Found:
+    """The local search again after the repairs, from the best schedule known (the greedy may have found none
+    before the bound), until its deadline or until it meets the bound."""
+    return _searched(attempt, found, SEARCH_UNTIL)
+
+
+def _searched(attempt: Attempt, found: Found, until: float) -> Found:
+    """The best schedule known improved by the local search (solver/realise/search.py) until `until` of the
+    limit, only where the models are too big to run: elsewhere they have that time."""
+    budget, plan = attempt.options.live_budget, attempt.plan
+    start = attempt.cheaper(found.polished, found.start)
+    if attempt.models or budget is None or start is None or attempt.meets(start, found.floor) \
+            or not plan.allows(until):
+        return found
+    attempt.progress(Step("local search: ruin and recreate"))
+    target = _target(attempt, found) or 0.0
+    deadline = plan.at(until)
+    improved = searched(attempt.staged, budget, start, math.inf if deadline is None else deadline, target,
+                        attempt.progress).schedule
+    found = replace(found, polished=attempt.cheaper(found.polished, improved),
+                    start=attempt.cheaper(found.start, improved))
+    if attempt.meets(improved, found.floor):
+        attempt.progress(Step(f"the searched schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
+        return replace(found, answer=Answer(improved, attempt.bounded(HEURISTIC, improved, found.floor.cost)))
     return found
 
 
@@ -261,7 +302,8 @@ def exact_stage(attempt: Attempt, found: Found) -> Found:
 
 
 STAGES: dict[Method, tuple[Stage, ...]] = {
-    Method.MILP: (greedy_start, bound_stage, repair_stage, focused_stage, exact_stage),
+    Method.MILP: (greedy_start, early_search_stage, bound_stage, repair_stage, search_stage, focused_stage,
+                  exact_stage),
     Method.GREEDY: (greedy_start, greedy_answer),
 }
 

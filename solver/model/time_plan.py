@@ -14,7 +14,9 @@ from ckpt.solver.model.problem import Problem
 
 GREEDY_UNTIL = 0.5       # the greedy heuristic (seconds on big graphs, where its schedule may be all there is)
 BOUND_UNTIL = 0.8        # the relaxation: its bound is the proof, and its answer often the optimum
-BOUND_ALONE_UNTIL = 0.9  # ... when the models could not be built and run in the time after it: the rest is repair
+EARLY_SEARCH_UNTIL = 0.15  # when the models cannot run: the local search from the greedy's schedule (search.py)
+BOUND_ALONE_UNTIL = 0.85  # ... when the models could not be built and run in the time after it: the rest is repair
+SEARCH_UNTIL = 0.95       # ... and the local search again, from the best schedule the repairs leave
 FOCUS_UNTIL = 0.9        # the focused model, which finds good schedules far sooner than the exact one
 MIN_STAGE_SECONDS = 0.5  # a stage with less time left than this does not start
 RESERVE_SHARE = 0.05     # kept back from every deadline: a HiGHS run checks its time limit only now and then

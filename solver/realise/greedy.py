@@ -10,6 +10,7 @@ nothing in time.
 from __future__ import annotations
 
 import bisect
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,10 +24,24 @@ from ckpt.solver.model import clock
 MAX_STEPS = 400
 
 
-def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadline: float | None = None
-           ) -> Decisions | None:
+@dataclass(frozen=True)
+class Jitter:
+    """Each try's score scaled by a factor drawn from [1 - spread, 1 + spread]: a randomised greedy, which
+    repairs the same near miss in other ways (solver/realise/search.py), where the plain one always repeats
+    itself."""
+
+    rng: random.Random
+    spread: float
+
+    def factor(self) -> float:
+        return 1 + self.spread * (2 * self.rng.random() - 1)
+
+
+def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadline: float | None = None,
+           jitter: Jitter | None = None) -> Decisions | None:
     """Decisions whose replayed peak fits `budget`, or None if the heuristic cannot get there (by `deadline`,
-    a clock.now(), if given). `start`: the recomputes to begin from (say, a near miss to repair)."""
+    a clock.now(), if given). `start`: the recomputes to begin from (say, a near miss to repair). `jitter`:
+    scores randomised (None: the plain, deterministic greedy)."""
     decisions = start or Decisions(frozenset())
     if outside_space(graph, decisions):
         return None               # outside the space, and adding recomputes cannot bring it back
@@ -36,22 +51,25 @@ def greedy(graph: TrainGraph, budget: int, start: Decisions | None = None, deadl
             return decisions
         if deadline is not None and clock.now() > deadline:
             return None
-        step = _best_step(graph, decisions, result, budget)
+        step = _best_step(graph, decisions, result, budget, jitter)
         if step is None:
             return None
         decisions, result = step
     return None
 
 
-def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None) -> Decisions:
+def polish(graph: TrainGraph, decisions: Decisions, budget: int, deadline: float | None = None,
+           only: frozenset[tuple[int, int]] | None = None) -> Decisions:
     """Drop recomputes the schedule does not need, dearest first, until none can go (or `deadline`, a
     clock.now(), passes): whatever still fits without one goes without it. A time-limited solver or
-    the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time."""
+    the greedy often leaves one or two behind; on a large graph each try is a replay, so it keeps the time.
+    `only`: the recomputes that may go (None: every one; a repair's own, where the rest were polished before)."""
     cost = graph.op_cost
     dropped = True
     while dropped:
         dropped = False
-        for key in sorted(decisions.recomputes, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
+        tried = decisions.recomputes if only is None else decisions.recomputes & only
+        for key in sorted(tried, key=lambda k: (-cost[graph.ops[k[1]].name], k)):
             if deadline is not None and clock.now() > deadline:
                 return decisions
             trial = Decisions(decisions.recomputes - {key})
@@ -65,11 +83,12 @@ def excess(result: MemoryTrace, budget: int) -> int:
     return sum(max(0, level - budget) for level in result.levels)
 
 
-def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, budget: int
+def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, budget: int, jitter: Jitter | None = None
                ) -> tuple[Decisions, MemoryTrace] | None:
     """The try with the most excess removed per cycle (the first of equals in candidate order). Tries are
     replayed best bound first, and only while their bound (`_gain_bound`) could still beat the
-    best replayed score: the same choice as replaying every try, at a fraction of the replays."""
+    best replayed score: the same choice as replaying every try, at a fraction of the replays. With `jitter`,
+    each try's bound and score are scaled by the same factor of its own, so the bound still holds."""
     seq = decisions.sequence(graph)
     stage = stages_of(seq)
     now = excess(result, budget)
@@ -80,9 +99,10 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, bud
         if added:
             cost = Decisions(added).cost(graph)
             bound = min(now, _gain_bound(graph, over, reads, spans, stage, added, reader_stage))
-            tries.append((bound / cost if cost else float("inf"), n, added, cost))
+            scale = jitter.factor() if jitter is not None else 1.0
+            tries.append((scale * bound / cost if cost else float("inf"), n, added, cost, scale))
     best, best_score, best_n = None, 0.0, len(tries)
-    for bound, n, added, cost in sorted(tries, key=lambda c: (-c[0], c[1])):
+    for bound, n, added, cost, scale in sorted(tries, key=lambda c: (-c[0], c[1])):
         if bound <= 0 or bound < best_score:
             break                 # no try left can beat the best one
         if bound == best_score and n > best_n:
@@ -93,7 +113,7 @@ def _best_step(graph: TrainGraph, decisions: Decisions, result: MemoryTrace, bud
         gain = now - excess(new, budget)
         if gain <= 0:
             continue
-        score = gain / cost if cost else float("inf")
+        score = scale * gain / cost if cost else float("inf")
         better = score > best_score or (score == best_score and n < best_n)
         # the space check after the score: it is the dearer test, and only a better try needs it
         if better and not outside_space(graph, trial, trial_seq):
