@@ -28,12 +28,17 @@ def staged(graph):
     return reorder(graph, list(baselines(graph).min_memory_order))
 
 
+def staged_within(graph, squeeze):
+    """The graph in its min-memory order, and a budget `squeeze` of the way from its floor to its min-memory peak."""
+    graph = staged(graph)
+    base = baselines(graph)
+    return graph, int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+
+
 @settings(max_examples=property_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_searched_schedules_fit_and_cost_no_more_than_the_start(graph, squeeze):
-    graph = staged(graph)
-    base = baselines(graph)
-    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    graph, budget = staged_within(graph, squeeze)
     start = greedy(graph, budget)
     if start is None:
         return
@@ -47,9 +52,7 @@ def test_searched_schedules_fit_and_cost_no_more_than_the_start(graph, squeeze):
 @settings(max_examples=property_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(max_ops=10), squeeze=st.floats(0.0, 1.0))
 def test_a_greedy_without_spread_is_the_plain_greedy(graph, squeeze):
-    graph = staged(graph)
-    base = baselines(graph)
-    budget = int(base.lower_bound + squeeze * (base.min_memory_peak - base.lower_bound))
+    graph, budget = staged_within(graph, squeeze)
     assert greedy(graph, budget, jitter=Jitter(random.Random(1), 0.0)) == greedy(graph, budget)
 
 
