@@ -117,3 +117,30 @@ def shaped_graphs(draw, max_ops: int = 9) -> TrainGraph:
     aliases["w_new"] = "w"
     costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
     return make_graph(spec, sizes, persistent, aliases, costs)
+
+
+@st.composite
+def recompute_chains(draw, max_forward: int = 7) -> TrainGraph:
+    """A forward chain of activations of very different sizes, the backward pass reading only some of them again:
+    under a budget near the floor nothing fits beside the largest pair, so the optimum remakes long runs of the
+    chain from the input in the stage that reads their end, a recompute feeding the next in one stage, the
+    intermediates (a large one before a small one, ...) freed as the run goes (random_graphs' optima hardly ever
+    recompute so: their activations are read soon after they are made)."""
+    n = draw(st.integers(5, max_forward))
+    spec, sizes = [], {"x": 4, "w": 4}
+    activations = ["x"]
+    for i in range(n):
+        ins = [activations[-1], "w"] if draw(st.booleans()) else [activations[-1]]
+        spec.append((f"f{i}", "Op", ins, [f"a{i}"]))
+        sizes[f"a{i}"] = 4 * draw(st.integers(1, 13))
+        activations.append(f"a{i}")
+    grad = activations[-1]
+    saved = [a for a in activations[1:-1] if draw(st.integers(0, 2)) == 0] + activations[-1:]
+    for i, a in enumerate(reversed(saved)):
+        spec.append((f"b{i}", "Grad", [grad, a], [f"g{i}"]))
+        sizes[f"g{i}"] = 4 * draw(st.integers(1, 2))
+        grad = f"g{i}"
+    spec.append(("upd", "SGD", ["w", grad], ["w_new"]))
+    sizes["w_new"] = 4
+    costs = {name: draw(st.integers(1, 9)) for name, *_ in spec}
+    return make_graph(spec, sizes, {"x", "w", "w_new"}, {"w_new": "w"}, costs)
