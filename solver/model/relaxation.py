@@ -252,17 +252,20 @@ class Relaxation:
     def _read_later(self, s: int, i: int, ops: list[int], skip: set[str], readers_of: dict[str, list[int]]
                     ) -> dict[str, pulp.LpVariable]:
         """Buffers a later recompute of a one-stage segment reads, which are there while recompute i runs:
-        made by an earlier recompute, or there before the segment and not remade in it. Those still there
-        at point s+1 are counted elsewhere (kept, or made for the point)."""
+        made by an earlier recompute, or there before the segment and not remade in it. A buffer from before
+        the segment whose producer may run again before i is there whether it does or not: remade, or else the
+        old version is kept until the read. Those still there at point s+1 are counted elsewhere (kept, or made
+        for the point)."""
         p, _g, found = self.problem, self.problem.graph, {}
         for k in (k for k in ops if k > i):
             for x in self.problem.input_buffers[k]:
                 if x in skip or x in found:
                     continue
                 j, there = p.producer(x), self.K.get((s + 1, x), 0)
-                if j in ops and j < i:
-                    source = [(1, self.D[s, j])]                           # made by recompute j
-                elif (s, x) in self.K or j == self.points[s]:
+                before = (s, x) in self.K or j == self.points[s]           # a version from before the segment
+                if j in ops and j < i:                                     # made by recompute j, or else kept
+                    source = [(1, 1)] if before else [(1, self.D[s, j])]    # from before to the read
+                elif before:
                     source = [(1, 1), (-1, self.D.get((s, j), 0))]         # 1 - D: there before, not remade
                 else:
                     continue
