@@ -18,6 +18,8 @@ from ckpt.solver.model.problem import Problem
 
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
+RESTART = False          # HiGHS's restart after the root: the rounds' models are small and solved many times
+                         # a solve, and a restart repeats presolve and cuts on them for little gain
 ROUNDED_MOST = 16        # a point's fits row is rounded by a buffer size only where at most this many of it fit
 
 
@@ -69,8 +71,8 @@ class Relaxation:
             if seconds <= 0:
                 return 0.0
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
-        outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
-                      stop_at=target)
+        outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads,
+                                              restart=RESTART), stop_at=target)
         self.answered = outcome.has_answer
         if outcome.status is RunStatus.INFEASIBLE:
             return math.inf
