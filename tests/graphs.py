@@ -119,18 +119,33 @@ def shaped_graphs(draw, max_ops: int = 9) -> TrainGraph:
     return make_graph(spec, sizes, persistent, aliases, costs)
 
 
+def skip_chain() -> TrainGraph:
+    """A forward chain whose late ops all read a0 again (a residual's skip), the backward reading a5 and a3: at
+    its floor no schedule fits. Remaking a3 in b1's stage runs f1..f3 with a0 kept until f3 reads it, and a0,
+    the large a1 and b0's gradient together are over the budget (bounds on it: tests/test_relaxation_chains.py)."""
+    spec = [("f0", "Op", ["x"], ["a0"]), ("f1", "Op", ["a0"], ["a1"]), ("f2", "Op", ["a1"], ["a2"]),
+            ("f3", "Op", ["a2", "a0"], ["a3"]), ("f4", "Op", ["a3", "a0"], ["a4"]), ("f5", "Op", ["a4", "a0"], ["a5"]),
+            ("b0", "Grad", ["a5", "a5"], ["g0"]), ("b1", "Grad", ["g0", "a3"], ["g1"]),
+            ("upd", "SGD", ["w", "g1"], ["w_new"])]
+    sizes = {"x": 4, "w": 4, "a0": 4, "a1": 8, "a2": 4, "a3": 4, "a4": 4, "a5": 4, "g0": 4, "g1": 4, "w_new": 4}
+    return make_graph(spec, sizes, {"x", "w", "w_new"}, {"w_new": "w"})
+
+
 @st.composite
-def recompute_chains(draw, max_forward: int = 7) -> TrainGraph:
+def recompute_chains(draw, max_forward: int = 7, skips: bool = False) -> TrainGraph:
     """A forward chain of activations of very different sizes, the backward pass reading only some of them again:
     under a budget near the floor nothing fits beside the largest pair, so the optimum remakes long runs of the
     chain from the input in the stage that reads their end, a recompute feeding the next in one stage, the
     intermediates (a large one before a small one, ...) freed as the run goes (random_graphs' optima hardly ever
-    recompute so: their activations are read soon after they are made)."""
+    recompute so: their activations are read soon after they are made). With `skips`, an op may also read an
+    activation from further back (a residual's skip), which stays in memory while the run between them is remade."""
     n = draw(st.integers(5, max_forward))
     spec, sizes = [], {"x": 4, "w": 4}
     activations = ["x"]
     for i in range(n):
         ins = [activations[-1], "w"] if draw(st.booleans()) else [activations[-1]]
+        if skips and len(activations) > 3 and draw(st.booleans()):
+            ins.append(draw(st.sampled_from(activations[1:-2])))
         spec.append((f"f{i}", "Op", ins, [f"a{i}"]))
         sizes[f"a{i}"] = 4 * draw(st.integers(1, 13))
         activations.append(f"a{i}")

@@ -147,6 +147,17 @@ def test_highs_stops_at_a_schedule_as_cheap_as_asked():
     assert pulp.value(model.lp.objective) <= 10**6
 
 
+def test_the_relaxation_runs_highs_without_its_restart():
+    """The rounds' models are small and solved to the end many times a solve; HiGHS's restart after the root
+    repeats its presolve and cuts on them for little gain."""
+    graph = staged(chain(6))
+    problem = Problem(graph)
+    model = relaxation.Relaxation(problem, baselines(graph).lower_bound, list(range(1, problem.n)))
+    model.solve(None)
+    _, restart = model.lp.solverModel.getOptionValue("mip_allow_restart")
+    assert restart is False
+
+
 @pytest.mark.slow
 def test_headroom_finds_the_schedule_a_recompute_chain_overflows(shared_models):
     """CCT2_FT2 at 0.58: over its points the relaxation proves 3,850,240 cycles, but its answer realised

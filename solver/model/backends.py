@@ -47,6 +47,7 @@ class BackendOptions:
                                      # going then is killed, whatever its own time limit allows
     clock: Clock = Clock.WALL        # what time_limit counts, for a whole solve (solver/model/clock.py); a
                                      # single run reads the clock of the solve it is part of
+    restart: bool = True             # HiGHS may restart its search after the root (relaxation.py: off)
 
     @property
     def backend(self) -> Backend:
@@ -88,11 +89,12 @@ class _HiGHSWithStart(pulp.HiGHS):
     """PuLP's highspy interface, plus handing HiGHS a known feasible solution before it starts."""
 
     def __init__(self, start: dict[str, float] | None, stop_at: float | None = None,
-                 cpu_limit: float | None = None, **kwargs) -> None:
+                 cpu_limit: float | None = None, restart: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.start = start
         self.stop_at = stop_at
         self.cpu_limit = cpu_limit
+        self.restart = restart
 
     def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
         with _quiet_stdout(enabled=not self.msg):
@@ -104,6 +106,8 @@ class _HiGHSWithStart(pulp.HiGHS):
         reset = getattr(highspy.Highs, "resetThreadScheduler", None)   # absent from old highspy releases
         if reset is not None:
             reset(True)
+        if not self.restart:
+            lp.solverModel.setOptionValue("mip_allow_restart", False)
         if self.stop_at is not None:   # a schedule this cheap is proven good enough elsewhere: stop there
             lp.solverModel.setOptionValue("objective_target", float(self.stop_at))
         if self.start:
@@ -139,7 +143,8 @@ def make_solver(options: BackendOptions, start: dict[str, float] | None = None,
     common = dict(msg=options.verbose, timeLimit=None if cpu else options.time_limit, gapRel=options.gap,
                   threads=options.threads)
     if options.backend is Backend.HIGHS:
-        return _HiGHSWithStart(start, stop_at, options.time_limit if cpu else None, **common, random_seed=0)
+        return _HiGHSWithStart(start, stop_at, options.time_limit if cpu else None, options.restart, **common,
+                               random_seed=0)
     return pulp.PULP_CBC_CMD(**common, warmStart=bool(start), options=["randomSeed 1", "randomCbcSeed 1"])
 
 

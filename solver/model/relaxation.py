@@ -18,6 +18,8 @@ from ckpt.solver.model.problem import Problem
 
 RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its dual bound is the proof
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
+RESTART = False          # HiGHS's restart after the root: the rounds' models are small and solved many times
+                         # a solve, and a restart repeats presolve and cuts on them for little gain
 ROUNDED_MOST = 16        # a point's fits row is rounded by a buffer size only where at most this many of it fit
 
 
@@ -69,8 +71,8 @@ class Relaxation:
             if seconds <= 0:
                 return 0.0
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
-        outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads),
-                      stop_at=target)
+        outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads,
+                                              restart=RESTART), stop_at=target)
         self.answered = outcome.has_answer
         if outcome.status is RunStatus.INFEASIBLE:
             return math.inf
@@ -252,17 +254,20 @@ class Relaxation:
     def _read_later(self, s: int, i: int, ops: list[int], skip: set[str], readers_of: dict[str, list[int]]
                     ) -> dict[str, pulp.LpVariable]:
         """Buffers a later recompute of a one-stage segment reads, which are there while recompute i runs:
-        made by an earlier recompute, or there before the segment and not remade in it. Those still there
-        at point s+1 are counted elsewhere (kept, or made for the point)."""
+        made by an earlier recompute, or there before the segment and not remade in it. A buffer from before
+        the segment whose producer may run again before i is there whether it does or not: remade, or else the
+        old version is kept until the read. Those still there at point s+1 are counted elsewhere (kept, or made
+        for the point)."""
         p, _g, found = self.problem, self.problem.graph, {}
         for k in (k for k in ops if k > i):
             for x in self.problem.input_buffers[k]:
                 if x in skip or x in found:
                     continue
                 j, there = p.producer(x), self.K.get((s + 1, x), 0)
-                if j in ops and j < i:
-                    source = [(1, self.D[s, j])]                           # made by recompute j
-                elif (s, x) in self.K or j == self.points[s]:
+                before = (s, x) in self.K or j == self.points[s]           # a version from before the segment
+                if j in ops and j < i:                                     # made by recompute j, or else kept
+                    source = [(1, 1)] if before else [(1, self.D[s, j])]    # from before to the read
+                elif before:
                     source = [(1, 1), (-1, self.D.get((s, j), 0))]         # 1 - D: there before, not remade
                 else:
                     continue
