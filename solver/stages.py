@@ -168,7 +168,8 @@ def repair_stage(attempt: Attempt, found: Found) -> Found:
         return found
     polished = polish(staged, found.start, budget, plan.at()) if found.start is not None and budget is not None \
         else found.start
-    relaxed = from_relaxation(staged, found.floor, budget, plan.at())
+    # where the greedy found no schedule and the models cannot run, the repairs are all there is to search from
+    relaxed = from_relaxation(staged, found.floor, budget, plan.at(), others=found.start is None and not attempt.models)
     found = replace(found, polished=attempt.cheaper(polished, relaxed, found.polished),
                     start=attempt.cheaper(found.start, relaxed))
     if found.polished is not None and budget is not None:
@@ -344,21 +345,32 @@ def _gap(cost: int, bound: float) -> float:
     return 0.0 if cost <= bound or cost == 0 else (cost - bound) / cost
 
 
-def from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None
-                    ) -> Decisions | None:
+def from_relaxation(staged: TrainGraph, floor: Bound, budget: int | None, deadline: float | None,
+                    others: bool = False) -> Decisions | None:
     """The cheapest of the relaxation's schedule (its answers made to fit by rule or by walking) and of its
     near misses made to fit by the greedy heuristic by `deadline` (newest first: the last answers saw the
     most points; the older ones are a fallback, since a repair can fail on one and succeed on another); polished.
-    A schedule that meets the bound needs no repairs."""
+    A schedule that meets the bound needs no repairs. The cheapest is polished first; with `others`, the rest
+    too, cheapest first, while time is left: a repair far dearer than another can polish to a cheaper schedule
+    (CCT at 0.3), and where the greedy found no schedule before the bound, there is nothing better to search from."""
     if budget is None:
         return None
-    found = floor.schedule
-    met = found is not None and found.cost(staged) <= as_cheap_as(floor.cost)
+    candidates = [floor.schedule] if floor.schedule is not None else []
+    met = bool(candidates) and candidates[0].cost(staged) <= as_cheap_as(floor.cost)
     for n, sketch in enumerate(reversed(floor.sketches if not met else ())):
         if n and deadline is not None and clock.now() + MIN_STAGE_SECONDS >= deadline:
             break     # the newest is always tried (as the only one once was); the others while time is left
-        found = cheapest(staged, found, greedy(staged, budget, start=sketch, deadline=deadline))
-    return polish(staged, found, budget, deadline) if found is not None else None
+        repaired = greedy(staged, budget, start=sketch, deadline=deadline)
+        candidates += [repaired] if repaired is not None else []
+    ranked = sorted(dict.fromkeys(candidates), key=lambda c: c.cost(staged))   # the first of equals stays first
+    if not ranked:
+        return None
+    found = polish(staged, ranked[0], budget, deadline)
+    for other in ranked[1:]:
+        if not others or deadline is not None and clock.now() + MIN_STAGE_SECONDS >= deadline:
+            break
+        found = cheapest(staged, found, polish(staged, other, budget, deadline))
+    return found
 
 
 def cheapest(staged: TrainGraph, *candidates: Decisions | None) -> Decisions | None:

@@ -1,6 +1,7 @@
 """How solve() shares its time limit: models that cannot be built and run in their share leave it to the bound."""
 import math
 import time
+from dataclasses import dataclass
 
 import onnx
 import pytest
@@ -83,6 +84,29 @@ def test_a_repair_that_fails_on_the_newest_near_miss_falls_back_to_older_ones(mo
     repaired = stages.from_relaxation(graph, Bound(0.0, (), sketches=(older, newer)), budget, None)
     assert tried == [newer, older]
     assert repaired is not None and memory_trace(graph, repaired.sequence(graph)).peak_bytes <= budget
+
+
+@dataclass(frozen=True)
+class _Costed:
+    """A schedule that only has a cost (the repairs' choice looks at nothing else)."""
+    cycles: int
+
+    def cost(self, graph) -> int:
+        return self.cycles
+
+
+def test_every_repair_is_polished_where_nothing_else_is_searched_from(monkeypatch):
+    """A repair far dearer than another can polish to the cheaper schedule (CCT at 0.3: twice the cheapest
+    repair's cost before, below its polish after). With `others` (the greedy found no schedule and the models
+    cannot run) every repair is polished, cheapest first; without, only the cheapest: the search or the models
+    have that time."""
+    cheap, dear = _Costed(10), _Costed(20)
+    repaired, polished = {"newer": cheap, "older": dear}, {cheap: _Costed(9), dear: _Costed(5)}
+    monkeypatch.setattr(stages, "greedy", lambda staged, limit, start=None, deadline=None: repaired[start])
+    monkeypatch.setattr(stages, "polish", lambda staged, schedule, budget, deadline: polished[schedule])
+    floor = Bound(0.0, (), sketches=("older", "newer"))
+    assert stages.from_relaxation(None, floor, 100, None).cost(None) == 9
+    assert stages.from_relaxation(None, floor, 100, None, others=True).cost(None) == 5
 
 
 def test_near_misses_are_repaired_unless_the_relaxation_has_a_schedule_at_the_bound(monkeypatch):
