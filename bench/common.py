@@ -139,7 +139,11 @@ def removed_on_error(*paths: Path) -> Iterator[None]:
 
 def split_step(model: Path) -> None:
     """Refuse, before any work, a model that is no split step of the training branch (its policies are that
-    branch's, and each point runs both of its networks): it needs its optimizer graph beside it."""
+    branch's, and each point runs both of its networks): it needs its optimizer graph beside it. A default model that
+    is not there at all (no shared models) is said as such, not as a model of the wrong kind."""
+    if not model.exists():
+        raise CkptError(f"no model at '{model}'", "put Deeploy's training-branch models in ../shared/models beside "
+                        "the repository, set CKPT_SHARED_MODELS, or give --model")
     if optimizer_path(model) is None:
         raise CkptError(f"'{model}' is no split step of Deeploy's training branch (no optimizer graph beside it: "
                         f"{model.name.replace('_train', '')}_optimizer/ or optimizer.onnx)",

@@ -457,10 +457,11 @@ def main() -> int:
         models, args.range, args.budgets = models[:1] if args.model else [shared_models() / ZOO[0]], "0.9:0.9", None
     budgets = tuple(float(f) for f in args.budgets.split(",")) if args.budgets \
         else tuple(parse_range(args.range or "0.5:0.9"))
+    if args.costs not in COSTS_CHOICES:       # a bad file, said before the models: it is bad for any of them
+        read_cost_file(args.costs)
     for model in models:
         split_step(model)
-    if args.costs not in COSTS_CHOICES:       # a bad file, or another model's calibration, before any work
-        read_cost_file(args.costs)
+    if args.costs not in COSTS_CHOICES:       # another model's calibration, before any work
         for model in [m for m in models if m.name not in given] + \
                 ([shared_models() / p.model for p in FORK_POINTS] if args.fork else []):
             read_cost_file(args.costs, model, "siracusa")

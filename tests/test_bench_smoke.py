@@ -29,6 +29,7 @@ class Smoke:
     args: tuple[str, ...] = ()
     rows: int = 0
     shows: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()    # the shared models it reads by default: without them it is skipped, saying so
 
 
 FAST = [
@@ -49,8 +50,10 @@ DEEPLOY = [
     Smoke("coderun", rows=2, shows=("| baseline | 0/314, 0/314 |", "| 1.0 | 0/314, 0/314 |")),
     Smoke("sweep", args=("--warm-cache",), rows=2, shows=("## local", "| baseline |", "| 1 |", "Errors host, gvsoc")),
     # the branch: the model's line and its two points (graph order, 0.9); the release: one line saying what it needs
-    Smoke("zoo", rows=3 if deeploy_flavour() is Flavour.TRAINING_BRANCH else 1, shows=("| simplemlp_train |",)),
-    Smoke("peer_policies", args=("-o", "peer"), rows=1, shows=("| simplemlp_train |",)),
+    Smoke("zoo", rows=3 if deeploy_flavour() is Flavour.TRAINING_BRANCH else 1, shows=("| simplemlp_train |",),
+          models=("simplemlp_train", "simplemlp_optimizer")),
+    Smoke("peer_policies", args=("-o", "peer"), rows=1, shows=("| simplemlp_train |",),
+          models=("simplemlp_train", "simplemlp_optimizer")),
     Smoke("first_command", rows=11, shows=("| total |", "cold ", "warm ")),
     Smoke("level_total", args=("--home", "L2"), rows=2,
           shows=("| point | L2 total T B |", "| baseline | 3296 | 0 | 0 | 0 | optimal |", "| optimal | 1984 |")),
@@ -78,6 +81,9 @@ def table_rows(text: str) -> int:
 
 
 def check(smoke: Smoke, cwd: Path) -> None:
+    if missing := [m for m in smoke.models if not (shared_models() / m).is_dir()]:
+        pytest.skip(f"bench/{smoke.script}.py reads {', '.join(missing)} from the shared models, not at "
+                    f"{shared_models()} (set CKPT_SHARED_MODELS)")
     run = run_bench(smoke.script, "--smoke", *smoke.args, cwd=cwd)
     assert run.returncode == 0, f"bench/{smoke.script}.py --smoke {' '.join(smoke.args)}:\n{run.stdout}\n{run.stderr}"
     assert table_rows(run.stdout) == smoke.rows, run.stdout

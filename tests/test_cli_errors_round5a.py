@@ -318,6 +318,20 @@ def test_a_bench_refuses_bad_arguments_as_the_cli_does(mlp, tmp_path, script, ar
     assert not (tmp_path / "out").exists() and done.stdout == ""
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["zoo", "peer_policies"])
+def test_a_bench_without_its_default_models_says_where_it_looked(tmp_path, script):
+    """The zoo's models are not where the bench looks (no shared models here): one line naming that place and the
+    way out, not a complaint that the model is of the wrong kind."""
+    empty = tmp_path / "models"
+    empty.mkdir()
+    done = subprocess.run([sys.executable, str(REPO / "bench" / f"{script}.py"), "--smoke"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env={**os.environ, "CKPT_SHARED_MODELS": str(empty)})
+    line = one_line(done.stderr)
+    assert done.returncode == 1 and f"no model at '{empty}" in line and "CKPT_SHARED_MODELS" in line, done.stderr
+    assert "no split step" not in line and done.stdout == ""
+
+
 def test_a_sweep_of_fewer_than_no_processes_is_refused_before_its_folder_is_made(mlp, tmp_path):
     from ckpt.budgets.sweep import SweepOptions, run_sweep
 

@@ -271,7 +271,7 @@ def test_a_timeout_below_a_second_is_said_as_given():
 
 @pytest.mark.deeploy
 @pytest.mark.slow
-def test_a_gvsoc_that_prints_nothing_and_hangs_keeps_its_empty_log(tmp_path):
+def test_a_gvsoc_that_prints_nothing_and_hangs_keeps_its_empty_log(deeploy_checkout, tmp_path):
     cct, seq = tmp_path / "cct", tmp_path / "seq.json"
     write_example("cct", cct, blocks=1, image_size=8, embed_dim=16, heads=2)
     assert run("solve", "--costs", "estimate", str(cct), "--target", "siracusa", "--budget", "1.0", "-o",
@@ -345,7 +345,7 @@ def test_an_optimizer_graph_whose_update_reads_its_inputs_swapped_is_refused(spl
 
 @pytest.mark.deeploy
 @pytest.mark.slow
-def test_a_sweep_whose_gvsoc_crashes_at_every_point_fails_in_one_line(tmp_path):
+def test_a_sweep_whose_gvsoc_crashes_at_every_point_fails_in_one_line(deeploy_checkout, tmp_path):
     cct = tmp_path / "cct"
     write_example("cct", cct, blocks=1, image_size=8, embed_dim=16, heads=2)
     launcher = tmp_path / "gv" / "bin" / "gvsoc"
