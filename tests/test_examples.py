@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from ckpt import deeploy_bridge
 from ckpt import examples as E
+from ckpt.deeploy_identity import Flavour
 from ckpt.errors import CkptError
 from ckpt.examples.builder import BACKWARD_DESCRIPTION, MS_DOMAIN
 from ckpt.hostexec.executor import run_graph
@@ -91,7 +92,7 @@ def test_cct_declares_the_gradient_forms_deeploy_computes(options: dict) -> None
     """Every GeluGrad and LayerNormalizationGrad of a CCT example says which form its goldens follow: the one
     Deeploy's kernels compute (the host executor honours it; tests/test_deeploy_kernels.py holds the kernels
     to it)."""
-    nodes = E.build("cct", **options).graph.node
+    nodes = E.build("cct", Flavour.RELEASE, **options).graph.node   # the branch's forms: test_branch_forms.py
     forms = {n.name: _attrs(n).get("form") for n in nodes if n.op_type == "LayerNormalizationGrad"}
     assert forms and set(forms.values()) == {b"deeploy"}, forms
     assert {_attrs(n).get("approximate") for n in nodes if n.op_type == "GeluGrad"} == {b"sigmoid"}
@@ -153,7 +154,7 @@ def test_write_example_layout_and_bytes(tmp_path: Path) -> None:
     assert sorted(feeds.files) == ["input", "labels"]
     assert feeds["input"].dtype == np.float32 and feeds["input"].shape == (3, 5)
     assert feeds["labels"].dtype == np.int64 and feeds["labels"].max() < 4
-    assert model.SerializeToString() == E.mlp(**SMALL["mlp"]).SerializeToString()
+    assert model.SerializeToString() == E.build("mlp", **SMALL["mlp"]).SerializeToString()   # the installed forms
     assert r1.outputs is not None
     assert r1.outputs.read_bytes() == r2.outputs.read_bytes()
     outs = np.load(r1.outputs)
