@@ -2,12 +2,11 @@
 missing gvsoc, whose way out is to make it available; the second names the failure and where its log is."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_support import interrupted_at
 
 from ckpt.deeploy_bridge.setup import setup_for
 from ckpt.errors import CkptError
@@ -88,10 +87,10 @@ def test_a_level_total_solved_with_estimated_costs_says_before_calibrating_that_
     monkeypatch.delenv("GVSOC_INSTALL")
     if isinstance(find_kit(), NoKit) or isinstance(find_sources(), NoSources):
         pytest.skip("no gvsoc or kernels here: no calibration would run")
-    env = {**os.environ, "CKPT_CACHE_DIR": str(tmp_path / "cache"), "CKPT_TEST_INTERRUPT_AT": "calibrating"}
-    run = subprocess.run([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
+    monkeypatch.setenv("CKPT_CACHE_DIR", str(tmp_path / "cache"))
+    run = interrupted_at([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
                           SPLIT_HOME, "--budget-total", "L2=2031616", "--costs", "estimate", "-o",
-                          str(tmp_path / "s.json")], capture_output=True, text=True, env=env, timeout=600)
+                          str(tmp_path / "s.json")], "CKPT_TEST_INTERRUPT_AT", "calibrating")
     assert run.returncode == 130, run.stderr
     lines = run.stderr.splitlines()
     notice = next(i for i, line in enumerate(lines) if "counts the step's own code, which ckpt measures by "
@@ -114,10 +113,10 @@ def test_a_split_home_solved_with_estimated_costs_says_before_calibrating_for_it
     monkeypatch.delenv("GVSOC_INSTALL", raising=False)
     if isinstance(find_kit(), NoKit) or isinstance(find_sources(), NoSources):
         pytest.skip("no gvsoc or kernels here: no calibration would run")
-    env = {**os.environ, "CKPT_CACHE_DIR": str(tmp_path / "cache"), "CKPT_TEST_INTERRUPT_AT": "calibrating"}
-    run = subprocess.run([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
+    monkeypatch.setenv("CKPT_CACHE_DIR", str(tmp_path / "cache"))
+    run = interrupted_at([sys.executable, "-m", "ckpt", "solve", str(tiny), "--target", "siracusa", "--home",
                           SPLIT_HOME, "--budget", "0.9", "--costs", "estimate", *options, "-o",
-                          str(tmp_path / "s.json")], capture_output=True, text=True, env=env, timeout=600)
+                          str(tmp_path / "s.json")], "CKPT_TEST_INTERRUPT_AT", "calibrating")
     assert run.returncode == 130, run.stderr
     lines = run.stderr.splitlines()
     notice = next(i for i, line in enumerate(lines) if f"{why}, which ckpt measures by calibrating" in line)
