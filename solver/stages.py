@@ -187,8 +187,7 @@ def early_search_stage(attempt: Attempt, found: Found) -> Found:
     the repairs' schedules can be far above it. Kept aside as the best polished schedule, not given to the
     rounds as the start: their path (when to walk, when to place exactly) is judged by the cost of the start,
     and a cheaper one there made the repairs after them worse (the 8-block CCT at 0.3)."""
-    searched_found = _searched(attempt, found, EARLY_SEARCH_UNTIL)
-    return replace(searched_found, start=found.start) if searched_found.answer is None else searched_found
+    return _searched(attempt, found, EARLY_SEARCH_UNTIL, as_start=False)
 
 
 def search_stage(attempt: Attempt, found: Found) -> Found:
@@ -197,9 +196,10 @@ def search_stage(attempt: Attempt, found: Found) -> Found:
     return _searched(attempt, found, SEARCH_UNTIL)
 
 
-def _searched(attempt: Attempt, found: Found, until: float) -> Found:
+def _searched(attempt: Attempt, found: Found, until: float, as_start: bool = True) -> Found:
     """The best schedule known improved by the local search (solver/realise/search.py) until `until` of the
-    limit, only where the models are too big to run: elsewhere they have that time."""
+    limit, only where the models are too big to run: elsewhere they have that time. `as_start`: the searched
+    schedule also becomes the start of the stages after it (else only the best polished one)."""
     budget, plan = attempt.options.live_budget, attempt.plan
     start = attempt.cheaper(found.polished, found.start)
     if attempt.models or budget is None or start is None or attempt.meets(start, found.floor) \
@@ -211,7 +211,7 @@ def _searched(attempt: Attempt, found: Found, until: float) -> Found:
     improved = searched(attempt.staged, budget, start, math.inf if deadline is None else deadline, target,
                         attempt.progress).schedule
     found = replace(found, polished=attempt.cheaper(found.polished, improved),
-                    start=attempt.cheaper(found.start, improved))
+                    start=attempt.cheaper(found.start, improved) if as_start else found.start)
     if attempt.meets(improved, found.floor):
         attempt.progress(Step(f"the searched schedule meets the lower bound {found.floor.cost:.0f}: optimal"))
         return replace(found, answer=Answer(improved, attempt.bounded(HEURISTIC, improved, found.floor.cost)))
