@@ -64,6 +64,7 @@ from ckpt.solver.realise.realise import (
     walked,
 )
 
+START_OF_LAST = 0.25     # the repair that starts a round takes at most this share of the last round's time
 GROWTH = 1               # stages added per round: the one where the realised schedule is furthest over
 JOINT = 4                # strongest single points the first round is chosen from (first_points)
 SINGLES_STALL = 32       # single points tried in a row without raising the bound, after which the rest are skipped
@@ -275,9 +276,12 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     small = _small(problem, every)
     growing = _growing_deadline(deadline, enough, walking, small)
     newest: _Answer | None = None
+    last = (list(best.points), best.answer, 0.0)   # the newest answer, the points it was an answer over, its CPU s
     while chosen and _left(growing) > 0 and best.cost < enough and not found.meets(problem, best.cost):
-        relaxation = Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads)
+        relaxation = _started(Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads),
+                              *last)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
+        began = clock.now()
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
                       tuple(chosen))
         bound = replace(bound, answer=_answer_of(relaxation), chained=frozenset(chained))
@@ -287,6 +291,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         if math.isinf(bound.cost) or not relaxation.answered or found.meets(problem, best.cost):
             break
         answer = relaxation.answer()
+        last = (list(chosen), tuple(answer), clock.now() - began)
         if found.realised(problem, budget, answer, best.cost):
             break
         over, in_recomputes = overflow(problem.graph, found.sketch, budget)
@@ -324,6 +329,16 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     if walking and newest is not None and not found.meets(problem, best.cost) and best.cost < enough:
         _walk(problem, budget, newest, deadline, found, enough)
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
+
+
+def _started(relaxation: Relaxation, points: list[int], answer: tuple[Span, ...], seconds: float) -> Relaxation:
+    """The round started from the newest answer (over `points`), solved afresh only in the segments beside the
+    points it adds (relaxation.py: _repaired_start); as it is where it adds none, or no answer is known."""
+    new = [k for k, t in enumerate(relaxation.points) if t not in points]
+    if not answer or not new:
+        return relaxation
+    return replace(relaxation, previous=frozenset(answer), changed=range(max(0, new[0] - 1), new[-1] + 1),
+                   repair_cap=START_OF_LAST * seconds)
 
 
 def _answer_of(relaxation: Relaxation) -> tuple[Span, ...]:

@@ -20,6 +20,8 @@ RELAXATION_GAP = 1e-6    # the relaxation is solved to (near) optimality: its du
 HEURISTIC_GAP = 1e-3     # rounds with headroom only look for a schedule that fits
 RESTART = False          # HiGHS's restart after the root: the rounds' models are small and solved many times
                          # a solve, and a restart repeats presolve and cuts on them for little gain
+START_SHARE = 0.1        # of a round's time, the most the repair of the last round's answer that starts it takes
+START_GAP = 1e-3         # ... and how near its optimum it stops: a start within that of it is as good
 ROUNDED_MOST = 16        # a point's fits row is rounded by a buffer size only where at most this many of it fit
 
 
@@ -42,6 +44,9 @@ class Relaxation:
     free: range | None = None               # the segments solved afresh (None: all; else a local repair, no bound)
     excluded: tuple[frozenset[Span], ...] = ()   # answers not to give again (another of equal cost is wanted)
     feasibility: bool = False               # no objective: only whether any answer exists (inf: none does)
+    previous: frozenset[Span] = frozenset()  # with `changed`: an answer of the last round over points like these...
+    changed: range | None = None            # ... and the segments it has to be solved afresh in (starts the solve)
+    repair_cap: float = math.inf            # ... in at most these seconds
     strengthened: bool = True               # the rows only fractional answers break (bench/rounds.py: without;
                                             # a local repair, `free`, leaves them out: no bound is wanted there,
                                             # and they slowed its small models)
@@ -70,9 +75,16 @@ class Relaxation:
             seconds -= clock.now() - began
             if seconds <= 0:
                 return 0.0
+        start = None
+        cap = min(self.repair_cap, math.inf if seconds is None else START_SHARE * seconds)
+        if self.changed is not None and cap > 0.01:
+            began = clock.now()
+            start = self._repaired_start(None if math.isinf(cap) else cap)
+            if seconds is not None:
+                seconds -= clock.now() - began
         gap = HEURISTIC_GAP if self.headroom else RELAXATION_GAP
         outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=gap, threads=self.threads,
-                                              restart=RESTART), stop_at=target)
+                                              restart=RESTART), start=start, stop_at=target)
         self.answered = outcome.has_answer
         if outcome.status is RunStatus.INFEASIBLE:
             return math.inf
@@ -406,6 +418,27 @@ class Relaxation:
         chosen = [Span(i, self.points[s], self._segment_end(s)) in answer for s, i in self.D]
         terms = [(-1 if on else 1, var) for on, var in zip(chosen, self.D.values())]
         self.lp += at_least(terms, 1 - sum(chosen), f"not_again_{n}")   # sum(1 - D, in it) + sum(D, not) >= 1
+
+    def _repaired_start(self, seconds: float | None) -> dict[str, float] | None:
+        """The last round's answer kept in the segments this round shares with it, and solved afresh in those
+        it `changed` (the ones beside the points it adds), over this round's own model: an answer of it (None:
+        none in time), its first incumbent. On the transformer graphs HiGHS's cuts and sub-MIPs spend most of a
+        round finding an answer near the optimum; holding one, it proves the optimum at its first node. The
+        answer only starts the search: the bound is what HiGHS proves either way."""
+        fixed = []
+        for (s, i), var in self.D.items():
+            if s not in self.changed:
+                fixed.append((var, var.lowBound, var.upBound))
+                var.lowBound = var.upBound = int(Span(i, self.points[s], self._segment_end(s)) in self.previous)
+        try:
+            outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=START_GAP,
+                                                  threads=self.threads, restart=RESTART))
+        finally:
+            for var, low, up in fixed:
+                var.lowBound, var.upBound = low, up
+        if not outcome.has_answer:
+            return None
+        return {var.name: var.value() for var in self.lp.variables()}
 
     # --- the answer ------------------------------------------------------------------------------------
     def answer(self) -> list[Span]:
