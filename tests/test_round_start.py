@@ -25,7 +25,7 @@ def test_a_round_started_from_the_last_answer_holds_an_answer_of_its_own_model_a
     assert math.isfinite(last.solve(None)) and last.answered
     answer = tuple(last.answer())
 
-    started = bounds._started(Relaxation(problem, budget, new), old, answer, 10.0)
+    started = bounds._started(Relaxation(problem, budget, new), bounds._Answer(old, list(answer), frozenset()), 10.0)
     added = new.index(strongest[2])
     assert started.changed == range(max(0, added - 1), added + 1)   # the segments beside the point added
     started.build()
@@ -39,12 +39,12 @@ def test_a_round_started_from_the_last_answer_holds_an_answer_of_its_own_model_a
         assert start[started.D[s, i].name] == (1 if on else 0)
     assert all(v.lowBound in (0, None) and v.upBound in (1, None) for v in started.D.values())   # bounds restored
 
-    again = bounds._started(Relaxation(problem, budget, new), old, answer, 10.0)
+    again = bounds._started(Relaxation(problem, budget, new), bounds._Answer(old, list(answer), frozenset()), 10.0)
     assert again.solve(None) == Relaxation(problem, budget, new).solve(None)
 
 
 def test_a_round_over_the_same_points_or_without_an_answer_is_not_started():
     relaxation = Relaxation(None, 0, [3, 5])
-    assert bounds._started(relaxation, [3, 5], (), 1.0) is relaxation
-    assert bounds._started(relaxation, [3, 5], ("an answer",), 1.0) is relaxation
-    assert bounds._started(relaxation, [3], (), 1.0) is relaxation
+    assert bounds._started(relaxation, bounds._Answer([3, 5], [], frozenset()), 1.0) is relaxation
+    assert bounds._started(relaxation, bounds._Answer([3, 5], ["an answer"], frozenset()), 1.0) is relaxation
+    assert bounds._started(relaxation, bounds._Answer([3], [], frozenset()), 1.0) is relaxation

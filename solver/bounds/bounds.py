@@ -276,10 +276,10 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     small = _small(problem, every)
     growing = _growing_deadline(deadline, enough, walking, small)
     newest: _Answer | None = None
-    last = (list(best.points), best.answer, 0.0)   # the newest answer, the points it was an answer over, its CPU s
+    last, last_seconds = _Answer(list(best.points), list(best.answer), frozenset()), 0.0   # no round yet: not started
     while chosen and _left(growing) > 0 and best.cost < enough and not found.meets(problem, best.cost):
         relaxation = _started(Relaxation(problem, budget, chosen, dict(headroom), frozenset(chained), deadline.threads),
-                              *last)
+                              last, last_seconds)
         # every round may stop at the proven bound: a round's optimum cannot be below it, so nothing is lost
         began = clock.now()
         bound = Bound(relaxation.solve(_limit(growing), target=as_cheap_as(best.cost) if best.cost > 0 else None),
@@ -291,7 +291,7 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
         if math.isinf(bound.cost) or not relaxation.answered or found.meets(problem, best.cost):
             break
         answer = relaxation.answer()
-        last = (list(chosen), tuple(answer), clock.now() - began)
+        last, last_seconds = _Answer(list(chosen), answer, frozenset(chained)), clock.now() - began
         if found.realised(problem, budget, answer, best.cost):
             break
         over, in_recomputes = overflow(problem.graph, found.sketch, budget)
@@ -331,13 +331,13 @@ def _bound_from_growing_points(problem: Problem, budget: int, chosen: list[int],
     return _with_last_resort_bound(problem, budget, best, found, deadline, enough, every)
 
 
-def _started(relaxation: Relaxation, points: list[int], answer: tuple[Span, ...], seconds: float) -> Relaxation:
-    """The round started from the newest answer (over `points`), solved afresh only in the segments beside the
-    points it adds (relaxation.py: _repaired_start); as it is where it adds none, or no answer is known."""
-    new = [k for k, t in enumerate(relaxation.points) if t not in points]
-    if not answer or not new:
+def _started(relaxation: Relaxation, last: _Answer, seconds: float) -> Relaxation:
+    """The round started from the newest answer `last` (a round of `seconds`), solved afresh only in the segments
+    beside the points it adds (relaxation.py: _repaired_start); as it is where it adds none, or no answer is known."""
+    new = [k for k, t in enumerate(relaxation.points) if t not in last.points]
+    if not last.spans or not new:
         return relaxation
-    return replace(relaxation, previous=frozenset(answer), changed=range(max(0, new[0] - 1), new[-1] + 1),
+    return replace(relaxation, previous=frozenset(last.spans), changed=range(max(0, new[0] - 1), new[-1] + 1),
                    repair_cap=START_OF_LAST * seconds)
 
 
@@ -442,7 +442,8 @@ def _alternative_placed(problem: Problem, budget: int, points: list[int], chaine
 
 @dataclass(frozen=True)
 class _Answer:
-    """A round's optimal answer whose realised schedule goes over the budget at stages that were not its points."""
+    """A round's answer: the points it was solved over, its recomputes, and the segments it checked while they run
+    (the newest starts the next round; one solved to the end whose schedule overflows is where a walk starts)."""
 
     points: list[int]
     spans: list[Span]

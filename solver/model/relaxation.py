@@ -408,9 +408,18 @@ class Relaxation:
 
     def _kept_outside_free(self) -> None:
         """Segments outside `free` recompute what `kept` says, no more, no less: a local repair of that answer."""
+        self._fixed_outside(self.kept, self.free)
+
+    def _fixed_outside(self, answer: frozenset[Span], solved: range
+                       ) -> list[tuple[pulp.LpVariable, float | None, float | None]]:
+        """Each recompute outside the segments `solved` fixed to what `answer` does there; each fixed variable with
+        the bounds it had, to put back."""
+        before = []
         for (s, i), var in self.D.items():
-            if s not in self.free:
-                var.lowBound = var.upBound = int(Span(i, self.points[s], self._segment_end(s)) in self.kept)
+            if s not in solved:
+                before.append((var, var.lowBound, var.upBound))
+                var.lowBound = var.upBound = int(Span(i, self.points[s], self._segment_end(s)) in answer)
+        return before
 
     def _not_again(self, n: int, answer: frozenset[Span]) -> None:
         """Some recompute differs from `answer`'s: one recomputed that it leaves out, or one it has left out.
@@ -425,11 +434,7 @@ class Relaxation:
         none in time), its first incumbent. On the transformer graphs HiGHS's cuts and sub-MIPs spend most of a
         round finding an answer near the optimum; holding one, it proves the optimum at its first node. The
         answer only starts the search: the bound is what HiGHS proves either way."""
-        fixed = []
-        for (s, i), var in self.D.items():
-            if s not in self.changed:
-                fixed.append((var, var.lowBound, var.upBound))
-                var.lowBound = var.upBound = int(Span(i, self.points[s], self._segment_end(s)) in self.previous)
+        fixed = self._fixed_outside(self.previous, self.changed)
         try:
             outcome = run(self.lp, BackendOptions(name=Backend.HIGHS, time_limit=seconds, gap=START_GAP,
                                                   threads=self.threads, restart=RESTART))
